@@ -1,0 +1,45 @@
+// A small HTTP(S) client on libcurl for talking to the broker with hard
+// deadlines. One client keeps one connection alive between requests.
+#pragma once
+#include <functional>
+#include <string>
+
+namespace shardnet {
+
+struct HttpRequest {
+    std::string method = "POST";
+    std::string url;
+    std::string body;          // sent as application/json when non-empty
+    std::string bearer;        // Authorization: Bearer ...
+    std::string ca_file;       // extra CA bundle for https
+    long timeout_ms = 2000;    // whole request, connect included
+};
+
+struct HttpResponse {
+    long status = 0;           // 0 when no HTTP answer came
+    std::string body;
+    std::string error;         // libcurl's reason when status == 0
+    bool cancelled = false;
+    bool ok() const { return status >= 200 && status < 300; }
+};
+
+class HttpClient {
+public:
+    HttpClient();
+    ~HttpClient();
+    HttpClient(const HttpClient &) = delete;
+    HttpClient &operator=(const HttpClient &) = delete;
+
+    // While the request runs, when watch_fd becomes readable on_ready() is
+    // called; if it returns false the request is abandoned (cancelled=true).
+    HttpResponse send(const HttpRequest &req, int watch_fd = -1, const std::function<bool()> &on_ready = {});
+
+private:
+    void *easy_;
+    void *multi_;
+};
+
+// curl_global_init; call once from main() before threads exist.
+void http_global_init();
+
+}  // namespace shardnet

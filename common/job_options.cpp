@@ -1,0 +1,82 @@
+#include "job_options.hpp"
+
+#include "parse_util.hpp"
+#include "safe_path.hpp"
+
+namespace shardnet {
+
+namespace {
+constexpr OptSpec kSpecs[] = {
+    {"shardnet", "SHARDNET_RUN", "[RUN]", "Run under ShardNet (heartbeats, checkpoints, requeue); RUN names the run, default CLUSTER.JOBID"},
+    {"shardnet-ckpt-dir", "SHARDNET_CKPT_DIR", "DIR", "Checkpoint directory (inside the site checkpoint root or your home)"},
+    {"shardnet-ckpt-every", "SHARDNET_CKPT_EVERY", "STEPS|auto", "Checkpoint every STEPS steps, or let the trainer decide (auto)"},
+    {"shardnet-heartbeat", "SHARDNET_HEARTBEAT", "SECONDS", "Heartbeat interval in seconds (site bounds apply)"},
+    {"shardnet-resume", "SHARDNET_RESUME", "CHECKPOINT|latest", "Resume from a sealed checkpoint (name, absolute path or latest)"},
+    {"shardnet-requeue", "SHARDNET_REQUEUE", "federated|local|off", "Where a failed run may be requeued"},
+};
+}  // namespace
+
+const OptSpec &opt_spec(Opt o) { return kSpecs[static_cast<int>(o)]; }
+
+const char *requeue_name(Requeue r) {
+    switch (r) {
+    case Requeue::federated: return "federated";
+    case Requeue::local: return "local";
+    case Requeue::off: return "off";
+    }
+    return "off";
+}
+
+std::string check_option(Opt o, const std::string &v, const PlugstackConfig &cfg) {
+    if (has_control_chars(v)) return "value has control characters";
+    switch (o) {
+    case Opt::run:
+        if (v.empty() || v == "auto") return "";
+        if (!is_safe_name(v)) return "a run id is 1-64 of [A-Za-z0-9._-], starting with a letter or digit";
+        return "";
+    case Opt::ckpt_dir:
+        return check_path_syntax(v);
+    case Opt::ckpt_every:
+        if (v == "auto" || parse_int(v, 1, 1000000000)) return "";
+        return "expected a number of steps (1 or more) or 'auto'";
+    case Opt::heartbeat:
+        if (parse_int(v, cfg.heartbeat_min, cfg.heartbeat_max)) return "";
+        return "expected whole seconds from " + std::to_string(cfg.heartbeat_min) + " to " +
+               std::to_string(cfg.heartbeat_max) + " (site bounds)";
+    case Opt::resume:
+        if (v == "latest" || is_safe_name(v, 128)) return "";
+        if (!v.empty() && v[0] == '/') return check_path_syntax(v);
+        return "expected 'latest', a checkpoint name or an absolute path";
+    case Opt::requeue:
+        if (v == "federated" || v == "local" || v == "off") return "";
+        return "expected federated, local or off";
+    case Opt::count: break;
+    }
+    return "unknown option";
+}
+
+std::string resolve_job_options(const JobOptionsRaw &raw, const PlugstackConfig &cfg, JobOptions &out) {
+    out = JobOptions{};
+    out.heartbeat = cfg.heartbeat_default;
+    for (int i = 0; i < static_cast<int>(Opt::count); ++i) {
+        Opt o = static_cast<Opt>(i);
+        if (!raw[o]) continue;
+        const std::string &v = *raw[o];
+        if (auto err = check_option(o, v, cfg); !err.empty())
+            return std::string("--") + opt_spec(o).name + "=" + (has_control_chars(v) ? "(unprintable)" : v) + ": " + err;
+        switch (o) {
+        case Opt::run: out.run = (v == "auto") ? "" : v; break;
+        case Opt::ckpt_dir: out.ckpt_dir = v; break;
+        case Opt::ckpt_every: out.ckpt_every = v; break;
+        case Opt::heartbeat: out.heartbeat = static_cast<int>(*parse_int(v, 1, 86400)); break;
+        case Opt::resume: out.resume = v; break;
+        case Opt::requeue:
+            out.requeue = v == "local" ? Requeue::local : v == "off" ? Requeue::off : Requeue::federated;
+            break;
+        case Opt::count: break;
+        }
+    }
+    return "";
+}
+
+}  // namespace shardnet

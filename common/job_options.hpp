@@ -1,0 +1,43 @@
+// The user's --shardnet-* options (or their SHARDNET_* env fallbacks),
+// checked against the site's plugstack configuration.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "plugstack_config.hpp"
+
+namespace shardnet {
+
+// Each user-facing option: its name without "--", the SHARDNET_* variable
+// that stands in for it when the command line does not give it, and help.
+enum class Opt { run, ckpt_dir, ckpt_every, heartbeat, resume, requeue, count };
+struct OptSpec { const char *name; const char *env; const char *arginfo; const char *usage; };
+const OptSpec &opt_spec(Opt o);
+
+struct JobOptionsRaw {
+    bool enabled = false;
+    std::optional<std::string> value[static_cast<int>(Opt::count)];
+    std::optional<std::string> &operator[](Opt o) { return value[static_cast<int>(o)]; }
+    const std::optional<std::string> &operator[](Opt o) const { return value[static_cast<int>(o)]; }
+};
+
+enum class Requeue { federated, local, off };
+
+struct JobOptions {
+    std::string run;          // "" until the remote side names it (cluster.jobid)
+    std::string ckpt_dir;     // "" until the remote side applies the default
+    std::string ckpt_every = "auto";
+    int heartbeat = 0;
+    std::string resume;       // "", "latest", a checkpoint name or an absolute path
+    Requeue requeue = Requeue::federated;
+};
+
+// "" when value is acceptable for option o under cfg, else the reason.
+std::string check_option(Opt o, const std::string &value, const PlugstackConfig &cfg);
+
+// Resolves raw into out; "" on success, else "--shardnet-X=V: reason".
+std::string resolve_job_options(const JobOptionsRaw &raw, const PlugstackConfig &cfg, JobOptions &out);
+
+const char *requeue_name(Requeue r);
+
+}  // namespace shardnet

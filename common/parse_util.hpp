@@ -1,0 +1,23 @@
+// Small, strict parsers for values that come from users and site files.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace shardnet {
+
+// A whole decimal integer in [lo, hi]; no sign tricks, spaces or suffixes.
+std::optional<long long> parse_int(std::string_view s, long long lo, long long hi);
+
+// "USR1", "SIGUSR1" or a number 1..64; 0 if not a signal we allow.
+int parse_signal(std::string_view s);
+std::string signal_name(int sig);
+
+// True if s has bytes that must never reach a log line, env var or argv:
+// control characters (newline included) and DEL.
+bool has_control_chars(std::string_view s);
+
+// Run ids and checkpoint names: [A-Za-z0-9][A-Za-z0-9._-]{0,max-1}.
+bool is_safe_name(std::string_view s, std::size_t max = 64);
+
+}  // namespace shardnet

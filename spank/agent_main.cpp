@@ -1,0 +1,214 @@
+// shardnet-agent: one per node per step, started by the plugin in
+// slurmstepd and running as the job user. Sends progress-aware heartbeats
+// to the broker, the tasks' exits, and the signal before the time limit.
+// Whatever the broker does (down, slow, refusing, silent), the agent only
+// loses heartbeats; it never holds up the step.
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <poll.h>
+#include <string>
+#include <unistd.h>
+
+#include "agent_protocol.hpp"
+#include "heartbeat.hpp"
+#include "http_client.hpp"
+#include "prelimit.hpp"
+
+using namespace shardnet;
+
+namespace {
+
+double wall_now() {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Lines from the plugin, read without blocking.
+class LineReader {
+public:
+    explicit LineReader(int fd) : fd_(fd) {}
+    // Reads what is there; false at end of file or error.
+    bool fill() {
+        char buf[4096];
+        ssize_t n = ::read(fd_, buf, sizeof buf);
+        if (n > 0) { buf_.append(buf, size_t(n)); return true; }
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+        eof_ = true;
+        return false;
+    }
+    bool next(std::string &line) {
+        auto nl = buf_.find('\n');
+        if (nl == std::string::npos) return false;
+        line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        return true;
+    }
+    bool eof() const { return eof_; }
+    int fd() const { return fd_; }
+private:
+    int fd_;
+    std::string buf_;
+    bool eof_ = false;
+};
+
+class Agent {
+public:
+    Agent(AgentConfig cfg, LineReader &in) : cfg_(std::move(cfg)), in_(in) {
+        for (const auto &r : cfg_.ranks) ranks_.push_back(RankState{r.rank, r.local_rank, 0, {}, {}, 0});
+    }
+
+    int run() {
+        auto next = Clock::now();
+        auto next_limit_check = Clock::now();
+        while (!in_.eof()) {
+            auto now = Clock::now();
+            if (now >= next) {
+                heartbeat("running", cfg_.timeout_ms);
+                next = Clock::now() + std::chrono::seconds(cfg_.interval);
+                if (urgent_) { urgent_ = false; }
+            }
+            if (cfg_.prelimit_signal && !prelimit_sent_ && Clock::now() >= next_limit_check) {
+                check_time_limit();
+                next_limit_check = Clock::now() + std::chrono::seconds(30);
+            }
+            auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
+            if (cfg_.prelimit_signal && !prelimit_sent_ && end_time_ > 0) {
+                long long to_signal = (end_time_ - cfg_.prelimit_secs - std::time(nullptr)) * 1000LL;
+                wait = std::min<long long>(wait, std::max<long long>(to_signal, 0));
+            }
+            pollfd p{in_.fd(), POLLIN, 0};
+            ::poll(&p, 1, int(std::clamp<long long>(wait, 0, 60000)));
+            if (p.revents) read_events();
+            if (urgent_) next = Clock::now();  // a task failed: tell the broker now
+        }
+        // End of step. Only a broker that answered gets the final report,
+        // and only within a short deadline: the step must not wait on us.
+        if (broker_ok_) heartbeat("ended", std::min(cfg_.timeout_ms, 1000));
+        return 0;
+    }
+
+private:
+    void read_events() {
+        if (!in_.fill()) return;
+        std::string line;
+        while (in_.next(line)) {
+            auto ev = parse_agent_event(line);
+            if (!ev) { log("ignoring a malformed line from the plugin"); continue; }
+            RankState *r = find(ev->rank);
+            if (!r) continue;
+            if (ev->kind == AgentEvent::pid) r->pid = ev->value;
+            else {
+                r->wait_status = ev->value;
+                if (ev->value != 0) urgent_ = true;
+            }
+        }
+    }
+
+    RankState *find(unsigned rank) {
+        for (auto &r : ranks_)
+            if (r.rank == rank) return &r;
+        return nullptr;
+    }
+
+    void heartbeat(const char *state, int timeout_ms) {
+        for (auto &r : ranks_) {
+            double mt = 0;
+            auto step = read_progress(cfg_.progress_dir + "/rank-" + std::to_string(r.rank), &mt);
+            if (step) { r.step = step; r.progress_time = mt; }
+        }
+        HttpRequest req;
+        req.url = cfg_.url + "/v1/heartbeats";
+        req.bearer = cfg_.token;
+        req.ca_file = cfg_.ca_file;
+        req.timeout_ms = timeout_ms;
+        req.body = heartbeat_json(cfg_, ranks_, state, ++seq_, wall_now(), prelimit_sent_);
+        // The step's end cuts a request short: read events while we wait.
+        auto res = client_.send(req, in_.eof() ? -1 : in_.fd(), [this] {
+            read_events();
+            return !in_.eof();
+        });
+        if (res.cancelled) return;
+        bool ok = res.ok();
+        if (ok != broker_ok_ || first_) {
+            if (!ok) log("broker " + cfg_.url + " " +
+                         (res.status ? "answered HTTP " + std::to_string(res.status) : "unreachable: " + res.error));
+            else if (!first_) log("broker " + cfg_.url + " answers again");
+        }
+        if (first_ && cfg_.required) {
+            std::string verdict = ok ? "O\n" : "F" + (res.status ? "HTTP " + std::to_string(res.status) : res.error) + "\n";
+            (void)!::write(1, verdict.data(), verdict.size());
+            ::close(1);
+        }
+        first_ = false;
+        broker_ok_ = ok;
+    }
+
+    void check_time_limit() {
+        if (end_time_ == 0 || std::time(nullptr) + cfg_.prelimit_secs + 60 >= end_time_)
+            end_time_ = job_end_time(cfg_.job);
+        if (end_time_ == 0 || std::time(nullptr) < end_time_ - cfg_.prelimit_secs) return;
+        int sent = 0;
+        for (const auto &r : ranks_)
+            if (r.pid > 0 && !r.wait_status && ::kill(r.pid, cfg_.prelimit_signal) == 0) ++sent;
+        prelimit_sent_ = true;
+        log("sent signal " + std::to_string(cfg_.prelimit_signal) + " to " + std::to_string(sent) + " task(s), " +
+            std::to_string(cfg_.prelimit_secs) + " s before the time limit");
+        urgent_ = true;
+    }
+
+    void log(const std::string &msg) {
+        std::string line = "node " + cfg_.node + " job " + std::to_string(cfg_.job) + "." + cfg_.step + ": " + msg + "\n";
+        (void)!::write(2, line.data(), line.size());
+    }
+
+    AgentConfig cfg_;
+    LineReader &in_;
+    std::vector<RankState> ranks_;
+    HttpClient client_;
+    unsigned long long seq_ = 0;
+    bool broker_ok_ = false;
+    bool first_ = true;
+    bool urgent_ = false;
+    bool prelimit_sent_ = false;
+    std::time_t end_time_ = 0;
+};
+
+}  // namespace
+
+int main() {
+    std::signal(SIGPIPE, SIG_IGN);
+    ::fcntl(0, F_SETFL, ::fcntl(0, F_GETFL) | O_NONBLOCK);
+    ::fcntl(2, F_SETFL, ::fcntl(2, F_GETFL) | O_NONBLOCK);
+    http_global_init();
+
+    LineReader in(0);
+    AgentConfig cfg;
+    bool done = false;
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    std::string line;
+    while (!done) {
+        while (!done && in.next(line)) {
+            if (auto err = parse_agent_config_line(line, cfg, done); !err.empty()) {
+                std::fprintf(stderr, "config from the plugin rejected: %s\n", err.c_str());
+                return 2;
+            }
+        }
+        if (done) break;
+        if (in.eof() || Clock::now() > deadline) {
+            std::fprintf(stderr, "no complete config from the plugin\n");
+            return 2;
+        }
+        pollfd p{0, POLLIN, 0};
+        ::poll(&p, 1, 100);
+        in.fill();
+    }
+    return Agent(std::move(cfg), in).run();
+}

@@ -1,0 +1,73 @@
+#include "heartbeat.hpp"
+
+#include <boost/json.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "parse_util.hpp"
+
+namespace shardnet {
+
+std::optional<long long> read_progress(const std::string &path, double *mtime) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    struct stat st;
+    char buf[65];
+    ssize_t n = -1;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) return std::nullopt;
+    std::string_view s(buf, size_t(n));
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
+    auto end = s.find_first_of(" \t\r\n");
+    if (end != std::string_view::npos) s = s.substr(0, end);
+    auto v = parse_int(s, 0, 1LL << 62);
+    if (v && mtime) *mtime = double(st.st_mtim.tv_sec) + double(st.st_mtim.tv_nsec) / 1e9;
+    return v;
+}
+
+std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &ranks, const char *state,
+                           unsigned long long seq, double now, bool prelimit_signalled) {
+    boost::json::array rs;
+    for (const auto &r : ranks) {
+        boost::json::object o;
+        o["rank"] = r.rank;
+        o["local_rank"] = r.local_rank;
+        if (r.pid > 0) o["pid"] = r.pid; else o["pid"] = nullptr;
+        if (r.step) {
+            o["step"] = *r.step;
+            o["progress_age"] = now - r.progress_time;
+        } else {
+            o["step"] = nullptr;
+        }
+        if (r.wait_status) {
+            int ws = *r.wait_status;
+            boost::json::object e;
+            if (WIFEXITED(ws)) { e["code"] = WEXITSTATUS(ws); e["signal"] = nullptr; }
+            else if (WIFSIGNALED(ws)) { e["code"] = nullptr; e["signal"] = WTERMSIG(ws); }
+            else { e["code"] = nullptr; e["signal"] = nullptr; }
+            o["exit"] = std::move(e);
+        } else {
+            o["exit"] = nullptr;
+        }
+        rs.push_back(std::move(o));
+    }
+    boost::json::object hb;
+    hb["run"] = c.run;
+    hb["attempt"] = c.attempt;
+    hb["cluster"] = c.cluster;
+    hb["node"] = c.node;
+    hb["job"] = c.job;
+    hb["step"] = c.step;
+    hb["seq"] = seq;
+    hb["time"] = now;
+    hb["interval"] = c.interval;
+    hb["state"] = state;
+    hb["prelimit_signalled"] = prelimit_signalled;
+    hb["ranks"] = std::move(rs);
+    return boost::json::serialize(hb);
+}
+
+}  // namespace shardnet

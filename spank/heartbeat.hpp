@@ -1,0 +1,30 @@
+// What the agent knows about this node's ranks, and the heartbeat body
+// built from it. Pure functions, unit-tested.
+#pragma once
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "agent_protocol.hpp"
+
+namespace shardnet {
+
+struct RankState {
+    unsigned rank = 0;
+    unsigned local_rank = 0;
+    pid_t pid = 0;
+    std::optional<int> wait_status;     // set once the task ended
+    std::optional<long long> step;      // last step the trainer wrote
+    double progress_time = 0;           // when it wrote it (mtime)
+};
+
+// The trainer's step from a progress file: the first whitespace-separated
+// token, a non-negative integer. Never follows a symlink, reads 64 bytes.
+std::optional<long long> read_progress(const std::string &path, double *mtime);
+
+// state: "running" or "ended". seq counts heartbeats of this agent.
+std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &ranks, const char *state,
+                           unsigned long long seq, double now, bool prelimit_signalled);
+
+}  // namespace shardnet

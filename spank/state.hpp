@@ -1,0 +1,46 @@
+// Process-wide state of the plugin. Slurm loads us into srun, sbatch,
+// salloc and slurmstepd; everything here is plain data (no constructors run
+// at dlopen, nothing to destroy at dlclose). Heap objects hang off pointers
+// and are freed in slurm_spank_exit.
+#pragma once
+#include <climits>
+#include <cstdint>
+#include <sys/types.h>
+
+#include "job_options.hpp"
+#include "plugstack_config.hpp"
+
+namespace shardnet {
+
+struct RawOption {
+    bool set;
+    char value[PATH_MAX];
+};
+
+struct AgentLink {
+    pid_t pid;        // 0 when no agent runs
+    int ctl_fd;       // our end of the control socket (lines to the agent)
+    int status_fd;    // agent's stdout: one verdict byte after its first heartbeat
+    int err_fd;       // agent's stderr, drained into our log
+};
+
+struct PluginState {
+    bool enabled_by_option;
+    RawOption opt[static_cast<int>(Opt::count)];
+    PlugstackConfig *cfg;   // parsed plugstack arguments
+    JobOptions *job;        // resolved options (remote side)
+    bool active;            // remote: this step runs under ShardNet
+    uint32_t local_tasks;
+    uint32_t exited_tasks;
+    uid_t uid;
+    char run[72];
+    unsigned attempt;
+    char ckpt_dir[PATH_MAX];
+    char resume_from[PATH_MAX];
+    char progress_dir[PATH_MAX];
+    AgentLink agent;
+};
+
+extern PluginState g;
+
+}  // namespace shardnet

@@ -1,0 +1,248 @@
+// slurmstepd side: turns the job's options into the task environment
+// contract, makes the checkpoint and progress directories as the job user,
+// and runs the heartbeat agent for the step on this node.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <memory>
+#include <pwd.h>
+#include <string>
+#include <strings.h>
+#include <unistd.h>
+
+extern "C" {
+#include <slurm/slurm.h>
+}
+
+#include "agent_link.hpp"
+#include "agent_protocol.hpp"
+#include "checkpoint_layout.hpp"
+#include "contexts.hpp"
+#include "parse_util.hpp"
+#include "safe_path.hpp"
+#include "state.hpp"
+
+namespace shardnet {
+
+namespace {
+
+std::string job_env(spank_t sp, const char *name) {
+    char buf[PATH_MAX];
+    if (spank_getenv(sp, name, buf, sizeof buf) != ESPANK_SUCCESS) return "";
+    return buf;
+}
+
+template <typename T>
+T item(spank_t sp, spank_item_t what, T fallback) {
+    T v{};
+    return spank_get_item(sp, what, &v) == ESPANK_SUCCESS ? v : fallback;
+}
+
+bool set_env(spank_t sp, const char *name, const std::string &value) {
+    spank_err_t rc = spank_setenv(sp, name, value.c_str(), 1);
+    if (rc != ESPANK_SUCCESS) slurm_error("shardnet: cannot set %s: %s", name, spank_strerror(rc));
+    return rc == ESPANK_SUCCESS;
+}
+
+bool copy_to(char *dst, size_t cap, const std::string &src) {
+    if (src.size() >= cap) return false;
+    std::memcpy(dst, src.c_str(), src.size() + 1);
+    return true;
+}
+
+// Read as root, before user_init drops to the job user; handed to the agent
+// over its control socket, never through argv or the environment.
+std::string read_token(const std::string &path, std::string &err) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) { err = "cannot read token file '" + path + "': " + std::strerror(errno); return ""; }
+    char buf[1025];
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n < 0) { err = "cannot read token file '" + path + "': " + std::strerror(errno); return ""; }
+    std::string t(buf, size_t(n));
+    while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+    if (t.empty() || has_control_chars(t) || t.find(' ') != std::string::npos) {
+        err = "token file '" + path + "' is empty or holds more than one token";
+        return "";
+    }
+    return t;
+}
+
+char g_token[1025];  // plain storage: wiped as soon as the agent has it
+
+// A broker problem is only fatal to the step when the site said so.
+int broker_problem(const std::string &what) {
+    if (g.cfg->mode == BrokerMode::required) {
+        slurm_error("shardnet: %s (mode=required: the step does not start)", what.c_str());
+        return -1;
+    }
+    slurm_error("shardnet: %s; the job goes on without heartbeats", what.c_str());
+    return 0;
+}
+
+int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gid, const std::string &user) {
+    AgentConfig ac;
+    ac.url = g.cfg->broker_url;
+    ac.token = g_token;
+    ac.ca_file = g.cfg->ca_file;
+    ac.run = g.run;
+    ac.attempt = g.attempt;
+    ac.cluster = job_env(sp, "SLURM_CLUSTER_NAME");
+    ac.node = job_env(sp, "SLURMD_NODENAME");
+    if (ac.node.empty()) {
+        char host[256] = {};
+        ::gethostname(host, sizeof host - 1);
+        ac.node = host;
+    }
+    ac.job = jobid;
+    ac.step = stepid == SLURM_BATCH_SCRIPT ? "batch" : std::to_string(stepid);
+    ac.interval = g.job->heartbeat;
+    ac.timeout_ms = g.cfg->timeout_ms;
+    ac.prelimit_signal = g.cfg->prelimit_signal;
+    ac.prelimit_secs = g.cfg->prelimit_secs;
+    ac.required = g.cfg->mode == BrokerMode::required;
+    ac.progress_dir = g.progress_dir;
+    // Global ranks of this node's tasks: S_JOB_GID_TO_... is per task, so the
+    // agent learns them from the pid= lines; here it gets the count.
+    uint32_t ntasks = g.local_tasks;
+    for (uint32_t i = 0; i < ntasks; ++i) {
+        uint32_t global = i;
+        if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &global) != ESPANK_SUCCESS) global = i;
+        ac.ranks.push_back({global, i});
+    }
+    AgentSpawn spawn{g.cfg->agent_path, encode_agent_config(ac), job_env(sp, "SLURM_CONF"), uid, gid, user};
+    if (spawn.slurm_conf.empty()) {
+        const char *c = std::getenv("SLURM_CONF");
+        spawn.slurm_conf = c ? c : "";
+    }
+    explicit_bzero(g_token, sizeof g_token);
+    if (auto err = agent_start(spawn); !err.empty()) return broker_problem("heartbeat agent not started: " + err);
+    if (ac.required) {
+        if (auto err = agent_wait_verdict(g.cfg->timeout_ms + 500); !err.empty()) {
+            agent_finish(0);
+            return broker_problem("broker " + g.cfg->broker_url + " did not take the first heartbeat: " + err);
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+
+int stepd_post_opt(spank_t sp) {
+    auto raw = collect_raw([&](const char *name, std::string &out) {
+        char buf[PATH_MAX];
+        if (spank_getenv(sp, name, buf, sizeof buf) != ESPANK_SUCCESS) return false;
+        out = buf;
+        return true;
+    });
+    if (!raw.enabled) return 0;
+    auto job = std::make_unique<JobOptions>();
+    if (auto err = resolve_job_options(raw, *g.cfg, *job); !err.empty()) {
+        slurm_error("shardnet: %s", err.c_str());
+        return -1;
+    }
+    if (!g.cfg->broker_url.empty() && !g.cfg->token_file.empty()) {
+        std::string err, tok = read_token(g.cfg->token_file, err);
+        if (!err.empty() && broker_problem(err) != 0) return -1;
+        copy_to(g_token, sizeof g_token, tok);
+    }
+    delete g.job;
+    g.job = job.release();
+    return 0;
+}
+
+int stepd_user_init(spank_t sp) {
+    if (!g.job) return 0;
+    const uint32_t stepid = item<uint32_t>(sp, S_JOB_STEPID, 0);
+    if (stepid == SLURM_EXTERN_CONT) return 0;
+    const uint32_t jobid = item<uint32_t>(sp, S_JOB_ID, 0);
+    const uid_t uid = item<uid_t>(sp, S_JOB_UID, uid_t(-1));
+    const gid_t gid = item<gid_t>(sp, S_JOB_GID, gid_t(-1));
+    const uint32_t nodeid = item<uint32_t>(sp, S_JOB_NODEID, 0);
+    const uint32_t restarts = item<uint32_t>(sp, S_SLURM_RESTART_COUNT, 0);
+    g.local_tasks = item<uint32_t>(sp, S_JOB_LOCAL_TASK_COUNT, 1);
+    g.exited_tasks = 0;
+    g.uid = uid;
+
+    struct passwd pw, *pwr = nullptr;
+    char pwbuf[4096];
+    if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &pwr) != 0 || !pwr) {
+        slurm_error("shardnet: cannot look up job uid %u", unsigned(uid));
+        return -1;
+    }
+    const std::string user = pw.pw_name, home = pw.pw_dir;
+
+    std::string cluster = job_env(sp, "SLURM_CLUSTER_NAME");
+    std::string run = !g.job->run.empty() ? g.job->run : (cluster.empty() ? "job" : cluster) + "." + std::to_string(jobid);
+    if (!is_safe_name(run)) run = "job." + std::to_string(jobid);  // cluster names are site-chosen; stay safe
+    auto attempt = parse_int(job_env(sp, "SHARDNET_ATTEMPT"), 1, 1000000);
+    g.attempt = attempt ? unsigned(*attempt) : restarts + 1;
+
+    std::string ckpt = g.job->ckpt_dir;
+    if (ckpt.empty())
+        ckpt = g.cfg->ckpt_root.empty() ? home + "/.shardnet/checkpoints/" + run : g.cfg->ckpt_root + "/" + user + "/" + run;
+    // We run with the job user's euid here: directories are made as them.
+    if (auto err = make_user_dir(ckpt, g.cfg->ckpt_root, home, uid, true); !err.empty()) {
+        slurm_error("shardnet: checkpoint dir refused: %s", err.c_str());
+        return -1;
+    }
+    std::string resume = resolve_resume(g.job->resume, ckpt);
+    if (g.job->resume == "latest" && resume.empty())
+        slurm_info("shardnet: --shardnet-resume=latest: no sealed checkpoint in %s yet; starting fresh", ckpt.c_str());
+    std::string step = stepid == SLURM_BATCH_SCRIPT ? "batch" : std::to_string(stepid);
+    std::string progress = g.cfg->progress_root + "/shardnet." + std::to_string(uid) + "/" + std::to_string(jobid) +
+                           "." + step + ".n" + std::to_string(nodeid);
+    if (auto err = open_dir_below(g.cfg->progress_root, progress, uid, true, 0700); !err.empty()) {
+        slurm_error("shardnet: progress dir refused: %s", err.c_str());
+        return -1;
+    }
+    if (!copy_to(g.run, sizeof g.run, run) || !copy_to(g.ckpt_dir, sizeof g.ckpt_dir, ckpt) ||
+        !copy_to(g.resume_from, sizeof g.resume_from, resume) || !copy_to(g.progress_dir, sizeof g.progress_dir, progress)) {
+        slurm_error("shardnet: a path is too long");
+        return -1;
+    }
+    bool ok = set_env(sp, "SHARDNET_RUN", run) && set_env(sp, "SHARDNET_ATTEMPT", std::to_string(g.attempt)) &&
+              set_env(sp, "SHARDNET_CKPT_DIR", ckpt) && set_env(sp, "SHARDNET_RESUME_FROM", resume) &&
+              set_env(sp, "SHARDNET_CKPT_EVERY", g.job->ckpt_every) &&
+              set_env(sp, "SHARDNET_REQUEUE", requeue_name(g.job->requeue));
+    if (!ok) return -1;
+    g.active = true;
+    if (g.cfg->broker_url.empty()) return 0;
+    return start_agent(sp, jobid, stepid, uid, gid, user);
+}
+
+int stepd_task_init(spank_t sp) {
+    const uint32_t rank = item<uint32_t>(sp, S_TASK_GLOBAL_ID, 0);
+    const uint32_t local = item<uint32_t>(sp, S_TASK_ID, 0);
+    const uint32_t world = item<uint32_t>(sp, S_JOB_TOTAL_TASK_COUNT, 1);
+    bool ok = set_env(sp, "SHARDNET_RANK", std::to_string(rank)) &&
+              set_env(sp, "SHARDNET_LOCAL_RANK", std::to_string(local)) &&
+              set_env(sp, "SHARDNET_WORLD_SIZE", std::to_string(world ? world : 1)) &&
+              set_env(sp, "SHARDNET_PROGRESS", std::string(g.progress_dir) + "/rank-" + std::to_string(rank));
+    return ok ? 0 : -1;
+}
+
+int stepd_task_post_fork(spank_t sp) {
+    const uint32_t rank = item<uint32_t>(sp, S_TASK_GLOBAL_ID, 0);
+    const pid_t pid = item<pid_t>(sp, S_TASK_PID, 0);
+    if (pid > 0) agent_send("pid=" + std::to_string(rank) + ":" + std::to_string(pid) + "\n");
+    return 0;
+}
+
+int stepd_task_exit(spank_t sp) {
+    const uint32_t rank = item<uint32_t>(sp, S_TASK_GLOBAL_ID, 0);
+    const int status = item<int>(sp, S_TASK_EXIT_STATUS, 0);
+    agent_send("exit=" + std::to_string(rank) + ":" + std::to_string(status) + "\n");
+    // The step daemon kills whatever is left of the step soon after the last
+    // task ends: the final report has to leave now.
+    if (++g.exited_tasks >= g.local_tasks) agent_finish(g.cfg->exit_wait_ms);
+    return 0;
+}
+
+void stepd_exit() {
+    if (g.cfg) agent_finish(g.cfg->exit_wait_ms);
+    g.active = false;
+}
+
+}  // namespace shardnet

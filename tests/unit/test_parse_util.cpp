@@ -1,0 +1,42 @@
+#include <csignal>
+#include <doctest/doctest.h>
+
+#include "parse_util.hpp"
+
+using namespace shardnet;
+
+TEST_CASE("parse_int accepts whole numbers in range only") {
+    CHECK(parse_int("42", 1, 100) == 42);
+    CHECK_FALSE(parse_int("0", 1, 100));
+    CHECK_FALSE(parse_int("101", 1, 100));
+    CHECK_FALSE(parse_int("", 1, 100));
+    CHECK_FALSE(parse_int("4x", 1, 100));
+    CHECK_FALSE(parse_int(" 4", 1, 100));
+    CHECK_FALSE(parse_int("+4", 1, 100));
+    CHECK_FALSE(parse_int("-4", 0, 100));
+    CHECK(parse_int("-4", -10, 10) == -4);
+    CHECK_FALSE(parse_int("99999999999999999999", 0, 1000));
+}
+
+TEST_CASE("parse_signal knows names and numbers but never KILL or STOP") {
+    CHECK(parse_signal("USR1") == SIGUSR1);
+    CHECK(parse_signal("SIGTERM") == SIGTERM);
+    CHECK(parse_signal("12") == 12);
+    CHECK(parse_signal("9") == 0);
+    CHECK(parse_signal("19") == 0);
+    CHECK(parse_signal("KILL") == 0);
+    CHECK(parse_signal("usr1") == 0);
+    CHECK(signal_name(SIGUSR2) == "SIGUSR2");
+}
+
+TEST_CASE("safe names") {
+    CHECK(is_safe_name("run-01.a_b"));
+    CHECK_FALSE(is_safe_name(""));
+    CHECK_FALSE(is_safe_name(".hidden"));
+    CHECK_FALSE(is_safe_name("-flag"));
+    CHECK_FALSE(is_safe_name("a/b"));
+    CHECK_FALSE(is_safe_name("a b"));
+    CHECK_FALSE(is_safe_name(std::string(65, 'a')));
+    CHECK(has_control_chars("a\nb"));
+    CHECK_FALSE(has_control_chars("plain"));
+}

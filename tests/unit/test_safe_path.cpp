@@ -1,0 +1,99 @@
+#include <cstdlib>
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checkpoint_layout.hpp"
+#include "safe_path.hpp"
+
+using namespace shardnet;
+
+namespace {
+struct TempDir {
+    std::string path;
+    TempDir() {
+        char tmpl[] = "/tmp/shardnet-test-XXXXXX";
+        path = mkdtemp(tmpl);
+    }
+    ~TempDir() { if (std::system(("rm -rf '" + path + "'").c_str()) != 0) {} }
+};
+}  // namespace
+
+TEST_CASE("path syntax") {
+    CHECK(check_path_syntax("/a/b") == "");
+    CHECK(check_path_syntax("a/b").find("not absolute") != std::string::npos);
+    CHECK(check_path_syntax("/a/./b").find("'.'") != std::string::npos);
+    CHECK(check_path_syntax("/a/../b").find("'..'") != std::string::npos);
+    CHECK(check_path_syntax("").find("empty") != std::string::npos);
+    CHECK(check_path_syntax(std::string("/a\nb")).find("control") != std::string::npos);
+    CHECK(path_components("//a///b/") == std::vector<std::string>{"a", "b"});
+    CHECK(path_is_under("/a/b/c", "/a/b"));
+    CHECK(path_is_under("/a/b", "/a/b/"));
+    CHECK_FALSE(path_is_under("/a/bc", "/a/b"));
+    CHECK_FALSE(path_is_under("/a", "/a/b"));
+}
+
+TEST_CASE("directories are made below the anchor, owned by the caller") {
+    TempDir t;
+    uid_t me = getuid();
+    std::string home = t.path + "/home";
+    mkdir(home.c_str(), 0700);
+    CHECK(make_user_dir(home + "/ckpt/run1", "", home, me, true) == "");
+    struct stat st;
+    REQUIRE(stat((home + "/ckpt/run1").c_str(), &st) == 0);
+    CHECK(S_ISDIR(st.st_mode));
+    CHECK(st.st_uid == me);
+    CHECK((st.st_mode & 0777) == 0700);
+    // Idempotent: Slurm may run us twice.
+    CHECK(make_user_dir(home + "/ckpt/run1", "", home, me, true) == "");
+}
+
+TEST_CASE("a symlink anywhere below the anchor is refused") {
+    TempDir t;
+    uid_t me = getuid();
+    std::string home = t.path + "/home", other = t.path + "/other";
+    mkdir(home.c_str(), 0700);
+    mkdir(other.c_str(), 0700);
+    REQUIRE(symlink(other.c_str(), (home + "/link").c_str()) == 0);
+    auto err = make_user_dir(home + "/link/run", "", home, me, true);
+    CHECK(err.find("is a symlink") != std::string::npos);
+    struct stat st;
+    CHECK(stat((other + "/run").c_str(), &st) != 0);  // nothing was created through it
+    // Checking without creating refuses it too.
+    CHECK(make_user_dir(home + "/link/run", "", home, me, false).find("symlink") != std::string::npos);
+}
+
+TEST_CASE("outside the root and the home is refused; so is another owner") {
+    TempDir t;
+    uid_t me = getuid();
+    std::string home = t.path + "/home", root = t.path + "/scratch";
+    mkdir(home.c_str(), 0700);
+    mkdir(root.c_str(), 0777);
+    CHECK(make_user_dir("/etc/shardnet", root, home, me, true).find("is outside the site checkpoint root") !=
+          std::string::npos);
+    CHECK(make_user_dir(root + "/u/run", root, home, me, true) == "");
+    // A directory owned by someone else, below the root: refused by owner check.
+    CHECK(make_user_dir(root + "/u/run", root, home, me + 1, true).find("not to the job user") != std::string::npos);
+    // The home must be the user's own.
+    CHECK(make_user_dir(home + "/x", "", home, me + 1, true).find("not the job user's own") != std::string::npos);
+    // The root itself is not a checkpoint dir.
+    CHECK(make_user_dir(root, root, home, me, true).find("outside") != std::string::npos);
+}
+
+TEST_CASE("latest sealed checkpoint") {
+    TempDir t;
+    std::string d = t.path;
+    for (const char *c : {"checkpoint-001", "checkpoint-002", "checkpoint-003"}) mkdir((d + "/" + c).c_str(), 0700);
+    close(open((d + "/checkpoint-001/SEALED").c_str(), O_CREAT | O_WRONLY, 0600));
+    close(open((d + "/checkpoint-002/SEALED").c_str(), O_CREAT | O_WRONLY, 0600));
+    // 003 is not sealed; a symlinked "checkpoint-009" must not count.
+    REQUIRE(symlink((d + "/checkpoint-002").c_str(), (d + "/checkpoint-009").c_str()) == 0);
+    CHECK(latest_sealed_checkpoint(d) == d + "/checkpoint-002");
+    CHECK(resolve_resume("latest", d) == d + "/checkpoint-002");
+    CHECK(resolve_resume("checkpoint-001", d) == d + "/checkpoint-001");
+    CHECK(resolve_resume("/abs/ckpt", d) == "/abs/ckpt");
+    CHECK(resolve_resume("", d) == "");
+    CHECK(latest_sealed_checkpoint(d + "/missing") == "");
+}
