@@ -13,7 +13,9 @@ std::string encode_agent_config(const AgentConfig &c) {
     kv("run", c.run);
     kv("attempt", std::to_string(c.attempt));
     kv("cluster", c.cluster);
-    kv("node", c.node);
+    if (!c.node.empty()) kv("node", c.node);
+    kv("nodelist", c.nodelist);
+    kv("nodeid", std::to_string(c.nodeid));
     kv("job", std::to_string(c.job));
     kv("step", c.step);
     kv("interval", std::to_string(c.interval));
@@ -48,6 +50,8 @@ std::string parse_agent_config_line(const std::string &line, AgentConfig &c, boo
     else if (k == "cluster") c.cluster = v;
     else if (k == "node") c.node = v;
     else if (k == "step") c.step = v;
+    else if (k == "nodelist") c.nodelist = v;
+    else if (k == "nodeid") { auto n = num(0, 0xffffffLL); if (!n) return "bad nodeid"; c.nodeid = unsigned(*n); }
     else if (k == "progress_dir") c.progress_dir = v;
     else if (k == "attempt") { auto n = num(1, 1000000); if (!n) return "bad attempt"; c.attempt = unsigned(*n); }
     else if (k == "job") { auto n = num(0, 0xffffffffLL); if (!n) return "bad job"; c.job = (unsigned long)*n; }

@@ -22,7 +22,9 @@ struct AgentConfig {
     std::string run;
     unsigned attempt = 1;
     std::string cluster;
-    std::string node;
+    std::string node;          // when empty: nodelist[nodeid]
+    std::string nodelist;
+    unsigned nodeid = 0;
     unsigned long job = 0;
     std::string step;          // "0", "1", ... or "batch"
     int interval = 10;         // seconds between heartbeats

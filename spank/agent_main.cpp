@@ -17,7 +17,7 @@
 #include "agent_protocol.hpp"
 #include "heartbeat.hpp"
 #include "http_client.hpp"
-#include "prelimit.hpp"
+#include "slurm_query.hpp"
 
 using namespace shardnet;
 
@@ -209,6 +209,12 @@ int main() {
         pollfd p{0, POLLIN, 0};
         ::poll(&p, 1, 100);
         in.fill();
+    }
+    if (cfg.node.empty()) cfg.node = nth_host(cfg.nodelist, cfg.nodeid);
+    if (cfg.node.empty()) {
+        char host[256] = {};
+        ::gethostname(host, sizeof host - 1);
+        cfg.node = host;
     }
     return Agent(std::move(cfg), in).run();
 }

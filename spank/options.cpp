@@ -25,6 +25,9 @@ int option_cb(int val, const char *optarg, int remote) {
     Opt o = static_cast<Opt>(val);
     RawOption &r = g.opt[val];
     const char *v = optarg ? optarg : "";
+    // sbatch hands its options to the job's sruns through the environment,
+    // where an absent optional value arrives spelled "(null)".
+    if (o == Opt::run && std::strcmp(v, "(null)") == 0) v = "";
     if (std::strlen(v) >= sizeof r.value) {
         slurm_error("shardnet: --%s: value is longer than %zu bytes", opt_spec(o).name, sizeof r.value - 1);
         return -1;

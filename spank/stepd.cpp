@@ -89,12 +89,11 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
     ac.run = g.run;
     ac.attempt = g.attempt;
     ac.cluster = job_env(sp, "SLURM_CLUSTER_NAME");
-    ac.node = job_env(sp, "SLURMD_NODENAME");
-    if (ac.node.empty()) {
-        char host[256] = {};
-        ::gethostname(host, sizeof host - 1);
-        ac.node = host;
-    }
+    // Several slurmd may share a host: the node's Slurm name comes from the
+    // step's node list and our index in it (the agent expands the list).
+    ac.nodelist = job_env(sp, stepid == SLURM_BATCH_SCRIPT ? "SLURM_JOB_NODELIST" : "SLURM_STEP_NODELIST");
+    if (ac.nodelist.empty()) ac.nodelist = job_env(sp, "SLURM_NODELIST");
+    ac.nodeid = item<uint32_t>(sp, S_JOB_NODEID, 0);
     ac.job = jobid;
     ac.step = stepid == SLURM_BATCH_SCRIPT ? "batch" : std::to_string(stepid);
     ac.interval = g.job->heartbeat;
@@ -213,9 +212,11 @@ int stepd_user_init(spank_t sp) {
 }
 
 int stepd_task_init(spank_t sp) {
-    const uint32_t rank = item<uint32_t>(sp, S_TASK_GLOBAL_ID, 0);
-    const uint32_t local = item<uint32_t>(sp, S_TASK_ID, 0);
-    const uint32_t world = item<uint32_t>(sp, S_JOB_TOTAL_TASK_COUNT, 1);
+    // The batch script is one process whatever the job's task count.
+    const bool batch = item<uint32_t>(sp, S_JOB_STEPID, 0) == SLURM_BATCH_SCRIPT;
+    const uint32_t rank = batch ? 0 : item<uint32_t>(sp, S_TASK_GLOBAL_ID, 0);
+    const uint32_t local = batch ? 0 : item<uint32_t>(sp, S_TASK_ID, 0);
+    const uint32_t world = batch ? 1 : item<uint32_t>(sp, S_JOB_TOTAL_TASK_COUNT, 1);
     bool ok = set_env(sp, "SHARDNET_RANK", std::to_string(rank)) &&
               set_env(sp, "SHARDNET_LOCAL_RANK", std::to_string(local)) &&
               set_env(sp, "SHARDNET_WORLD_SIZE", std::to_string(world ? world : 1)) &&

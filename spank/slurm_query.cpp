@@ -1,4 +1,6 @@
-#include "prelimit.hpp"
+#include "slurm_query.hpp"
+
+#include <cstdlib>
 
 extern "C" {
 #include <slurm/slurm.h>
@@ -6,12 +8,18 @@ extern "C" {
 
 namespace shardnet {
 
-std::time_t job_end_time(unsigned long jobid) {
+namespace {
+void init_once() {
     static bool initialised = false;
     if (!initialised) {
         slurm_init(nullptr);  // SLURM_CONF from the agent's environment
         initialised = true;
     }
+}
+}  // namespace
+
+std::time_t job_end_time(unsigned long jobid) {
+    init_once();
     job_info_msg_t *msg = nullptr;
     if (slurm_load_job(&msg, uint32_t(jobid), SHOW_ALL) != 0 || !msg) return 0;
     std::time_t end = 0;
@@ -19,6 +27,20 @@ std::time_t job_end_time(unsigned long jobid) {
         end = msg->job_array[0].end_time;
     slurm_free_job_info_msg(msg);
     return end;
+}
+
+std::string nth_host(const std::string &nodelist, unsigned nodeid) {
+    hostlist_t hl = slurm_hostlist_create(nodelist.c_str());
+    if (!hl) return "";
+    std::string name;
+    for (unsigned i = 0; i <= nodeid; ++i) {
+        char *h = slurm_hostlist_shift(hl);
+        if (!h) { name.clear(); break; }
+        if (i == nodeid) name = h;
+        std::free(h);
+    }
+    slurm_hostlist_destroy(hl);
+    return name;
 }
 
 }  // namespace shardnet

@@ -1,0 +1,159 @@
+#!/bin/bash
+# The real Slurm harness: N local clusters (default alpha and beta), each
+# with its own slurmctld and NODES slurmd (slurmd -N), state, spool and logs
+# under a scratch dir, free loopback ports, one shared munged, and the built
+# plugin in PlugStackConfig. Tears down exactly the PIDs it started.
+#
+#   clusters.sh up SCRATCH BUILD [CLUSTER...]   start, wait until nodes idle
+#   clusters.sh down SCRATCH                    stop what `up` started
+#   clusters.sh plugstack SCRATCH CLUSTER ARGS  rewrite the plugstack line
+#
+# SCRATCH/CLUSTER/env holds SLURM_CONF for that cluster.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+NODES=${SHARDNET_NODES:-2}
+TEST_USER=${SHARDNET_TEST_USER:-shardtest}
+
+die() { echo "clusters.sh: $*" >&2; exit 1; }
+need_root() { [ "$(id -u)" = 0 ] || die "must run as root (it starts slurmctld, slurmd and munged)"; }
+
+start_munge() {
+    local scratch=$1
+    if munge -n >/dev/null 2>&1 </dev/null; then return 0; fi
+    if [ ! -s /etc/munge/munge.key ]; then
+        mkdir -p /etc/munge
+        mungekey --create --keyfile=/etc/munge/munge.key 2>/dev/null || dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=1024 2>/dev/null
+        chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key
+    fi
+    mkdir -p /run/munge /var/lib/munge /var/log/munge
+    chown munge:munge /run/munge /var/lib/munge /var/log/munge
+    chmod 755 /run/munge
+    runuser -u munge -- /usr/sbin/munged --force
+    for _ in $(seq 50); do munge -n >/dev/null 2>&1 </dev/null && break; sleep 0.1; done
+    munge -n >/dev/null 2>&1 </dev/null || die "munged did not come up"
+    pgrep -u munge -x munged | head -1 > "$scratch/munged.pid"
+}
+
+make_user() {
+    id "$TEST_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$TEST_USER"
+    local home; home=$(getent passwd "$TEST_USER" | cut -d: -f6)
+    mkdir -p "$home"; chown "$TEST_USER": "$home"; chmod 755 "$home"
+}
+
+write_plugstack() {
+    local scratch=$1 cluster=$2; shift 2
+    printf 'required %s/lib/shardnet.so agent=%s/lib/shardnet-agent %s\n' "$scratch" "$scratch" "$*" \
+        > "$scratch/$cluster/plugstack.conf"
+}
+
+write_conf() {
+    local scratch=$1 cluster=$2 dir=$1/$2 host; host=$(hostname)
+    read -r ctld_port < <("$HERE/free_ports.py" 1)
+    read -r -a node_ports < <("$HERE/free_ports.py" "$NODES")
+    mkdir -p "$dir/state" "$dir/spool" "$dir/log" "$dir/run"
+    cat > "$dir/slurm.conf" <<CONF
+ClusterName=$cluster
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$ctld_port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/run/slurmctld.pid
+SlurmdPidFile=$dir/run/slurmd.%n.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd.%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+SwitchType=switch/none
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+ReturnToService=2
+SlurmdTimeout=10
+InactiveLimit=0
+KillWait=5
+MinJobAge=30
+MessageTimeout=10
+MailProg=/bin/true
+PlugStackConfig=$dir/plugstack.conf
+NodeName=${cluster}[1-$NODES] NodeHostname=$host NodeAddr=127.0.0.1 Port=${node_ports[0]}-${node_ports[-1]} CPUs=2 RealMemory=1000 State=UNKNOWN
+PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+CONF
+    chmod 644 "$dir/slurm.conf"
+    echo "export SLURM_CONF=$dir/slurm.conf" > "$dir/env"
+}
+
+start_cluster() {
+    local scratch=$1 cluster=$2 dir=$1/$2
+    SLURM_CONF=$dir/slurm.conf slurmctld -f "$dir/slurm.conf" -i
+    sleep 0.2
+    cat "$dir/run/slurmctld.pid" >> "$scratch/pids"
+    for i in $(seq "$NODES"); do
+        SLURM_CONF=$dir/slurm.conf slurmd -f "$dir/slurm.conf" -N "$cluster$i"
+    done
+    for i in $(seq "$NODES"); do
+        for _ in $(seq 50); do [ -s "$dir/run/slurmd.$cluster$i.pid" ] && break; sleep 0.1; done
+        cat "$dir/run/slurmd.$cluster$i.pid" >> "$scratch/pids" || die "slurmd $cluster$i did not start: see $dir/log/slurmd.$cluster$i.log"
+    done
+}
+
+wait_idle() {
+    local dir=$1/$2
+    for _ in $(seq 300); do
+        states=$(SLURM_CONF=$dir/slurm.conf sinfo -h -N -o '%T' 2>/dev/null | sort -u | tr '\n' ' ')
+        [ "$states" = "idle " ] && return 0
+        sleep 0.2
+    done
+    die "cluster $2 not idle after 60 s (states: ${states:-none}); logs in $dir/log"
+}
+
+up() {
+    need_root
+    local scratch=$1 build=$2; shift 2
+    local clusters=("$@"); [ ${#clusters[@]} -gt 0 ] || clusters=(alpha beta)
+    mkdir -p "$scratch/lib"; chmod 755 "$scratch"
+    install -m 755 "$build/spank/.libs/shardnet.so" "$scratch/lib/shardnet.so"
+    install -m 755 "$build/spank/shardnet-agent" "$scratch/lib/shardnet-agent"
+    : > "$scratch/pids"
+    start_munge "$scratch"
+    make_user
+    for c in "${clusters[@]}"; do
+        write_conf "$scratch" "$c"
+        write_plugstack "$scratch" "$c" ""
+        start_cluster "$scratch" "$c"
+    done
+    for c in "${clusters[@]}"; do wait_idle "$scratch" "$c"; done
+    printf '%s\n' "${clusters[@]}" > "$scratch/clusters"
+}
+
+down() {
+    local scratch=$1
+    [ -f "$scratch/pids" ] || return 0
+    local pids; pids=$(cat "$scratch/pids")
+    [ -n "$pids" ] && kill $pids 2>/dev/null || true
+    for _ in $(seq 50); do
+        alive=""; for p in $pids; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+        [ -z "$alive" ] && break; sleep 0.1
+    done
+    [ -n "${alive:-}" ] && kill -9 $alive 2>/dev/null || true
+    # slurmstepds of jobs still running belong to the clusters we started.
+    pkill -9 -f "slurmstepd: \[" 2>/dev/null || true
+    if [ -s "$scratch/munged.pid" ]; then kill "$(cat "$scratch/munged.pid")" 2>/dev/null || true; fi
+    : > "$scratch/pids"
+}
+
+case "${1:-}" in
+    up) shift; up "$@" ;;
+    down) shift; down "$@" ;;
+    plugstack) shift; s=$1 c=$2; shift 2; write_plugstack "$s" "$c" "$*" ;;
+    *) die "usage: clusters.sh up SCRATCH BUILD [CLUSTER...] | down SCRATCH | plugstack SCRATCH CLUSTER ARGS" ;;
+esac
