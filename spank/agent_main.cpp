@@ -66,6 +66,7 @@ public:
     }
 
     int run() {
+        apply_events();
         auto next = Clock::now();
         auto next_limit_check = Clock::now();
         while (!in_.eof()) {
@@ -75,9 +76,11 @@ public:
                 next = Clock::now() + std::chrono::seconds(cfg_.interval);
                 if (urgent_) { urgent_ = false; }
             }
-            if (cfg_.prelimit_signal && !prelimit_sent_ && Clock::now() >= next_limit_check) {
+            const bool limit_due = end_time_ > 0 && std::time(nullptr) >= end_time_ - cfg_.prelimit_secs;
+            if (cfg_.prelimit_signal && !prelimit_sent_ && (limit_due || Clock::now() >= next_limit_check)) {
                 check_time_limit();
-                next_limit_check = Clock::now() + std::chrono::seconds(30);
+                // Right after the start slurmctld may not have the end time yet.
+                next_limit_check = Clock::now() + std::chrono::seconds(end_time_ ? 30 : 2);
             }
             auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
             if (cfg_.prelimit_signal && !prelimit_sent_ && end_time_ > 0) {
@@ -97,7 +100,12 @@ public:
 
 private:
     void read_events() {
-        if (!in_.fill()) return;
+        in_.fill();
+        apply_events();
+    }
+
+    // Lines may already wait in the buffer, read along with the config.
+    void apply_events() {
         std::string line;
         while (in_.next(line)) {
             auto ev = parse_agent_event(line);
@@ -152,12 +160,21 @@ private:
     }
 
     void check_time_limit() {
-        if (end_time_ == 0 || std::time(nullptr) + cfg_.prelimit_secs + 60 >= end_time_)
+        // Limits can change (scontrol update): ask again on every periodic check.
+        if (std::time(nullptr) < end_time_ - cfg_.prelimit_secs || end_time_ == 0) {
+            std::time_t was = end_time_;
             end_time_ = job_end_time(cfg_.job);
+            if (end_time_ != was && end_time_ > 0)
+                log("time limit ends in " + std::to_string(end_time_ - std::time(nullptr)) + " s; signal " +
+                    std::to_string(cfg_.prelimit_signal) + " goes " + std::to_string(cfg_.prelimit_secs) + " s before");
+        }
         if (end_time_ == 0 || std::time(nullptr) < end_time_ - cfg_.prelimit_secs) return;
         int sent = 0;
-        for (const auto &r : ranks_)
-            if (r.pid > 0 && !r.wait_status && ::kill(r.pid, cfg_.prelimit_signal) == 0) ++sent;
+        for (const auto &r : ranks_) {
+            if (r.pid <= 0 || r.wait_status) continue;
+            if (::kill(r.pid, cfg_.prelimit_signal) == 0) ++sent;
+            else log("cannot signal rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + "): " + std::strerror(errno));
+        }
         prelimit_sent_ = true;
         log("sent signal " + std::to_string(cfg_.prelimit_signal) + " to " + std::to_string(sent) + " task(s), " +
             std::to_string(cfg_.prelimit_secs) + " s before the time limit");
@@ -165,7 +182,11 @@ private:
     }
 
     void log(const std::string &msg) {
-        std::string line = "node " + cfg_.node + " job " + std::to_string(cfg_.job) + "." + cfg_.step + ": " + msg + "\n";
+        // Our lines reach slurmd's log only when the step ends: stamp them.
+        char stamp[32];
+        std::time_t t = std::time(nullptr);
+        std::strftime(stamp, sizeof stamp, "%H:%M:%S ", std::localtime(&t));
+        std::string line = stamp + std::string("node ") + cfg_.node + " job " + std::to_string(cfg_.job) + "." + cfg_.step + ": " + msg + "\n";
         (void)!::write(2, line.data(), line.size());
     }
 

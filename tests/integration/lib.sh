@@ -1,0 +1,50 @@
+# Shared helpers for integration tests. Each test is a bash script run by
+# tests/run-integration.sh with SCRATCH (the harness's dir) and BUILD set.
+set -euo pipefail
+HARNESS=$(cd "$(dirname "${BASH_SOURCE[0]}")/../harness" && pwd)
+TEST_USER=${SHARDNET_TEST_USER:-shardtest}
+TEST_HOME=$(getent passwd "$TEST_USER" | cut -d: -f6)
+WORK=$(mktemp -d "$SCRATCH/work.XXXXXX"); chmod 777 "$WORK"
+RX_PIDS=()
+cleanup_lib() { for p in "${RX_PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; }
+trap cleanup_lib EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { echo "ok: $*"; }
+
+# as_user CLUSTER CMD...: run a Slurm command as the unprivileged test user.
+as_user() {
+    local c=$1; shift
+    (cd "$WORK" && runuser -u "$TEST_USER" -- env SLURM_CONF="$SCRATCH/$c/slurm.conf" PATH=/usr/bin:/bin "$@")
+}
+slurm() { local c=$1; shift; SLURM_CONF="$SCRATCH/$c/slurm.conf" "$@"; }
+plugstack() { local c=$1; shift; "$HARNESS/clusters.sh" plugstack "$SCRATCH" "$c" "$*"; }
+
+# start_receiver MODE: sets RX_PORT and RX_LOG.
+start_receiver() {
+    local mode=${1:-ok}
+    RX_LOG=$WORK/rx-$mode.log; : > "$RX_LOG"
+    rm -f "$WORK/rx.port"
+    /usr/bin/python3 "$HARNESS/receiver.py" --mode "$mode" --port-file "$WORK/rx.port" --log "$RX_LOG" &
+    RX_PIDS+=($!)
+    for _ in $(seq 50); do [ -s "$WORK/rx.port" ] && break; sleep 0.1; done
+    RX_PORT=$(cat "$WORK/rx.port")
+}
+# A port nobody listens on.
+closed_port() { "$HARNESS/free_ports.py" 1; }
+
+# wait_job CLUSTER JOBID [SECONDS]: until the job has left the queue.
+wait_job() {
+    local c=$1 j=$2 n=${3:-60}
+    for _ in $(seq $((n * 5))); do
+        slurm "$c" squeue -h -j "$j" 2>/dev/null | grep -q . || return 0
+        sleep 0.2
+    done
+    fail "job $j on $c still queued/running after $n s"
+}
+job_state() { slurm "$1" scontrol show job "$2" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+
+# Heartbeat records from the receiver's log, one JSON body per line.
+hb_bodies() { /usr/bin/python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    r=json.loads(l); b=r["body"]; b["_t"]=r["t"]; b["_auth"]=r["auth"]; print(json.dumps(b))' "$RX_LOG"; }

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Integration tests on real local Slurm clusters (tests/harness/clusters.sh)
+# with the built plugin. Runs every tests/integration/t*.sh (or those named),
+# tears the clusters down, keeps logs of failed tests under BUILD/test-logs.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD=$(cd "${1:-build}" && pwd); shift || true
+[ "$(id -u)" = 0 ] || { echo "run-integration: must run as root (starts Slurm daemons)"; exit 1; }
+SCRATCH=$(mktemp -d /tmp/shardnet-it.XXXXXX)
+chmod 755 "$SCRATCH"
+LOGS=$BUILD/test-logs
+rm -rf "$LOGS"; mkdir -p "$LOGS"
+trap '"$HERE/harness/clusters.sh" down "$SCRATCH"' EXIT
+
+"$HERE/harness/clusters.sh" up "$SCRATCH" "$BUILD" alpha beta || { cp -r "$SCRATCH" "$LOGS/harness"; exit 1; }
+
+tests=("$@"); [ ${#tests[@]} -gt 0 ] || tests=("$HERE"/integration/t*.sh)
+pass=0; fail=0; failed=()
+for t in "${tests[@]}"; do
+    name=$(basename "$t" .sh)
+    out=$SCRATCH/$name.out
+    start=$(date +%s.%N)
+    if SCRATCH=$SCRATCH BUILD=$BUILD timeout 300 bash "$t" >"$out" 2>&1; then
+        printf 'PASS: %-28s %5.1fs\n' "$name" "$(echo "$(date +%s.%N) - $start" | bc)"
+        pass=$((pass + 1))
+    else
+        printf 'FAIL: %-28s (output and Slurm logs in %s)\n' "$name" "$LOGS/$name"
+        mkdir -p "$LOGS/$name"; cp "$out" "$LOGS/$name/"
+        for c in $(cat "$SCRATCH/clusters"); do cp -r "$SCRATCH/$c/log" "$LOGS/$name/$c-log"; done
+        sed 's/^/    | /' "$out" | tail -25
+        fail=$((fail + 1)); failed+=("$name")
+    fi
+    # Each test leaves the plugstack lines as it found them.
+    for c in $(cat "$SCRATCH/clusters"); do "$HERE/harness/clusters.sh" plugstack "$SCRATCH" "$c" ""; done
+done
+echo "# integration: $pass passed, $fail failed${failed:+ (${failed[*]})}"
+[ "$fail" = 0 ]
