@@ -39,6 +39,11 @@ struct PluginState {
     char resume_from[PATH_MAX];
     char progress_dir[PATH_MAX];
     AgentLink agent;
+    // Set when this step may not run under the user's request (bad option,
+    // refused path, broker down in required mode). The tasks then fail with
+    // this message instead of slurmstepd failing the launch, which would
+    // drain the node: a user's bad input must never take a node out.
+    char refusal[1024];
 };
 
 extern PluginState g;

@@ -71,12 +71,19 @@ std::string read_token(const std::string &path, std::string &err) {
 
 char g_token[1025];  // plain storage: wiped as soon as the agent has it
 
+// Logs why and makes every task of the step fail with that message.
+int refuse(const std::string &why) {
+    slurm_error("shardnet: %s", why.c_str());
+    if (!g.refusal[0]) {
+        std::snprintf(g.refusal, sizeof g.refusal, "%s", why.c_str());
+        g.active = true;  // task_init must run to deliver the refusal
+    }
+    return 0;
+}
+
 // A broker problem is only fatal to the step when the site said so.
 int broker_problem(const std::string &what) {
-    if (g.cfg->mode == BrokerMode::required) {
-        slurm_error("shardnet: %s (mode=required: the step does not start)", what.c_str());
-        return -1;
-    }
+    if (g.cfg->mode == BrokerMode::required) return refuse(what + " (mode=required: the step does not start)");
     slurm_error("shardnet: %s; the job goes on without heartbeats", what.c_str());
     return 0;
 }
@@ -137,13 +144,10 @@ int stepd_post_opt(spank_t sp) {
     });
     if (!raw.enabled) return 0;
     auto job = std::make_unique<JobOptions>();
-    if (auto err = resolve_job_options(raw, *g.cfg, *job); !err.empty()) {
-        slurm_error("shardnet: %s", err.c_str());
-        return -1;
-    }
+    if (auto err = resolve_job_options(raw, *g.cfg, *job); !err.empty()) return refuse(err);
     if (!g.cfg->broker_url.empty() && !g.cfg->token_file.empty()) {
         std::string err, tok = read_token(g.cfg->token_file, err);
-        if (!err.empty() && broker_problem(err) != 0) return -1;
+        if (!err.empty()) broker_problem(err);
         copy_to(g_token, sizeof g_token, tok);
     }
     delete g.job;
@@ -152,7 +156,7 @@ int stepd_post_opt(spank_t sp) {
 }
 
 int stepd_user_init(spank_t sp) {
-    if (!g.job) return 0;
+    if (!g.job || g.refusal[0]) return 0;
     const uint32_t stepid = item<uint32_t>(sp, S_JOB_STEPID, 0);
     if (stepid == SLURM_EXTERN_CONT) return 0;
     const uint32_t jobid = item<uint32_t>(sp, S_JOB_ID, 0);
@@ -166,10 +170,8 @@ int stepd_user_init(spank_t sp) {
 
     struct passwd pw, *pwr = nullptr;
     char pwbuf[4096];
-    if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &pwr) != 0 || !pwr) {
-        slurm_error("shardnet: cannot look up job uid %u", unsigned(uid));
-        return -1;
-    }
+    if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &pwr) != 0 || !pwr)
+        return refuse("cannot look up job uid " + std::to_string(uid));
     const std::string user = pw.pw_name, home = pw.pw_dir;
 
     std::string cluster = job_env(sp, "SLURM_CLUSTER_NAME");
@@ -182,36 +184,36 @@ int stepd_user_init(spank_t sp) {
     if (ckpt.empty())
         ckpt = g.cfg->ckpt_root.empty() ? home + "/.shardnet/checkpoints/" + run : g.cfg->ckpt_root + "/" + user + "/" + run;
     // We run with the job user's euid here: directories are made as them.
-    if (auto err = make_user_dir(ckpt, g.cfg->ckpt_root, home, uid, true); !err.empty()) {
-        slurm_error("shardnet: checkpoint dir refused: %s", err.c_str());
-        return -1;
-    }
+    if (auto err = make_user_dir(ckpt, g.cfg->ckpt_root, home, uid, true); !err.empty())
+        return refuse("checkpoint dir refused: " + err);
     std::string resume = resolve_resume(g.job->resume, ckpt);
     if (g.job->resume == "latest" && resume.empty())
         slurm_info("shardnet: --shardnet-resume=latest: no sealed checkpoint in %s yet; starting fresh", ckpt.c_str());
     std::string step = stepid == SLURM_BATCH_SCRIPT ? "batch" : std::to_string(stepid);
     std::string progress = g.cfg->progress_root + "/shardnet." + std::to_string(uid) + "/" + std::to_string(jobid) +
                            "." + step + ".n" + std::to_string(nodeid);
-    if (auto err = open_dir_below(g.cfg->progress_root, progress, uid, true, 0700); !err.empty()) {
-        slurm_error("shardnet: progress dir refused: %s", err.c_str());
-        return -1;
-    }
+    if (auto err = open_dir_below(g.cfg->progress_root, progress, uid, true, 0700); !err.empty())
+        return refuse("progress dir refused: " + err);
     if (!copy_to(g.run, sizeof g.run, run) || !copy_to(g.ckpt_dir, sizeof g.ckpt_dir, ckpt) ||
-        !copy_to(g.resume_from, sizeof g.resume_from, resume) || !copy_to(g.progress_dir, sizeof g.progress_dir, progress)) {
-        slurm_error("shardnet: a path is too long");
-        return -1;
-    }
+        !copy_to(g.resume_from, sizeof g.resume_from, resume) || !copy_to(g.progress_dir, sizeof g.progress_dir, progress))
+        return refuse("a checkpoint or progress path is too long");
     bool ok = set_env(sp, "SHARDNET_RUN", run) && set_env(sp, "SHARDNET_ATTEMPT", std::to_string(g.attempt)) &&
               set_env(sp, "SHARDNET_CKPT_DIR", ckpt) && set_env(sp, "SHARDNET_RESUME_FROM", resume) &&
               set_env(sp, "SHARDNET_CKPT_EVERY", g.job->ckpt_every) &&
               set_env(sp, "SHARDNET_REQUEUE", requeue_name(g.job->requeue));
-    if (!ok) return -1;
+    if (!ok) return refuse("cannot set the task environment");
     g.active = true;
     if (g.cfg->broker_url.empty()) return 0;
     return start_agent(sp, jobid, stepid, uid, gid, user);
 }
 
 int stepd_task_init(spank_t sp) {
+    if (g.refusal[0]) {
+        // We are the task, about to exec the user's program as the user:
+        // end it here, with the reason on the job's stderr.
+        dprintf(2, "shardnet: this step was refused: %s\n", g.refusal);
+        _exit(1);
+    }
     // The batch script is one process whatever the job's task count.
     const bool batch = item<uint32_t>(sp, S_JOB_STEPID, 0) == SLURM_BATCH_SCRIPT;
     const uint32_t rank = batch ? 0 : item<uint32_t>(sp, S_TASK_GLOBAL_ID, 0);
@@ -225,6 +227,7 @@ int stepd_task_init(spank_t sp) {
 }
 
 int stepd_task_post_fork(spank_t sp) {
+    if (g.refusal[0]) return 0;
     const uint32_t rank = item<uint32_t>(sp, S_TASK_GLOBAL_ID, 0);
     const pid_t pid = item<pid_t>(sp, S_TASK_PID, 0);
     if (pid > 0) agent_send("pid=" + std::to_string(rank) + ":" + std::to_string(pid) + "\n");
@@ -232,6 +235,7 @@ int stepd_task_post_fork(spank_t sp) {
 }
 
 int stepd_task_exit(spank_t sp) {
+    if (g.refusal[0]) return 0;
     const uint32_t rank = item<uint32_t>(sp, S_TASK_GLOBAL_ID, 0);
     const int status = item<int>(sp, S_TASK_EXIT_STATUS, 0);
     agent_send("exit=" + std::to_string(rank) + ":" + std::to_string(status) + "\n");

@@ -27,22 +27,24 @@ ok "SHARDNET_CKPT_DIR through a symlink refused"
 mkdir -p "$TEST_HOME/rootowned"; chown root: "$TEST_HOME/rootowned"
 refuse "root-owned dir in home" "not to the job user" --shardnet --shardnet-ckpt-dir=$TEST_HOME/rootowned/run
 
-# The remote side applies the rule itself: swap in the symlink after srun's
-# own check passed (the race a hostile user would try).
-rm -rf "$TEST_HOME/race"; mkdir -p "$TEST_HOME/race-ok"; chown "$TEST_USER": "$TEST_HOME/race-ok"
-cat > "$WORK/race.sh" <<SH
-#!/bin/bash
-srun -N1 --shardnet --shardnet-ckpt-dir=$TEST_HOME/race/run true
-SH
-chmod 755 "$WORK/race.sh"
+# The step daemon applies the rule itself. A hostile user passes sbatch's
+# check with a path that does not exist yet, then plants a symlink before
+# the job starts: slurmstepd (root) must refuse it.
+rm -rf "$TEST_HOME/race"
+j=$(as_user alpha sbatch --parsable --hold -N1 -o "$WORK/race.out" --shardnet --shardnet-ckpt-dir=$TEST_HOME/race/run --wrap 'echo ran')
 ln -s /root/shardnet-victim "$TEST_HOME/race"; chown -h "$TEST_USER": "$TEST_HOME/race"
-plugstack alpha "heartbeat_min=1"
-# Bypass the client-side check by submitting through the env-less path: the
-# step daemon must still refuse. sbatch without --shardnet, srun inside sets it.
-j=$(as_user alpha sbatch --parsable -N1 -o "$WORK/race.out" "$WORK/race.sh")
+slurm alpha scontrol release "$j"
 wait_job alpha "$j"
 [ -z "$(ls -A /root/shardnet-victim)" ] || fail "the step created something under /root"
-ok "no path through a symlink, from any side"
+grep -qx ran "$WORK/race.out" 2>/dev/null && fail "the job ran with a checkpoint dir through a symlink"
+grep -q "shardnet: this step was refused: checkpoint dir refused: .*race' is a symlink" "$WORK/race.out" \
+    || fail "the job's output lacks the refusal: $(cat "$WORK/race.out")"
+grep -q "\[$j.batch\] error: shardnet: checkpoint dir refused: .*race' is a symlink" "$SCRATCH"/alpha/log/slurmd.alpha*.log \
+    || fail "slurmd log lacks the refusal for job $j"
+[ "$(job_state alpha "$j")" = FAILED ] || fail "job $j ended $(job_state alpha "$j"), expected FAILED"
+# A user's bad input must never drain a node.
+[ -z "$(slurm alpha sinfo -h -R)" ] || fail "a node was drained: $(slurm alpha sinfo -h -R)"
+ok "slurmstepd refuses a symlink planted after submission: job FAILED with the reason, no node drained"
 
 # An accepted path: made as the job user, mode 700, nested dirs too.
 as_user alpha srun -N2 --shardnet --shardnet-ckpt-dir=$TEST_HOME/ckpt/deep/run1 true || fail "valid ckpt dir refused"
