@@ -96,7 +96,8 @@ std::string agent_start(const AgentSpawn &s) {
     ::close(st[1]);
     ::close(er[1]);
     ::fcntl(er[0], F_SETFL, O_NONBLOCK);
-    g.agent = AgentLink{pid, ctl[0], st[0], er[0]};
+    ::fcntl(st[0], F_SETFL, O_NONBLOCK);
+    g.agent = AgentLink{pid, ctl[0], st[0], er[0], false};
     agent_send(s.config);
     return "";
 }
@@ -116,7 +117,7 @@ std::string agent_wait_verdict(int timeout_ms) {
     ssize_t n = ::read(g.agent.status_fd, buf, sizeof buf - 1);
     if (n <= 0) return "the agent exited before its first heartbeat";
     buf[n] = 0;
-    if (buf[0] == 'O') return "";
+    if (buf[0] == 'O') { g.agent.broker_ok = true; return ""; }
     std::string why(buf + 1);
     while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
     return why.empty() ? "first heartbeat failed" : why;
@@ -124,6 +125,14 @@ std::string agent_wait_verdict(int timeout_ms) {
 
 void agent_finish(int wait_ms) {
     if (g.agent.pid <= 0) return;
+    // The final report is worth waiting for only when the broker has been
+    // answering; otherwise the step ends at once (a broker that is down or
+    // silent must not make every step end later).
+    if (!g.agent.broker_ok) {
+        char c;
+        if (::read(g.agent.status_fd, &c, 1) == 1 && c == 'O') g.agent.broker_ok = true;
+    }
+    if (!g.agent.broker_ok) wait_ms = 0;
     close_fd(g.agent.ctl_fd);  // EOF: the agent sends its final report and exits
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
     bool gone = false;

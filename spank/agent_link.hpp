@@ -22,8 +22,8 @@ std::string agent_start(const AgentSpawn &s);
 void agent_send(const std::string &line);
 // Required mode: waits for the verdict on the first heartbeat.
 std::string agent_wait_verdict(int timeout_ms);
-// End of step: EOF to the agent, up to wait_ms for its final report, then
-// SIGKILL. Logs what the agent said.
+// End of step: EOF to the agent and, if the broker has been answering, up
+// to wait_ms for its final report; then SIGKILL. Logs what the agent said.
 void agent_finish(int wait_ms);
 
 }  // namespace shardnet

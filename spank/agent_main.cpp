@@ -150,7 +150,7 @@ private:
                          (res.status ? "answered HTTP " + std::to_string(res.status) : "unreachable: " + res.error));
             else if (!first_) log("broker " + cfg_.url + " answers again");
         }
-        if (first_ && cfg_.required) {
+        if (first_) {  // the plugin's verdict: wait for a final report or not
             std::string verdict = ok ? "O\n" : "F" + (res.status ? "HTTP " + std::to_string(res.status) : res.error) + "\n";
             (void)!::write(1, verdict.data(), verdict.size());
             ::close(1);

@@ -22,6 +22,7 @@ struct AgentLink {
     int ctl_fd;       // our end of the control socket (lines to the agent)
     int status_fd;    // agent's stdout: one verdict byte after its first heartbeat
     int err_fd;       // agent's stderr, drained into our log
+    bool broker_ok;   // the agent's first heartbeat was taken
 };
 
 struct PluginState {
