@@ -21,7 +21,7 @@ for t in "${tests[@]}"; do
     out=$SCRATCH/$name.out
     start=$(date +%s.%N)
     if SCRATCH=$SCRATCH BUILD=$BUILD timeout 300 bash "$t" >"$out" 2>&1; then
-        printf 'PASS: %-28s %5.1fs\n' "$name" "$(echo "$(date +%s.%N) - $start" | bc)"
+        printf 'PASS: %-28s %5.1fs\n' "$name" "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')"
         pass=$((pass + 1))
     else
         printf 'FAIL: %-28s (output and Slurm logs in %s)\n' "$name" "$LOGS/$name"
