@@ -19,33 +19,24 @@ SHARDNET_NODES=1 "$HERE/harness/clusters.sh" up "$SCRATCH" "$BUILD" bench >/dev/
 export SLURM_CONF=$SCRATCH/bench/slurm.conf
 cd "$SCRATCH"
 
-measure() {  # NAME PLUGSTACK-LINE|"" SRUN-ARGS...
-    local name=$1 line=$2; shift 2
-    if [ "$line" = none ]; then : > "$SCRATCH/bench/plugstack.conf"
-    else "$HERE/harness/clusters.sh" plugstack "$SCRATCH" bench "$line"; fi
-    hyperfine -N --style none --warmup 3 --runs "$RUNS" --export-json "$SCRATCH/$name.json" \
-        "srun -N1 $* true" >/dev/null 2>&1
-    /usr/bin/python3 -c 'import json,sys,statistics as s
-r=json.load(open(sys.argv[1]))["results"][0]["times"]; print("%.2f" % (s.median(r)*1000))' "$SCRATCH/$name.json"
+start_rx() {  # MODE: port in $SCRATCH/rx.MODE
+    /usr/bin/python3 "$HERE/harness/receiver.py" --mode "$1" --port-file "$SCRATCH/rx.$1" --log "$SCRATCH/rx.log" \
+        >/dev/null 2>&1 &
+    RX="$RX $!"
+    for _ in $(seq 50); do [ -s "$SCRATCH/rx.$1" ] && break; sleep 0.1; done
 }
-start_rx() {
-    rm -f "$SCRATCH/rx.port"
-    /usr/bin/python3 "$HERE/harness/receiver.py" --mode "$1" --port-file "$SCRATCH/rx.port" --log "$SCRATCH/rx.log" &
-    RX=$!
-    for _ in $(seq 50); do [ -s "$SCRATCH/rx.port" ] && break; sleep 0.1; done
-}
-
-none=$(measure none none)
-loaded=$(measure loaded "")
-start_rx ok
-recv=$(measure receiver "broker=http://127.0.0.1:$(cat "$SCRATCH/rx.port") heartbeat_min=1" --shardnet)
-kill $RX; start_rx blackhole
-black=$(measure blackhole "broker=http://127.0.0.1:$(cat "$SCRATCH/rx.port") heartbeat_min=1" --shardnet)
-kill $RX; RX=""
-
-ratio() { /usr/bin/python3 -c "print('%.3f' % ($1 / $none))"; }
-printf '%-44s %10s %8s %8s\n' "srun -N1 true, median of $RUNS" "ms" "ratio" "target"
-printf '%-44s %10s %8s %8s\n' "no plugin" "$none" "1.000" "-"
-printf '%-44s %10s %8s %8s\n' "plugin loaded, job without --shardnet" "$loaded" "$(ratio "$loaded")" "<=1.03"
-printf '%-44s %10s %8s %8s\n' "--shardnet, receiver up" "$recv" "$(ratio "$recv")" "<=1.05"
-printf '%-44s %10s %8s %8s\n' "--shardnet, broker blackholed" "$black" "$(ratio "$black")" "<=1.05"
+start_rx ok; ok_port=$(cat "$SCRATCH/rx.ok")
+start_rx blackhole; bh_port=$(cat "$SCRATCH/rx.blackhole")
+# The plugstack line the harness writes, with the broker argument varied.
+base=$(printf 'required %s/lib/shardnet.so agent=%s/lib/shardnet-agent' "$SCRATCH" "$SCRATCH")
+/usr/bin/python3 "$HERE/bench/srun_overhead.py" "$SLURM_CONF" "$SCRATCH/bench/plugstack.conf" "$RUNS" \
+    "none=none::" \
+    "loaded=$base::" \
+    "receiver=$base broker=http://127.0.0.1:$ok_port heartbeat_min=1::--shardnet" \
+    "blackhole=$base broker=http://127.0.0.1:$bh_port heartbeat_min=1::--shardnet" > "$SCRATCH/results"
+row() { awk -F'\t' -v n="$1" '$1 == n { printf "%10s %8s", $2, $3 }' "$SCRATCH/results"; }
+printf '%-44s %10s %8s %8s\n' "srun -N1 true, median of $RUNS (interleaved)" "ms" "ratio" "target"
+printf '%-44s %s %8s\n' "no plugin" "$(row none)" "-"
+printf '%-44s %s %8s\n' "plugin loaded, job without --shardnet" "$(row loaded)" "<=1.03"
+printf '%-44s %s %8s\n' "--shardnet, receiver up" "$(row receiver)" "<=1.05"
+printf '%-44s %s %8s\n' "--shardnet, broker blackholed" "$(row blackhole)" "<=1.05"

@@ -57,7 +57,11 @@ def main():
         def log_message(self, *a):
             pass
 
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request, client_address):
+            pass  # agents killed mid-request at a step's end reset the connection
+
+    srv = Server(("127.0.0.1", 0), Handler)
     open(args.port_file, "w").write(str(srv.server_address[1]))
     srv.serve_forever()
 
