@@ -21,7 +21,6 @@ std::string encode_agent_config(const AgentConfig &c) {
     kv("interval", std::to_string(c.interval));
     kv("timeout_ms", std::to_string(c.timeout_ms));
     kv("prelimit", std::to_string(c.prelimit_signal) + "@" + std::to_string(c.prelimit_secs));
-    kv("required", c.required ? "1" : "0");
     kv("progress_dir", c.progress_dir);
     for (const auto &r : c.ranks) kv("rank", std::to_string(r.rank) + ":" + std::to_string(r.local_rank));
     s += "end\n";
@@ -57,7 +56,6 @@ std::string parse_agent_config_line(const std::string &line, AgentConfig &c, boo
     else if (k == "job") { auto n = num(0, 0xffffffffLL); if (!n) return "bad job"; c.job = (unsigned long)*n; }
     else if (k == "interval") { auto n = num(1, 86400); if (!n) return "bad interval"; c.interval = int(*n); }
     else if (k == "timeout_ms") { auto n = num(1, 600000); if (!n) return "bad timeout_ms"; c.timeout_ms = int(*n); }
-    else if (k == "required") c.required = (v == "1");
     else if (k == "prelimit") {
         std::string a, b;
         if (!split2(v, '@', a, b)) return "bad prelimit";

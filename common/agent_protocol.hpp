@@ -31,7 +31,6 @@ struct AgentConfig {
     int timeout_ms = 2000;
     int prelimit_signal = 0;
     int prelimit_secs = 0;
-    bool required = false;     // the plugin holds the step for the first heartbeat's verdict
     std::string progress_dir;
     std::vector<AgentRank> ranks;
 };

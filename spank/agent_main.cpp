@@ -74,7 +74,7 @@ public:
             if (now >= next) {
                 heartbeat("running", cfg_.timeout_ms);
                 next = Clock::now() + std::chrono::seconds(cfg_.interval);
-                if (urgent_) { urgent_ = false; }
+                urgent_ = false;
             }
             const bool limit_due = end_time_ > 0 && std::time(nullptr) >= end_time_ - cfg_.prelimit_secs;
             if (cfg_.prelimit_signal && !prelimit_sent_ && (limit_due || Clock::now() >= next_limit_check)) {

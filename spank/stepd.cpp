@@ -107,10 +107,8 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
     ac.timeout_ms = g.cfg->timeout_ms;
     ac.prelimit_signal = g.cfg->prelimit_signal;
     ac.prelimit_secs = g.cfg->prelimit_secs;
-    ac.required = g.cfg->mode == BrokerMode::required;
     ac.progress_dir = g.progress_dir;
-    // Global ranks of this node's tasks: S_JOB_GID_TO_... is per task, so the
-    // agent learns them from the pid= lines; here it gets the count.
+    // This node's tasks, local index -> global rank.
     uint32_t ntasks = g.local_tasks;
     for (uint32_t i = 0; i < ntasks; ++i) {
         uint32_t global = i;
@@ -124,7 +122,7 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
     }
     explicit_bzero(g_token, sizeof g_token);
     if (auto err = agent_start(spawn); !err.empty()) return broker_problem("heartbeat agent not started: " + err);
-    if (ac.required) {
+    if (g.cfg->mode == BrokerMode::required) {
         if (auto err = agent_wait_verdict(g.cfg->timeout_ms + 500); !err.empty()) {
             agent_finish(0);
             return broker_problem("broker " + g.cfg->broker_url + " did not take the first heartbeat: " + err);

@@ -10,7 +10,6 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-build}" && pwd)
 RUNS=${RUNS:-40}
-command -v hyperfine >/dev/null || { echo "bench: hyperfine not installed (make deps)"; exit 1; }
 SCRATCH=$(mktemp -d /tmp/shardnet-bench.XXXXXX); chmod 755 "$SCRATCH"
 RX=""
 cleanup() { [ -n "$RX" ] && kill $RX 2>/dev/null; "$HERE/harness/clusters.sh" down "$SCRATCH"; }

@@ -18,7 +18,6 @@ TEST_CASE("agent config round-trips through the line protocol") {
     c.interval = 2;
     c.prelimit_signal = 10;
     c.prelimit_secs = 30;
-    c.required = true;
     c.progress_dir = "/tmp/p";
     c.ranks = {{0, 0}, {5, 1}};
     std::istringstream in(encode_agent_config(c));
@@ -34,7 +33,6 @@ TEST_CASE("agent config round-trips through the line protocol") {
     CHECK(d.step == "batch");
     CHECK(d.prelimit_signal == 10);
     CHECK(d.prelimit_secs == 30);
-    CHECK(d.required);
     REQUIRE(d.ranks.size() == 2);
     CHECK(d.ranks[1].rank == 5);
     CHECK(d.ranks[1].local_rank == 1);
