@@ -121,7 +121,7 @@ up() {
     local scratch=$1 build=$2; shift 2
     local clusters=("$@"); [ ${#clusters[@]} -gt 0 ] || clusters=(alpha beta)
     mkdir -p "$scratch/lib"; chmod 755 "$scratch"
-    install -m 755 "$build/spank/.libs/shardnet.so" "$scratch/lib/shardnet.so"
+    install -m 755 "$build/spank/shardnet.so" "$scratch/lib/shardnet.so"
     install -m 755 "$build/spank/shardnet-agent" "$scratch/lib/shardnet-agent"
     : > "$scratch/pids"
     start_munge "$scratch"
@@ -145,8 +145,22 @@ down() {
         [ -z "$alive" ] && break; sleep 0.1
     done
     [ -n "${alive:-}" ] && kill -9 $alive 2>/dev/null || true
-    # slurmstepds of jobs still running belong to the clusters we started.
-    pkill -9 -f "slurmstepd: \[" 2>/dev/null || true
+    # Step daemons outlive their slurmd. Ours are those writing to a log in
+    # our scratch dir; any other slurmstepd on the machine is left alone.
+    # With proctrack/linuxproc their tasks are their descendants: kill the
+    # whole tree, or the tasks would outlive the cluster.
+    local ours="" tree
+    for p in $(pgrep -f '^slurmstepd: \[' || true); do
+        if ls -l "/proc/$p/fd" 2>/dev/null | grep -q -- "-> $scratch/"; then ours="$ours $p"; fi
+    done
+    if [ -n "$ours" ]; then
+        tree=$(ps -eo pid=,ppid= | awk -v roots="$ours" '
+            { parent[$1] = $2 }
+            END { n = split(roots, r, " "); for (i = 1; i <= n; i++) keep[r[i]] = 1
+                  do { changed = 0; for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; changed = 1 } } while (changed)
+                  for (p in keep) print p }')
+        kill -9 $tree 2>/dev/null || true
+    fi
     if [ -s "$scratch/munged.pid" ]; then kill "$(cat "$scratch/munged.pid")" 2>/dev/null || true; fi
     : > "$scratch/pids"
 }
