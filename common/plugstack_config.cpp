@@ -48,6 +48,7 @@ const std::map<std::string, Setter> &setters() {
         {"heartbeat_default", int_setter(1, 86400, &PlugstackConfig::heartbeat_default)},
         {"timeout_ms", int_setter(50, 60000, &PlugstackConfig::timeout_ms)},
         {"exit_wait_ms", int_setter(0, 10000, &PlugstackConfig::exit_wait_ms)},
+        {"start_grace_ms", int_setter(0, 60000, &PlugstackConfig::start_grace_ms)},
         {"mode", [](const std::string &v, PlugstackConfig &c) -> std::string {
              if (v == "optional") c.mode = BrokerMode::optional;
              else if (v == "required") c.mode = BrokerMode::required;

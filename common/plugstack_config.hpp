@@ -21,6 +21,7 @@ struct PlugstackConfig {
     int heartbeat_default = 10;
     int timeout_ms = 2000;       // deadline of one request to the broker
     int exit_wait_ms = 300;      // longest a step end waits for the final report
+    int start_grace_ms = 250;    // the agent starts only for steps that live this long
     BrokerMode mode = BrokerMode::optional;
     int prelimit_signal = 0;     // 0: no signal before the time limit
     int prelimit_secs = 0;

@@ -14,6 +14,7 @@ struct AgentSpawn {
     uid_t uid;
     gid_t gid;
     std::string user;
+    int grace_ms;             // exec only if the step is still running after this
 };
 
 // "" on success (g.agent filled), else why the agent could not start.

@@ -115,14 +115,17 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
         if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &global) != ESPANK_SUCCESS) global = i;
         ac.ranks.push_back({global, i});
     }
-    AgentSpawn spawn{g.cfg->agent_path, encode_agent_config(ac), job_env(sp, "SLURM_CONF"), uid, gid, user};
+    // Required mode waits for the first heartbeat: no grace period there.
+    const bool required = g.cfg->mode == BrokerMode::required;
+    AgentSpawn spawn{g.cfg->agent_path, encode_agent_config(ac), job_env(sp, "SLURM_CONF"), uid, gid, user,
+                     required ? 0 : g.cfg->start_grace_ms};
     if (spawn.slurm_conf.empty()) {
         const char *c = std::getenv("SLURM_CONF");
         spawn.slurm_conf = c ? c : "";
     }
     explicit_bzero(g_token, sizeof g_token);
     if (auto err = agent_start(spawn); !err.empty()) return broker_problem("heartbeat agent not started: " + err);
-    if (g.cfg->mode == BrokerMode::required) {
+    if (required) {
         if (auto err = agent_wait_verdict(g.cfg->timeout_ms + 500); !err.empty()) {
             agent_finish(0);
             return broker_problem("broker " + g.cfg->broker_url + " did not take the first heartbeat: " + err);

@@ -24,7 +24,7 @@ TEST_CASE("a full site line") {
     PlugstackConfig c;
     CHECK(parse({"broker=https://broker.example:8443/", "token_file=/etc/shardnet/token", "ckpt_root=/scratch/ckpt",
                  "heartbeat_min=2", "heartbeat_max=60", "heartbeat_default=5", "mode=required", "prelimit=USR1@120",
-                 "timeout_ms=1500", "agent=/opt/sn/agent", "progress_root=/var/tmp", "exit_wait_ms=100"},
+                 "timeout_ms=1500", "agent=/opt/sn/agent", "progress_root=/var/tmp", "exit_wait_ms=100", "start_grace_ms=0"},
                 c) == "");
     CHECK(c.broker_url == "https://broker.example:8443");
     CHECK(c.ckpt_root == "/scratch/ckpt");
@@ -36,6 +36,7 @@ TEST_CASE("a full site line") {
     CHECK(c.prelimit_secs == 120);
     CHECK(c.timeout_ms == 1500);
     CHECK(c.exit_wait_ms == 100);
+    CHECK(c.start_grace_ms == 0);
     CHECK(c.agent_path == "/opt/sn/agent");
 }
 
@@ -61,7 +62,7 @@ TEST_CASE("bad arguments are named") {
 
 TEST_CASE("plugstack_keys lists every key the parser takes") {
     auto keys = plugstack_keys();
-    CHECK(keys.size() == 13);
+    CHECK(keys.size() == 14);
     for (const auto &k : keys) {
         PlugstackConfig c;
         std::string arg = k + "=";
