@@ -1,0 +1,186 @@
+#include <algorithm>
+#include <cerrno>
+#include <tuple>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <hwloc.h>
+#include <memory>
+#include <sys/stat.h>
+
+#include "accel_class.hpp"
+#include "discover.hpp"
+
+namespace shardnet::probe {
+
+namespace {
+
+struct TopoDeleter { void operator()(hwloc_topology *t) const { hwloc_topology_destroy(t); } };
+using Topo = std::unique_ptr<hwloc_topology, TopoDeleter>;
+
+std::string bitmap_list(hwloc_const_bitmap_t b) {
+    if (!b) return "";
+    char *s = nullptr;
+    hwloc_bitmap_list_asprintf(&s, b);
+    std::string out = s ? s : "";
+    std::free(s);
+    return out;
+}
+
+std::string hex4(unsigned v) { char b[8]; std::snprintf(b, sizeof b, "%04x", v & 0xffff); return b; }
+
+std::string pci_bus(const hwloc_obj_t pci) {
+    char b[16];
+    std::snprintf(b, sizeof b, "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain, pci->attr->pcidev.bus,
+                  pci->attr->pcidev.dev, pci->attr->pcidev.func);
+    return b;
+}
+
+const char *info(hwloc_obj_t o, const char *name) {
+    const char *v = hwloc_obj_get_info_by_name(o, name);
+    return v ? v : "";
+}
+
+// Nearest NUMA node, CPUs and cores of an I/O object, from its non-I/O ancestor.
+void locality(hwloc_topology_t topo, hwloc_obj_t io, std::optional<int> &numa, std::string &cpus,
+              std::string *cores = nullptr) {
+    hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(topo, io);
+    if (!anc) return;
+    cpus = bitmap_list(anc->cpuset);
+    if (cores) {
+        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        for (hwloc_obj_t c = nullptr; (c = hwloc_get_next_obj_inside_cpuset_by_type(topo, anc->cpuset, HWLOC_OBJ_CORE, c));)
+            hwloc_bitmap_set(set, c->logical_index);
+        *cores = bitmap_list(set);
+        hwloc_bitmap_free(set);
+    }
+    if (anc->nodeset && !hwloc_bitmap_iszero(anc->nodeset) && hwloc_bitmap_weight(anc->nodeset) == 1)
+        numa = hwloc_bitmap_first(anc->nodeset);
+}
+
+std::string check_xml_file(const std::string &xml) {
+    struct stat st;
+    if (::stat(xml.c_str(), &st) != 0) return "cannot read topology '" + xml + "': " + std::strerror(errno);
+    if (!S_ISREG(st.st_mode)) return "topology '" + xml + "' is not a regular file";
+    if (st.st_size == 0) return "topology '" + xml + "' is empty";
+    return "";
+}
+
+void add_pci_devices(hwloc_topology_t topo, NodeInfo &out) {
+    for (hwloc_obj_t pci = nullptr; (pci = hwloc_get_next_pcidev(topo, pci));) {
+        const auto &a = pci->attr->pcidev;
+        if (pci->subtype && std::strcmp(pci->subtype, "NVSwitch") == 0) { ++out.nvswitches; continue; }
+        if (!is_accelerator(a.vendor_id, a.class_id)) continue;
+        Accelerator acc;
+        acc.vendor = vendor_name(a.vendor_id);
+        acc.pci_id = hex4(a.vendor_id) + ":" + hex4(a.device_id);
+        acc.pci_bus = pci_bus(pci);
+        // A GPU's name comes from its OS device (NVML, RSMI, OpenCL...) when
+        // hwloc had that backend, else from the PCI database.
+        for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling) {
+            if (c->type != HWLOC_OBJ_OS_DEVICE) continue;
+            if (!*info(c, "GPUModel") && acc.model.empty()) continue;
+            if (*info(c, "GPUModel")) acc.model = info(c, "GPUModel");
+            if (*info(c, "NVIDIAUUID")) acc.uuid = info(c, "NVIDIAUUID");
+            if (*info(c, "AMDUUID")) acc.uuid = info(c, "AMDUUID");
+        }
+        if (acc.model.empty()) acc.model = info(pci, "PCIDevice");
+        locality(topo, pci, acc.numa, acc.cpus, &acc.cores);
+        acc.cls = classify_accelerator(a.vendor_id, a.device_id, acc.model, acc.memory_bytes);
+        out.accelerators.push_back(std::move(acc));
+    }
+}
+
+void add_nics(hwloc_topology_t topo, NodeInfo &out) {
+    for (hwloc_obj_t pci = nullptr; (pci = hwloc_get_next_pcidev(topo, pci));) {
+        const auto &a = pci->attr->pcidev;
+        const uint16_t base = a.class_id >> 8;
+        if (base != 0x02 && a.class_id != 0x0c06) continue;  // network controllers, InfiniBand
+        Nic nic;
+        nic.pci_id = hex4(a.vendor_id) + ":" + hex4(a.device_id);
+        nic.pci_bus = pci_bus(pci);
+        std::string ofed;
+        for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling) {
+            if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name) continue;
+            if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
+                ofed = c->name;
+                for (unsigned port = 1; port <= 8; ++port) {
+                    std::string key = "Port" + std::to_string(port) + "State";
+                    const char *st = hwloc_obj_get_info_by_name(c, key.c_str());
+                    if (!st) continue;
+                    // hwloc keeps the sysfs state number: 4 is ACTIVE.
+                    nic.ports.push_back({port, std::string(st) == "4" ? "ACTIVE" : "state " + std::string(st), {}});
+                }
+            } else if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK) {
+                nic.netdevs.push_back(c->name);
+            }
+        }
+        if (!ofed.empty()) {
+            nic.name = ofed;
+            // One HCA can be InfiniBand or Ethernet (RoCE) per port; the
+            // PCI class tells which the card was set up as.
+            nic.kind = a.class_id == 0x0c06 ? "infiniband" : "roce";
+            if (a.vendor_id == 0x8086 && a.class_id == 0x0c06) nic.kind = "omnipath";
+        } else if (!nic.netdevs.empty()) {
+            nic.name = nic.netdevs.front();
+            nic.kind = "ethernet";
+        } else {
+            continue;  // a NIC no driver claimed: nothing to place traffic on
+        }
+        locality(topo, pci, nic.numa, nic.cpus);
+        out.nics.push_back(std::move(nic));
+    }
+}
+
+}  // namespace
+
+std::string discover_hwloc(const std::string &xml, NodeInfo &out) {
+    if (!xml.empty())
+        if (auto err = check_xml_file(xml); !err.empty()) return err;
+    hwloc_topology_t raw = nullptr;
+    if (hwloc_topology_init(&raw) != 0) return "hwloc_topology_init failed";
+    Topo topo(raw);
+    hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (!xml.empty()) {
+        if (hwloc_topology_set_xml(raw, xml.c_str()) != 0)
+            return "topology '" + xml + "' is not a readable hwloc XML file: " + std::strerror(errno);
+    }
+    if (hwloc_topology_load(raw) != 0)
+        return xml.empty() ? std::string("hwloc could not load this machine's topology: ") + std::strerror(errno)
+                           : "topology '" + xml + "' is corrupt or truncated (hwloc could not load it)";
+    hwloc_obj_t root = hwloc_get_root_obj(raw);
+    out.host = info(root, "HostName");
+    out.arch = info(root, "Architecture");
+    out.packages = unsigned(std::max(0, hwloc_get_nbobjs_by_type(raw, HWLOC_OBJ_PACKAGE)));
+    out.cores = unsigned(std::max(0, hwloc_get_nbobjs_by_type(raw, HWLOC_OBJ_CORE)));
+    out.pus = unsigned(std::max(0, hwloc_get_nbobjs_by_type(raw, HWLOC_OBJ_PU)));
+    if (out.pus == 0) return "topology has no processing units: " + (xml.empty() ? std::string("this machine") : xml);
+    if (hwloc_obj_t pkg = hwloc_get_obj_by_type(raw, HWLOC_OBJ_PACKAGE, 0)) out.cpu_model = info(pkg, "CPUModel");
+    for (hwloc_obj_t n = nullptr; (n = hwloc_get_next_obj_by_type(raw, HWLOC_OBJ_NUMANODE, n));) {
+        NumaNode nn;
+        nn.index = n->os_index;
+        if (n->attr->numanode.local_memory) nn.memory_bytes = n->attr->numanode.local_memory;
+        nn.cpus = bitmap_list(n->cpuset);
+        out.numa.push_back(nn);
+    }
+    if (root->total_memory) {
+        out.hwloc_memory_bytes = root->total_memory;
+        out.memory_bytes = root->total_memory;
+        out.memory_source = "hwloc";
+    }
+    add_pci_devices(raw, out);
+    add_nics(raw, out);
+    // PCI bus order: the order NVIDIA numbers /dev/nvidiaN and Slurm's gres.conf expects.
+    std::sort(out.accelerators.begin(), out.accelerators.end(),
+              [](const Accelerator &a, const Accelerator &b) { return a.pci_bus < b.pci_bus; });
+    std::sort(out.nics.begin(), out.nics.end(), [](const Nic &a, const Nic &b) {
+        return std::tie(a.pci_bus, a.name) < std::tie(b.pci_bus, b.name);
+    });
+    char ver[32];
+    unsigned v = hwloc_get_api_version();
+    std::snprintf(ver, sizeof ver, "%u.%u.%u", v >> 16, (v >> 8) & 0xff, v & 0xff);
+    if (xml.empty()) out.hwloc_version = ver;
+    return "";
+}
+
+}  // namespace shardnet::probe

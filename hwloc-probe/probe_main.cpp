@@ -1,0 +1,157 @@
+// shardnet-probe: records this node's topology as evidence for placement.
+// See shardnet-probe(8).
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <getopt.h>
+#include <sstream>
+#include <unistd.h>
+
+#include "accel_class.hpp"
+#include "descriptor.hpp"
+#include "discover.hpp"
+#include "http_client.hpp"
+#include "json_pretty.hpp"
+
+using namespace shardnet::probe;
+
+namespace {
+
+constexpr const char *kUsage =
+    "usage: shardnet-probe [--input FILE.xml] [--pretty | --slurm-node | --gres-conf]\n"
+    "                      [--check DESCRIPTOR] [--publish URL [--token-file F]] [--bandwidth]\n"
+    "                      [--host NAME]\n"
+    "Prints this node's JSON descriptor (default), a human summary, a Slurm NodeName line\n"
+    "or gres.conf lines; --check exits 1 with a reason when a GPU, NIC or memory went\n"
+    "missing or degraded since DESCRIPTOR was recorded. See shardnet-probe(8).\n";
+
+int fail(const std::string &msg, int code = 2) {
+    std::fprintf(stderr, "shardnet-probe: %s\n", msg.c_str());
+    return code;
+}
+
+bool read_file(const std::string &path, std::string &out, std::string &err) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) { err = "cannot read '" + path + "': " + std::strerror(errno); return false; }
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    out = ss.str();
+    return true;
+}
+
+// Fractional seconds, or SOURCE_DATE_EPOCH for reproducible output.
+double probed_at() {
+    if (const char *e = std::getenv("SOURCE_DATE_EPOCH")) return std::strtod(e, nullptr);
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return double(ts.tv_sec) + double(ts.tv_nsec / 1000000) / 1e3;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    enum Mode { json_out, pretty_out, slurm_out, gres_out } mode = json_out;
+    std::string input, check, publish, token_file, host;
+    bool bandwidth = false;
+    static const option longopts[] = {
+        {"input", required_argument, nullptr, 'i'},   {"pretty", no_argument, nullptr, 'p'},
+        {"slurm-node", no_argument, nullptr, 's'},    {"gres-conf", no_argument, nullptr, 'g'},
+        {"check", required_argument, nullptr, 'c'},   {"publish", required_argument, nullptr, 'P'},
+        {"token-file", required_argument, nullptr, 't'}, {"bandwidth", no_argument, nullptr, 'b'},
+        {"host", required_argument, nullptr, 'H'},    {"help", no_argument, nullptr, 'h'},
+        {nullptr, 0, nullptr, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "i:psgc:P:t:bH:h", longopts, nullptr)) != -1) {
+        switch (c) {
+        case 'i': input = optarg; break;
+        case 'p': mode = pretty_out; break;
+        case 's': mode = slurm_out; break;
+        case 'g': mode = gres_out; break;
+        case 'c': check = optarg; break;
+        case 'P': publish = optarg; break;
+        case 't': token_file = optarg; break;
+        case 'b': bandwidth = true; break;
+        case 'H': host = optarg; break;
+        case 'h': std::fputs(kUsage, stdout); return 0;
+        default: std::fputs(kUsage, stderr); return 2;
+        }
+    }
+    if (optind < argc) return fail(std::string("unexpected argument '") + argv[optind] + "'\n" + kUsage);
+    if (input.empty())
+        if (const char *x = std::getenv("HWLOC_XMLFILE")) input = x;
+
+    NodeInfo node;
+    if (auto err = discover_hwloc(input, node); !err.empty()) return fail(err);
+    if (input.empty()) {
+        discover_meminfo(node);
+        discover_ib_sysfs(node);
+        discover_ucx(node);
+        discover_nvml(node);
+        for (auto &a : node.accelerators) {  // NVML names are better evidence than PCI names
+            unsigned v = 0, d = 0;
+            std::sscanf(a.pci_id.c_str(), "%x:%x", &v, &d);
+            a.cls = classify_accelerator(uint16_t(v), uint16_t(d), a.model, a.memory_bytes);
+        }
+        if (node.host.empty()) {
+            char h[256] = {};
+            gethostname(h, sizeof h - 1);
+            node.host = h;
+        }
+    }
+    if (!host.empty()) node.host = host;
+
+    if (bandwidth) {
+        if (node.accelerators.empty()) {
+            std::puts("shardnet-probe: no GPUs on this node; no bandwidth to measure");
+            return 0;
+        }
+#ifndef HAVE_NCCL
+        return fail("--bandwidth: this shardnet-probe was built without NCCL (configure --with-nccl)");
+#else
+        return fail("--bandwidth: the NCCL all-reduce measurement is not implemented yet");
+#endif
+    }
+
+    if (!check.empty()) {
+        std::string text, err;
+        if (!read_file(check, text, err)) return fail(err);
+        boost::system::error_code ec;
+        auto v = boost::json::parse(text, ec);
+        if (ec || !v.is_object()) return fail("'" + check + "' is not a JSON node descriptor");
+        if (auto reason = check_against(v.as_object(), node); !reason.empty()) {
+            std::printf("shardnet-probe: %s\n", reason.c_str());  // Slurm's health check logs stdout
+            return 1;
+        }
+        return 0;
+    }
+
+    boost::json::object desc = to_descriptor(node, probed_at());
+    if (!publish.empty()) {
+        shardnet::HttpRequest req;
+        req.url = publish + "/v1/nodes";
+        req.body = boost::json::serialize(desc);
+        req.timeout_ms = 5000;
+        if (!token_file.empty()) {
+            std::string tok, err;
+            if (!read_file(token_file, tok, err)) return fail(err);
+            while (!tok.empty() && (tok.back() == '\n' || tok.back() == ' ')) tok.pop_back();
+            req.bearer = tok;
+        }
+        shardnet::http_global_init();
+        shardnet::HttpClient client;
+        auto res = client.send(req);
+        if (!res.ok())
+            return fail("publishing to " + req.url + " failed: " +
+                        (res.status ? "HTTP " + std::to_string(res.status) : res.error), 1);
+    }
+    switch (mode) {
+    case json_out: std::printf("%s\n", pretty_json(desc).c_str()); break;
+    case pretty_out: std::fputs(pretty(node).c_str(), stdout); break;
+    case slurm_out: std::printf("%s\n", slurm_node_line(node).c_str()); break;
+    case gres_out: std::fputs(gres_conf(node).c_str(), stdout); break;
+    }
+    return 0;
+}
