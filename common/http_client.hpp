@@ -1,5 +1,7 @@
 // A small HTTP(S) client on libcurl for talking to the broker with hard
 // deadlines. One client keeps one connection alive between requests.
+// libcurl is loaded on the first request (and globally initialised then):
+// make the first request before starting threads.
 #pragma once
 #include <functional>
 #include <string>
@@ -39,7 +41,5 @@ private:
     void *multi_;
 };
 
-// curl_global_init; call once from main() before threads exist.
-void http_global_init();
 
 }  // namespace shardnet

@@ -5,6 +5,9 @@
 #include <map>
 #include <openssl/evp.h>
 #include <set>
+#include <stdexcept>
+
+#include "dl_library.hpp"
 
 namespace shardnet::probe {
 
@@ -96,14 +99,39 @@ json::object to_descriptor(const NodeInfo &n, double probed_at) {
     return d;
 }
 
+namespace {
+// libcrypto is loaded on first use; preload_hash() lets a caller pay for
+// that on another thread while it does something slower.
+struct Crypto {
+    DlLibrary lib{"libcrypto.so.3"};
+    int (*digest)(const void *, size_t, unsigned char *, unsigned *, const EVP_MD *, ENGINE *);
+    const EVP_MD *(*sha256)();
+    Crypto() { lib.sym(digest, "EVP_Digest").sym(sha256, "EVP_sha256"); }
+};
+const Crypto &crypto() {
+    static const Crypto c;
+    return c;
+}
+}  // namespace
+
+void preload_hash() {
+    // The first digest also initialises OpenSSL (config file and all).
+    const Crypto &c = crypto();
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    if (c.lib.complete()) c.digest("", 0, md, &len, c.sha256(), nullptr);
+}
+
 std::string content_hash(const json::object &descriptor) {
+    const Crypto &c = crypto();
+    if (!c.lib.complete()) throw std::runtime_error("libcrypto.so.3 (OpenSSL) could not be loaded for SHA-256");
     json::object stable = descriptor;
     stable.erase("hash");
     stable.erase("probed_at");
     const std::string text = json::serialize(stable);
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned len = 0;
-    EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr);
+    c.digest(text.data(), text.size(), md, &len, c.sha256(), nullptr);
     std::string hex = "sha256:";
     char b[3];
     for (unsigned i = 0; i < len; ++i) { std::snprintf(b, sizeof b, "%02x", md[i]); hex += b; }

@@ -3,13 +3,13 @@
 #include <cstring>
 #include <tuple>
 #include <dirent.h>
-#include <dlfcn.h>
 #include <fstream>
 #include <sstream>
 #include <uct/api/uct.h>
 #include <ucp/api/ucp.h>
 
 #include "discover.hpp"
+#include "dl_library.hpp"
 
 namespace shardnet::probe {
 
@@ -44,39 +44,70 @@ void discover_ib_sysfs(NodeInfo &out) {
     }
 }
 
+namespace {
+
+// UCX is loaded when asked for (its libraries' constructors alone cost
+// ~1.5 ms), so that the probe can do it beside hwloc's discovery.
+struct Ucx {
+    DlLibrary lib{"libucp.so.0"};
+    void (*get_version)(unsigned *, unsigned *, unsigned *);
+    ucs_status_t (*query_components)(uct_component_h **, unsigned *);
+    void (*release_component_list)(uct_component_h *);
+    ucs_status_t (*component_query)(uct_component_h, uct_component_attr_t *);
+    ucs_status_t (*md_config_read)(uct_component_h, const char *, const char *, uct_md_config_t **);
+    void (*config_release)(void *);
+    ucs_status_t (*md_open)(uct_component_h, const char *, const uct_md_config_t *, uct_md_h *);
+    void (*md_close)(uct_md_h);
+    ucs_status_t (*query_tl_resources)(uct_md_h, uct_tl_resource_desc_t **, unsigned *);
+    void (*release_tl_resource_list)(uct_tl_resource_desc_t *);
+    bool load() {
+        lib.sym(get_version, "ucp_get_version").sym(query_components, "uct_query_components")
+            .sym(release_component_list, "uct_release_component_list").sym(component_query, "uct_component_query")
+            .sym(md_config_read, "uct_md_config_read").sym(config_release, "uct_config_release")
+            .sym(md_open, "uct_md_open").sym(md_close, "uct_md_close")
+            .sym(query_tl_resources, "uct_md_query_tl_resources")
+            .sym(release_tl_resource_list, "uct_release_tl_resource_list");
+        return lib.complete();
+    }
+};
+
+}  // namespace
+
 void discover_ucx(NodeInfo &out) {
+    Ucx u;
+    if (!u.load()) return;  // no UCX on this node: the field stays absent
     unsigned major, minor, release;
-    ucp_get_version(&major, &minor, &release);
+    u.get_version(&major, &minor, &release);
     out.ucx_version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
     uct_component_h *comps = nullptr;
     unsigned ncomps = 0;
-    if (uct_query_components(&comps, &ncomps) != UCS_OK) return;
+    if (u.query_components(&comps, &ncomps) != UCS_OK) return;
     std::vector<UcxResource> res;
     for (unsigned i = 0; i < ncomps; ++i) {
         uct_component_attr_t attr{};
         attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME | UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT;
-        if (uct_component_query(comps[i], &attr) != UCS_OK) continue;
+        if (u.component_query(comps[i], &attr) != UCS_OK) continue;
         std::vector<uct_md_resource_desc_t> mds(attr.md_resource_count);
         attr.field_mask = UCT_COMPONENT_ATTR_FIELD_MD_RESOURCES;
         attr.md_resources = mds.data();
-        if (uct_component_query(comps[i], &attr) != UCS_OK) continue;
+        if (u.component_query(comps[i], &attr) != UCS_OK) continue;
         for (const auto &md_desc : mds) {
             uct_md_config_t *cfg = nullptr;
-            if (uct_md_config_read(comps[i], nullptr, nullptr, &cfg) != UCS_OK) continue;
+            if (u.md_config_read(comps[i], nullptr, nullptr, &cfg) != UCS_OK) continue;
             uct_md_h md = nullptr;
-            ucs_status_t st = uct_md_open(comps[i], md_desc.md_name, cfg, &md);
-            uct_config_release(cfg);
+            ucs_status_t st = u.md_open(comps[i], md_desc.md_name, cfg, &md);
+            u.config_release(cfg);
             if (st != UCS_OK) continue;  // one failing device degrades the list, nothing more
             uct_tl_resource_desc_t *tls = nullptr;
             unsigned ntls = 0;
-            if (uct_md_query_tl_resources(md, &tls, &ntls) == UCS_OK) {
+            if (u.query_tl_resources(md, &tls, &ntls) == UCS_OK) {
                 for (unsigned t = 0; t < ntls; ++t) res.push_back({tls[t].tl_name, tls[t].dev_name});
-                uct_release_tl_resource_list(tls);
+                u.release_tl_resource_list(tls);
             }
-            uct_md_close(md);
+            u.md_close(md);
         }
     }
-    uct_release_component_list(comps);
+    u.release_component_list(comps);
     std::sort(res.begin(), res.end(), [](const UcxResource &a, const UcxResource &b) {
         return std::tie(a.transport, a.device) < std::tie(b.transport, b.device);
     });
@@ -84,34 +115,32 @@ void discover_ucx(NodeInfo &out) {
 }
 
 namespace {
-// The NVML entry points we use, loaded at run time: the probe runs on
-// nodes without a driver too.
+// NVML is loaded at run time: the probe runs on nodes without a driver too.
 struct Nvml {
-    void *lib = nullptr;
-    int (*init)() = nullptr;
-    int (*shutdown)() = nullptr;
-    int (*count)(unsigned *) = nullptr;
-    int (*by_bus)(const char *, void **) = nullptr;
-    int (*name)(void *, char *, unsigned) = nullptr;
-    int (*memory)(void *, void *) = nullptr;
-    int (*driver)(char *, unsigned) = nullptr;
-    int (*cuda)(int *) = nullptr;
-    int (*nvlink_state)(void *, unsigned, int *) = nullptr;
-    template <typename F> bool load(F &f, const char *sym) { f = reinterpret_cast<F>(dlsym(lib, sym)); return f; }
+    DlLibrary lib{"libnvidia-ml.so.1"};
+    int (*init)();
+    int (*shutdown)();
+    int (*by_bus)(const char *, void **);
+    int (*name)(void *, char *, unsigned);
+    int (*memory)(void *, void *);
+    int (*driver)(char *, unsigned);
+    int (*cuda)(int *);
+    int (*nvlink_state)(void *, unsigned, int *);
+    bool load() {
+        lib.sym(init, "nvmlInit_v2").sym(shutdown, "nvmlShutdown").sym(by_bus, "nvmlDeviceGetHandleByPciBusId_v2")
+            .sym(name, "nvmlDeviceGetName").sym(memory, "nvmlDeviceGetMemoryInfo")
+            .sym(driver, "nvmlSystemGetDriverVersion").sym(cuda, "nvmlSystemGetCudaDriverVersion_v2");
+        bool ok = lib.complete();
+        lib.sym(nvlink_state, "nvmlDeviceGetNvLinkState");  // optional: older drivers
+        return ok;
+    }
 };
 struct NvmlMemory { unsigned long long total, free, used; };
 }  // namespace
 
 void discover_nvml(NodeInfo &out) {
     Nvml n;
-    n.lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!n.lib) return;  // no driver: GPUs keep what hwloc said
-    bool ok = n.load(n.init, "nvmlInit_v2") && n.load(n.shutdown, "nvmlShutdown") &&
-              n.load(n.by_bus, "nvmlDeviceGetHandleByPciBusId_v2") && n.load(n.name, "nvmlDeviceGetName") &&
-              n.load(n.memory, "nvmlDeviceGetMemoryInfo") && n.load(n.driver, "nvmlSystemGetDriverVersion") &&
-              n.load(n.cuda, "nvmlSystemGetCudaDriverVersion_v2");
-    n.load(n.nvlink_state, "nvmlDeviceGetNvLinkState");
-    if (!ok || n.init() != 0) { dlclose(n.lib); return; }
+    if (!n.load() || n.init() != 0) return;  // no driver: GPUs keep what hwloc said
     char buf[96];
     if (n.driver(buf, sizeof buf) == 0) out.nvidia_driver = buf;
     int cuda = 0;
@@ -131,7 +160,6 @@ void discover_nvml(NodeInfo &out) {
         }
     }
     n.shutdown();
-    dlclose(n.lib);
 }
 
 }  // namespace shardnet::probe

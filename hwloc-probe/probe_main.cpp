@@ -8,6 +8,7 @@
 #include <fstream>
 #include <getopt.h>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 #include "accel_class.hpp"
@@ -84,11 +85,22 @@ int main(int argc, char **argv) {
         if (const char *x = std::getenv("HWLOC_XMLFILE")) input = x;
 
     NodeInfo node;
-    if (auto err = discover_hwloc(input, node); !err.empty()) return fail(err);
+    // Loading UCX and libcrypto and opening UCX's memory domains do not need
+    // hwloc's answer: do them beside hwloc's discovery, the slow part.
+    NodeInfo ucx_part;
+    std::thread ucx_thread;
+    ucx_thread = std::thread([&ucx_part, live = input.empty()] {
+        preload_hash();
+        if (live) discover_ucx(ucx_part);
+    });
+    std::string hwloc_err = discover_hwloc(input, node);
+    if (ucx_thread.joinable()) ucx_thread.join();
+    if (!hwloc_err.empty()) return fail(hwloc_err);
     if (input.empty()) {
+        node.ucx = std::move(ucx_part.ucx);
+        node.ucx_version = std::move(ucx_part.ucx_version);
         discover_meminfo(node);
         discover_ib_sysfs(node);
-        discover_ucx(node);
         discover_nvml(node);
         for (auto &a : node.accelerators) {  // NVML names are better evidence than PCI names
             unsigned v = 0, d = 0;
@@ -140,7 +152,6 @@ int main(int argc, char **argv) {
             while (!tok.empty() && (tok.back() == '\n' || tok.back() == ' ')) tok.pop_back();
             req.bearer = tok;
         }
-        shardnet::http_global_init();
         shardnet::HttpClient client;
         auto res = client.send(req);
         if (!res.ok())

@@ -208,7 +208,6 @@ int main() {
     std::signal(SIGPIPE, SIG_IGN);
     ::fcntl(0, F_SETFL, ::fcntl(0, F_GETFL) | O_NONBLOCK);
     ::fcntl(2, F_SETFL, ::fcntl(2, F_GETFL) | O_NONBLOCK);
-    http_global_init();
 
     LineReader in(0);
     AgentConfig cfg;

@@ -1,0 +1,27 @@
+#!/bin/bash
+# shardnet-probe's wall time against lstopo-no-graphics on the same machine
+# in the same run (target <= 1.1x), and from a saved XML (target <= 50 ms).
+set -euo pipefail
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=$(cd "${1:-build}" && pwd)
+PROBE=$BUILD/hwloc-probe/shardnet-probe
+XML=$TOP/tests/fixtures/topologies/nvidiaDGX2.xml
+RUNS=${RUNS:-30}
+OUT=$(mktemp -d); trap 'rm -rf "$OUT"' EXIT
+run() {  # NAME COMMAND
+    hyperfine -N --style none --warmup 3 --runs "$RUNS" --export-json "$OUT/$1.json" "$2" >/dev/null 2>&1
+    /usr/bin/python3 -c 'import json,sys,statistics as s
+print("%.2f" % (s.median(json.load(open(sys.argv[1]))["results"][0]["times"]) * 1000))' "$OUT/$1.json"
+}
+lstopo=$(run lstopo "lstopo-no-graphics --of xml $OUT/topo.xml --force")
+probe=$(run probe "$PROBE")
+probe_hw=$(run probe_hw "$PROBE --slurm-node")
+lstopo_x=$(run lstopo_x "lstopo-no-graphics -i $XML --if xml --of xml $OUT/copy.xml --force")
+probe_x=$(run probe_x "$PROBE -i $XML")
+ratio() { /usr/bin/python3 -c "print('%.2f' % ($1 / $2))"; }
+printf '%-52s %9s %7s %8s\n' "median of $RUNS runs" "ms" "ratio" "target"
+printf '%-52s %9s %7s %8s\n' "lstopo-no-graphics --of xml (live)" "$lstopo" "1.00" "-"
+printf '%-52s %9s %7s %8s\n' "shardnet-probe (live: hwloc+meminfo+UCX+NVML)" "$probe" "$(ratio "$probe" "$lstopo")" "<=1.1"
+printf '%-52s %9s %7s %8s\n' "shardnet-probe --slurm-node (live)" "$probe_hw" "$(ratio "$probe_hw" "$lstopo")" "-"
+printf '%-52s %9s %7s %8s\n' "lstopo-no-graphics from saved DGX-2 XML" "$lstopo_x" "1.00" "-"
+printf '%-52s %9s %7s %8s\n' "shardnet-probe -i saved DGX-2 XML" "$probe_x" "$(ratio "$probe_x" "$lstopo_x")" "<=50ms"
