@@ -7,7 +7,7 @@
 DESCRIPTOR=${SHARDNET_DESCRIPTOR:-/var/lib/shardnet/node.json}
 NODE=${SHARDNET_NODE:-$(hostname -s)}
 [ -r "$DESCRIPTOR" ] || exit 0   # nothing recorded yet: nothing to compare
-if ! reason=$(/usr/sbin/shardnet-probe --check "$DESCRIPTOR"); then
+if ! reason=$("${SHARDNET_PROBE:-/usr/sbin/shardnet-probe}" --check "$DESCRIPTOR"); then
     scontrol update NodeName="$NODE" State=DRAIN Reason="${reason#shardnet-probe: }"
     exit 1
 fi
