@@ -26,6 +26,8 @@ std::string gpu_interconnect(const NodeInfo &n) {
     if (n.nvswitches > 0) return "NVSwitch";
     for (const auto &a : n.accelerators)
         if (a.nvlinks_up && *a.nvlinks_up > 0) return "NVLink";
+    for (const auto &a : n.accelerators)
+        if (!a.xgmi_hive.empty()) return "XGMI";
     return "";
 }
 
@@ -66,7 +68,8 @@ json::object to_descriptor(const NodeInfo &n, double probed_at) {
                        {"pci_id", a.pci_id}, {"pci_bus", a.pci_bus}, {"memory_bytes", opt(a.memory_bytes)},
                        {"numa", opt(a.numa)}, {"cpus", str_or_null(a.cpus)}, {"cores", str_or_null(a.cores)},
                        {"uuid", str_or_null(a.uuid)},
-                       {"nvlinks_up", opt(a.nvlinks_up)}, {"nvlinks_total", opt(a.nvlinks_total)}};
+                       {"nvlinks_up", opt(a.nvlinks_up)}, {"nvlinks_total", opt(a.nvlinks_total)},
+                       {"xgmi_hive", str_or_null(a.xgmi_hive)}};
         accs.push_back(std::move(o));
     }
     d["accelerators"] = std::move(accs);
@@ -128,6 +131,7 @@ std::string content_hash(const json::object &descriptor) {
     json::object stable = descriptor;
     stable.erase("hash");
     stable.erase("probed_at");
+    stable.erase("bandwidth");
     const std::string text = json::serialize(stable);
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned len = 0;

@@ -83,6 +83,7 @@ void add_pci_devices(hwloc_topology_t topo, NodeInfo &out) {
             if (*info(c, "GPUModel")) acc.model = info(c, "GPUModel");
             if (*info(c, "NVIDIAUUID")) acc.uuid = info(c, "NVIDIAUUID");
             if (*info(c, "AMDUUID")) acc.uuid = info(c, "AMDUUID");
+            if (*info(c, "XGMIHiveID") && std::strcmp(info(c, "XGMIHiveID"), "0") != 0) acc.xgmi_hive = info(c, "XGMIHiveID");
         }
         if (acc.model.empty()) acc.model = info(pci, "PCIDevice");
         locality(topo, pci, acc.numa, acc.cpus, &acc.cores);

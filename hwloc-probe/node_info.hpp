@@ -27,6 +27,7 @@ struct Accelerator {
     std::string uuid;
     std::optional<int> nvlinks_up;     // NVML, live only
     std::optional<int> nvlinks_total;
+    std::string xgmi_hive;             // AMD: hwloc's RSMI XGMIHiveID, "" when none
 };
 
 struct NicPort {

@@ -16,6 +16,7 @@
 #include "discover.hpp"
 #include "http_client.hpp"
 #include "json_pretty.hpp"
+#include "nccl_bandwidth.hpp"
 
 using namespace shardnet::probe;
 
@@ -115,16 +116,16 @@ int main(int argc, char **argv) {
     }
     if (!host.empty()) node.host = host;
 
+    std::optional<BandwidthResult> bw;
     if (bandwidth) {
-        if (node.accelerators.empty()) {
+        BandwidthResult r;
+        if (auto err = measure_nccl_allreduce(r); !err.empty()) return fail("--bandwidth: " + err, 1);
+        if (r.gpus == 0) {
             std::puts("shardnet-probe: no GPUs on this node; no bandwidth to measure");
             return 0;
         }
-#ifndef HAVE_NCCL
-        return fail("--bandwidth: this shardnet-probe was built without NCCL (configure --with-nccl)");
-#else
-        return fail("--bandwidth: the NCCL all-reduce measurement is not implemented yet");
-#endif
+        node.nccl = r.nccl_version;
+        bw = r;
     }
 
     if (!check.empty()) {
@@ -141,6 +142,13 @@ int main(int argc, char **argv) {
     }
 
     boost::json::object desc = to_descriptor(node, probed_at());
+    if (bw) {
+        // A measurement, not a property of the hardware: outside the hash.
+        desc["bandwidth"] = boost::json::object{{"method", "nccl all-reduce, float32, in-place-free"},
+                                                {"gpus", bw->gpus}, {"bytes", bw->bytes},
+                                                {"seconds", bw->seconds}, {"algbw_gbps", bw->algbw_gbps},
+                                                {"busbw_gbps", bw->busbw_gbps}};
+    }
     if (!publish.empty()) {
         shardnet::HttpRequest req;
         req.url = publish + "/v1/nodes";

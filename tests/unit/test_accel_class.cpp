@@ -52,6 +52,10 @@ TEST_CASE("fabric summary") {
     n.nvswitches = 0;
     n.accelerators[0].nvlinks_up = 18;
     CHECK(fabric_summary(n)[0] == "NVLink");
+    NodeInfo amd;
+    amd.accelerators.resize(8);
+    for (auto &a : amd.accelerators) a.xgmi_hive = "0x3f7a";
+    CHECK(fabric_summary(amd) == std::vector<std::string>{"XGMI"});
 }
 
 TEST_CASE("content hash ignores only the hash and the probe time") {
