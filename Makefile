@@ -37,6 +37,7 @@ demo: all
 
 bench: all
 	./tests/bench/srun-overhead.sh $(BUILD)
+	./tests/bench/probe-speed.sh $(BUILD)
 
 install: all
 	$(MAKE) -C $(BUILD) install

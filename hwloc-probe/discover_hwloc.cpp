@@ -142,6 +142,9 @@ std::string discover_hwloc(const std::string &xml, NodeInfo &out) {
     if (hwloc_topology_init(&raw) != 0) return "hwloc_topology_init failed";
     Topo topo(raw);
     hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    // Caches are not part of the descriptor: do not build them.
+    hwloc_topology_set_cache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
+    hwloc_topology_set_icache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
     if (!xml.empty()) {
         if (hwloc_topology_set_xml(raw, xml.c_str()) != 0)
             return "topology '" + xml + "' is not a readable hwloc XML file: " + std::strerror(errno);
