@@ -1,0 +1,46 @@
+// shardnet-broker's configuration: one JSON file, validated whole. Unknown
+// keys are errors, so a typo never silently falls back to a default.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace shardnet::broker {
+
+enum class Scope { worker, user, peer, admin };
+
+struct TokenEntry {
+    std::string name;      // who: a user name, "site-agents", a peer broker
+    std::string sha256;    // hex SHA-256 of the token; tokens are never stored
+    Scope scope = Scope::worker;
+    std::string run;       // worker tokens may be tied to one run
+};
+
+struct BrokerConfig {
+    std::string listen_host = "127.0.0.1";
+    unsigned short listen_port = 8443;
+    bool plain_http = false;           // only when said explicitly
+    std::string tls_cert, tls_key;
+    std::string database = "/var/lib/shardnet/broker.db";
+    std::string cluster = "local";
+    int threads = 2;
+    std::size_t header_bytes = 8192;
+    std::size_t body_bytes = 1 << 20;
+    int read_timeout_ms = 10000;
+    int max_connections = 10000;
+    double rate_per_token = 100000;    // requests per second, per token
+    double rate_burst = 200000;
+    int detector_misses = 3;
+    int stall_seconds = 600;
+    int summary_seconds = 10;          // soft state to the store every N s
+    std::vector<TokenEntry> tokens;
+};
+
+// "" and cfg filled, or an error naming the field ("limits.body_bytes: ...").
+std::string parse_broker_config(const std::string &json_text, BrokerConfig &cfg);
+
+// A commented template for --print-config (JSON has no comments: "_doc" keys).
+std::string config_template();
+
+const char *scope_name(Scope s);
+
+}  // namespace shardnet::broker

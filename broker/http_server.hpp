@@ -1,0 +1,42 @@
+// HTTP/1.1 (plain or TLS) in front of Service: Beast sessions on strands,
+// a deadline on every read, header and body limits answered 431/413, a
+// connection cap, one request in flight per connection (pipelined requests
+// wait their turn in the read buffer, never in an unbounded queue).
+#pragma once
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <memory>
+
+#include "config.hpp"
+#include "service.hpp"
+
+namespace shardnet::broker {
+
+struct Limits {
+    std::size_t header_bytes, body_bytes;
+    int read_timeout_ms, max_connections;
+};
+
+class HttpServer {
+public:
+    // Binds now (throws with the address on failure); port 0 picks one.
+    HttpServer(boost::asio::io_context &io, const BrokerConfig &cfg, Service &service);
+    unsigned short port() const { return port_; }
+    void start();
+    void stop();  // stop accepting; open sessions finish their request
+
+    Service &service;
+    Limits limits;
+    std::atomic<int> open_sessions{0};
+    std::unique_ptr<boost::asio::ssl::context> tls;
+
+private:
+    void do_accept();
+    boost::asio::io_context &io_;
+    boost::asio::ip::tcp::acceptor acceptor_;
+    unsigned short port_ = 0;
+};
+
+}  // namespace shardnet::broker

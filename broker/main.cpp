@@ -1,0 +1,135 @@
+// shardnet-broker: the control plane of one site. See shardnet-broker(8).
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json.hpp>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <getopt.h>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "http_server.hpp"
+#include "service.hpp"
+
+using namespace shardnet::broker;
+namespace asio = boost::asio;
+
+namespace {
+
+void log(const char *level, const std::string &msg, boost::json::object extra = {}) {
+    extra["t"] = wall_now();
+    extra["level"] = level;
+    extra["msg"] = msg;
+    std::string line = boost::json::serialize(extra) + "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+bool load_config(const std::string &path, BrokerConfig &cfg, std::string &err) {
+    std::ifstream f(path);
+    if (!f) { err = "cannot read config '" + path + "'"; return false; }
+    std::stringstream ss;
+    ss << f.rdbuf();
+    err = parse_broker_config(ss.str(), cfg);
+    if (!err.empty()) err = path + ": " + err;
+    return err.empty();
+}
+
+// Periodic work on the I/O context: the detector, and soft-state summaries.
+void every(asio::steady_timer &t, std::chrono::milliseconds period, std::function<void()> fn) {
+    t.expires_after(period);
+    t.async_wait([&t, period, fn](boost::system::error_code ec) {
+        if (ec) return;
+        fn();
+        every(t, period, fn);
+    });
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    std::string config_path, port_file;
+    bool check_only = false;
+    static const option longopts[] = {{"config", required_argument, nullptr, 'c'}, {"print-config", no_argument, nullptr, 'p'},
+                                      {"check-config", no_argument, nullptr, 'k'}, {"port-file", required_argument, nullptr, 'P'},
+                                      {"help", no_argument, nullptr, 'h'}, {nullptr, 0, nullptr, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "c:pkP:h", longopts, nullptr)) != -1) {
+        switch (c) {
+        case 'c': config_path = optarg; break;
+        case 'p': std::fputs(config_template().c_str(), stdout); return 0;
+        case 'k': check_only = true; break;
+        case 'P': port_file = optarg; break;
+        case 'h':
+            std::puts("usage: shardnet-broker --config FILE [--check-config] [--port-file FILE] | --print-config");
+            return 0;
+        default: return 2;
+        }
+    }
+    if (config_path.empty()) { std::fputs("shardnet-broker: --config FILE is required (see --print-config)\n", stderr); return 2; }
+    BrokerConfig cfg;
+    std::string err;
+    if (!load_config(config_path, cfg, err)) { std::fprintf(stderr, "shardnet-broker: %s\n", err.c_str()); return 2; }
+    if (check_only) { std::puts("config ok"); return 0; }
+
+    try {
+        auto service = std::make_unique<Service>(cfg, std::make_unique<Store>(cfg.database));
+        asio::io_context io(cfg.threads);
+        HttpServer server(io, cfg, *service);
+        if (!port_file.empty()) std::ofstream(port_file) << server.port() << "\n";
+        log("info", "listening", {{"address", cfg.listen_host}, {"port", server.port()}, {"tls", !cfg.plain_http},
+                                  {"database", cfg.database}});
+        server.start();
+
+        asio::steady_timer detector(io), summary(io);
+        every(detector, std::chrono::milliseconds(250), [&] { service->tick(wall_now()); });
+        every(summary, std::chrono::seconds(cfg.summary_seconds), [&] { service->summarise(); });
+
+        asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+        asio::steady_timer drain_timer(io);
+        std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec, int sig) {
+            if (ec) return;
+            if (sig == SIGHUP) {
+                BrokerConfig fresh;
+                std::string why;
+                if (load_config(config_path, fresh, why)) {
+                    service->reload(fresh);
+                    log("info", "config reloaded", {{"tokens", fresh.tokens.size()}});
+                } else {
+                    log("error", "config reload refused; keeping the running config", {{"reason", why}});
+                }
+                signals.async_wait(on_signal);
+                return;
+            }
+            log("info", "draining", {{"open_connections", server.open_sessions.load()}});
+            server.stop();
+            detector.cancel();
+            summary.cancel();
+            // Open requests finish (up to 10 s); then the store's queue empties.
+            auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            std::function<void()> wait_sessions = [&, deadline] {
+                if (server.open_sessions.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+                    drain_timer.expires_after(std::chrono::milliseconds(20));
+                    drain_timer.async_wait([&](boost::system::error_code) { wait_sessions(); });
+                    return;
+                }
+                io.stop();
+            };
+            wait_sessions();
+        };
+        signals.async_wait(on_signal);
+
+        std::vector<std::thread> pool;
+        for (int i = 1; i < cfg.threads; ++i) pool.emplace_back([&io] { io.run(); });
+        io.run();
+        for (auto &t : pool) t.join();
+        service->summarise();
+        service->drain();
+        log("info", "stopped");
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "shardnet-broker: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

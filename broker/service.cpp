@@ -1,0 +1,498 @@
+#include "service.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <openssl/rand.h>
+
+#include "parse_util.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+
+double wall_now() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+ApiResponse error_response(unsigned status, const std::string &code, const std::string &message, const std::string &field) {
+    json::object e{{"code", code}, {"message", message}};
+    if (!field.empty()) e["field"] = field;
+    return ApiResponse{status, json::serialize(json::object{{"error", std::move(e)}}), "application/json"};
+}
+
+namespace {
+
+ApiResponse ok_json(unsigned status, const json::value &v) { return ApiResponse{status, json::serialize(v), "application/json"}; }
+ApiResponse no_content() { return ApiResponse{204, "", "application/json"}; }
+
+// Typed field access that names what was wrong.
+struct Fields {
+    const json::object &o;
+    std::string err, field;
+    bool fail(const std::string &f, const std::string &why) {
+        if (err.empty()) { field = f; err = f + ": " + why; }
+        return false;
+    }
+    bool str(const char *k, std::string &out, bool required = true) {
+        auto *v = o.if_contains(k);
+        if (!v) return !required || fail(k, "missing");
+        if (!v->is_string()) return fail(k, "expected a string");
+        out = std::string(v->as_string());
+        return true;
+    }
+    bool integer(const char *k, long long lo, long long hi, long long &out, bool required = true) {
+        auto *v = o.if_contains(k);
+        if (!v) return !required || fail(k, "missing");
+        if (!v->is_int64() && !v->is_uint64()) return fail(k, "expected an integer");
+        long long n = v->is_int64() ? v->as_int64() : (long long)v->as_uint64();
+        if (n < lo || n > hi) return fail(k, "expected " + std::to_string(lo) + ".." + std::to_string(hi));
+        out = n;
+        return true;
+    }
+};
+
+ApiResponse bad_field(const Fields &f) { return error_response(400, "bad_field", f.err, f.field); }
+
+std::string random_id() {
+    unsigned char b[8];
+    RAND_bytes(b, sizeof b);
+    char out[24];
+    std::snprintf(out, sizeof out, "run-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5]);
+    return out;
+}
+
+std::vector<std::string> split_path(const std::string &path) {
+    std::vector<std::string> parts;
+    std::size_t i = 0;
+    while (i < path.size()) {
+        while (i < path.size() && path[i] == '/') ++i;
+        auto j = path.find('/', i);
+        if (j == std::string::npos) j = path.size();
+        if (j > i) parts.push_back(path.substr(i, j - i));
+        i = j;
+    }
+    return parts;
+}
+
+long long query_int(const std::string &q, const std::string &key, long long dflt) {
+    std::size_t pos = 0;
+    while (pos < q.size()) {
+        auto amp = q.find('&', pos);
+        if (amp == std::string::npos) amp = q.size();
+        std::string kv = q.substr(pos, amp - pos);
+        if (kv.rfind(key + "=", 0) == 0)
+            if (auto n = parse_int(kv.substr(key.size() + 1), 0, 1LL << 62)) return *n;
+        pos = amp + 1;
+    }
+    return dflt;
+}
+
+json::object run_json(const std::string &id, const std::string &owner, const std::string &state, long long attempt,
+                      long long world) {
+    return json::object{{"id", id}, {"owner", owner}, {"state", state}, {"attempt", attempt}, {"world_size", world}};
+}
+
+}  // namespace
+
+Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store)
+    : cfg_(cfg), store_(std::move(store)), auth_(std::make_shared<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst)),
+      workers_(cfg.detector_misses, cfg.stall_seconds) {
+    for (auto &r : store_->load_runs()) runs_[r.id] = RunInfo{r.owner, r.state, r.attempt, r.world_size};
+}
+
+Service::~Service() { store_thread_.join(); }
+
+void Service::on_store(std::function<void()> job) { boost::asio::post(store_thread_, std::move(job)); }
+
+void Service::drain() {
+    std::promise<void> done;
+    on_store([&done] { done.set_value(); });
+    done.get_future().wait();
+}
+
+void Service::reload(const BrokerConfig &cfg) {
+    auto fresh = std::make_shared<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst);
+    std::unique_lock lock(auth_mu_);
+    auth_ = std::move(fresh);
+    cfg_.tokens = cfg.tokens;
+}
+
+void Service::event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,
+                    double now) {
+    ++n_events_;
+    store_->insert_event(EventRow{0, run, now, kind, cause, evidence});
+}
+
+bool Service::may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const {
+    switch (who.scope) {
+    case Scope::admin: return true;
+    case Scope::user: return info && info->owner == who.name;
+    case Scope::worker: return !who.run.empty() && who.run == run;
+    case Scope::peer: return false;
+    }
+    return false;
+}
+
+void Service::handle(ApiRequest req, const Reply &reply) {
+    ++n_requests_;
+    const double now = wall_now();
+    std::string path = req.target, query;
+    if (auto q = path.find('?'); q != std::string::npos) { query = path.substr(q + 1); path.resize(q); }
+    if (req.method == "GET" && path == "/v1/health") return reply(ok_json(200, json::object{{"ok", true}}));
+    if (req.method == "GET" && path == "/metrics") return reply(ApiResponse{200, metrics(), "text/plain; version=0.0.4"});
+
+    const TokenEntry *who = nullptr;
+    Auth::Verdict verdict;
+    {
+        std::shared_lock lock(auth_mu_);
+        verdict = auth_->check(req.bearer, who, now);
+    }
+    if (verdict == Auth::Verdict::missing) { ++n_auth_failures_; return reply(error_response(401, "no_token", "an Authorization: Bearer token is required")); }
+    if (verdict == Auth::Verdict::invalid) { ++n_auth_failures_; return reply(error_response(401, "bad_token", "the bearer token is not known to this broker")); }
+    if (verdict == Auth::Verdict::rate_limited) { ++n_rate_limited_; return reply(error_response(429, "rate_limited", "too many requests for this token")); }
+
+    const auto parts = split_path(path);
+    auto is = [&](std::initializer_list<const char *> want) {
+        if (parts.size() != want.size()) return false;
+        std::size_t i = 0;
+        for (const char *w : want) {
+            if (std::string(w) != "*" && parts[i] != w) return false;
+            ++i;
+        }
+        return true;
+    };
+    const bool get = req.method == "GET", post = req.method == "POST";
+    const bool worker_ok = who->scope == Scope::worker || who->scope == Scope::admin;
+    const bool user_ok = who->scope == Scope::user || who->scope == Scope::admin;
+
+    if (is({"v1", "heartbeats"}) && post) {
+        if (!worker_ok) return reply(error_response(403, "forbidden", "heartbeats need a worker or admin token"));
+        return heartbeats(req, *who, reply, now);
+    }
+    if (is({"v1", "nodes"}) && post) {
+        if (!worker_ok) return reply(error_response(403, "forbidden", "node descriptors need a worker or admin token"));
+        return put_node(req, reply, now);
+    }
+    if (is({"v1", "runs"}) && post) {
+        if (!user_ok) return reply(error_response(403, "forbidden", "creating runs needs a user or admin token"));
+        return create_run(req, *who, reply, now);
+    }
+    if (is({"v1", "runs"}) && get) return list_runs(*who, reply);
+    if (is({"v1", "runs", "*"}) && get) return get_run(parts[2], *who, reply);
+    if (is({"v1", "runs", "*", "cancel"}) && post) return cancel_run(parts[2], *who, reply, now);
+    if (is({"v1", "runs", "*", "events"}) && get) return list_events(parts[2], query, *who, reply);
+    if (is({"v1", "runs", "*", "checkpoints"}) && get) return list_checkpoints(parts[2], *who, reply);
+    if (is({"v1", "runs", "*", "checkpoints", "*", "commit"}) && post) {
+        if (!worker_ok) return reply(error_response(403, "forbidden", "commits need a worker or admin token"));
+        return commit(parts[2], parts[4], req, *who, reply, now);
+    }
+    ++n_errors_;
+    return reply(error_response(404, "no_route", req.method + " " + path + " is not part of API v1"));
+}
+
+void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
+    json::error_code ec;
+    json::value v = json::parse(req.body, ec);
+    if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
+    Fields f{v.as_object(), {}, {}};
+    std::string run, node, step, state = "running";
+    long long attempt = 0, interval = 10;
+    if (!f.str("run", run) || !f.integer("attempt", 1, 1000000, attempt) || !f.str("node", node) ||
+        !f.integer("interval", 1, 86400, interval, false) || !f.str("state", state, false))
+        return reply(bad_field(f));
+    if (!is_safe_name(run)) return reply(error_response(400, "bad_field", "run: not a valid run id", "run"));
+    if (node.empty() || node.size() > 256 || has_control_chars(node)) return reply(error_response(400, "bad_field", "node: not a node name", "node"));
+    if (state != "running" && state != "ended") return reply(error_response(400, "bad_field", "state: expected running or ended", "state"));
+    if (!who.run.empty() && who.run != run) return reply(error_response(403, "forbidden", "this token may not report for run " + run));
+    auto *ranks_v = v.as_object().if_contains("ranks");
+    if (!ranks_v || !ranks_v->is_array()) return reply(error_response(400, "bad_field", "ranks: expected an array", "ranks"));
+    std::optional<long long> top;
+    for (const auto &r : ranks_v->as_array()) {
+        if (!r.is_object()) return reply(error_response(400, "bad_field", "ranks: expected objects", "ranks"));
+        if (auto *s = r.as_object().if_contains("step"); s && s->is_int64() && (!top || s->as_int64() > *top)) top = s->as_int64();
+    }
+    ++n_heartbeats_;
+
+    bool create = false, new_attempt = false;
+    {
+        std::unique_lock lock(runs_mu_, std::defer_lock);
+        std::shared_lock rlock(runs_mu_);
+        auto it = runs_.find(run);
+        if (it != runs_.end() && it->second.attempt > attempt)
+            return reply(error_response(409, "stale_attempt", "run " + run + " is at attempt " +
+                         std::to_string(it->second.attempt) + "; attempt " + std::to_string(attempt) + " is fenced", "attempt"));
+        if (it == runs_.end() || it->second.attempt < attempt) {
+            rlock.unlock();
+            lock.lock();
+            auto &info = runs_[run];
+            if (info.owner.empty() && info.state.empty()) { create = true; info = RunInfo{"", "RUNNING", attempt, 0}; }
+            else if (info.attempt < attempt) { new_attempt = true; info.attempt = attempt; info.state = "RUNNING"; }
+            else if (info.attempt > attempt) return reply(error_response(409, "stale_attempt", "attempt fenced", "attempt"));
+        }
+    }
+    workers_.beat(run, node, attempt, int(interval), int(ranks_v->as_array().size()), top, state == "ended", now);
+    if (!create && !new_attempt) return reply(no_content());
+    if (new_attempt) workers_.fence(run, attempt);
+    // A run first seen, or a new attempt, is a durable record: ack after it is written.
+    on_store([this, run, attempt, create, now, reply] {
+        try {
+            store_->transaction([&] {
+                if (create) {
+                    store_->insert_run(RunRow{run, "", "RUNNING", "{}", attempt, 0, now, now});
+                    event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
+                } else {
+                    store_->update_run(run, "RUNNING", attempt, now);
+                    event(run, "ATTEMPT", "attempt " + std::to_string(attempt) + " heartbeats; older attempts fenced",
+                          json::serialize(json::object{{"attempt", attempt}}), now);
+                }
+            });
+            reply(no_content());
+        } catch (const std::exception &e) {
+            reply(error_response(500, "store", e.what()));
+        }
+    });
+}
+
+void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
+    json::error_code ec;
+    json::value v = json::parse(req.body, ec);
+    if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
+    Fields f{v.as_object(), {}, {}};
+    std::string id;
+    long long world = 0;
+    if (!f.str("id", id, false) || !f.integer("world_size", 0, 1 << 24, world, false)) return reply(bad_field(f));
+    if (id.empty()) id = random_id();
+    if (!is_safe_name(id)) return reply(error_response(400, "bad_field", "id: 1-64 of [A-Za-z0-9._-]", "id"));
+    auto *manifest = v.as_object().if_contains("manifest");
+    if (manifest && !manifest->is_object()) return reply(error_response(400, "bad_field", "manifest: expected an object", "manifest"));
+    std::string manifest_text = manifest ? json::serialize(*manifest) : "{}";
+    {
+        std::unique_lock lock(runs_mu_);
+        if (runs_.count(id)) return reply(error_response(409, "exists", "run " + id + " exists", "id"));
+        runs_[id] = RunInfo{who.name, "PENDING", 1, world};
+    }
+    on_store([this, id, owner = who.name, manifest_text, world, now, reply] {
+        try {
+            store_->transaction([&] {
+                store_->insert_run(RunRow{id, owner, "PENDING", manifest_text, 1, world, now, now});
+                event(id, "PENDING", "run created by " + owner, manifest_text, now);
+            });
+            reply(ok_json(201, run_json(id, owner, "PENDING", 1, world)));
+        } catch (const std::exception &e) {
+            reply(error_response(500, "store", e.what()));
+        }
+    });
+}
+
+void Service::list_runs(const TokenEntry &who, const Reply &reply) {
+    json::array out;
+    std::shared_lock lock(runs_mu_);
+    for (const auto &[id, info] : runs_)
+        if (may_see(who, id, &info)) out.push_back(run_json(id, info.owner, info.state, info.attempt, info.world_size));
+    lock.unlock();
+    reply(ok_json(200, json::object{{"runs", std::move(out)}}));
+}
+
+void Service::get_run(const std::string &id, const TokenEntry &who, const Reply &reply) {
+    RunInfo info;
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
+        info = it->second;
+    }
+    json::object r = run_json(id, info.owner, info.state, info.attempt, info.world_size);
+    json::array workers;
+    for (const auto &[node, w] : workers_.of_run(id)) {
+        json::object o{{"node", node}, {"attempt", w.attempt}, {"ranks", w.ranks}, {"last_seen", w.last_seen},
+                       {"interval", w.interval}, {"ended", w.ended}, {"faulted", w.faulted}};
+        if (w.step >= 0) o["step"] = w.step; else o["step"] = nullptr;
+        workers.push_back(std::move(o));
+    }
+    r["workers"] = std::move(workers);
+    reply(ok_json(200, r));
+}
+
+void Service::cancel_run(const std::string &id, const TokenEntry &who, const Reply &reply, double now) {
+    long long attempt = 0;
+    {
+        std::unique_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end() || !may_see(who, id, &it->second) || who.scope == Scope::worker)
+            return reply(error_response(404, "no_run", "no run " + id));
+        it->second.state = "CANCELLED";
+        attempt = it->second.attempt;
+    }
+    on_store([this, id, attempt, now, reply, by = who.name] {
+        store_->transaction([&] {
+            store_->update_run(id, "CANCELLED", attempt, now);
+            event(id, "CANCELLED", "cancelled by " + by, "{}", now);
+        });
+        reply(ok_json(200, json::object{{"id", id}, {"state", "CANCELLED"}}));
+    });
+}
+
+void Service::list_events(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply) {
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
+    }
+    long long after = query_int(query, "after", 0), limit = std::min<long long>(query_int(query, "limit", 1000), 10000);
+    on_store([this, id, after, limit, reply] {
+        json::array out;
+        for (const auto &e : store_->list_events(id, after, int(limit))) {
+            json::error_code ec;
+            json::value ev = json::parse(e.evidence, ec);
+            out.push_back(json::object{{"id", e.id}, {"time", e.time}, {"kind", e.kind}, {"cause", e.cause},
+                                       {"evidence", ec ? json::value(e.evidence) : ev}});
+        }
+        reply(ok_json(200, json::object{{"events", std::move(out)}}));
+    });
+}
+
+void Service::commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
+                     const Reply &reply, double now) {
+    if (!is_safe_name(name, 128)) return reply(error_response(400, "bad_field", "checkpoint name: 1-128 of [A-Za-z0-9._-]", "name"));
+    if (!who.run.empty() && who.run != id) return reply(error_response(403, "forbidden", "this token may not commit for run " + id));
+    json::error_code ec;
+    json::value v = json::parse(req.body, ec);
+    if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
+    Fields f{v.as_object(), {}, {}};
+    long long attempt = 0, rank = 0, world = 0;
+    if (!f.integer("attempt", 1, 1000000, attempt) || !f.integer("rank", 0, 1 << 24, rank) ||
+        !f.integer("world_size", 1, 1 << 24, world))
+        return reply(bad_field(f));
+    if (rank >= world) return reply(error_response(400, "bad_field", "rank: must be below world_size", "rank"));
+    auto *files = v.as_object().if_contains("files");
+    if (!files || !files->is_array() || files->as_array().empty())
+        return reply(error_response(400, "bad_field", "files: expected a non-empty array of {path, sha256, bytes}", "files"));
+    for (const auto &fv : files->as_array()) {
+        if (!fv.is_object()) return reply(error_response(400, "bad_field", "files: expected objects", "files"));
+        Fields ff{fv.as_object(), {}, {}};
+        std::string p, h;
+        long long bytes = 0;
+        if (!ff.str("path", p) || !ff.str("sha256", h) || !ff.integer("bytes", 0, 1LL << 50, bytes))
+            return reply(error_response(400, "bad_field", "files[]." + ff.err, "files"));
+    }
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end()) return reply(error_response(404, "no_run", "no run " + id));
+        if (it->second.attempt != attempt)
+            return reply(error_response(409, "stale_attempt", "run " + id + " is at attempt " + std::to_string(it->second.attempt) +
+                                        "; a commit of attempt " + std::to_string(attempt) + " is refused", "attempt"));
+    }
+    std::string files_text = json::serialize(*files);
+    on_store([this, id, name, attempt, rank, world, files_text, now, reply] {
+        try {
+            bool sealed = false;
+            long long count = 0;
+            store_->transaction([&] {
+                if (store_->checkpoint_sealed(id, name)) { sealed = true; count = world; return; }
+                count = store_->insert_commit(id, attempt, name, rank, files_text, now);
+                if (count >= world) {
+                    auto prev = store_->list_checkpoints(id);
+                    store_->seal_checkpoint(CheckpointRow{id, name, attempt, world, prev.empty() ? "" : prev.back().name, now});
+                    event(id, "SEALED", name + " committed by all " + std::to_string(world) + " ranks",
+                          json::serialize(json::object{{"checkpoint", name}, {"attempt", attempt}, {"ranks", world},
+                                                       {"parent", prev.empty() ? json::value(nullptr) : json::value(prev.back().name)}}),
+                          now);
+                    sealed = true;
+                    ++n_seals_;
+                }
+            });
+            reply(ok_json(200, json::object{{"checkpoint", name}, {"committed", count}, {"of", world}, {"sealed", sealed}}));
+        } catch (const std::exception &e) {
+            reply(error_response(500, "store", e.what()));
+        }
+    });
+}
+
+void Service::list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply) {
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
+    }
+    on_store([this, id, reply] {
+        json::array out;
+        for (const auto &c : store_->list_checkpoints(id))
+            out.push_back(json::object{{"name", c.name}, {"attempt", c.attempt}, {"ranks", c.ranks},
+                                       {"parent", c.parent.empty() ? json::value(nullptr) : json::value(c.parent)},
+                                       {"sealed_at", c.sealed_at}});
+        reply(ok_json(200, json::object{{"checkpoints", std::move(out)}}));
+    });
+}
+
+void Service::put_node(const ApiRequest &req, const Reply &reply, double now) {
+    json::error_code ec;
+    json::value v = json::parse(req.body, ec);
+    if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
+    Fields f{v.as_object(), {}, {}};
+    std::string schema, host, hash;
+    if (!f.str("schema", schema) || !f.str("host", host) || !f.str("hash", hash)) return reply(bad_field(f));
+    if (schema != "shardnet.node/1") return reply(error_response(400, "bad_field", "schema: expected shardnet.node/1", "schema"));
+    if (host.empty() || host.size() > 256 || has_control_chars(host)) return reply(error_response(400, "bad_field", "host: not a host name", "host"));
+    on_store([this, host, hash, body = req.body, now, reply] {
+        store_->upsert_node(host, hash, body, now);
+        reply(ok_json(200, json::object{{"host", host}, {"hash", hash}}));
+    });
+}
+
+void Service::tick(double now) {
+    for (auto &fault : workers_.expire(now)) {
+        ++n_faults_;
+        {
+            std::unique_lock lock(runs_mu_);
+            auto it = runs_.find(fault.run);
+            if (it == runs_.end() || it->second.attempt != fault.attempt || it->second.state == "CANCELLED") continue;
+            it->second.state = "DEGRADED";
+        }
+        json::object ev{{"node", fault.node}, {"attempt", fault.attempt}, {"last_seen", fault.state.last_seen},
+                        {"interval", fault.state.interval}, {"silent_for", now - fault.state.last_seen}};
+        if (fault.state.step >= 0) ev["last_step"] = fault.state.step;
+        on_store([this, fault, ev = json::serialize(ev), now] {
+            store_->transaction([&] {
+                store_->update_run(fault.run, "DEGRADED", fault.attempt, now);
+                event(fault.run, "FAULT", "worker " + fault.node + " " + fault.cause, ev, now);
+            });
+        });
+    }
+}
+
+void Service::summarise() {
+    std::vector<std::tuple<std::string, std::string, WorkerState>> rows;
+    workers_.for_each([&](const std::string &run, const std::string &node, const WorkerState &w) { rows.emplace_back(run, node, w); });
+    on_store([this, rows = std::move(rows)] {
+        store_->transaction([&] {
+            for (const auto &[run, node, w] : rows)
+                store_->upsert_worker(run, w.attempt, node, std::to_string(w.ranks), w.last_seen, w.step);
+        });
+    });
+}
+
+std::string Service::metrics() const {
+    std::string s;
+    auto line = [&](const char *name, const char *help, unsigned long long v, const char *type = "counter") {
+        s += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " + std::to_string(v) + "\n";
+    };
+    line("shardnet_requests_total", "HTTP requests handled", n_requests_);
+    line("shardnet_heartbeats_total", "heartbeats accepted", n_heartbeats_);
+    line("shardnet_faults_total", "FAULT events raised", n_faults_);
+    line("shardnet_events_total", "events recorded", n_events_);
+    line("shardnet_seals_total", "checkpoints sealed", n_seals_);
+    line("shardnet_rate_limited_total", "requests answered 429", n_rate_limited_);
+    line("shardnet_auth_failures_total", "requests answered 401", n_auth_failures_);
+    line("shardnet_workers_tracked", "workers in the failure detector", workers_.size(), "gauge");
+    {
+        std::shared_lock lock(runs_mu_);
+        line("shardnet_runs", "runs known", runs_.size(), "gauge");
+    }
+    return s;
+}
+
+}  // namespace shardnet::broker

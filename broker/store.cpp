@@ -1,0 +1,229 @@
+#include "store.hpp"
+
+#include <sqlite3.h>
+#include <stdexcept>
+
+namespace shardnet::broker {
+
+namespace {
+
+// Schema migrations, in order; user_version counts how many have run.
+const char *const kMigrations[] = {
+    R"(CREATE TABLE runs (id TEXT PRIMARY KEY, owner TEXT NOT NULL, state TEXT NOT NULL, attempt INTEGER NOT NULL,
+                          manifest TEXT NOT NULL, world_size INTEGER NOT NULL, created REAL NOT NULL, updated REAL NOT NULL);
+       CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, run TEXT NOT NULL, time REAL NOT NULL,
+                            kind TEXT NOT NULL, cause TEXT NOT NULL, evidence TEXT NOT NULL);
+       CREATE INDEX events_run ON events (run, id);
+       CREATE TABLE nodes (host TEXT PRIMARY KEY, hash TEXT NOT NULL, descriptor TEXT NOT NULL, updated REAL NOT NULL);
+       CREATE TABLE commits (run TEXT NOT NULL, attempt INTEGER NOT NULL, name TEXT NOT NULL, rank INTEGER NOT NULL,
+                             files TEXT NOT NULL, time REAL NOT NULL, PRIMARY KEY (run, attempt, name, rank));
+       CREATE TABLE checkpoints (run TEXT NOT NULL, name TEXT NOT NULL, attempt INTEGER NOT NULL, ranks INTEGER NOT NULL,
+                                 parent TEXT NOT NULL, sealed_at REAL NOT NULL, PRIMARY KEY (run, name));
+       CREATE TABLE workers (run TEXT NOT NULL, attempt INTEGER NOT NULL, node TEXT NOT NULL, ranks TEXT NOT NULL,
+                             last_seen REAL NOT NULL, last_step INTEGER, PRIMARY KEY (run, attempt, node));)",
+};
+
+struct Sql { const char *name; const char *text; };
+const Sql kStatements[] = {
+    {"load_runs", "SELECT id, owner, state, attempt, manifest, world_size, created, updated FROM runs"},
+    {"insert_run", "INSERT INTO runs (id, owner, state, attempt, manifest, world_size, created, updated) VALUES (?,?,?,?,?,?,?,?)"},
+    {"update_run", "UPDATE runs SET state = ?, attempt = ?, updated = ? WHERE id = ?"},
+    {"insert_event", "INSERT INTO events (run, time, kind, cause, evidence) VALUES (?,?,?,?,?)"},
+    {"list_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? AND id > ? ORDER BY id LIMIT ?"},
+    {"upsert_node", "INSERT INTO nodes (host, hash, descriptor, updated) VALUES (?,?,?,?) "
+                    "ON CONFLICT (host) DO UPDATE SET hash = excluded.hash, descriptor = excluded.descriptor, updated = excluded.updated"},
+    {"insert_commit", "INSERT OR REPLACE INTO commits (run, attempt, name, rank, files, time) VALUES (?,?,?,?,?,?)"},
+    {"count_commits", "SELECT count(*) FROM commits WHERE run = ? AND attempt = ? AND name = ?"},
+    {"is_sealed", "SELECT 1 FROM checkpoints WHERE run = ? AND name = ?"},
+    {"seal", "INSERT INTO checkpoints (run, name, attempt, ranks, parent, sealed_at) VALUES (?,?,?,?,?,?)"},
+    {"list_checkpoints", "SELECT run, name, attempt, ranks, parent, sealed_at FROM checkpoints WHERE run = ? ORDER BY sealed_at"},
+    {"upsert_worker", "INSERT INTO workers (run, attempt, node, ranks, last_seen, last_step) VALUES (?,?,?,?,?,?) "
+                      "ON CONFLICT (run, attempt, node) DO UPDATE SET ranks = excluded.ranks, "
+                      "last_seen = excluded.last_seen, last_step = excluded.last_step"},
+    {"begin", "BEGIN IMMEDIATE"},
+    {"commit", "COMMIT"},
+    {"rollback", "ROLLBACK"},
+};
+
+class Binder {
+public:
+    Binder(sqlite3_stmt *s) : s_(s) { sqlite3_reset(s_); sqlite3_clear_bindings(s_); }
+    Binder &text(const std::string &v) { sqlite3_bind_text(s_, ++i_, v.data(), int(v.size()), SQLITE_TRANSIENT); return *this; }
+    Binder &integer(long long v) { sqlite3_bind_int64(s_, ++i_, v); return *this; }
+    Binder &real(double v) { sqlite3_bind_double(s_, ++i_, v); return *this; }
+private:
+    sqlite3_stmt *s_;
+    int i_ = 0;
+};
+
+std::string col_text(sqlite3_stmt *s, int i) {
+    const unsigned char *t = sqlite3_column_text(s, i);
+    return t ? reinterpret_cast<const char *>(t) : "";
+}
+
+}  // namespace
+
+Store::Store(const std::string &path) {
+    int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) fail("cannot open database '" + path + "'", rc);
+    sqlite3_extended_result_codes(db_, 1);
+    sqlite3_busy_timeout(db_, 5000);
+    exec("PRAGMA journal_mode=WAL");
+    exec("PRAGMA synchronous=FULL");  // acknowledged means on disk
+    exec("PRAGMA foreign_keys=ON");
+    migrate();
+    for (const auto &s : kStatements) {
+        sqlite3_stmt *st = nullptr;
+        rc = sqlite3_prepare_v3(db_, s.text, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr);
+        if (rc != SQLITE_OK) fail(std::string("preparing ") + s.name, rc);
+        prepared_[s.name] = st;
+    }
+}
+
+Store::~Store() {
+    for (auto &[_, st] : prepared_) sqlite3_finalize(st);
+    if (db_) sqlite3_close(db_);
+}
+
+void Store::fail(const std::string &what, int rc) {
+    std::string msg = what + ": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc)) + " (SQLite extended code " +
+                      std::to_string(db_ ? sqlite3_extended_errcode(db_) : rc) + ")";
+    throw std::runtime_error(msg);
+}
+
+void Store::exec(const char *sql) {
+    char *err = nullptr;
+    int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+    if (rc != SQLITE_OK) {
+        std::string m = err ? err : "";
+        sqlite3_free(err);
+        fail(std::string("executing '") + std::string(sql).substr(0, 40) + "': " + m, rc);
+    }
+}
+
+void Store::migrate() {
+    sqlite3_stmt *st = nullptr;
+    sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &st, nullptr);
+    int version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    sqlite3_finalize(st);
+    const int target = int(sizeof kMigrations / sizeof *kMigrations);
+    if (version > target) throw std::runtime_error("database schema version " + std::to_string(version) +
+                                                   " is newer than this broker (" + std::to_string(target) + ")");
+    for (int v = version; v < target; ++v) {
+        exec("BEGIN IMMEDIATE");
+        exec(kMigrations[v]);
+        exec(("PRAGMA user_version=" + std::to_string(v + 1)).c_str());
+        exec("COMMIT");
+    }
+}
+
+sqlite3_stmt *Store::stmt(const char *name) { return prepared_.at(name); }
+
+void Store::transaction(const std::function<void()> &fn) {
+    Binder(stmt("begin"));
+    if (int rc = sqlite3_step(stmt("begin")); rc != SQLITE_DONE) fail("BEGIN", rc);
+    try {
+        fn();
+    } catch (...) {
+        sqlite3_reset(stmt("rollback"));
+        sqlite3_step(stmt("rollback"));
+        throw;
+    }
+    sqlite3_reset(stmt("commit"));
+    if (int rc = sqlite3_step(stmt("commit")); rc != SQLITE_DONE) fail("COMMIT", rc);
+}
+
+std::vector<RunRow> Store::load_runs() {
+    auto *s = stmt("load_runs");
+    Binder b(s);
+    std::vector<RunRow> out;
+    while (sqlite3_step(s) == SQLITE_ROW)
+        out.push_back(RunRow{col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 4), sqlite3_column_int64(s, 3),
+                             sqlite3_column_int64(s, 5), sqlite3_column_double(s, 6), sqlite3_column_double(s, 7)});
+    return out;
+}
+
+void Store::insert_run(const RunRow &r) {
+    auto *s = stmt("insert_run");
+    Binder(s).text(r.id).text(r.owner).text(r.state).integer(r.attempt).text(r.manifest).integer(r.world_size)
+        .real(r.created).real(r.updated);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("inserting run " + r.id, rc);
+}
+
+void Store::update_run(const std::string &id, const std::string &state, long long attempt, double now) {
+    auto *s = stmt("update_run");
+    Binder(s).text(state).integer(attempt).real(now).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating run " + id, rc);
+}
+
+long long Store::insert_event(const EventRow &e) {
+    auto *s = stmt("insert_event");
+    Binder(s).text(e.run).real(e.time).text(e.kind).text(e.cause).text(e.evidence);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("inserting event", rc);
+    return sqlite3_last_insert_rowid(db_);
+}
+
+std::vector<EventRow> Store::list_events(const std::string &run, long long after_id, int limit) {
+    auto *s = stmt("list_events");
+    Binder(s).text(run).integer(after_id).integer(limit);
+    std::vector<EventRow> out;
+    while (sqlite3_step(s) == SQLITE_ROW)
+        out.push_back(EventRow{sqlite3_column_int64(s, 0), col_text(s, 1), sqlite3_column_double(s, 2), col_text(s, 3),
+                               col_text(s, 4), col_text(s, 5)});
+    return out;
+}
+
+void Store::upsert_node(const std::string &host, const std::string &hash, const std::string &descriptor, double now) {
+    auto *s = stmt("upsert_node");
+    Binder(s).text(host).text(hash).text(descriptor).real(now);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing node " + host, rc);
+}
+
+long long Store::insert_commit(const std::string &run, long long attempt, const std::string &name, long long rank,
+                               const std::string &files, double now) {
+    auto *s = stmt("insert_commit");
+    Binder(s).text(run).integer(attempt).text(name).integer(rank).text(files).real(now);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing commit", rc);
+    auto *c = stmt("count_commits");
+    Binder(c).text(run).integer(attempt).text(name);
+    return sqlite3_step(c) == SQLITE_ROW ? sqlite3_column_int64(c, 0) : 0;
+}
+
+bool Store::checkpoint_sealed(const std::string &run, const std::string &name) {
+    auto *s = stmt("is_sealed");
+    Binder(s).text(run).text(name);
+    return sqlite3_step(s) == SQLITE_ROW;
+}
+
+void Store::seal_checkpoint(const CheckpointRow &c) {
+    auto *s = stmt("seal");
+    Binder(s).text(c.run).text(c.name).integer(c.attempt).integer(c.ranks).text(c.parent).real(c.sealed_at);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("sealing " + c.name, rc);
+}
+
+std::vector<CheckpointRow> Store::list_checkpoints(const std::string &run) {
+    auto *s = stmt("list_checkpoints");
+    Binder(s).text(run);
+    std::vector<CheckpointRow> out;
+    while (sqlite3_step(s) == SQLITE_ROW)
+        out.push_back(CheckpointRow{col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3),
+                                    col_text(s, 4), sqlite3_column_double(s, 5)});
+    return out;
+}
+
+void Store::upsert_worker(const std::string &run, long long attempt, const std::string &node, const std::string &ranks,
+                          double last_seen, long long last_step) {
+    auto *s = stmt("upsert_worker");
+    Binder(s).text(run).integer(attempt).text(node).text(ranks).real(last_seen).integer(last_step);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing worker summary", rc);
+}
+
+std::string Store::integrity_check() {
+    sqlite3_stmt *st = nullptr;
+    sqlite3_prepare_v2(db_, "PRAGMA integrity_check", -1, &st, nullptr);
+    std::string r = sqlite3_step(st) == SQLITE_ROW ? col_text(st, 0) : "no answer";
+    sqlite3_finalize(st);
+    return r;
+}
+
+}  // namespace shardnet::broker

@@ -1,0 +1,74 @@
+// The broker's durable state: SQLite in WAL mode with synchronous=FULL, so
+// that a record is on disk before its 2xx leaves. Every call runs on the
+// store's own thread (post()); SQL lives in named, prepared statements.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace shardnet::broker {
+
+struct RunRow {
+    std::string id, owner, state, manifest;
+    long long attempt = 1;
+    long long world_size = 0;
+    double created = 0, updated = 0;
+};
+
+struct EventRow {
+    long long id = 0;
+    std::string run;
+    double time = 0;
+    std::string kind, cause, evidence;  // evidence: JSON text
+};
+
+struct CheckpointRow {
+    std::string run, name;
+    long long attempt = 0, ranks = 0;
+    std::string parent;
+    double sealed_at = 0;
+};
+
+class Store {
+public:
+    // Opens (creating and migrating) the database; throws with SQLite's
+    // extended error code and message on failure.
+    explicit Store(const std::string &path);
+    ~Store();
+
+    std::vector<RunRow> load_runs();
+    void insert_run(const RunRow &r);
+    void update_run(const std::string &id, const std::string &state, long long attempt, double now);
+    long long insert_event(const EventRow &e);
+    std::vector<EventRow> list_events(const std::string &run, long long after_id, int limit);
+    void upsert_node(const std::string &host, const std::string &hash, const std::string &descriptor, double now);
+    // Returns how many ranks of (run, attempt, name) have committed now.
+    long long insert_commit(const std::string &run, long long attempt, const std::string &name, long long rank,
+                            const std::string &files, double now);
+    bool checkpoint_sealed(const std::string &run, const std::string &name);
+    void seal_checkpoint(const CheckpointRow &c);
+    std::vector<CheckpointRow> list_checkpoints(const std::string &run);
+    void upsert_worker(const std::string &run, long long attempt, const std::string &node, const std::string &ranks,
+                       double last_seen, long long last_step);
+    std::string integrity_check();
+
+    // Runs fn inside one transaction (all or nothing).
+    void transaction(const std::function<void()> &fn);
+
+private:
+    sqlite3_stmt *stmt(const char *name);
+    void exec(const char *sql);
+    void migrate();
+    [[noreturn]] void fail(const std::string &what, int rc);
+
+    sqlite3 *db_ = nullptr;
+    std::map<std::string, sqlite3_stmt *> prepared_;
+};
+
+}  // namespace shardnet::broker

@@ -1,0 +1,108 @@
+#include "workers.hpp"
+
+#include <cmath>
+
+namespace shardnet::broker {
+
+double WorkerTable::deadline(const WorkerState &w) const {
+    double hb = w.last_seen + double(w.interval) * misses_;
+    double stall = (w.step >= 0 ? w.progress_time : w.last_seen) + stall_;
+    return std::min(hb, stall);
+}
+
+void WorkerTable::beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
+                       std::optional<long long> step, bool ended, double now) {
+    std::string key = run + '\n' + node;
+    long long file_at = 0;
+    {
+        Shard &s = shard(key);
+        std::lock_guard<std::mutex> lock(s.mu);
+        WorkerState &w = s.map[key];
+        if (attempt != w.attempt) w = WorkerState{}, w.attempt = attempt, w.progress_time = now;
+        w.interval = interval;
+        w.ranks = ranks;
+        w.last_seen = now;
+        if (step && *step > w.step) { w.step = *step; w.progress_time = now; }
+        w.ended = ended;
+        if (ended || w.faulted) return;
+        long long slot = static_cast<long long>(std::ceil(deadline(w)));
+        // Filed again only when the deadline moved to another second: a
+        // steady worker costs the wheel nothing per heartbeat.
+        if (slot == w.slot) return;
+        w.slot = slot;
+        file_at = slot;
+    }
+    std::lock_guard<std::mutex> lock(wheel_mu_);
+    wheel_[file_at].push_back(std::move(key));
+}
+
+std::vector<Fault> WorkerTable::expire(double now) {
+    std::vector<std::string> due;
+    {
+        std::lock_guard<std::mutex> lock(wheel_mu_);
+        while (!wheel_.empty() && double(wheel_.begin()->first) <= now) {
+            auto &v = wheel_.begin()->second;
+            due.insert(due.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
+            wheel_.erase(wheel_.begin());
+        }
+    }
+    std::vector<Fault> faults;
+    for (auto &key : due) {
+        Shard &s = shard(key);
+        std::lock_guard<std::mutex> lock(s.mu);
+        auto it = s.map.find(key);
+        if (it == s.map.end()) continue;
+        WorkerState &w = it->second;
+        if (w.ended || w.faulted) continue;
+        double d = deadline(w);
+        if (d > now) continue;  // a later heartbeat filed it under a later second
+        w.faulted = true;
+        auto nl = key.find('\n');
+        bool missed = w.last_seen + double(w.interval) * misses_ <= now;
+        faults.push_back(Fault{key.substr(0, nl), key.substr(nl + 1), w.attempt,
+                               missed ? "missed heartbeats" : "progress stalled", w});
+    }
+    return faults;
+}
+
+void WorkerTable::fence(const std::string &run, long long attempt) {
+    const std::string prefix = run + '\n';
+    for (auto &s : shards_) {
+        std::lock_guard<std::mutex> lock(s.mu);
+        for (auto it = s.map.begin(); it != s.map.end();)
+            if (it->first.compare(0, prefix.size(), prefix) == 0 && it->second.attempt < attempt) it = s.map.erase(it);
+            else ++it;
+    }
+}
+
+std::size_t WorkerTable::size() const {
+    std::size_t n = 0;
+    for (const auto &s : shards_) {
+        std::lock_guard<std::mutex> lock(s.mu);
+        n += s.map.size();
+    }
+    return n;
+}
+
+void WorkerTable::for_each(const std::function<void(const std::string &, const std::string &, const WorkerState &)> &fn) const {
+    for (const auto &s : shards_) {
+        std::lock_guard<std::mutex> lock(s.mu);
+        for (const auto &[key, w] : s.map) {
+            auto nl = key.find('\n');
+            fn(key.substr(0, nl), key.substr(nl + 1), w);
+        }
+    }
+}
+
+std::vector<std::pair<std::string, WorkerState>> WorkerTable::of_run(const std::string &run) const {
+    std::vector<std::pair<std::string, WorkerState>> out;
+    const std::string prefix = run + '\n';
+    for (const auto &s : shards_) {
+        std::lock_guard<std::mutex> lock(s.mu);
+        for (const auto &[key, w] : s.map)
+            if (key.compare(0, prefix.size(), prefix) == 0) out.emplace_back(key.substr(prefix.size()), w);
+    }
+    return out;
+}
+
+}  // namespace shardnet::broker

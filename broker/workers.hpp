@@ -1,0 +1,67 @@
+// Soft state of every worker (one agent = one node of one run's attempt):
+// kept in memory, summarised to the store now and then, never one row per
+// heartbeat. Deadlines sit in a timer wheel of one-second slots, so the
+// detector's cost grows with the workers that expire, not with all of them.
+#pragma once
+#include <array>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace shardnet::broker {
+
+struct WorkerState {
+    long long attempt = 0;
+    int interval = 10;
+    int ranks = 0;
+    double last_seen = 0;
+    double progress_time = 0;   // when the step last advanced
+    long long step = -1;        // highest step any rank reported
+    bool ended = false;
+    bool faulted = false;
+    long long slot = 0;         // wheel second this worker is filed under
+};
+
+struct Fault {
+    std::string run, node;
+    long long attempt;
+    std::string cause;          // "missed heartbeats" or "progress stalled"
+    WorkerState state;
+};
+
+class WorkerTable {
+public:
+    WorkerTable(int misses, int stall_seconds) : misses_(misses), stall_(stall_seconds) {}
+
+    // A heartbeat arrived. step: highest rank step or nullopt.
+    void beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
+              std::optional<long long> step, bool ended, double now);
+    // Workers whose deadline passed by now; each is reported once.
+    std::vector<Fault> expire(double now);
+    // Forget a run's workers of attempts before `attempt` (fenced).
+    void fence(const std::string &run, long long attempt);
+
+    std::size_t size() const;
+    void for_each(const std::function<void(const std::string &run, const std::string &node, const WorkerState &)> &fn) const;
+    std::vector<std::pair<std::string, WorkerState>> of_run(const std::string &run) const;
+
+private:
+    static constexpr int kShards = 16;
+    struct Shard {
+        mutable std::mutex mu;
+        std::unordered_map<std::string, WorkerState> map;   // key: run '\n' node
+    };
+    double deadline(const WorkerState &w) const;
+    Shard &shard(const std::string &key) { return shards_[std::hash<std::string>{}(key) % kShards]; }
+
+    int misses_, stall_;
+    std::array<Shard, kShards> shards_;
+    std::mutex wheel_mu_;
+    std::map<long long, std::vector<std::string>> wheel_;   // second -> keys filed there
+};
+
+}  // namespace shardnet::broker
