@@ -1,5 +1,6 @@
 #include "auth.hpp"
 
+#include <algorithm>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
@@ -18,32 +19,42 @@ std::string sha256_hex(const std::string &data) {
     return out;
 }
 
-Auth::Auth(const std::vector<TokenEntry> &tokens, double rate, double burst) : rate_(rate), burst_(burst) {
+Auth::Auth(const std::vector<TokenEntry> &tokens, double rate, double burst)
+    : per_window_(std::max<long long>(1, static_cast<long long>(std::min(rate / 10.0, burst)))) {
     for (const auto &t : tokens) {
         auto b = std::make_unique<Bucket>();
         b->entry = t;
-        b->tokens = burst;
-        b->last = 0;
         by_hash_[t.sha256] = std::move(b);
     }
 }
 
-Auth::Verdict Auth::check(const std::string &bearer, const TokenEntry *&entry, double now) {
+Auth::Verdict Auth::check(const std::string &bearer, const TokenEntry *&entry, double now, ConnCache *cache) {
     if (bearer.empty()) return Verdict::missing;
-    const std::string h = sha256_hex(bearer);
-    auto it = by_hash_.find(h);
-    // The map finds by hash; the final comparison runs in constant time.
-    if (it == by_hash_.end() || CRYPTO_memcmp(it->first.data(), h.data(), h.size()) != 0) return Verdict::invalid;
-    Bucket &b = *it->second;
-    {
-        std::lock_guard<std::mutex> lock(b.mu);
-        if (b.last == 0) b.last = now;
-        b.tokens = std::min(burst_, b.tokens + (now - b.last) * rate_);
-        b.last = now;
-        if (b.tokens < 1) return Verdict::rate_limited;
-        b.tokens -= 1;
+    Bucket *b = nullptr;
+    if (cache && cache->auth == this && cache->bearer.size() == bearer.size() &&
+        CRYPTO_memcmp(cache->bearer.data(), bearer.data(), bearer.size()) == 0) {
+        b = static_cast<Bucket *>(const_cast<void *>(cache->entry));
+    } else {
+        const std::string h = sha256_hex(bearer);
+        auto it = by_hash_.find(h);
+        // The map finds by hash; the final comparison runs in constant time.
+        if (it == by_hash_.end() || CRYPTO_memcmp(it->first.data(), h.data(), h.size()) != 0) return Verdict::invalid;
+        b = it->second.get();
+        if (cache) { cache->bearer = bearer; cache->entry = b; cache->auth = this; cache->window = -1; cache->prepaid = 0; }
     }
-    entry = &b.entry;
+    const long long window = static_cast<long long>(now * 10);
+    if (cache && cache->window == window && cache->prepaid > 0) {
+        --cache->prepaid;
+        entry = &b->entry;
+        return Verdict::ok;
+    }
+    long long seen = b->window.load(std::memory_order_relaxed);
+    if (seen != window && b->window.compare_exchange_strong(seen, window)) b->used.store(0, std::memory_order_relaxed);
+    // Take a small batch for this connection (at most 1/64 of the window).
+    const int batch = cache ? int(std::clamp<long long>(per_window_ / 64, 1, 32)) : 1;
+    if (b->used.fetch_add(batch, std::memory_order_relaxed) + batch > per_window_) return Verdict::rate_limited;
+    if (cache) { cache->window = window; cache->prepaid = batch - 1; }
+    entry = &b->entry;
     return Verdict::ok;
 }
 

@@ -1,6 +1,7 @@
 // Bearer tokens: looked up by their SHA-256 (tokens themselves are never
 // stored), compared in constant time, each with its own rate bucket.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,22 +14,42 @@ namespace shardnet::broker {
 
 std::string sha256_hex(const std::string &data);
 
+// What a connection remembers between requests: agents keep their
+// connection, token and run, so each token is hashed once per connection,
+// and the run's attempt is read under a lock only when runs changed.
+struct ConnCache {
+    std::string bearer;
+    const void *entry = nullptr;   // Auth::Bucket*, valid for `auth`
+    const void *auth = nullptr;    // the Auth that vouched (a reload changes it)
+    // Requests taken from the token's rate window in advance, so that
+    // connections do not all touch one counter per request.
+    long long window = -1;
+    int prepaid = 0;
+    // The last run this connection reported for, valid while the broker's
+    // run generation is unchanged.
+    std::string run;
+    long long run_attempt = 0;
+    unsigned long long run_generation = 0;
+};
+
 class Auth {
 public:
     Auth(const std::vector<TokenEntry> &tokens, double rate, double burst);
 
     enum class Verdict { ok, missing, invalid, rate_limited };
-    // entry is set when the verdict is ok.
-    Verdict check(const std::string &bearer, const TokenEntry *&entry, double now);
+    // entry is set when the verdict is ok. cache may be null.
+    Verdict check(const std::string &bearer, const TokenEntry *&entry, double now, ConnCache *cache = nullptr);
 
 private:
     struct Bucket {
         TokenEntry entry;
-        std::mutex mu;
-        double tokens, last;
+        // Rate limit in fixed 100 ms windows, lock-free: the hot path is
+        // one fetch_add.
+        std::atomic<long long> window{0};
+        std::atomic<long long> used{0};
     };
     std::unordered_map<std::string, std::unique_ptr<Bucket>> by_hash_;
-    double rate_, burst_;
+    long long per_window_;
 };
 
 }  // namespace shardnet::broker

@@ -8,6 +8,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <memory>
+#include <vector>
 
 #include "config.hpp"
 #include "service.hpp"
@@ -22,7 +23,9 @@ struct Limits {
 class HttpServer {
 public:
     // Binds now (throws with the address on failure); port 0 picks one.
-    HttpServer(boost::asio::io_context &io, const BrokerConfig &cfg, Service &service);
+    // Accepts on the first context and spreads connections over all of
+    // them, one thread each: no lock shared between I/O threads.
+    HttpServer(std::vector<std::unique_ptr<boost::asio::io_context>> &ios, const BrokerConfig &cfg, Service &service);
     unsigned short port() const { return port_; }
     void start();
     void stop();  // stop accepting; open sessions finish their request
@@ -34,7 +37,8 @@ public:
 
 private:
     void do_accept();
-    boost::asio::io_context &io_;
+    std::vector<std::unique_ptr<boost::asio::io_context>> &ios_;
+    std::size_t next_ = 0;
     boost::asio::ip::tcp::acceptor acceptor_;
     unsigned short port_ = 0;
 };

@@ -1,4 +1,5 @@
 // shardnet-broker: the control plane of one site. See shardnet-broker(8).
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
@@ -75,8 +76,10 @@ int main(int argc, char **argv) {
 
     try {
         auto service = std::make_unique<Service>(cfg, std::make_unique<Store>(cfg.database));
-        asio::io_context io(cfg.threads);
-        HttpServer server(io, cfg, *service);
+        std::vector<std::unique_ptr<asio::io_context>> ios;
+        for (int i = 0; i < cfg.threads; ++i) ios.push_back(std::make_unique<asio::io_context>(1));
+        asio::io_context &io = *ios.front();
+        HttpServer server(ios, cfg, *service);
         if (!port_file.empty()) std::ofstream(port_file) << server.port() << "\n";
         log("info", "listening", {{"address", cfg.listen_host}, {"port", server.port()}, {"tls", !cfg.plain_http},
                                   {"database", cfg.database}});
@@ -114,15 +117,20 @@ int main(int argc, char **argv) {
                     drain_timer.async_wait([&](boost::system::error_code) { wait_sessions(); });
                     return;
                 }
-                io.stop();
+                for (auto &x : ios) x->stop();
             };
             wait_sessions();
         };
         signals.async_wait(on_signal);
 
         std::vector<std::thread> pool;
-        for (int i = 1; i < cfg.threads; ++i) pool.emplace_back([&io] { io.run(); });
+        std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
+        for (int i = 1; i < cfg.threads; ++i) {
+            guards.push_back(asio::make_work_guard(*ios[i]));
+            pool.emplace_back([&ctx = *ios[i]] { ctx.run(); });
+        }
         io.run();
+        guards.clear();
         for (auto &t : pool) t.join();
         service->summarise();
         service->drain();

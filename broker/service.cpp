@@ -98,12 +98,25 @@ json::object run_json(const std::string &id, const std::string &owner, const std
 }  // namespace
 
 Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store)
-    : cfg_(cfg), store_(std::move(store)), auth_(std::make_shared<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst)),
-      workers_(cfg.detector_misses, cfg.stall_seconds) {
+    : cfg_(cfg), store_(std::move(store)), workers_(cfg.detector_misses, cfg.stall_seconds) {
+    auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst));
+    auth_ = auths_.back().get();
     for (auto &r : store_->load_runs()) runs_[r.id] = RunInfo{r.owner, r.state, r.attempt, r.world_size};
 }
 
 Service::~Service() { store_thread_.join(); }
+
+void Service::count(Counter c) {
+    static std::atomic<int> next{0};
+    thread_local int slot = next.fetch_add(1) % kSlots;
+    slots_[slot].c[c].fetch_add(1, std::memory_order_relaxed);
+}
+
+unsigned long long Service::total(Counter c) const {
+    unsigned long long n = 0;
+    for (const auto &s : slots_) n += s.c[c].load(std::memory_order_relaxed);
+    return n;
+}
 
 void Service::on_store(std::function<void()> job) { boost::asio::post(store_thread_, std::move(job)); }
 
@@ -114,15 +127,14 @@ void Service::drain() {
 }
 
 void Service::reload(const BrokerConfig &cfg) {
-    auto fresh = std::make_shared<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst);
-    std::unique_lock lock(auth_mu_);
-    auth_ = std::move(fresh);
-    cfg_.tokens = cfg.tokens;
+    std::lock_guard<std::mutex> lock(auths_mu_);
+    auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst));
+    auth_ = auths_.back().get();
 }
 
 void Service::event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,
                     double now) {
-    ++n_events_;
+    count(c_events);
     store_->insert_event(EventRow{0, run, now, kind, cause, evidence});
 }
 
@@ -137,7 +149,7 @@ bool Service::may_see(const TokenEntry &who, const std::string &run, const RunIn
 }
 
 void Service::handle(ApiRequest req, const Reply &reply) {
-    ++n_requests_;
+    count(c_requests);
     const double now = wall_now();
     std::string path = req.target, query;
     if (auto q = path.find('?'); q != std::string::npos) { query = path.substr(q + 1); path.resize(q); }
@@ -145,15 +157,16 @@ void Service::handle(ApiRequest req, const Reply &reply) {
     if (req.method == "GET" && path == "/metrics") return reply(ApiResponse{200, metrics(), "text/plain; version=0.0.4"});
 
     const TokenEntry *who = nullptr;
-    Auth::Verdict verdict;
-    {
-        std::shared_lock lock(auth_mu_);
-        verdict = auth_->check(req.bearer, who, now);
-    }
-    if (verdict == Auth::Verdict::missing) { ++n_auth_failures_; return reply(error_response(401, "no_token", "an Authorization: Bearer token is required")); }
-    if (verdict == Auth::Verdict::invalid) { ++n_auth_failures_; return reply(error_response(401, "bad_token", "the bearer token is not known to this broker")); }
-    if (verdict == Auth::Verdict::rate_limited) { ++n_rate_limited_; return reply(error_response(429, "rate_limited", "too many requests for this token")); }
+    Auth::Verdict verdict = auth_.load(std::memory_order_acquire)->check(req.bearer, who, now, req.conn_cache);
+    if (verdict == Auth::Verdict::missing) { count(c_auth_failures); return reply(error_response(401, "no_token", "an Authorization: Bearer token is required")); }
+    if (verdict == Auth::Verdict::invalid) { count(c_auth_failures); return reply(error_response(401, "bad_token", "the bearer token is not known to this broker")); }
+    if (verdict == Auth::Verdict::rate_limited) { count(c_rate_limited); return reply(error_response(429, "rate_limited", "too many requests for this token")); }
 
+    if (req.method == "POST" && path == "/v1/heartbeats") {  // the hot path
+        if (who->scope != Scope::worker && who->scope != Scope::admin)
+            return reply(error_response(403, "forbidden", "heartbeats need a worker or admin token"));
+        return heartbeats(req, *who, reply, now);
+    }
     const auto parts = split_path(path);
     auto is = [&](std::initializer_list<const char *> want) {
         if (parts.size() != want.size()) return false;
@@ -189,13 +202,15 @@ void Service::handle(ApiRequest req, const Reply &reply) {
         if (!worker_ok) return reply(error_response(403, "forbidden", "commits need a worker or admin token"));
         return commit(parts[2], parts[4], req, *who, reply, now);
     }
-    ++n_errors_;
+    count(c_errors);
     return reply(error_response(404, "no_route", req.method + " " + path + " is not part of API v1"));
 }
 
 void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
     json::error_code ec;
-    json::value v = json::parse(req.body, ec);
+    unsigned char arena[4096];
+    json::monotonic_resource mr(arena, sizeof arena);
+    json::value v = json::parse(req.body, ec, &mr);
     if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
     Fields f{v.as_object(), {}, {}};
     std::string run, node, step, state = "running";
@@ -214,10 +229,15 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         if (!r.is_object()) return reply(error_response(400, "bad_field", "ranks: expected objects", "ranks"));
         if (auto *s = r.as_object().if_contains("step"); s && s->is_int64() && (!top || s->as_int64() > *top)) top = s->as_int64();
     }
-    ++n_heartbeats_;
+    count(c_heartbeats);
 
     bool create = false, new_attempt = false;
-    {
+    ConnCache *cc = req.conn_cache;
+    const unsigned long long gen = runs_generation_.load(std::memory_order_acquire);
+    if (cc && cc->run_generation == gen && cc->run == run && cc->run_attempt == attempt) {
+        // Same run and attempt as this connection's last heartbeat, and no
+        // run changed since: nothing to check under the lock.
+    } else {
         std::unique_lock lock(runs_mu_, std::defer_lock);
         std::shared_lock rlock(runs_mu_);
         auto it = runs_.find(run);
@@ -231,7 +251,9 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
             if (info.owner.empty() && info.state.empty()) { create = true; info = RunInfo{"", "RUNNING", attempt, 0}; }
             else if (info.attempt < attempt) { new_attempt = true; info.attempt = attempt; info.state = "RUNNING"; }
             else if (info.attempt > attempt) return reply(error_response(409, "stale_attempt", "attempt fenced", "attempt"));
+            runs_generation_.fetch_add(1, std::memory_order_release);
         }
+        if (cc && !create && !new_attempt) { cc->run = run; cc->run_attempt = attempt; cc->run_generation = gen; }
     }
     workers_.beat(run, node, attempt, int(interval), int(ranks_v->as_array().size()), top, state == "ended", now);
     if (!create && !new_attempt) return reply(no_content());
@@ -273,6 +295,7 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
         std::unique_lock lock(runs_mu_);
         if (runs_.count(id)) return reply(error_response(409, "exists", "run " + id + " exists", "id"));
         runs_[id] = RunInfo{who.name, "PENDING", 1, world};
+        runs_generation_.fetch_add(1, std::memory_order_release);
     }
     on_store([this, id, owner = who.name, manifest_text, world, now, reply] {
         try {
@@ -324,6 +347,7 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
         if (it == runs_.end() || !may_see(who, id, &it->second) || who.scope == Scope::worker)
             return reply(error_response(404, "no_run", "no run " + id));
         it->second.state = "CANCELLED";
+        runs_generation_.fetch_add(1, std::memory_order_release);
         attempt = it->second.attempt;
     }
     on_store([this, id, attempt, now, reply, by = who.name] {
@@ -402,7 +426,7 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
                                                        {"parent", prev.empty() ? json::value(nullptr) : json::value(prev.back().name)}}),
                           now);
                     sealed = true;
-                    ++n_seals_;
+                    this->count(c_seals);
                 }
             });
             reply(ok_json(200, json::object{{"checkpoint", name}, {"committed", count}, {"of", world}, {"sealed", sealed}}));
@@ -445,12 +469,13 @@ void Service::put_node(const ApiRequest &req, const Reply &reply, double now) {
 
 void Service::tick(double now) {
     for (auto &fault : workers_.expire(now)) {
-        ++n_faults_;
+        count(c_faults);
         {
             std::unique_lock lock(runs_mu_);
             auto it = runs_.find(fault.run);
             if (it == runs_.end() || it->second.attempt != fault.attempt || it->second.state == "CANCELLED") continue;
             it->second.state = "DEGRADED";
+            runs_generation_.fetch_add(1, std::memory_order_release);
         }
         json::object ev{{"node", fault.node}, {"attempt", fault.attempt}, {"last_seen", fault.state.last_seen},
                         {"interval", fault.state.interval}, {"silent_for", now - fault.state.last_seen}};
@@ -480,13 +505,13 @@ std::string Service::metrics() const {
     auto line = [&](const char *name, const char *help, unsigned long long v, const char *type = "counter") {
         s += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " + std::to_string(v) + "\n";
     };
-    line("shardnet_requests_total", "HTTP requests handled", n_requests_);
-    line("shardnet_heartbeats_total", "heartbeats accepted", n_heartbeats_);
-    line("shardnet_faults_total", "FAULT events raised", n_faults_);
-    line("shardnet_events_total", "events recorded", n_events_);
-    line("shardnet_seals_total", "checkpoints sealed", n_seals_);
-    line("shardnet_rate_limited_total", "requests answered 429", n_rate_limited_);
-    line("shardnet_auth_failures_total", "requests answered 401", n_auth_failures_);
+    line("shardnet_requests_total", "HTTP requests handled", total(c_requests));
+    line("shardnet_heartbeats_total", "heartbeats accepted", total(c_heartbeats));
+    line("shardnet_faults_total", "FAULT events raised", total(c_faults));
+    line("shardnet_events_total", "events recorded", total(c_events));
+    line("shardnet_seals_total", "checkpoints sealed", total(c_seals));
+    line("shardnet_rate_limited_total", "requests answered 429", total(c_rate_limited));
+    line("shardnet_auth_failures_total", "requests answered 401", total(c_auth_failures));
     line("shardnet_workers_tracked", "workers in the failure detector", workers_.size(), "gauge");
     {
         std::shared_lock lock(runs_mu_);

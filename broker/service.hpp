@@ -23,6 +23,7 @@ struct ApiRequest {
     std::string target;   // path and query
     std::string bearer;
     std::string body;
+    ConnCache *conn_cache = nullptr;   // the connection's, when it has one
 };
 
 struct ApiResponse {
@@ -75,13 +76,24 @@ private:
     BrokerConfig cfg_;
     std::unique_ptr<Store> store_;
     boost::asio::thread_pool store_thread_{1};
-    std::shared_ptr<Auth> auth_;
-    mutable std::shared_mutex auth_mu_;
+    // Replaced whole on reload; retired ones are kept (reloads are rare and
+    // connections may hold pointers into them).
+    std::atomic<Auth *> auth_{nullptr};
+    std::vector<std::unique_ptr<Auth>> auths_;
+    std::mutex auths_mu_;
     mutable std::shared_mutex runs_mu_;
     std::unordered_map<std::string, RunInfo> runs_;
     WorkerTable workers_;
-    std::atomic<unsigned long long> n_requests_{0}, n_heartbeats_{0}, n_errors_{0}, n_faults_{0}, n_events_{0},
-        n_seals_{0}, n_rate_limited_{0}, n_auth_failures_{0};
+    // Counters, one padded slot per thread: the hot path never shares a
+    // cache line with another I/O thread.
+    enum Counter { c_requests, c_heartbeats, c_errors, c_faults, c_events, c_seals, c_rate_limited, c_auth_failures, n_counters };
+    struct alignas(64) Slot { std::atomic<unsigned long long> c[n_counters]{}; };
+    static constexpr int kSlots = 16;
+    Slot slots_[kSlots];
+    void count(Counter c);
+    unsigned long long total(Counter c) const;
+    // Bumped on every change to runs_: connections cache what they read.
+    std::atomic<unsigned long long> runs_generation_{1};
 };
 
 ApiResponse error_response(unsigned status, const std::string &code, const std::string &message,
