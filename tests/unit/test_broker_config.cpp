@@ -1,0 +1,62 @@
+#include <doctest/doctest.h>
+
+#include "auth.hpp"
+#include "config.hpp"
+
+using namespace shardnet::broker;
+
+namespace {
+const std::string kHash(64, 'a');
+std::string with(const std::string &extra) {
+    return R"({"listen": "127.0.0.1:0", "plain_http": true, "database": "/tmp/x.db")" + extra + "}";
+}
+}  // namespace
+
+TEST_CASE("a minimal config") {
+    BrokerConfig c;
+    CHECK(parse_broker_config(with(""), c) == "");
+    CHECK(c.plain_http);
+    CHECK(c.listen_port == 0);
+    CHECK(c.body_bytes == 1u << 20);
+}
+
+TEST_CASE("config errors name the field") {
+    BrokerConfig c;
+    CHECK(parse_broker_config("{", c).find("not valid JSON") != std::string::npos);
+    CHECK(parse_broker_config(with(R"(, "listn": 1)"), c) == "listn: unknown key");
+    CHECK(parse_broker_config(with(R"(, "limits": {"body_byte": 5})"), c) == "limits.body_byte: unknown key");
+    CHECK(parse_broker_config(with(R"(, "limits": {"body_bytes": "big"})"), c) == "limits.body_bytes: expected an integer");
+    CHECK(parse_broker_config(with(R"(, "threads": 0)"), c) == "threads: expected 1..256");
+    CHECK(parse_broker_config(R"({"listen": "127.0.0.1:0"})", c).find("tls: required") == 0);
+    CHECK(parse_broker_config(R"({"listen": "nowhere", "plain_http": true})", c) == "listen: expected HOST:PORT");
+    CHECK(parse_broker_config(R"({"listen": "h:99999", "plain_http": true})", c) == "listen: port must be 0..65535");
+    CHECK(parse_broker_config(with(R"(, "tokens": [{"name": "a", "scope": "root", "sha256": ")" + kHash + R"("}])"), c) ==
+          "tokens[0].scope: expected worker, user, peer or admin");
+    CHECK(parse_broker_config(with(R"(, "tokens": [{"name": "a", "scope": "user", "sha256": "abc"}])"), c).find("tokens[0].sha256") == 0);
+    CHECK(parse_broker_config(with(R"(, "tokens": [{"name": "a", "scope": "user"}])"), c) == "tokens[0]: needs name, sha256 and scope");
+}
+
+TEST_CASE("the printed template is a valid config once plain or with TLS") {
+    BrokerConfig c;
+    CHECK(parse_broker_config(config_template(), c) == "");
+    CHECK_FALSE(c.plain_http);
+    CHECK(c.tokens.size() == 2);
+}
+
+TEST_CASE("tokens: hashed lookup, scopes, rate limit") {
+    TokenEntry admin{"ops", sha256_hex("s3cret"), Scope::admin, ""};
+    Auth auth({admin}, 20, 20);  // 2 per 100 ms window
+    const TokenEntry *who = nullptr;
+    CHECK(auth.check("", who, 1.0) == Auth::Verdict::missing);
+    CHECK(auth.check("wrong", who, 1.0) == Auth::Verdict::invalid);
+    CHECK(auth.check("s3cret", who, 1.0) == Auth::Verdict::ok);
+    REQUIRE(who);
+    CHECK(who->name == "ops");
+    CHECK(auth.check("s3cret", who, 1.0) == Auth::Verdict::ok);
+    CHECK(auth.check("s3cret", who, 1.0) == Auth::Verdict::rate_limited);
+    CHECK(auth.check("s3cret", who, 1.2) == Auth::Verdict::ok);  // next window
+    ConnCache cache;
+    CHECK(auth.check("s3cret", who, 2.0, &cache) == Auth::Verdict::ok);
+    CHECK(auth.check("s3cre7", who, 2.0, &cache) == Auth::Verdict::invalid);  // the cache never vouches for another token
+    CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}

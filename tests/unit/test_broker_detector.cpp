@@ -1,0 +1,46 @@
+#include <doctest/doctest.h>
+
+#include "workers.hpp"
+
+using namespace shardnet::broker;
+
+TEST_CASE("a worker that stops heartbeating faults after interval x misses, once") {
+    WorkerTable t(3, 1000);
+    t.beat("r", "n1", 1, 1, 2, 5, false, 100.0);
+    t.beat("r", "n2", 1, 1, 2, 5, false, 100.0);
+    CHECK(t.expire(102.5).empty());
+    t.beat("r", "n2", 1, 1, 2, 6, false, 102.5);  // n2 keeps going
+    auto f = t.expire(103.5);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].node == "n1");
+    CHECK(f[0].cause == "missed heartbeats");
+    CHECK(f[0].state.step == 5);
+    CHECK(t.expire(200).size() == 1);  // n2 stopped too, later; n1 not again
+}
+
+TEST_CASE("a worker whose step stops advancing faults as stalled") {
+    WorkerTable t(3, 10);
+    for (int s = 0; s < 30; ++s) t.beat("r", "n1", 1, 1, 1, 7, false, 100.0 + s);  // alive, step stuck at 7
+    auto f = t.expire(130);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].cause == "progress stalled");
+}
+
+TEST_CASE("ended workers and older attempts never fault") {
+    WorkerTable t(3, 10);
+    t.beat("r", "n1", 1, 1, 1, 1, false, 100.0);
+    t.beat("r", "n1", 1, 1, 1, 1, true, 101.0);
+    t.beat("r", "n2", 1, 1, 1, 1, false, 100.0);
+    t.fence("r", 2);
+    CHECK(t.expire(1000).empty());
+    CHECK(t.size() == 0);  // both were attempt 1: fenced away
+}
+
+TEST_CASE("expiry cost follows the expiring workers") {
+    WorkerTable t(3, 100000);
+    for (int i = 0; i < 10000; ++i) t.beat("r", "n" + std::to_string(i), 1, 10, 1, 1, false, 100.0);
+    for (int i = 0; i < 10000; ++i) t.beat("r", "n" + std::to_string(i), 1, 10, 1, 2, false, 100.2);  // same second: not filed again
+    CHECK(t.expire(129).empty());
+    CHECK(t.expire(131).size() == 10000);
+    CHECK(t.size() == 10000);
+}

@@ -1,0 +1,137 @@
+#include <boost/json.hpp>
+#include <cstdlib>
+#include <doctest/doctest.h>
+#include <future>
+#include <unistd.h>
+
+#include "auth.hpp"
+#include "service.hpp"
+
+using namespace shardnet::broker;
+namespace json = boost::json;
+
+namespace {
+
+struct Fixture {
+    std::string dir;
+    std::unique_ptr<Service> svc;
+    Fixture() {
+        char tmpl[] = "/tmp/shardnet-broker-test-XXXXXX";
+        dir = mkdtemp(tmpl);
+        BrokerConfig cfg;
+        cfg.plain_http = true;
+        cfg.database = dir + "/b.db";
+        cfg.tokens = {TokenEntry{"ops", sha256_hex("admin-t"), Scope::admin, ""},
+                      TokenEntry{"agents", sha256_hex("worker-t"), Scope::worker, ""},
+                      TokenEntry{"r2-only", sha256_hex("r2-t"), Scope::worker, "r2"},
+                      TokenEntry{"alice", sha256_hex("alice-t"), Scope::user, ""},
+                      TokenEntry{"bob", sha256_hex("bob-t"), Scope::user, ""}};
+        svc = std::make_unique<Service>(cfg, std::make_unique<Store>(cfg.database));
+    }
+    ~Fixture() {
+        svc.reset();
+        if (std::system(("rm -rf '" + dir + "'").c_str()) != 0) {}
+    }
+    ApiResponse call(const std::string &method, const std::string &target, const std::string &token,
+                     const std::string &body = "") {
+        std::promise<ApiResponse> p;
+        svc->handle(ApiRequest{method, target, token, body, nullptr}, [&p](ApiResponse r) { p.set_value(std::move(r)); });
+        return p.get_future().get();
+    }
+    static json::value body(const ApiResponse &r) { return json::parse(r.body); }
+};
+
+std::string hb(const std::string &run, int attempt, const std::string &node, int step, const char *state = "running") {
+    return R"({"run":")" + run + R"(","attempt":)" + std::to_string(attempt) + R"(,"node":")" + node +
+           R"(","interval":1,"state":")" + state + R"(","ranks":[{"rank":0,"step":)" + std::to_string(step) + "}]}";
+}
+
+std::string commit(int attempt, int rank, int world) {
+    return R"({"attempt":)" + std::to_string(attempt) + R"(,"rank":)" + std::to_string(rank) + R"(,"world_size":)" +
+           std::to_string(world) + R"(,"files":[{"path":"shard.pt","sha256":"00","bytes":1}]})";
+}
+
+}  // namespace
+
+TEST_CASE("heartbeats create the run and show in it") {
+    Fixture f;
+    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a1", 5)).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a2", 6)).status == 204);
+    auto r = f.call("GET", "/v1/runs/r1", "admin-t");
+    REQUIRE(r.status == 200);
+    auto v = Fixture::body(r).as_object();
+    CHECK(v.at("state").as_string() == "RUNNING");
+    CHECK(v.at("workers").as_array().size() == 2);
+    auto ev = Fixture::body(f.call("GET", "/v1/runs/r1/events", "admin-t")).at("events").as_array();
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0].at("kind").as_string() == "RUNNING");
+}
+
+TEST_CASE("bad input gets the right 4xx, naming the field") {
+    Fixture f;
+    CHECK(f.call("POST", "/v1/heartbeats", "", hb("r1", 1, "a1", 5)).status == 401);
+    CHECK(f.call("POST", "/v1/heartbeats", "nope", hb("r1", 1, "a1", 5)).status == 401);
+    CHECK(f.call("POST", "/v1/heartbeats", "alice-t", hb("r1", 1, "a1", 5)).status == 403);
+    auto r = f.call("POST", "/v1/heartbeats", "worker-t", "{not json");
+    CHECK(r.status == 400);
+    CHECK(r.body.find("bad_json") != std::string::npos);
+    r = f.call("POST", "/v1/heartbeats", "worker-t", R"({"run":"r1","attempt":"one","node":"a","ranks":[]})");
+    CHECK(r.status == 400);
+    CHECK(Fixture::body(r).at("error").at("field").as_string() == "attempt");
+    r = f.call("POST", "/v1/heartbeats", "worker-t", R"({"run":"../etc","attempt":1,"node":"a","ranks":[]})");
+    CHECK(Fixture::body(r).at("error").at("field").as_string() == "run");
+    r = f.call("POST", "/v1/heartbeats", "worker-t", R"({"run":"r1","attempt":1,"node":"a","ranks":{}})");
+    CHECK(Fixture::body(r).at("error").at("field").as_string() == "ranks");
+    CHECK(f.call("GET", "/v1/nothing", "admin-t").status == 404);
+    CHECK(f.call("POST", "/v1/heartbeats", "r2-t", hb("r1", 1, "a1", 5)).status == 403);  // token tied to r2
+}
+
+TEST_CASE("epoch fencing: an older attempt can neither heartbeat nor commit") {
+    Fixture f;
+    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a1", 5)).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 2, "b1", 0)).status == 204);  // new attempt
+    auto r = f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a1", 6));
+    CHECK(r.status == 409);
+    CHECK(r.body.find("stale_attempt") != std::string::npos);
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "worker-t", commit(1, 0, 1)).status == 409);
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "worker-t", commit(2, 0, 1)).status == 200);
+}
+
+TEST_CASE("a checkpoint seals when every rank of the attempt committed, with lineage") {
+    Fixture f;
+    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a1", 5)).status == 204);
+    auto r = Fixture::body(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "worker-t", commit(1, 0, 2)));
+    CHECK_FALSE(r.at("sealed").as_bool());
+    r = Fixture::body(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "worker-t", commit(1, 0, 2)));
+    CHECK_FALSE(r.at("sealed").as_bool());  // the same rank twice is one commit
+    r = Fixture::body(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "worker-t", commit(1, 1, 2)));
+    CHECK(r.at("sealed").as_bool());
+    for (int rank = 0; rank < 2; ++rank)
+        f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-002/commit", "worker-t", commit(1, rank, 2));
+    auto cps = Fixture::body(f.call("GET", "/v1/runs/r1/checkpoints", "admin-t")).at("checkpoints").as_array();
+    REQUIRE(cps.size() == 2);
+    CHECK(cps[1].at("parent").as_string() == "checkpoint-001");
+    auto ev = Fixture::body(f.call("GET", "/v1/runs/r1/events?after=1", "admin-t")).at("events").as_array();
+    REQUIRE(ev.size() == 2);
+    CHECK(ev[0].at("kind").as_string() == "SEALED");
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/c/commit", "worker-t", R"({"attempt":1,"rank":3,"world_size":2,"files":[]})").status == 400);
+}
+
+TEST_CASE("users see their own runs; FAULT events carry evidence") {
+    Fixture f;
+    auto r = f.call("POST", "/v1/runs", "alice-t", R"({"id":"alice-run","world_size":2,"manifest":{"gpus":2}})");
+    CHECK(r.status == 201);
+    CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"alice-run"})").status == 409);
+    CHECK(f.call("GET", "/v1/runs/alice-run", "bob-t").status == 404);
+    CHECK(f.call("GET", "/v1/runs/alice-run", "alice-t").status == 200);
+    CHECK(Fixture::body(f.call("GET", "/v1/runs", "bob-t")).at("runs").as_array().empty());
+    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("alice-run", 1, "a1", 5)).status == 204);
+    f.svc->tick(wall_now() + 10);
+    f.svc->drain();
+    auto ev = Fixture::body(f.call("GET", "/v1/runs/alice-run/events", "alice-t")).at("events").as_array();
+    REQUIRE(ev.size() == 2);
+    CHECK(ev[1].at("kind").as_string() == "FAULT");
+    CHECK(ev[1].at("cause").as_string() == "worker a1 missed heartbeats");
+    CHECK(ev[1].at("evidence").at("last_step").to_number<int>() == 5);
+    CHECK(Fixture::body(f.call("GET", "/v1/runs/alice-run", "alice-t")).at("state").as_string() == "DEGRADED");
+}
