@@ -1,0 +1,145 @@
+#!/bin/bash
+# The broker as a real process: bad input over the wire, slowloris, TLS,
+# SIGHUP with a bad and a good config, SIGTERM drain, and kill -9 during a
+# burst of checkpoint commits (every acknowledged one must be there after).
+# Run by `make check` with BROKER and HARNESS set.
+set -uo pipefail
+BROKER=${BROKER:?}; HARNESS=${HARNESS:?}
+T=$(mktemp -d); PID=""
+trap '[ -n "$PID" ] && kill -9 $PID 2>/dev/null; rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+hash() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
+
+write_config() {  # EXTRA-JSON
+    cat > "$T/broker.json" <<CONF
+{"listen": "127.0.0.1:0", "plain_http": true, "database": "$T/broker.db",
+ "limits": {"body_bytes": 65536, "read_timeout_ms": 1000},
+ "detector": {"misses": 3, "summary_seconds": 1},
+ "tokens": [{"name": "ops", "scope": "admin", "sha256": "$(hash admin-t)"},
+            {"name": "agents", "scope": "worker", "sha256": "$(hash worker-t)"}$1]}
+CONF
+}
+start() {
+    rm -f "$T/port"
+    "$BROKER" --config "$T/broker.json" --port-file "$T/port" 2>> "$T/log" &
+    PID=$!
+    for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
+    P=$(cat "$T/port")
+}
+req() {  # METHOD PATH TOKEN [BODY] -> "status body"
+    curl -s -o "$T/body" -w '%{http_code}' -X "$1" ${3:+-H "Authorization: Bearer $3"} ${4:+--data-binary "$4"} \
+        "http://127.0.0.1:$P$2"
+    echo " $(cat "$T/body")"
+}
+expect() {  # WHAT STATUS [TEXT] -- METHOD PATH TOKEN [BODY]
+    local what=$1 status=$2 text=$3; shift 4
+    local out; out=$(req "$@")
+    [ "${out%% *}" = "$status" ] && grep -q -- "$text" <<<"$out" && ok "$what: $status" || fail "$what: got $out"
+}
+
+write_config ""
+"$BROKER" --print-config > "$T/template.json" && "$BROKER" --config "$T/template.json" --check-config >/dev/null \
+    && ok "--print-config template passes --check-config" || fail "template"
+echo '{"listen": "127.0.0.1:0", "plain_http": true, "limitz": {}}' > "$T/bad.json"
+"$BROKER" --config "$T/bad.json" 2> "$T/err"; [ $? = 2 ] && grep -q "limitz: unknown key" "$T/err" \
+    && ok "unknown config key refused: $(cat "$T/err")" || fail "bad config: $(cat "$T/err")"
+
+start
+HB='{"run":"r1","attempt":1,"node":"n1","interval":1,"state":"running","ranks":[{"rank":0,"step":1}]}'
+expect "heartbeat" 204 "" -- POST /v1/heartbeats worker-t "$HB"
+expect "no token" 401 no_token -- POST /v1/heartbeats "" "$HB"
+expect "unknown token" 401 bad_token -- POST /v1/heartbeats wrong "$HB"
+expect "malformed JSON" 400 bad_json -- POST /v1/heartbeats worker-t '{"run":'
+expect "wrong type names the field" 400 '"field":"attempt"' -- POST /v1/heartbeats worker-t '{"run":"r1","attempt":[],"node":"n1","ranks":[]}'
+expect "attempt 2 starts" 204 "" -- POST /v1/heartbeats worker-t "${HB/\"attempt\":1/\"attempt\":2}"
+expect "attempt 1 is now stale" 409 stale_attempt -- POST /v1/heartbeats worker-t "$HB"
+expect "unknown route" 404 no_route -- GET /v1/nope admin-t
+head -c 100000 /dev/zero | tr '\0' 'x' > "$T/big"
+expect "oversized body" 413 body_too_large -- POST /v1/heartbeats worker-t "@$T/big"
+# Slowloris: headers trickled in one byte at a time are cut off at the read deadline.
+/usr/bin/python3 - "$P" <<'PY' && ok "slowloris connection closed by the read deadline" || fail "slowloris kept open"
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+start = time.time()
+try:
+    for ch in b"POST /v1/heartbeats HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100:
+        s.send(bytes([ch])); time.sleep(0.1)
+        if time.time() - start > 5: sys.exit(1)
+    sys.exit(1)
+except (BrokenPipeError, ConnectionResetError):
+    sys.exit(0 if time.time() - start < 3 else 1)
+PY
+expect "still serving after all that" 200 '"ok":true' -- GET /v1/health ""
+expect "metrics" 200 shardnet_heartbeats_total -- GET /metrics ""
+
+# SIGHUP: a bad config is refused and the old one keeps working; a good one takes.
+cp "$T/broker.json" "$T/good.json"
+echo '{"listen": 5}' > "$T/broker.json"
+kill -HUP $PID; sleep 0.3
+grep -q "config reload refused" "$T/log" && ok "bad reload refused" || fail "bad reload not refused"
+expect "old token still valid after a bad reload" 200 '"runs"' -- GET /v1/runs admin-t
+cp "$T/good.json" "$T/broker.json"; write_config ', {"name": "new", "scope": "admin", "sha256": "'"$(hash new-t)"'"}'
+kill -HUP $PID; sleep 0.3
+expect "new token valid after a good reload" 200 '"runs"' -- GET /v1/runs new-t
+
+# SIGTERM drains and exits 0.
+kill -TERM $PID; wait $PID; rc=$?
+[ $rc = 0 ] && grep -q '"msg":"stopped"' "$T/log" && ok "SIGTERM: drained, exit 0" || fail "SIGTERM exit $rc"
+PID=""
+
+# kill -9 during a burst of commits: every acknowledged commit survives.
+start
+/usr/bin/python3 - "$P" "$T/acked" <<'PY' &
+import http.client, json, sys, threading
+port, out = int(sys.argv[1]), sys.argv[2]
+acked, lock = [], threading.Lock()
+def worker(w):
+    for i in range(100000):
+        name = "ck-%d-%d" % (w, i)
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("POST", "/v1/runs/r1/checkpoints/%s/commit" % name,
+                      json.dumps({"attempt": 2, "rank": 0, "world_size": 1,
+                                  "files": [{"path": "s", "sha256": "00", "bytes": 1}]}),
+                      {"Authorization": "Bearer worker-t"})
+            r = c.getresponse(); r.read()
+            if r.status == 200:
+                with lock: acked.append(name)
+        except Exception:
+            return
+ts = [threading.Thread(target=worker, args=(w,)) for w in range(8)]
+[t.start() for t in ts]; [t.join() for t in ts]
+open(out, "w").write("\n".join(acked))
+PY
+CLIENT=$!
+sleep 1.5
+kill -9 $PID; wait $CLIENT; PID=""
+n=$(wc -l < "$T/acked")
+/usr/bin/python3 - "$T/broker.db" "$T/acked" <<'PY' && ok "kill -9 mid-burst: all $n acknowledged commits sealed after restart, integrity ok" || fail "lost acknowledged commits"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+sealed = {r[0] for r in db.execute("SELECT name FROM checkpoints WHERE run = 'r1'")}
+acked = [l for l in open(sys.argv[2]).read().split("\n") if l]
+assert len(acked) > 50, "too few commits acknowledged to mean anything: %d" % len(acked)
+missing = [a for a in acked if a not in sealed]
+assert not missing, missing[:5]
+PY
+start
+expect "restarted broker serves the run" 200 '"id":"r1"' -- GET /v1/runs/r1 admin-t
+kill -TERM $PID; wait $PID; PID=""
+
+# TLS: plain HTTP only when the config says so.
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/key.pem" -out "$T/cert.pem" -days 1 -subj /CN=127.0.0.1 \
+    -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+sed -i "s|\"plain_http\": true|\"tls\": {\"cert\": \"$T/cert.pem\", \"key\": \"$T/key.pem\"}|" "$T/broker.json"
+start
+out=$(curl -s --cacert "$T/cert.pem" -H "Authorization: Bearer admin-t" "https://127.0.0.1:$P/v1/runs")
+grep -q '"runs"' <<<"$out" && ok "TLS: https with the broker's certificate" || fail "TLS: $out"
+curl -s -m 2 "http://127.0.0.1:$P/v1/health" | grep -q '"ok"' && fail "plain HTTP answered on a TLS port" || ok "TLS port refuses plain HTTP"
+kill -TERM $PID; wait $PID; PID=""
+
+echo "# broker: $fails failed"
+[ $fails = 0 ]
