@@ -51,16 +51,17 @@ private:
     void on_read(beast::error_code ec) {
         if (ec == http::error::end_of_stream) return close();
         if (ec == http::error::body_limit)
-            return send(error_response(413, "body_too_large", "request body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes"), false, 11);
+            return ++srv_.busy_sessions, send(error_response(413, "body_too_large", "request body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes"), false, 11);
         if (ec == http::error::header_limit)
-            return send(error_response(431, "headers_too_large", "request headers exceed " + std::to_string(srv_.limits.header_bytes) + " bytes"), false, 11);
+            return ++srv_.busy_sessions, send(error_response(431, "headers_too_large", "request headers exceed " + std::to_string(srv_.limits.header_bytes) + " bytes"), false, 11);
         if (ec == beast::error::timeout) return;  // the socket is closed by the deadline
         if (ec) {
             if (buffer_.size() > 0 || parser_->got_some())
-                return send(error_response(400, "bad_request", "malformed HTTP: " + ec.message()), false, 11);
+                return ++srv_.busy_sessions, send(error_response(400, "bad_request", "malformed HTTP: " + ec.message()), false, 11);
             return close();
         }
         auto req = parser_->release();
+        ++srv_.busy_sessions;
         ApiRequest ar;
         ar.method = std::string(req.method_string());
         ar.target = std::string(req.target());
@@ -113,6 +114,7 @@ private:
         if (r.status != 204 && r.status != 304) out_ += r.body;
         beast::get_lowest_layer(stream_).expires_after(std::chrono::milliseconds(srv_.limits.read_timeout_ms));
         asio::async_write(stream_, asio::buffer(out_), [self = this->shared_from_this(), keep](beast::error_code ec, std::size_t) {
+            --self->srv_.busy_sessions;
             if (ec || !keep) return self->close();
             self->do_read();
         });
@@ -139,7 +141,7 @@ private:
 HttpServer::HttpServer(std::vector<std::unique_ptr<asio::io_context>> &ios, const BrokerConfig &cfg, Service &svc)
     : service(svc),
       limits{cfg.header_bytes, cfg.body_bytes, cfg.read_timeout_ms, cfg.max_connections},
-      ios_(ios), acceptor_(*ios.front()) {
+      ios_(ios), acceptor_(std::in_place, *ios.front()) {
     if (!cfg.plain_http) {
         tls = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
         tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
@@ -148,25 +150,30 @@ HttpServer::HttpServer(std::vector<std::unique_ptr<asio::io_context>> &ios, cons
         tls->use_private_key_file(cfg.tls_key, asio::ssl::context::pem);
     }
     tcp::endpoint ep(asio::ip::make_address(cfg.listen_host), cfg.listen_port);
-    acceptor_.open(ep.protocol());
-    acceptor_.set_option(asio::socket_base::reuse_address(true));
-    acceptor_.bind(ep);
-    acceptor_.listen(asio::socket_base::max_listen_connections);
-    port_ = acceptor_.local_endpoint().port();
+    acceptor_->open(ep.protocol());
+    acceptor_->set_option(asio::socket_base::reuse_address(true));
+    acceptor_->bind(ep);
+    acceptor_->listen(asio::socket_base::max_listen_connections);
+    port_ = acceptor_->local_endpoint().port();
 }
 
 void HttpServer::start() { do_accept(); }
 
+void HttpServer::shutdown() {
+    acceptor_.reset();
+    for (auto &ctx : ios_) ctx.reset();
+}
+
 void HttpServer::stop() {
-    asio::post(acceptor_.get_executor(), [this] {
+    asio::post(acceptor_->get_executor(), [this] {
         beast::error_code ec;
-        acceptor_.close(ec);
+        acceptor_->close(ec);
     });
 }
 
 void HttpServer::do_accept() {
     asio::io_context &target = *ios_[next_++ % ios_.size()];
-    acceptor_.async_accept(target, [this](beast::error_code ec, tcp::socket socket) {
+    acceptor_->async_accept(target, [this](beast::error_code ec, tcp::socket socket) {
         if (ec == asio::error::operation_aborted) return;
         if (!ec) {
             if (open_sessions.load() >= limits.max_connections) {

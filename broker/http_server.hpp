@@ -8,6 +8,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "config.hpp"
@@ -29,17 +30,21 @@ public:
     unsigned short port() const { return port_; }
     void start();
     void stop();  // stop accepting; open sessions finish their request
+    // After the I/O threads are gone: closes the acceptor, then destroys the
+    // contexts (and with them the sessions, which point at this server).
+    void shutdown();
 
     Service &service;
     Limits limits;
     std::atomic<int> open_sessions{0};
+    std::atomic<int> busy_sessions{0};   // a request read and not yet answered
     std::unique_ptr<boost::asio::ssl::context> tls;
 
 private:
     void do_accept();
     std::vector<std::unique_ptr<boost::asio::io_context>> &ios_;
     std::size_t next_ = 0;
-    boost::asio::ip::tcp::acceptor acceptor_;
+    std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
     unsigned short port_ = 0;
 };
 

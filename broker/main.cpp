@@ -84,6 +84,7 @@ int main(int argc, char **argv) {
         log("info", "listening", {{"address", cfg.listen_host}, {"port", server.port()}, {"tls", !cfg.plain_http},
                                   {"database", cfg.database}});
         server.start();
+        {  // timers and signals belong to the first context: gone before it is
 
         asio::steady_timer detector(io), summary(io);
         every(detector, std::chrono::milliseconds(250), [&] { service->tick(wall_now()); });
@@ -91,6 +92,18 @@ int main(int argc, char **argv) {
 
         asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
         asio::steady_timer drain_timer(io);
+        std::chrono::steady_clock::time_point drain_deadline;
+        // Lives as long as the loop: the drain timer calls it again.
+        std::function<void()> wait_sessions = [&] {
+            // Requests in flight are answered; idle keep-alive connections
+            // are simply closed.
+            if (server.busy_sessions.load() > 0 && std::chrono::steady_clock::now() < drain_deadline) {
+                drain_timer.expires_after(std::chrono::milliseconds(20));
+                drain_timer.async_wait([&](boost::system::error_code) { wait_sessions(); });
+                return;
+            }
+            for (auto &x : ios) x->stop();
+        };
         std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec, int sig) {
             if (ec) return;
             if (sig == SIGHUP) {
@@ -110,15 +123,7 @@ int main(int argc, char **argv) {
             detector.cancel();
             summary.cancel();
             // Open requests finish (up to 10 s); then the store's queue empties.
-            auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-            std::function<void()> wait_sessions = [&, deadline] {
-                if (server.open_sessions.load() > 0 && std::chrono::steady_clock::now() < deadline) {
-                    drain_timer.expires_after(std::chrono::milliseconds(20));
-                    drain_timer.async_wait([&](boost::system::error_code) { wait_sessions(); });
-                    return;
-                }
-                for (auto &x : ios) x->stop();
-            };
+            drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
             wait_sessions();
         };
         signals.async_wait(on_signal);
@@ -132,6 +137,8 @@ int main(int argc, char **argv) {
         io.run();
         guards.clear();
         for (auto &t : pool) t.join();
+        }
+        server.shutdown();
         service->summarise();
         service->drain();
         log("info", "stopped");

@@ -213,13 +213,15 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     json::value v = json::parse(req.body, ec, &mr);
     if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
     Fields f{v.as_object(), {}, {}};
-    std::string run, node, step, state = "running";
+    std::string run, node, jobstep, state = "running";
     long long attempt = 0, interval = 10;
     if (!f.str("run", run) || !f.integer("attempt", 1, 1000000, attempt) || !f.str("node", node) ||
-        !f.integer("interval", 1, 86400, interval, false) || !f.str("state", state, false))
+        !f.integer("interval", 1, 86400, interval, false) || !f.str("state", state, false) ||
+        !f.str("step", jobstep, false))
         return reply(bad_field(f));
     if (!is_safe_name(run)) return reply(error_response(400, "bad_field", "run: not a valid run id", "run"));
     if (node.empty() || node.size() > 256 || has_control_chars(node)) return reply(error_response(400, "bad_field", "node: not a node name", "node"));
+    if (jobstep.size() > 32 || has_control_chars(jobstep)) return reply(error_response(400, "bad_field", "step: not a Slurm step id", "step"));
     if (state != "running" && state != "ended") return reply(error_response(400, "bad_field", "state: expected running or ended", "state"));
     if (!who.run.empty() && who.run != run) return reply(error_response(403, "forbidden", "this token may not report for run " + run));
     auto *ranks_v = v.as_object().if_contains("ranks");
@@ -255,7 +257,10 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         }
         if (cc && !create && !new_attempt) { cc->run = run; cc->run_attempt = attempt; cc->run_generation = gen; }
     }
-    workers_.beat(run, node, attempt, int(interval), int(ranks_v->as_array().size()), top, state == "ended", now);
+    // One worker per node and Slurm step: a batch script and the srun step
+    // it started on the same node are two workers.
+    const std::string worker = jobstep.empty() ? node : node + "/" + jobstep;
+    workers_.beat(run, worker, attempt, int(interval), int(ranks_v->as_array().size()), top, state == "ended", now);
     if (!create && !new_attempt) return reply(no_content());
     if (new_attempt) workers_.fence(run, attempt);
     // A run first seen, or a new attempt, is a durable record: ack after it is written.

@@ -165,7 +165,33 @@ down() {
     : > "$scratch/pids"
 }
 
+# kill-node: what a node crash looks like to everyone else: its slurmd and
+# every step daemon and task of that node die at once (kill -9).
+kill_node() {
+    local scratch=$1 cluster=$2 node=$3 dir=$1/$2 victims=""
+    victims=$(cat "$dir/run/slurmd.$node.pid" 2>/dev/null || true)
+    for p in $(pgrep -f '^slurmstepd: \[' || true); do
+        if ls -l "/proc/$p/fd" 2>/dev/null | grep -q -- "-> $dir/log/slurmd.$node.log"; then victims="$victims $p"; fi
+    done
+    local tree; tree=$(ps -eo pid=,ppid= | awk -v roots="$victims" '
+        { parent[$1] = $2 }
+        END { n = split(roots, r, " "); for (i = 1; i <= n; i++) keep[r[i]] = 1
+              do { changed = 0; for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; changed = 1 } } while (changed)
+              for (p in keep) print p }')
+    kill -9 $tree 2>/dev/null || true
+    rm -f "$dir/run/slurmd.$node.pid"
+}
+
+start_node() {
+    local scratch=$1 cluster=$2 node=$3 dir=$1/$2
+    SLURM_CONF=$dir/slurm.conf slurmd -f "$dir/slurm.conf" -N "$node"
+    for _ in $(seq 50); do [ -s "$dir/run/slurmd.$node.pid" ] && break; sleep 0.1; done
+    cat "$dir/run/slurmd.$node.pid" >> "$scratch/pids"
+}
+
 case "${1:-}" in
+    kill-node) shift; kill_node "$@" ;;
+    start-node) shift; start_node "$@" ;;
     up) shift; up "$@" ;;
     down) shift; down "$@" ;;
     plugstack) shift; s=$1 c=$2; shift 2; write_plugstack "$s" "$c" "$*" ;;

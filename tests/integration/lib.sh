@@ -48,3 +48,39 @@ job_state() { slurm "$1" scontrol show job "$2" | grep -o 'JobState=[A-Z_]*' | c
 hb_bodies() { /usr/bin/python3 -c 'import json,sys
 for l in open(sys.argv[1]):
     r=json.loads(l); b=r["body"]; b["_t"]=r["t"]; b["_auth"]=r["auth"]; print(json.dumps(b))' "$RX_LOG"; }
+
+# start_broker [STALL_SECONDS]: a real shardnet-broker on a fixed free port
+# (so that it can be restarted on the same one). Sets BROKER_URL,
+# BROKER_PID, AGENT_TOKEN_FILE; ADMIN_TOKEN is for queries.
+ADMIN_TOKEN=admin-$RANDOM$RANDOM
+BROKER_PORT=""
+start_broker() {
+    local stall=${1:-600}
+    [ -n "$BROKER_PORT" ] || BROKER_PORT=$("$HARNESS/free_ports.py" 1)
+    local agent_token=agent-$RANDOM$RANDOM
+    [ -f "$WORK/agent.token" ] && agent_token=$(cat "$WORK/agent.token")
+    echo "$agent_token" > "$WORK/agent.token"; chmod 600 "$WORK/agent.token"
+    AGENT_TOKEN_FILE=$WORK/agent.token
+    cat > "$WORK/broker.json" <<CONF
+{"listen": "127.0.0.1:$BROKER_PORT", "plain_http": true, "database": "$WORK/broker.db",
+ "detector": {"misses": 3, "stall_seconds": $stall, "summary_seconds": 1},
+ "tokens": [{"name": "agents", "scope": "worker", "sha256": "$(printf %s "$agent_token" | sha256sum | cut -d' ' -f1)"},
+            {"name": "ops", "scope": "admin", "sha256": "$(printf %s "$ADMIN_TOKEN" | sha256sum | cut -d' ' -f1)"}]}
+CONF
+    "$BUILD/broker/shardnet-broker" --config "$WORK/broker.json" 2>> "$WORK/broker.log" &
+    BROKER_PID=$!
+    RX_PIDS+=($BROKER_PID)
+    BROKER_URL=http://127.0.0.1:$BROKER_PORT
+    for _ in $(seq 100); do curl -s "$BROKER_URL/v1/health" >/dev/null && return 0; sleep 0.05; done
+    fail "broker did not start: $(cat "$WORK/broker.log")"
+}
+broker_get() { curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$BROKER_URL$1"; }
+# wait_for SECONDS PYTHON-EXPR-ON-v PATH: poll a broker GET until the expression holds.
+wait_for() {
+    local secs=$1 expr=$2 path=$3
+    for _ in $(seq $((secs * 5))); do
+        broker_get "$path" | /usr/bin/python3 -c "import json,sys; v=json.load(sys.stdin); sys.exit(0 if ($expr) else 1)" 2>/dev/null && return 0
+        sleep 0.2
+    done
+    return 1
+}
