@@ -38,6 +38,7 @@ demo: all
 bench: all
 	./tests/bench/srun-overhead.sh $(BUILD)
 	./tests/bench/probe-speed.sh $(BUILD)
+	./tests/bench/broker-vs-nginx.sh $(BUILD)
 
 install: all
 	$(MAKE) -C $(BUILD) install

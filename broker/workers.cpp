@@ -24,13 +24,14 @@ void WorkerTable::beat(const std::string &run, const std::string &node, long lon
         w.last_seen = now;
         if (step && *step > w.step) { w.step = *step; w.progress_time = now; }
         w.ended = ended;
-        if (ended || w.faulted) return;
-        long long slot = static_cast<long long>(std::ceil(deadline(w)));
-        // Filed again only when the deadline moved to another second: a
-        // steady worker costs the wheel nothing per heartbeat.
-        if (slot == w.slot) return;
-        w.slot = slot;
-        file_at = slot;
+        // A worker sits in the wheel once, under its deadline when it was
+        // filed. Heartbeats only move the deadline; when the old slot comes
+        // due, expire() files the worker again under the new one. So a
+        // heartbeat costs the wheel nothing, and the wheel holds one entry
+        // per worker.
+        if (ended || w.faulted || w.slot != 0) return;
+        w.slot = static_cast<long long>(std::ceil(deadline(w)));
+        file_at = w.slot;
     }
     std::lock_guard<std::mutex> lock(wheel_mu_);
     wheel_[file_at].push_back(std::move(key));
@@ -47,20 +48,30 @@ std::vector<Fault> WorkerTable::expire(double now) {
         }
     }
     std::vector<Fault> faults;
+    std::vector<std::pair<long long, std::string>> refile;
     for (auto &key : due) {
         Shard &s = shard(key);
         std::lock_guard<std::mutex> lock(s.mu);
         auto it = s.map.find(key);
         if (it == s.map.end()) continue;
         WorkerState &w = it->second;
+        w.slot = 0;
         if (w.ended || w.faulted) continue;
         double d = deadline(w);
-        if (d > now) continue;  // a later heartbeat filed it under a later second
+        if (d > now) {  // heartbeats moved the deadline: file it there
+            w.slot = static_cast<long long>(std::ceil(d));
+            refile.emplace_back(w.slot, std::move(key));
+            continue;
+        }
         w.faulted = true;
         auto nl = key.find('\n');
         bool missed = w.last_seen + double(w.interval) * misses_ <= now;
         faults.push_back(Fault{key.substr(0, nl), key.substr(nl + 1), w.attempt,
                                missed ? "missed heartbeats" : "progress stalled", w});
+    }
+    if (!refile.empty()) {
+        std::lock_guard<std::mutex> lock(wheel_mu_);
+        for (auto &[slot, key] : refile) wheel_[slot].push_back(std::move(key));
     }
     return faults;
 }

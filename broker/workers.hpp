@@ -1,7 +1,8 @@
 // Soft state of every worker (one agent = one node of one run's attempt):
 // kept in memory, summarised to the store now and then, never one row per
-// heartbeat. Deadlines sit in a timer wheel of one-second slots, so the
-// detector's cost grows with the workers that expire, not with all of them.
+// heartbeat. Deadlines sit in a timer wheel of one-second slots, each worker
+// filed once: the detector's cost follows the workers whose (old) deadline
+// comes due, not all workers, and a heartbeat never touches the wheel.
 #pragma once
 #include <array>
 #include <functional>
@@ -23,7 +24,7 @@ struct WorkerState {
     long long step = -1;        // highest step any rank reported
     bool ended = false;
     bool faulted = false;
-    long long slot = 0;         // wheel second this worker is filed under
+    long long slot = 0;         // wheel second this worker is filed under; 0: not filed
 };
 
 struct Fault {

@@ -1,7 +1,8 @@
 #!/bin/bash
-# The demo, for now: two real local Slurm clusters, a 2-node --shardnet job
-# as an unprivileged user, its environment contract and the heartbeats
-# received (by the test receiver until the broker lands), then teardown.
+# The demo, for now: two real local Slurm clusters, a shardnet-broker, the
+# nodes probed into it, a 2-node --shardnet job as an unprivileged user, its
+# environment contract, the run as the broker saw it (workers, steps,
+# events), then teardown.
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-build}" && pwd)
@@ -14,10 +15,25 @@ trap 'echo "demo failed; Slurm logs kept in $SCRATCH/*/log" >&2' ERR
 
 echo "== starting clusters alpha and beta (slurmctld + 2 slurmd each, munge)"
 "$H/clusters.sh" up "$SCRATCH" "$BUILD" alpha beta
-/usr/bin/python3 "$H/receiver.py" --port-file "$SCRATCH/rx.port" --log "$SCRATCH/rx.log" &
+echo "== starting shardnet-broker"
+BPORT=$("$H/free_ports.py" 1)
+AGENT_TOKEN=agent-$RANDOM$RANDOM; ADMIN_TOKEN=admin-$RANDOM$RANDOM
+echo "$AGENT_TOKEN" > "$SCRATCH/agent.token"; chmod 600 "$SCRATCH/agent.token"
+cat > "$SCRATCH/broker.json" <<CONF
+{"listen": "127.0.0.1:$BPORT", "plain_http": true, "database": "$SCRATCH/broker.db", "cluster": "beta",
+ "detector": {"misses": 3, "stall_seconds": 60, "summary_seconds": 1},
+ "tokens": [{"name": "agents", "scope": "worker", "sha256": "$(printf %s "$AGENT_TOKEN" | sha256sum | cut -d' ' -f1)"},
+            {"name": "ops", "scope": "admin", "sha256": "$(printf %s "$ADMIN_TOKEN" | sha256sum | cut -d' ' -f1)"}]}
+CONF
+"$BUILD/broker/shardnet-broker" --config "$SCRATCH/broker.json" 2> "$SCRATCH/broker.log" &
 RX=$!
-for _ in $(seq 50); do [ -s "$SCRATCH/rx.port" ] && break; sleep 0.1; done
-"$H/clusters.sh" plugstack "$SCRATCH" beta "broker=http://127.0.0.1:$(cat "$SCRATCH/rx.port") heartbeat_min=1"
+for _ in $(seq 100); do curl -s "127.0.0.1:$BPORT/v1/health" >/dev/null && break; sleep 0.05; done
+B=http://127.0.0.1:$BPORT
+"$H/clusters.sh" plugstack "$SCRATCH" beta "broker=$B token_file=$SCRATCH/agent.token heartbeat_min=1"
+for n in beta1 beta2; do
+    "$BUILD/hwloc-probe/shardnet-probe" --host "$n" --publish "$B" --token-file "$SCRATCH/agent.token" > /dev/null
+done
+echo "probed beta1, beta2 into the broker: $("$BUILD/hwloc-probe/shardnet-probe" --slurm-node --host beta1)"
 cat "$SCRATCH/beta/plugstack.conf"
 SLURM_CONF=$SCRATCH/beta/slurm.conf sinfo
 
@@ -36,13 +52,17 @@ j=$(runuser -u shardtest -- env SLURM_CONF="$SCRATCH/beta/slurm.conf" sbatch --p
 for _ in $(seq 100); do SLURM_CONF=$SCRATCH/beta/slurm.conf squeue -h -j "$j" | grep -q . || break; sleep 0.2; done
 sort "$SCRATCH/job/out"
 echo
-echo "== heartbeats received"
-/usr/bin/python3 - "$SCRATCH/rx.log" <<'PY'
+echo "== the run as the broker saw it"
+curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$B/v1/runs/demo-run" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(f"run {r[\"id\"]}  state {r[\"state\"]}  attempt {r[\"attempt\"]}")
+for w in sorted(r["workers"], key=lambda w: w["node"]):
+    print(f"  worker {w[\"node\"]:12} ranks {w[\"ranks\"]}  last step {w[\"step\"]}  ended {w[\"ended\"]}")'
+curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$B/v1/runs/demo-run/events" | /usr/bin/python3 -c '
 import json, sys, time
-for line in open(sys.argv[1]):
-    r = json.loads(line); b = r["body"]
-    ranks = " ".join(f"r{x['rank']}:step={x['step']}" + (f" exit={x['exit']['code']}" if x["exit"] else "") for x in b["ranks"])
-    print(f"{time.strftime('%H:%M:%S', time.localtime(r['t']))} {b['cluster']}/{b['node']:7} {b['job']}.{b['step']:5} seq={b['seq']:<2} {b['state']:7} {ranks}")
-PY
+for e in json.load(sys.stdin)["events"]:
+    print(time.strftime("%H:%M:%S", time.localtime(e["time"])), f"{e[\"kind\"]:10}", e["cause"])'
+echo "heartbeats taken: $(curl -s "$B/metrics" | awk '$1 == "shardnet_heartbeats_total" {print $2}')"
 echo
 echo "== tearing down"

@@ -26,11 +26,11 @@ curl -s -X POST -H "Authorization: Bearer $TOKEN" "127.0.0.1:$P/v1/heartbeats" \
 before=$(rss)
 cat > "$T/w.lua" <<LUA
 local n = 0
-local id = 0
-setup = function(thread) thread:set("id", id); id = id + 1 end
+local threads = 0
+setup = function(thread) thread:set("tid", threads); threads = threads + 1 end
 request = function()
   n = n + 1
-  local w = (n * 2 + id) % $N
+  local w = (n * 2 + tid) % $N
   local body = '{"run":"mem","attempt":1,"cluster":"alpha","node":"node' .. string.format("%07d", w) ..
     '","step":"0","interval":60,"state":"running","ranks":[{"rank":' .. w .. ',"local_rank":0,"step":' .. n .. '}]}'
   return wrk.format("POST", "/v1/heartbeats", {["Authorization"]="Bearer $TOKEN"}, body)

@@ -4,7 +4,7 @@
 # burst of checkpoint commits (every acknowledged one must be there after).
 # Run by `make check` with BROKER and HARNESS set.
 set -uo pipefail
-BROKER=${BROKER:?}; HARNESS=${HARNESS:?}
+BROKER=${BROKER:?}; HARNESS=${HARNESS:?}; DOC=${DOC:?}
 T=$(mktemp -d); PID=""
 trap '[ -n "$PID" ] && kill -9 $PID 2>/dev/null; rm -rf "$T"' EXIT
 fails=0
@@ -73,6 +73,23 @@ except (BrokenPipeError, ConnectionResetError):
 PY
 expect "still serving after all that" 200 '"ok":true' -- GET /v1/health ""
 expect "metrics" 200 shardnet_heartbeats_total -- GET /metrics ""
+
+# Every route of doc/broker-openapi.json answers (with anything but no_route),
+# and a route it does not list does not.
+/usr/bin/python3 - "$P" "$DOC" <<'PY' && ok "the routes in doc/broker-openapi.json are served, no others" || fail "API document and routes disagree"
+import http.client, json, sys
+port, doc = int(sys.argv[1]), json.load(open(sys.argv[2]))
+def call(method, path):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    c.request(method.upper(), path, "{}", {"Authorization": "Bearer admin-t"})
+    r = c.getresponse(); return r.status, r.read().decode()
+for path, ops in doc["paths"].items():
+    for method in ops:
+        status, body = call(method, path.replace("{run}", "r1").replace("{name}", "ck-doc"))
+        assert "no_route" not in body, (method, path, status, body)
+status, body = call("get", "/v1/secrets")
+assert status == 404 and "no_route" in body
+PY
 
 # SIGHUP: a bad config is refused and the old one keeps working; a good one takes.
 cp "$T/broker.json" "$T/good.json"

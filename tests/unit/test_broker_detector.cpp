@@ -36,11 +36,14 @@ TEST_CASE("ended workers and older attempts never fault") {
     CHECK(t.size() == 0);  // both were attempt 1: fenced away
 }
 
-TEST_CASE("expiry cost follows the expiring workers") {
+TEST_CASE("a heartbeat never refiles; a due slot refiles live workers once") {
     WorkerTable t(3, 100000);
     for (int i = 0; i < 10000; ++i) t.beat("r", "n" + std::to_string(i), 1, 10, 1, 1, false, 100.0);
-    for (int i = 0; i < 10000; ++i) t.beat("r", "n" + std::to_string(i), 1, 10, 1, 2, false, 100.2);  // same second: not filed again
+    for (int s = 1; s <= 25; ++s)  // half the workers keep beating for 25 s
+        for (int i = 0; i < 5000; ++i) t.beat("r", "n" + std::to_string(i), 1, 10, 1, 1 + s, false, 100.0 + s);
     CHECK(t.expire(129).empty());
-    CHECK(t.expire(131).size() == 10000);
+    CHECK(t.expire(131).size() == 5000);   // the silent half
+    CHECK(t.expire(150).empty());          // the beating half was refiled at 155
+    CHECK(t.expire(156).size() == 5000);
     CHECK(t.size() == 10000);
 }
