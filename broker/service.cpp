@@ -261,19 +261,40 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     // it started on the same node are two workers.
     const std::string worker = jobstep.empty() ? node : node + "/" + jobstep;
     workers_.beat(run, worker, attempt, int(interval), int(ranks_v->as_array().size()), top, state == "ended", now);
-    if (!create && !new_attempt) return reply(no_content());
+    // The batch script's end is the job's end: the run ends with its status.
+    std::string final_state, final_cause;
+    if (state == "ended" && jobstep == "batch") {
+        const auto &ranks = ranks_v->as_array();
+        const json::value *exit = ranks.empty() ? nullptr : ranks[0].as_object().if_contains("exit");
+        const json::value *code = exit && exit->is_object() ? exit->as_object().if_contains("code") : nullptr;
+        const json::value *sig = exit && exit->is_object() ? exit->as_object().if_contains("signal") : nullptr;
+        if (code && code->is_int64() && code->as_int64() == 0) final_state = "SUCCEEDED", final_cause = "batch script exited 0 on " + node;
+        else if (code && code->is_int64()) final_state = "FAILED", final_cause = "batch script exited " + std::to_string(code->as_int64()) + " on " + node;
+        else if (sig && sig->is_int64()) final_state = "FAILED", final_cause = "batch script killed by signal " + std::to_string(sig->as_int64()) + " on " + node;
+    }
+    if (!final_state.empty()) {
+        std::unique_lock lock(runs_mu_);
+        auto it = runs_.find(run);
+        if (it == runs_.end() || it->second.state == final_state || it->second.state == "CANCELLED") final_state.clear();
+        else { it->second.state = final_state; runs_generation_.fetch_add(1, std::memory_order_release); }
+    }
+    if (!create && !new_attempt && final_state.empty()) return reply(no_content());
     if (new_attempt) workers_.fence(run, attempt);
     // A run first seen, or a new attempt, is a durable record: ack after it is written.
-    on_store([this, run, attempt, create, now, reply] {
+    on_store([this, run, attempt, create, new_attempt, final_state, final_cause, now, reply] {
         try {
             store_->transaction([&] {
                 if (create) {
                     store_->insert_run(RunRow{run, "", "RUNNING", "{}", attempt, 0, now, now});
                     event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
-                } else {
+                } else if (new_attempt) {
                     store_->update_run(run, "RUNNING", attempt, now);
                     event(run, "ATTEMPT", "attempt " + std::to_string(attempt) + " heartbeats; older attempts fenced",
                           json::serialize(json::object{{"attempt", attempt}}), now);
+                }
+                if (!final_state.empty()) {
+                    store_->update_run(run, final_state, attempt, now);
+                    event(run, final_state, final_cause, json::serialize(json::object{{"attempt", attempt}}), now);
                 }
             });
             reply(no_content());

@@ -53,16 +53,19 @@ for _ in $(seq 100); do SLURM_CONF=$SCRATCH/beta/slurm.conf squeue -h -j "$j" | 
 sort "$SCRATCH/job/out"
 echo
 echo "== the run as the broker saw it"
-curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$B/v1/runs/demo-run" | /usr/bin/python3 -c '
-import json, sys
-r = json.load(sys.stdin)
-print(f"run {r[\"id\"]}  state {r[\"state\"]}  attempt {r[\"attempt\"]}")
+/usr/bin/python3 - "$B" "$ADMIN_TOKEN" <<'PY'
+import json, sys, time, urllib.request
+base, token = sys.argv[1], sys.argv[2]
+def get(path):
+    req = urllib.request.Request(base + path, headers={"Authorization": "Bearer " + token})
+    return json.load(urllib.request.urlopen(req, timeout=5))
+r = get("/v1/runs/demo-run")
+print(f"run {r['id']}  state {r['state']}  attempt {r['attempt']}")
 for w in sorted(r["workers"], key=lambda w: w["node"]):
-    print(f"  worker {w[\"node\"]:12} ranks {w[\"ranks\"]}  last step {w[\"step\"]}  ended {w[\"ended\"]}")'
-curl -s -H "Authorization: Bearer $ADMIN_TOKEN" "$B/v1/runs/demo-run/events" | /usr/bin/python3 -c '
-import json, sys, time
-for e in json.load(sys.stdin)["events"]:
-    print(time.strftime("%H:%M:%S", time.localtime(e["time"])), f"{e[\"kind\"]:10}", e["cause"])'
+    print(f"  worker {w['node']:12} ranks {w['ranks']}  last step {w['step']}  ended {w['ended']}")
+for e in get("/v1/runs/demo-run/events")["events"]:
+    print(time.strftime("%H:%M:%S", time.localtime(e["time"])), f"{e['kind']:10}", e["cause"])
+PY
 echo "heartbeats taken: $(curl -s "$B/metrics" | awk '$1 == "shardnet_heartbeats_total" {print $2}')"
 echo
 echo "== tearing down"

@@ -135,3 +135,15 @@ TEST_CASE("users see their own runs; FAULT events carry evidence") {
     CHECK(ev[1].at("evidence").at("last_step").to_number<int>() == 5);
     CHECK(Fixture::body(f.call("GET", "/v1/runs/alice-run", "alice-t")).at("state").as_string() == "DEGRADED");
 }
+
+TEST_CASE("the batch script's end ends the run with its status") {
+    Fixture f;
+    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", R"({"run":"b1","attempt":1,"node":"a1","step":"batch","ranks":[{"rank":0,"exit":null}]})").status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", R"({"run":"b1","attempt":1,"node":"a1","step":"batch","state":"ended","ranks":[{"rank":0,"exit":{"code":0,"signal":null}}]})").status == 204);
+    CHECK(Fixture::body(f.call("GET", "/v1/runs/b1", "admin-t")).at("state").as_string() == "SUCCEEDED");
+    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", R"({"run":"b2","attempt":1,"node":"a1","step":"batch","state":"ended","ranks":[{"rank":0,"exit":{"code":null,"signal":9}}]})").status == 204);
+    auto ev = Fixture::body(f.call("GET", "/v1/runs/b2/events", "admin-t")).at("events").as_array();
+    REQUIRE(ev.size() == 2);
+    CHECK(ev[1].at("kind").as_string() == "FAILED");
+    CHECK(ev[1].at("cause").as_string() == "batch script killed by signal 9 on a1");
+}
