@@ -67,7 +67,7 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
     if (!root.is_object()) return "config: expected a JSON object";
     Ctx c;
     const auto &o = root.as_object();
-    if (!only_keys(c, "", o, {"listen", "plain_http", "tls", "database", "cluster", "threads", "limits", "detector", "tokens"}))
+    if (!only_keys(c, "", o, {"listen", "plain_http", "tls", "database", "cluster", "threads", "limits", "detector", "tokens", "clusters"}))
         return c.err;
     long long n = 0;
     if (auto *v = o.if_contains("listen")) {
@@ -129,6 +129,20 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
         if (auto *x = d.if_contains("misses")) { if (!get_int(c, "detector.misses", *x, 1, 100, n)) return c.err; cfg.detector_misses = int(n); }
         if (auto *x = d.if_contains("stall_seconds")) { if (!get_int(c, "detector.stall_seconds", *x, 1, 86400 * 7, n)) return c.err; cfg.stall_seconds = int(n); }
         if (auto *x = d.if_contains("summary_seconds")) { if (!get_int(c, "detector.summary_seconds", *x, 1, 3600, n)) return c.err; cfg.summary_seconds = int(n); }
+    }
+    if (auto *v = o.if_contains("clusters")) {
+        if (!v->is_object()) return "clusters: expected an object of NAME: {slurm_conf}";
+        for (const auto &kv : v->as_object()) {
+            std::string path = "clusters." + std::string(kv.key());
+            if (!kv.value().is_object()) return path + ": expected {\"slurm_conf\": PATH}";
+            const auto &co = kv.value().as_object();
+            if (!only_keys(c, path, co, {"slurm_conf"})) return c.err;
+            if (!co.contains("slurm_conf")) return path + ": needs slurm_conf";
+            std::string conf;
+            if (!get_str(c, path + ".slurm_conf", co.at("slurm_conf"), conf)) return c.err;
+            if (conf[0] != '/') return path + ".slurm_conf: expected an absolute path";
+            cfg.clusters[std::string(kv.key())] = conf;
+        }
     }
     if (auto *v = o.if_contains("tokens")) {
         if (!v->is_array()) return "tokens: expected an array";

@@ -1,6 +1,7 @@
 // shardnet-broker's configuration: one JSON file, validated whole. Unknown
 // keys are errors, so a typo never silently falls back to a default.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct BrokerConfig {
     int stall_seconds = 600;
     int summary_seconds = 10;          // soft state to the store every N s
     std::vector<TokenEntry> tokens;
+    // Local clusters: name -> SLURM_CONF, to confirm failures with Slurm.
+    std::map<std::string, std::string> clusters;
 };
 
 // "" and cfg filled, or an error naming the field ("limits.body_bytes: ...").

@@ -8,6 +8,7 @@
 #include <openssl/rand.h>
 
 #include "parse_util.hpp"
+#include "slurm_view.hpp"
 
 namespace shardnet::broker {
 
@@ -104,7 +105,10 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store)
     for (auto &r : store_->load_runs()) runs_[r.id] = RunInfo{r.owner, r.state, r.attempt, r.world_size};
 }
 
-Service::~Service() { store_thread_.join(); }
+Service::~Service() {
+    slurm_thread_.join();
+    store_thread_.join();
+}
 
 void Service::count(Counter c) {
     static std::atomic<int> next{0};
@@ -213,11 +217,11 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     json::value v = json::parse(req.body, ec, &mr);
     if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
     Fields f{v.as_object(), {}, {}};
-    std::string run, node, jobstep, state = "running";
-    long long attempt = 0, interval = 10;
+    std::string run, node, jobstep, cluster, state = "running";
+    long long attempt = 0, interval = 10, job = 0;
     if (!f.str("run", run) || !f.integer("attempt", 1, 1000000, attempt) || !f.str("node", node) ||
         !f.integer("interval", 1, 86400, interval, false) || !f.str("state", state, false) ||
-        !f.str("step", jobstep, false))
+        !f.str("step", jobstep, false) || !f.str("cluster", cluster, false) || !f.integer("job", 0, 1LL << 40, job, false))
         return reply(bad_field(f));
     if (!is_safe_name(run)) return reply(error_response(400, "bad_field", "run: not a valid run id", "run"));
     if (node.empty() || node.size() > 256 || has_control_chars(node)) return reply(error_response(400, "bad_field", "node: not a node name", "node"));
@@ -260,7 +264,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     // One worker per node and Slurm step: a batch script and the srun step
     // it started on the same node are two workers.
     const std::string worker = jobstep.empty() ? node : node + "/" + jobstep;
-    workers_.beat(run, worker, attempt, int(interval), int(ranks_v->as_array().size()), top, state == "ended", now);
+    workers_.beat(run, worker, attempt, int(interval), int(ranks_v->as_array().size()), top, state == "ended", now, cluster, job);
     // The batch script's end is the job's end: the run ends with its status.
     std::string final_state, final_cause;
     if (state == "ended" && jobstep == "batch") {
@@ -495,24 +499,75 @@ void Service::put_node(const ApiRequest &req, const Reply &reply, double now) {
 
 void Service::tick(double now) {
     for (auto &fault : workers_.expire(now)) {
-        count(c_faults);
         {
-            std::unique_lock lock(runs_mu_);
+            std::shared_lock lock(runs_mu_);
             auto it = runs_.find(fault.run);
-            if (it == runs_.end() || it->second.attempt != fault.attempt || it->second.state == "CANCELLED") continue;
-            it->second.state = "DEGRADED";
-            runs_generation_.fetch_add(1, std::memory_order_release);
+            if (it == runs_.end() || it->second.attempt != fault.attempt || it->second.state == "CANCELLED" ||
+                it->second.state == "SUCCEEDED" || it->second.state == "FAILED")
+                continue;
         }
-        json::object ev{{"node", fault.node}, {"attempt", fault.attempt}, {"last_seen", fault.state.last_seen},
-                        {"interval", fault.state.interval}, {"silent_for", now - fault.state.last_seen}};
-        if (fault.state.step >= 0) ev["last_step"] = fault.state.step;
-        on_store([this, fault, ev = json::serialize(ev), now] {
-            store_->transaction([&] {
-                store_->update_run(fault.run, "DEGRADED", fault.attempt, now);
-                event(fault.run, "FAULT", "worker " + fault.node + " " + fault.cause, ev, now);
-            });
-        });
+        confirm(std::move(fault), now);
     }
+}
+
+void Service::confirm(Fault fault, double now) {
+    auto conf = cfg_.clusters.find(fault.state.cluster);
+    if (conf == cfg_.clusters.end() || fault.state.job <= 0) {
+        // No Slurm to ask for this cluster: the broker's own evidence only.
+        return raise_fault(fault, fault.cause, json::object{{"confirmed", false}}, now);
+    }
+    boost::asio::post(slurm_thread_, [this, fault = std::move(fault), slurm_conf = conf->second, now] {
+        const std::string node = fault.node.substr(0, fault.node.find('/'));
+        SlurmView v = ask_slurm(slurm_conf, fault.state.job, node);
+        json::object ev{{"confirmed", true}, {"slurm_job_state", v.job_state}, {"slurm_node_state", v.node_state},
+                        {"slurmd_answers", v.slurmd_answers}};
+        if (!v.controller_ok) {
+            ev["slurmctld"] = v.error;
+            return raise_fault(fault, fault.cause + "; cluster " + fault.state.cluster + " unreachable", ev, wall_now());
+        }
+        if (!job_state_running(v.job_state)) {
+            if (v.job_state == "NODE_FAIL" || v.job_state == "FAILED" || v.job_state == "TIMEOUT" || v.job_state == "OUT_OF_MEMORY")
+                return raise_fault(fault, fault.cause + "; Slurm job " + std::to_string(fault.state.job) + " " + v.job_state, ev, wall_now());
+            workers_.retire(fault.run, fault.node);  // the job ended; its last report was lost
+            return;
+        }
+        if (node_state_bad(v.node_state) || !v.slurmd_answers)
+            return raise_fault(fault, fault.cause + "; node " + node + (v.slurmd_answers ? " " + v.node_state : " slurmd unreachable"),
+                               ev, wall_now());
+        if (fault.cause == "progress stalled")  // node and job are fine: the trainer hangs
+            return raise_fault(fault, fault.cause + "; node " + node + " and job healthy in Slurm", ev, wall_now());
+        if (!fault.state.suspected) {
+            // Silent, but Slurm and slurmd say the node is fine: a network or
+            // broker hiccup until the silence lasts another full deadline.
+            workers_.suspect(fault.run, fault.node, wall_now() + double(fault.state.interval) * cfg_.detector_misses);
+            return;
+        }
+        raise_fault(fault, fault.cause + " for two deadlines although slurmd on " + node + " answers", ev, wall_now());
+    });
+}
+
+void Service::raise_fault(const Fault &fault, const std::string &cause, json::object evidence, double now) {
+    count(c_faults);
+    {
+        std::unique_lock lock(runs_mu_);
+        auto it = runs_.find(fault.run);
+        if (it == runs_.end() || it->second.attempt != fault.attempt || it->second.state == "CANCELLED") return;
+        it->second.state = "DEGRADED";
+        runs_generation_.fetch_add(1, std::memory_order_release);
+    }
+    evidence["node"] = fault.node;
+    evidence["attempt"] = fault.attempt;
+    evidence["last_seen"] = fault.state.last_seen;
+    evidence["interval"] = fault.state.interval;
+    evidence["silent_for"] = now - fault.state.last_seen;
+    if (fault.state.step >= 0) evidence["last_step"] = fault.state.step;
+    if (fault.state.job > 0) evidence["job"] = fault.state.job;
+    on_store([this, fault, cause, ev = json::serialize(evidence), now] {
+        store_->transaction([&] {
+            store_->update_run(fault.run, "DEGRADED", fault.attempt, now);
+            event(fault.run, "FAULT", "worker " + fault.node + " " + cause, ev, now);
+        });
+    });
 }
 
 void Service::summarise() {

@@ -5,6 +5,7 @@
 #pragma once
 #include <atomic>
 #include <boost/asio/thread_pool.hpp>
+#include <boost/json/object.hpp>
 #include <functional>
 #include <memory>
 #include <shared_mutex>
@@ -69,6 +70,9 @@ private:
     void put_node(const ApiRequest &req, const Reply &reply, double now);
 
     bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const;
+    // Asks Slurm (on its own thread) before a suspected failure becomes FAULT.
+    void confirm(Fault fault, double now);
+    void raise_fault(const Fault &fault, const std::string &cause, boost::json::object evidence, double now);
     void on_store(std::function<void()> job);
     void event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,
                double now);
@@ -76,6 +80,7 @@ private:
     BrokerConfig cfg_;
     std::unique_ptr<Store> store_;
     boost::asio::thread_pool store_thread_{1};
+    boost::asio::thread_pool slurm_thread_{1};
     // Replaced whole on reload; retired ones are kept (reloads are rare and
     // connections may hold pointers into them).
     std::atomic<Auth *> auth_{nullptr};

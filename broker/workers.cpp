@@ -7,11 +7,35 @@ namespace shardnet::broker {
 double WorkerTable::deadline(const WorkerState &w) const {
     double hb = w.last_seen + double(w.interval) * misses_;
     double stall = (w.step >= 0 ? w.progress_time : w.last_seen) + stall_;
-    return std::min(hb, stall);
+    return std::max(std::min(hb, stall), w.hold_until);
+}
+
+void WorkerTable::suspect(const std::string &run, const std::string &node, double until) {
+    std::string key = run + '\n' + node;
+    {
+        Shard &s = shard(key);
+        std::lock_guard<std::mutex> lock(s.mu);
+        auto it = s.map.find(key);
+        if (it == s.map.end() || it->second.slot != 0) return;
+        it->second.faulted = false;
+        it->second.suspected = true;
+        it->second.hold_until = until;
+        it->second.slot = static_cast<long long>(std::ceil(until));
+    }
+    std::lock_guard<std::mutex> lock(wheel_mu_);
+    wheel_[static_cast<long long>(std::ceil(until))].push_back(std::move(key));
+}
+
+void WorkerTable::retire(const std::string &run, const std::string &node) {
+    std::string key = run + '\n' + node;
+    Shard &s = shard(key);
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.map.find(key);
+    if (it != s.map.end()) it->second.ended = true;
 }
 
 void WorkerTable::beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
-                       std::optional<long long> step, bool ended, double now) {
+                       std::optional<long long> step, bool ended, double now, const std::string &cluster, long long job) {
     std::string key = run + '\n' + node;
     long long file_at = 0;
     {
@@ -24,6 +48,10 @@ void WorkerTable::beat(const std::string &run, const std::string &node, long lon
         w.last_seen = now;
         if (step && *step > w.step) { w.step = *step; w.progress_time = now; }
         w.ended = ended;
+        w.suspected = false;
+        w.hold_until = 0;
+        if (w.cluster != cluster) w.cluster = cluster;
+        w.job = job;
         // A worker sits in the wheel once, under its deadline when it was
         // filed. Heartbeats only move the deadline; when the old slot comes
         // due, expire() files the worker again under the new one. So a

@@ -25,6 +25,10 @@ struct WorkerState {
     bool ended = false;
     bool faulted = false;
     long long slot = 0;         // wheel second this worker is filed under; 0: not filed
+    long long job = 0;          // Slurm job id, to ask Slurm before FAULT
+    std::string cluster;
+    double hold_until = 0;      // suspected: checked again at this time
+    bool suspected = false;
 };
 
 struct Fault {
@@ -40,7 +44,11 @@ public:
 
     // A heartbeat arrived. step: highest rank step or nullopt.
     void beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
-              std::optional<long long> step, bool ended, double now);
+              std::optional<long long> step, bool ended, double now, const std::string &cluster = "", long long job = 0);
+    // Slurm says the node is fine: look again at `until` before faulting.
+    void suspect(const std::string &run, const std::string &node, double until);
+    // Slurm says the job is over: the worker is done, not failed.
+    void retire(const std::string &run, const std::string &node);
     // Workers whose deadline passed by now; each is reported once.
     std::vector<Fault> expire(double now);
     // Forget a run's workers of attempts before `attempt` (fenced).

@@ -61,8 +61,10 @@ start_broker() {
     [ -f "$WORK/agent.token" ] && agent_token=$(cat "$WORK/agent.token")
     echo "$agent_token" > "$WORK/agent.token"; chmod 600 "$WORK/agent.token"
     AGENT_TOKEN_FILE=$WORK/agent.token
+    local clusters="" c
+    for c in $(cat "$SCRATCH/clusters"); do clusters="$clusters${clusters:+, }\"$c\": {\"slurm_conf\": \"$SCRATCH/$c/slurm.conf\"}"; done
     cat > "$WORK/broker.json" <<CONF
-{"listen": "127.0.0.1:$BROKER_PORT", "plain_http": true, "database": "$WORK/broker.db",
+{"listen": "127.0.0.1:$BROKER_PORT", "plain_http": true, "database": "$WORK/broker.db", "clusters": {$clusters},
  "detector": {"misses": 3, "stall_seconds": $stall, "summary_seconds": 1},
  "tokens": [{"name": "agents", "scope": "worker", "sha256": "$(printf %s "$agent_token" | sha256sum | cut -d' ' -f1)"},
             {"name": "ops", "scope": "admin", "sha256": "$(printf %s "$ADMIN_TOKEN" | sha256sum | cut -d' ' -f1)"}]}

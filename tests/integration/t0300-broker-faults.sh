@@ -38,6 +38,9 @@ wait_for 15 'any(e["kind"] == "FAULT" and "'$victim'" in e["cause"] for e in v["
     || fail "no FAULT for $victim: $(broker_get /v1/runs/bk-kill/events)"
 dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
 ok "kill -9 of $victim: FAULT after ${dt}s (deadline 3 x 1 s): $(broker_get /v1/runs/bk-kill/events | grep -o '"cause":"worker [^"]*"' | head -1)"
+broker_get /v1/runs/bk-kill/events | grep -q '"confirmed":true,[^}]*"slurmd_answers":false' \
+    || fail "the FAULT was not confirmed with Slurm: $(broker_get /v1/runs/bk-kill/events)"
+ok "FAULT confirmed with Slurm (slurmd of $victim unreachable)"
 [ "$(broker_get /v1/runs/bk-kill | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')" = DEGRADED ] \
     || fail "run not DEGRADED"
 slurm beta scancel "$j"
@@ -49,6 +52,21 @@ j=$(as_user beta sbatch --parsable -N1 -o "$WORK/c.out" --shardnet=bk-hang --sha
 wait_for 25 'any(e["kind"] == "FAULT" and "progress stalled" in e["cause"] for e in v["events"])' /v1/runs/bk-hang/events \
     || fail "no hang FAULT: $(broker_get /v1/runs/bk-hang/events)"
 ok "hang: $(broker_get /v1/runs/bk-hang/events | grep -o '"cause":"worker [^"]*stalled"' | head -1)"
+slurm beta scancel "$j"
+
+# (e) an agent that goes silent while its node is healthy (a network hiccup
+# as the broker sees it): no FAULT at the first deadline, FAULT only when the
+# silence lasts a second one.
+j=$(as_user beta sbatch --parsable -N1 -o "$WORK/e.out" --shardnet=bk-quiet --shardnet-heartbeat=1 --wrap "srun $WORK/train.sh 40")
+wait_for 20 'any(w["node"].endswith("/0") for w in v["workers"])' /v1/runs/bk-quiet || fail "bk-quiet never ran"
+pkill -STOP -u "$TEST_USER" -f shardnet-agent
+sleep 5  # past the first deadline (3 s) plus Slurm's answer
+broker_get /v1/runs/bk-quiet/events | grep -q '"FAULT"' && fail "FAULT at the first deadline though slurmd answers"
+ok "silent agent, healthy node: suspected, no FAULT at the first deadline"
+wait_for 10 'any(e["kind"] == "FAULT" and "although slurmd" in e["cause"] for e in v["events"])' /v1/runs/bk-quiet/events \
+    || fail "no FAULT after two deadlines: $(broker_get /v1/runs/bk-quiet/events)"
+ok "still silent a deadline later: $(broker_get /v1/runs/bk-quiet/events | grep -o '"cause":"worker [^"]*"' | head -1)"
+pkill -CONT -u "$TEST_USER" -f shardnet-agent
 slurm beta scancel "$j"
 
 # (d) a healthy job while the broker is down for 30 s: no FAULT.

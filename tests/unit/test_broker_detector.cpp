@@ -47,3 +47,38 @@ TEST_CASE("a heartbeat never refiles; a due slot refiles live workers once") {
     CHECK(t.expire(156).size() == 5000);
     CHECK(t.size() == 10000);
 }
+
+#include "slurm_view.hpp"
+
+TEST_CASE("reading Slurm's own answers") {
+    const std::string job = "JobId=12 JobName=wrap UserId=u(1) JobState=RUNNING Reason=None NodeList=beta[1-2]";
+    CHECK(scontrol_field(job, "JobState") == "RUNNING");
+    CHECK(scontrol_field(job, "NodeList") == "beta[1-2]");
+    CHECK(scontrol_field(job, "State") == "");  // not a suffix match of JobState
+    CHECK(scontrol_field("NodeName=b1 State=IDLE+NOT_RESPONDING Port=6818", "Port") == "6818");
+    CHECK(node_state_bad("DOWN*"));
+    CHECK(node_state_bad("ALLOCATED+NOT_RESPONDING"));
+    CHECK(node_state_bad("MIXED+DRAIN"));
+    CHECK_FALSE(node_state_bad("ALLOCATED"));
+    CHECK(job_state_running("RUNNING"));
+    CHECK_FALSE(job_state_running("COMPLETED"));
+}
+
+TEST_CASE("a suspected worker is looked at again later, and a heartbeat clears it") {
+    WorkerTable t(3, 1000);
+    t.beat("r", "n1", 1, 1, 1, 5, false, 100.0, "beta", 7);
+    auto f = t.expire(104);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].state.job == 7);
+    CHECK(f[0].state.cluster == "beta");
+    t.suspect("r", "n1", 107);
+    CHECK(t.expire(106).empty());
+    f = t.expire(108);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].state.suspected);
+    t.beat("r", "n2", 1, 1, 1, 5, false, 200.0);
+    t.expire(204);
+    t.suspect("r", "n2", 207);
+    t.beat("r", "n2", 1, 1, 1, 6, false, 205.0);  // it speaks again
+    CHECK(t.expire(207.5).empty());
+}

@@ -1,0 +1,29 @@
+// What Slurm itself says about a job and a node, asked with Slurm's own
+// commands under a cluster's SLURM_CONF (no shell), plus whether the node's
+// slurmd still takes a TCP connection. Used to confirm a suspected failure
+// before FAULT is declared: a broker or network hiccup is not a failure.
+#pragma once
+#include <string>
+
+namespace shardnet::broker {
+
+struct SlurmView {
+    bool controller_ok = false;   // scontrol reached slurmctld
+    std::string error;            // why not, when not
+    std::string job_state;        // RUNNING, COMPLETED, ... or "GONE" (purged)
+    std::string node_state;       // IDLE, ALLOCATED, DOWN*, MIXED+NOT_RESPONDING...
+    std::string node_addr;
+    int node_port = 0;
+    bool slurmd_answers = false;  // a TCP connect to NodeAddr:Port succeeded
+};
+
+SlurmView ask_slurm(const std::string &slurm_conf, long long job, const std::string &node, int connect_timeout_ms = 1000);
+
+// Key=Value of a `scontrol -o show` line; "" when absent.
+std::string scontrol_field(const std::string &line, const std::string &key);
+
+// True when Slurm's node state says the node is not usable.
+bool node_state_bad(const std::string &state);
+bool job_state_running(const std::string &state);
+
+}  // namespace shardnet::broker
