@@ -6,6 +6,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <deque>
 #include <optional>
 #include <thread>
 
@@ -72,6 +73,9 @@ private:
         const bool keep = req.keep_alive();
         const unsigned version = req.version();
         beast::get_lowest_layer(stream_).expires_never();
+        if (ar.method == "GET" && ar.target.find("/events?") != std::string::npos &&
+            (ar.target.find("follow=1") != std::string::npos || ar.target.find("follow=true") != std::string::npos))
+            return start_stream(std::move(ar), version);
         in_handle_ = true;
         handler_thread_ = std::this_thread::get_id();
         srv_.service.handle(std::move(ar), [self = this->shared_from_this(), keep, version](ApiResponse r) {
@@ -120,6 +124,40 @@ private:
         });
     }
 
+    // Server-Sent Events: the response stays open; the service pushes events.
+    void start_stream(ApiRequest ar, unsigned version) {
+        auto sink = std::make_shared<EventSink>();
+        std::weak_ptr<Session> weak = this->shared_from_this();
+        sink->push = [weak](std::string msg) {
+            if (auto self = weak.lock())
+                asio::post(self->stream_.get_executor(), [self, msg = std::move(msg)]() mutable { self->stream_write(std::move(msg)); });
+        };
+        if (auto err = srv_.service.follow_events(ar, sink)) return send(std::move(*err), false, version);
+        --srv_.busy_sessions;  // a stream never holds up a drain
+        sink_ = sink;
+        stream_write("HTTP/1.1 200 OK\r\nServer: shardnet-broker\r\nContent-Type: text/event-stream\r\n"
+                     "Cache-Control: no-cache\r\nConnection: close\r\n\r\n");
+        // Reading on tells us when the client goes away.
+        stream_.async_read_some(asio::buffer(scrap_), [self = this->shared_from_this()](beast::error_code, std::size_t) {
+            self->sink_->open = false;
+            self->close();
+        });
+    }
+
+    void stream_write(std::string msg) {
+        if (!sink_ || !sink_->open) return;
+        queue_.push_back(std::move(msg));
+        if (queue_.size() == 1) write_next();
+    }
+
+    void write_next() {
+        asio::async_write(stream_, asio::buffer(queue_.front()), [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+            self->queue_.pop_front();
+            if (ec) { self->sink_->open = false; return self->close(); }
+            if (!self->queue_.empty()) self->write_next();
+        });
+    }
+
     void close() {
         beast::error_code ec;
         beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_send, ec);
@@ -130,6 +168,9 @@ private:
     beast::flat_buffer buffer_;
     std::optional<http::request_parser<http::string_body>> parser_;
     std::string out_;
+    std::shared_ptr<EventSink> sink_;
+    std::deque<std::string> queue_;
+    char scrap_[512];
     ConnCache conn_cache_;
     bool in_handle_ = false;
     std::thread::id handler_thread_;

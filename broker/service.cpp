@@ -139,7 +139,71 @@ void Service::reload(const BrokerConfig &cfg) {
 void Service::event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,
                     double now) {
     count(c_events);
-    store_->insert_event(EventRow{0, run, now, kind, cause, evidence});
+    EventRow e{0, run, now, kind, cause, evidence};
+    e.id = store_->insert_event(e);
+    pending_events_.push_back(std::move(e));
+}
+
+namespace {
+std::string sse_message(const EventRow &e) {
+    json::error_code ec;
+    json::value ev = json::parse(e.evidence, ec);
+    std::string data = json::serialize(json::object{{"id", e.id}, {"run", e.run}, {"time", e.time}, {"kind", e.kind},
+                                                    {"cause", e.cause}, {"evidence", ec ? json::value(e.evidence) : ev}});
+    return "id: " + std::to_string(e.id) + "\nevent: " + e.kind + "\ndata: " + data + "\n\n";
+}
+}  // namespace
+
+void Service::transact(const std::function<void()> &fn) {
+    pending_events_.clear();
+    try {
+        store_->transaction(fn);
+    } catch (...) {
+        pending_events_.clear();
+        throw;
+    }
+    if (pending_events_.empty()) return;
+    std::lock_guard<std::mutex> lock(sinks_mu_);
+    for (const auto &e : pending_events_) {
+        auto [b, end] = sinks_.equal_range(e.run);
+        for (auto it = b; it != end;) {
+            auto sink = it->second.lock();
+            if (!sink || !sink->open) { it = sinks_.erase(it); continue; }
+            sink->push(sse_message(e));
+            ++it;
+        }
+    }
+    pending_events_.clear();
+}
+
+std::optional<ApiResponse> Service::follow_events(const ApiRequest &req, std::shared_ptr<EventSink> sink) {
+    count(c_requests);
+    const TokenEntry *who = nullptr;
+    switch (auth_.load(std::memory_order_acquire)->check(req.bearer, who, wall_now(), req.conn_cache)) {
+    case Auth::Verdict::ok: break;
+    case Auth::Verdict::rate_limited: return error_response(429, "rate_limited", "too many requests for this token");
+    default: return error_response(401, "bad_token", "a known bearer token is required");
+    }
+    std::string path = req.target, query;
+    if (auto q = path.find('?'); q != std::string::npos) { query = path.substr(q + 1); path.resize(q); }
+    auto parts = split_path(path);
+    if (parts.size() != 4 || parts[0] != "v1" || parts[1] != "runs" || parts[3] != "events")
+        return error_response(404, "no_route", "GET " + path + " cannot be followed");
+    const std::string id = parts[2];
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end() || !may_see(*who, id, &it->second)) return error_response(404, "no_run", "no run " + id);
+    }
+    const long long after = query_int(query, "after", 0);
+    // Backlog and registration in one store-thread job: events are only
+    // written there, so the stream has no gap and no repeat.
+    on_store([this, id, after, sink] {
+        for (const auto &e : store_->list_events(id, after, 1000000)) sink->push(sse_message(e));
+        std::lock_guard<std::mutex> lock(sinks_mu_);
+        sinks_.emplace(id, sink);
+    });
+    return std::nullopt;
 }
 
 bool Service::may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const {
@@ -287,7 +351,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     // A run first seen, or a new attempt, is a durable record: ack after it is written.
     on_store([this, run, attempt, create, new_attempt, final_state, final_cause, now, reply] {
         try {
-            store_->transaction([&] {
+            transact([&] {
                 if (create) {
                     store_->insert_run(RunRow{run, "", "RUNNING", "{}", attempt, 0, now, now});
                     event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
@@ -329,7 +393,7 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
     }
     on_store([this, id, owner = who.name, manifest_text, world, now, reply] {
         try {
-            store_->transaction([&] {
+            transact([&] {
                 store_->insert_run(RunRow{id, owner, "PENDING", manifest_text, 1, world, now, now});
                 event(id, "PENDING", "run created by " + owner, manifest_text, now);
             });
@@ -381,7 +445,7 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
         attempt = it->second.attempt;
     }
     on_store([this, id, attempt, now, reply, by = who.name] {
-        store_->transaction([&] {
+        transact([&] {
             store_->update_run(id, "CANCELLED", attempt, now);
             event(id, "CANCELLED", "cancelled by " + by, "{}", now);
         });
@@ -445,7 +509,7 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
         try {
             bool sealed = false;
             long long count = 0;
-            store_->transaction([&] {
+            transact([&] {
                 if (store_->checkpoint_sealed(id, name)) { sealed = true; count = world; return; }
                 count = store_->insert_commit(id, attempt, name, rank, files_text, now);
                 if (count >= world) {
@@ -563,7 +627,7 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
     if (fault.state.step >= 0) evidence["last_step"] = fault.state.step;
     if (fault.state.job > 0) evidence["job"] = fault.state.job;
     on_store([this, fault, cause, ev = json::serialize(evidence), now] {
-        store_->transaction([&] {
+        transact([&] {
             store_->update_run(fault.run, "DEGRADED", fault.attempt, now);
             event(fault.run, "FAULT", "worker " + fault.node + " " + cause, ev, now);
         });
@@ -574,7 +638,7 @@ void Service::summarise() {
     std::vector<std::tuple<std::string, std::string, WorkerState>> rows;
     workers_.for_each([&](const std::string &run, const std::string &node, const WorkerState &w) { rows.emplace_back(run, node, w); });
     on_store([this, rows = std::move(rows)] {
-        store_->transaction([&] {
+        transact([&] {
             for (const auto &[run, node, w] : rows)
                 store_->upsert_worker(run, w.attempt, node, std::to_string(w.ranks), w.last_seen, w.step);
         });

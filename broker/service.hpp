@@ -8,6 +8,8 @@
 #include <boost/json/object.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -35,12 +37,21 @@ struct ApiResponse {
 
 using Reply = std::function<void(ApiResponse)>;
 
+// A live event stream (Server-Sent Events): the HTTP layer's end of it.
+struct EventSink {
+    std::function<void(std::string)> push;   // one SSE message; must not block
+    std::atomic<bool> open{true};
+};
+
 class Service {
 public:
     Service(const BrokerConfig &cfg, std::unique_ptr<Store> store);
     ~Service();
 
     void handle(ApiRequest req, const Reply &reply);
+    // GET /v1/runs/{id}/events?follow=1: an error to send instead, or none,
+    // and then the run's events after `after` and every new one go to sink.
+    std::optional<ApiResponse> follow_events(const ApiRequest &req, std::shared_ptr<EventSink> sink);
     // Detector: FAULT events for workers past their deadline. Called often.
     void tick(double now);
     // Soft state to the store (summaries), every summary_seconds.
@@ -76,6 +87,11 @@ private:
     void on_store(std::function<void()> job);
     void event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,
                double now);
+    // A store transaction whose events reach the live streams once committed.
+    void transact(const std::function<void()> &fn);
+    std::vector<EventRow> pending_events_;   // store thread only
+    std::mutex sinks_mu_;
+    std::unordered_multimap<std::string, std::weak_ptr<EventSink>> sinks_;
 
     BrokerConfig cfg_;
     std::unique_ptr<Store> store_;

@@ -91,6 +91,19 @@ status, body = call("get", "/v1/secrets")
 assert status == 404 and "no_route" in body
 PY
 
+# Live events (SSE): the backlog, then each new event as it is committed.
+curl -s -N -H "Authorization: Bearer admin-t" "http://127.0.0.1:$P/v1/runs/r1/events?follow=1" > "$T/sse" &
+SSE=$!
+sleep 0.5
+req POST /v1/runs/r1/checkpoints/ck-sse/commit worker-t '{"attempt":2,"rank":0,"world_size":1,"files":[{"path":"s","sha256":"00","bytes":1}]}' >/dev/null
+sleep 0.5
+kill $SSE 2>/dev/null; wait $SSE 2>/dev/null
+grep -q '^event: RUNNING' "$T/sse" && grep -q '^event: ATTEMPT' "$T/sse" && grep -q '^event: SEALED' "$T/sse" \
+    && grep -q '^data: {"id":[0-9]*,"run":"r1"' "$T/sse" && ok "SSE: backlog and a live SEALED event" || fail "SSE stream: $(cat "$T/sse")"
+expect "following an unknown run" 404 no_run -- GET "/v1/runs/nope/events?follow=1" admin-t
+expect "following without a token" 401 bad_token -- GET "/v1/runs/r1/events?follow=1" ""
+expect "serving after the stream closed" 200 '"ok":true' -- GET /v1/health ""
+
 # SIGHUP: a bad config is refused and the old one keeps working; a good one takes.
 cp "$T/broker.json" "$T/good.json"
 echo '{"listen": 5}' > "$T/broker.json"
