@@ -295,9 +295,11 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     auto *ranks_v = v.as_object().if_contains("ranks");
     if (!ranks_v || !ranks_v->is_array()) return reply(error_response(400, "bad_field", "ranks: expected an array", "ranks"));
     std::optional<long long> top;
+    bool checkpointing = false;
     for (const auto &r : ranks_v->as_array()) {
         if (!r.is_object()) return reply(error_response(400, "bad_field", "ranks: expected objects", "ranks"));
         if (auto *s = r.as_object().if_contains("step"); s && s->is_int64() && (!top || s->as_int64() > *top)) top = s->as_int64();
+        if (auto *c = r.as_object().if_contains("checkpointing"); c && c->is_bool() && c->as_bool()) checkpointing = true;
     }
     count(c_heartbeats);
 
@@ -328,7 +330,8 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     // One worker per node and Slurm step: a batch script and the srun step
     // it started on the same node are two workers.
     const std::string worker = jobstep.empty() ? node : node + "/" + jobstep;
-    workers_.beat(run, worker, attempt, int(interval), int(ranks_v->as_array().size()), top, state == "ended", now, cluster, job);
+    workers_.beat(run, worker, attempt, int(interval), int(ranks_v->as_array().size()), top, state == "ended", now, cluster, job,
+                  checkpointing);
     // The batch script's end is the job's end: the run ends with its status.
     std::string final_state, final_cause;
     if (state == "ended" && jobstep == "batch") {

@@ -35,7 +35,8 @@ void WorkerTable::retire(const std::string &run, const std::string &node) {
 }
 
 void WorkerTable::beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
-                       std::optional<long long> step, bool ended, double now, const std::string &cluster, long long job) {
+                       std::optional<long long> step, bool ended, double now, const std::string &cluster, long long job,
+                       bool checkpointing) {
     std::string key = run + '\n' + node;
     long long file_at = 0;
     {
@@ -47,6 +48,7 @@ void WorkerTable::beat(const std::string &run, const std::string &node, long lon
         w.ranks = ranks;
         w.last_seen = now;
         if (step && *step > w.step) { w.step = *step; w.progress_time = now; }
+        if (checkpointing) w.progress_time = now;  // writing a checkpoint is progress, not a hang
         w.ended = ended;
         w.suspected = false;
         w.hold_until = 0;

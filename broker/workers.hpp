@@ -44,7 +44,8 @@ public:
 
     // A heartbeat arrived. step: highest rank step or nullopt.
     void beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
-              std::optional<long long> step, bool ended, double now, const std::string &cluster = "", long long job = 0);
+              std::optional<long long> step, bool ended, double now, const std::string &cluster = "", long long job = 0,
+              bool checkpointing = false);
     // Slurm says the node is fine: look again at `until` before faulting.
     void suspect(const std::string &run, const std::string &node, double until);
     // Slurm says the job is over: the worker is done, not failed.

@@ -129,8 +129,9 @@ private:
     void heartbeat(const char *state, int timeout_ms) {
         for (auto &r : ranks_) {
             double mt = 0;
-            auto step = read_progress(cfg_.progress_dir + "/rank-" + std::to_string(r.rank), &mt);
-            if (step) { r.step = step; r.progress_time = mt; }
+            bool ckpt = false;
+            auto step = read_progress(cfg_.progress_dir + "/rank-" + std::to_string(r.rank), &mt, &ckpt);
+            if (step) { r.step = step; r.progress_time = mt; r.checkpointing = ckpt; }
         }
         HttpRequest req;
         req.url = cfg_.url + "/v1/heartbeats";

@@ -10,7 +10,7 @@
 
 namespace shardnet {
 
-std::optional<long long> read_progress(const std::string &path, double *mtime) {
+std::optional<long long> read_progress(const std::string &path, double *mtime, bool *checkpointing) {
     int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return std::nullopt;
     struct stat st;
@@ -22,8 +22,10 @@ std::optional<long long> read_progress(const std::string &path, double *mtime) {
     std::string_view s(buf, size_t(n));
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
     auto end = s.find_first_of(" \t\r\n");
+    std::string_view rest = end == std::string_view::npos ? std::string_view() : s.substr(end);
     if (end != std::string_view::npos) s = s.substr(0, end);
     auto v = parse_int(s, 0, 1LL << 62);
+    if (checkpointing) *checkpointing = v && rest.find("checkpointing") != std::string_view::npos;
     if (v && mtime) *mtime = double(st.st_mtim.tv_sec) + double(st.st_mtim.tv_nsec) / 1e9;
     return v;
 }
@@ -36,6 +38,7 @@ std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &r
         o["rank"] = r.rank;
         o["local_rank"] = r.local_rank;
         if (r.pid > 0) o["pid"] = r.pid; else o["pid"] = nullptr;
+        o["checkpointing"] = r.checkpointing;
         if (r.step) {
             o["step"] = *r.step;
             o["progress_age"] = now - r.progress_time;

@@ -17,11 +17,13 @@ struct RankState {
     std::optional<int> wait_status;     // set once the task ended
     std::optional<long long> step;      // last step the trainer wrote
     double progress_time = 0;           // when it wrote it (mtime)
+    bool checkpointing = false;         // the trainer says it is writing a checkpoint
 };
 
-// The trainer's step from a progress file: the first whitespace-separated
-// token, a non-negative integer. Never follows a symlink, reads 64 bytes.
-std::optional<long long> read_progress(const std::string &path, double *mtime);
+// The trainer's step from a progress file: "STEP" or "STEP checkpointing"
+// (while it writes a checkpoint, so that slow writes are not a hang). Never
+// follows a symlink, reads 64 bytes.
+std::optional<long long> read_progress(const std::string &path, double *mtime, bool *checkpointing = nullptr);
 
 // state: "running" or "ended". seq counts heartbeats of this agent.
 std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &ranks, const char *state,

@@ -26,6 +26,12 @@ TEST_CASE("a worker whose step stops advancing faults as stalled") {
     CHECK(f[0].cause == "progress stalled");
 }
 
+TEST_CASE("writing a checkpoint pauses the stall deadline") {
+    WorkerTable t(3, 10);
+    for (int s = 0; s < 30; ++s) t.beat("r", "n1", 1, 1, 1, 7, false, 100.0 + s, "", 0, s >= 5);  // checkpointing from 105
+    CHECK(t.expire(130).empty());
+}
+
 TEST_CASE("ended workers and older attempts never fault") {
     WorkerTable t(3, 10);
     t.beat("r", "n1", 1, 1, 1, 1, false, 100.0);

@@ -22,6 +22,12 @@ TEST_CASE("progress files: first integer token, nothing else") {
     CHECK(mt > 0);
     put("  77 loss=0.3\n");
     CHECK(read_progress(path, nullptr) == 77);
+    bool ckpt = true;
+    CHECK(read_progress(path, nullptr, &ckpt) == 77);
+    CHECK_FALSE(ckpt);
+    put("78 checkpointing\n");
+    CHECK(read_progress(path, nullptr, &ckpt) == 78);
+    CHECK(ckpt);
     put("-5");
     CHECK_FALSE(read_progress(path, nullptr));
     put("step");
