@@ -8,7 +8,6 @@
 #include <openssl/rand.h>
 
 #include "parse_util.hpp"
-#include "slurm_view.hpp"
 
 namespace shardnet::broker {
 
@@ -561,90 +560,6 @@ void Service::put_node(const ApiRequest &req, const Reply &reply, double now) {
     on_store([this, host, hash, body = req.body, now, reply] {
         store_->upsert_node(host, hash, body, now);
         reply(ok_json(200, json::object{{"host", host}, {"hash", hash}}));
-    });
-}
-
-void Service::tick(double now) {
-    for (auto &fault : workers_.expire(now)) {
-        {
-            std::shared_lock lock(runs_mu_);
-            auto it = runs_.find(fault.run);
-            if (it == runs_.end() || it->second.attempt != fault.attempt || it->second.state == "CANCELLED" ||
-                it->second.state == "SUCCEEDED" || it->second.state == "FAILED")
-                continue;
-        }
-        confirm(std::move(fault), now);
-    }
-}
-
-void Service::confirm(Fault fault, double now) {
-    auto conf = cfg_.clusters.find(fault.state.cluster);
-    if (conf == cfg_.clusters.end() || fault.state.job <= 0) {
-        // No Slurm to ask for this cluster: the broker's own evidence only.
-        return raise_fault(fault, fault.cause, json::object{{"confirmed", false}}, now);
-    }
-    boost::asio::post(slurm_thread_, [this, fault = std::move(fault), slurm_conf = conf->second, now] {
-        const std::string node = fault.node.substr(0, fault.node.find('/'));
-        SlurmView v = ask_slurm(slurm_conf, fault.state.job, node);
-        json::object ev{{"confirmed", true}, {"slurm_job_state", v.job_state}, {"slurm_node_state", v.node_state},
-                        {"slurmd_answers", v.slurmd_answers}};
-        if (!v.controller_ok) {
-            ev["slurmctld"] = v.error;
-            return raise_fault(fault, fault.cause + "; cluster " + fault.state.cluster + " unreachable", ev, wall_now());
-        }
-        if (!job_state_running(v.job_state)) {
-            if (v.job_state == "NODE_FAIL" || v.job_state == "FAILED" || v.job_state == "TIMEOUT" || v.job_state == "OUT_OF_MEMORY")
-                return raise_fault(fault, fault.cause + "; Slurm job " + std::to_string(fault.state.job) + " " + v.job_state, ev, wall_now());
-            workers_.retire(fault.run, fault.node);  // the job ended; its last report was lost
-            return;
-        }
-        if (node_state_bad(v.node_state) || !v.slurmd_answers)
-            return raise_fault(fault, fault.cause + "; node " + node + (v.slurmd_answers ? " " + v.node_state : " slurmd unreachable"),
-                               ev, wall_now());
-        if (fault.cause == "progress stalled")  // node and job are fine: the trainer hangs
-            return raise_fault(fault, fault.cause + "; node " + node + " and job healthy in Slurm", ev, wall_now());
-        if (!fault.state.suspected) {
-            // Silent, but Slurm and slurmd say the node is fine: a network or
-            // broker hiccup until the silence lasts another full deadline.
-            workers_.suspect(fault.run, fault.node, wall_now() + double(fault.state.interval) * cfg_.detector_misses);
-            return;
-        }
-        raise_fault(fault, fault.cause + " for two deadlines although slurmd on " + node + " answers", ev, wall_now());
-    });
-}
-
-void Service::raise_fault(const Fault &fault, const std::string &cause, json::object evidence, double now) {
-    count(c_faults);
-    {
-        std::unique_lock lock(runs_mu_);
-        auto it = runs_.find(fault.run);
-        if (it == runs_.end() || it->second.attempt != fault.attempt || it->second.state == "CANCELLED") return;
-        it->second.state = "DEGRADED";
-        runs_generation_.fetch_add(1, std::memory_order_release);
-    }
-    evidence["node"] = fault.node;
-    evidence["attempt"] = fault.attempt;
-    evidence["last_seen"] = fault.state.last_seen;
-    evidence["interval"] = fault.state.interval;
-    evidence["silent_for"] = now - fault.state.last_seen;
-    if (fault.state.step >= 0) evidence["last_step"] = fault.state.step;
-    if (fault.state.job > 0) evidence["job"] = fault.state.job;
-    on_store([this, fault, cause, ev = json::serialize(evidence), now] {
-        transact([&] {
-            store_->update_run(fault.run, "DEGRADED", fault.attempt, now);
-            event(fault.run, "FAULT", "worker " + fault.node + " " + cause, ev, now);
-        });
-    });
-}
-
-void Service::summarise() {
-    std::vector<std::tuple<std::string, std::string, WorkerState>> rows;
-    workers_.for_each([&](const std::string &run, const std::string &node, const WorkerState &w) { rows.emplace_back(run, node, w); });
-    on_store([this, rows = std::move(rows)] {
-        transact([&] {
-            for (const auto &[run, node, w] : rows)
-                store_->upsert_worker(run, w.attempt, node, std::to_string(w.ranks), w.last_seen, w.step);
-        });
     });
 }
 
