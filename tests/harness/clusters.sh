@@ -135,6 +135,25 @@ up() {
     printf '%s\n' "${clusters[@]}" > "$scratch/clusters"
 }
 
+# kill_tree PIDS...: kill -9 the processes and all their descendants.
+kill_tree() {
+    [ $# -gt 0 ] || return 0
+    local tree; tree=$(ps -eo pid=,ppid= | awk -v roots="$*" '
+        { parent[$1] = $2 }
+        END { n = split(roots, r, " "); for (i = 1; i <= n; i++) keep[r[i]] = 1
+              do { changed = 0; for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; changed = 1 } } while (changed)
+              for (p in keep) print p }')
+    kill -9 $tree 2>/dev/null || true
+}
+
+# Step daemons writing to a log under DIR (slurmstepd outlives its slurmd).
+stepds_logging_to() {
+    local p
+    for p in $(pgrep -f '^slurmstepd: \[' || true); do
+        if ls -l "/proc/$p/fd" 2>/dev/null | grep -q -- "-> $1"; then echo "$p"; fi
+    done
+}
+
 down() {
     local scratch=$1
     [ -f "$scratch/pids" ] || return 0
@@ -145,22 +164,9 @@ down() {
         [ -z "$alive" ] && break; sleep 0.1
     done
     [ -n "${alive:-}" ] && kill -9 $alive 2>/dev/null || true
-    # Step daemons outlive their slurmd. Ours are those writing to a log in
-    # our scratch dir; any other slurmstepd on the machine is left alone.
-    # With proctrack/linuxproc their tasks are their descendants: kill the
-    # whole tree, or the tasks would outlive the cluster.
-    local ours="" tree
-    for p in $(pgrep -f '^slurmstepd: \[' || true); do
-        if ls -l "/proc/$p/fd" 2>/dev/null | grep -q -- "-> $scratch/"; then ours="$ours $p"; fi
-    done
-    if [ -n "$ours" ]; then
-        tree=$(ps -eo pid=,ppid= | awk -v roots="$ours" '
-            { parent[$1] = $2 }
-            END { n = split(roots, r, " "); for (i = 1; i <= n; i++) keep[r[i]] = 1
-                  do { changed = 0; for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; changed = 1 } } while (changed)
-                  for (p in keep) print p }')
-        kill -9 $tree 2>/dev/null || true
-    fi
+    # Step daemons outlive their slurmd. Ours write to a log in our scratch
+    # dir; with proctrack/linuxproc their tasks are their descendants.
+    kill_tree $(stepds_logging_to "$scratch/")
     if [ -s "$scratch/munged.pid" ]; then kill "$(cat "$scratch/munged.pid")" 2>/dev/null || true; fi
     : > "$scratch/pids"
 }
@@ -168,17 +174,8 @@ down() {
 # kill-node: what a node crash looks like to everyone else: its slurmd and
 # every step daemon and task of that node die at once (kill -9).
 kill_node() {
-    local scratch=$1 cluster=$2 node=$3 dir=$1/$2 victims=""
-    victims=$(cat "$dir/run/slurmd.$node.pid" 2>/dev/null || true)
-    for p in $(pgrep -f '^slurmstepd: \[' || true); do
-        if ls -l "/proc/$p/fd" 2>/dev/null | grep -q -- "-> $dir/log/slurmd.$node.log"; then victims="$victims $p"; fi
-    done
-    local tree; tree=$(ps -eo pid=,ppid= | awk -v roots="$victims" '
-        { parent[$1] = $2 }
-        END { n = split(roots, r, " "); for (i = 1; i <= n; i++) keep[r[i]] = 1
-              do { changed = 0; for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; changed = 1 } } while (changed)
-              for (p in keep) print p }')
-    kill -9 $tree 2>/dev/null || true
+    local scratch=$1 cluster=$2 node=$3 dir=$1/$2
+    kill_tree $(cat "$dir/run/slurmd.$node.pid" 2>/dev/null) $(stepds_logging_to "$dir/log/slurmd.$node.log")
     rm -f "$dir/run/slurmd.$node.pid"
 }
 
