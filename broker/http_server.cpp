@@ -78,14 +78,18 @@ private:
             return start_stream(std::move(ar), version);
         in_handle_ = true;
         handler_thread_ = std::this_thread::get_id();
-        srv_.service.handle(std::move(ar), [self = this->shared_from_this(), keep, version](ApiResponse r) {
+        keep_ = keep;
+        version_ = version;
+        // Only the session pointer is captured: std::function keeps it
+        // without allocating.
+        srv_.service.handle(std::move(ar), [self = this->shared_from_this()](ApiResponse r) {
             if (self->in_handle_ && std::this_thread::get_id() == self->handler_thread_) {  // answered at once, on our strand
                 self->ready_ = std::move(r);
                 return;
             }
             // Answered later, from the store's thread: back to our strand.
-            asio::post(self->stream_.get_executor(), [self, r = std::move(r), keep, version]() mutable {
-                self->send(std::move(r), keep, version);
+            asio::post(self->stream_.get_executor(), [self, r = std::move(r)]() mutable {
+                self->send(std::move(r), self->keep_, self->version_);
             });
         });
         in_handle_ = false;
@@ -173,6 +177,8 @@ private:
     char scrap_[512];
     ConnCache conn_cache_;
     bool in_handle_ = false;
+    bool keep_ = true;
+    unsigned version_ = 11;
     std::thread::id handler_thread_;
     std::optional<ApiResponse> ready_;
 };

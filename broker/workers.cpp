@@ -37,7 +37,10 @@ void WorkerTable::retire(const std::string &run, const std::string &node) {
 void WorkerTable::beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
                        std::optional<long long> step, bool ended, double now, const std::string &cluster, long long job,
                        bool checkpointing) {
-    std::string key = run + '\n' + node;
+    // Built in a buffer this thread keeps: finding a known worker allocates nothing.
+    thread_local std::string key;
+    key.assign(run).push_back('\n');
+    key.append(node);
     long long file_at = 0;
     {
         Shard &s = shard(key);
@@ -64,7 +67,7 @@ void WorkerTable::beat(const std::string &run, const std::string &node, long lon
         file_at = w.slot;
     }
     std::lock_guard<std::mutex> lock(wheel_mu_);
-    wheel_[file_at].push_back(std::move(key));
+    wheel_[file_at].push_back(key);
 }
 
 std::vector<Fault> WorkerTable::expire(double now) {
