@@ -256,6 +256,13 @@ void Service::handle(ApiRequest req, const Reply &reply) {
         if (!worker_ok) return reply(error_response(403, "forbidden", "node descriptors need a worker or admin token"));
         return put_node(req, reply, now);
     }
+    if (is({"v1", "nodes"}) && get) return get_nodes("", reply);
+    if (is({"v1", "nodes", "*"}) && get) return get_nodes(parts[2], reply);
+    if (is({"v1", "clusters"}) && get) {
+        json::array cs;
+        for (const auto &[name, conf] : cfg_.clusters) cs.push_back(json::object{{"name", name}, {"local", true}});
+        return reply(ok_json(200, json::object{{"broker_cluster", cfg_.cluster}, {"clusters", std::move(cs)}}));
+    }
     if (is({"v1", "runs"}) && post) {
         if (!user_ok) return reply(error_response(403, "forbidden", "creating runs needs a user or admin token"));
         return create_run(req, *who, reply, now);
@@ -560,6 +567,27 @@ void Service::put_node(const ApiRequest &req, const Reply &reply, double now) {
     on_store([this, host, hash, body = req.body, now, reply] {
         store_->upsert_node(host, hash, body, now);
         reply(ok_json(200, json::object{{"host", host}, {"hash", hash}}));
+    });
+}
+
+void Service::get_nodes(const std::string &host, const Reply &reply) {
+    on_store([this, host, reply] {
+        json::array out;
+        for (auto &n : store_->list_nodes(host)) {
+            json::error_code ec;
+            json::value d = json::parse(n.descriptor, ec);
+            if (ec) continue;
+            if (!host.empty()) return reply(ok_json(200, d));  // the whole descriptor
+            json::object o{{"host", n.host}, {"hash", n.hash}, {"updated", n.updated}};
+            if (auto *f = d.as_object().if_contains("fabric")) o["fabric"] = f->as_object().at("summary");
+            json::array classes;
+            if (auto *a = d.as_object().if_contains("accelerators"); a && a->is_array())
+                for (const auto &acc : a->as_array()) classes.push_back(acc.as_object().at("class"));
+            o["accelerators"] = std::move(classes);
+            out.push_back(std::move(o));
+        }
+        if (!host.empty()) return reply(error_response(404, "no_node", "no descriptor for node " + host));
+        reply(ok_json(200, json::object{{"nodes", std::move(out)}}));
     });
 }
 

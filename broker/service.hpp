@@ -79,6 +79,7 @@ private:
                 const Reply &reply, double now);
     void list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply);
     void put_node(const ApiRequest &req, const Reply &reply, double now);
+    void get_nodes(const std::string &host, const Reply &reply);
 
     bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const;
     // Asks Slurm (on its own thread) before a suspected failure becomes FAULT.

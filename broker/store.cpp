@@ -32,6 +32,7 @@ const Sql kStatements[] = {
     {"list_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? AND id > ? ORDER BY id LIMIT ?"},
     {"upsert_node", "INSERT INTO nodes (host, hash, descriptor, updated) VALUES (?,?,?,?) "
                     "ON CONFLICT (host) DO UPDATE SET hash = excluded.hash, descriptor = excluded.descriptor, updated = excluded.updated"},
+    {"list_nodes", "SELECT host, hash, descriptor, updated FROM nodes WHERE ?1 = '' OR host = ?1 ORDER BY host"},
     {"insert_commit", "INSERT OR REPLACE INTO commits (run, attempt, name, rank, files, time) VALUES (?,?,?,?,?,?)"},
     {"count_commits", "SELECT count(*) FROM commits WHERE run = ? AND attempt = ? AND name = ?"},
     {"is_sealed", "SELECT 1 FROM checkpoints WHERE run = ? AND name = ?"},
@@ -177,6 +178,15 @@ void Store::upsert_node(const std::string &host, const std::string &hash, const 
     auto *s = stmt("upsert_node");
     Binder(s).text(host).text(hash).text(descriptor).real(now);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing node " + host, rc);
+}
+
+std::vector<Store::NodeRow> Store::list_nodes(const std::string &host) {
+    auto *s = stmt("list_nodes");
+    Binder(s).text(host);
+    std::vector<NodeRow> out;
+    while (sqlite3_step(s) == SQLITE_ROW)
+        out.push_back(NodeRow{col_text(s, 0), col_text(s, 1), col_text(s, 2), sqlite3_column_double(s, 3)});
+    return out;
 }
 
 long long Store::insert_commit(const std::string &run, long long attempt, const std::string &name, long long rank,

@@ -48,6 +48,8 @@ public:
     long long insert_event(const EventRow &e);
     std::vector<EventRow> list_events(const std::string &run, long long after_id, int limit);
     void upsert_node(const std::string &host, const std::string &hash, const std::string &descriptor, double now);
+    struct NodeRow { std::string host, hash, descriptor; double updated = 0; };
+    std::vector<NodeRow> list_nodes(const std::string &host = "");
     // Returns how many ranks of (run, attempt, name) have committed now.
     long long insert_commit(const std::string &run, long long attempt, const std::string &name, long long rank,
                             const std::string &files, double now);

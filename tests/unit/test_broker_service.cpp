@@ -147,3 +147,17 @@ TEST_CASE("the batch script's end ends the run with its status") {
     CHECK(ev[1].at("kind").as_string() == "FAILED");
     CHECK(ev[1].at("cause").as_string() == "batch script killed by signal 9 on a1");
 }
+
+TEST_CASE("node descriptors: stored, listed with classes and fabric, served whole") {
+    Fixture f;
+    const std::string desc = R"({"schema":"shardnet.node/1","host":"beta1","hash":"sha256:ab",)"
+                             R"("accelerators":[{"class":"H200-SXM"},{"class":"H200-SXM"}],"fabric":{"summary":["NVSwitch","InfiniBand"]}})";
+    CHECK(f.call("POST", "/v1/nodes", "worker-t", desc).status == 200);
+    CHECK(f.call("POST", "/v1/nodes", "worker-t", R"({"schema":"other/9","host":"x","hash":"h"})").status == 400);
+    auto list = Fixture::body(f.call("GET", "/v1/nodes", "admin-t")).at("nodes").as_array();
+    REQUIRE(list.size() == 1);
+    CHECK(list[0].at("accelerators").as_array().size() == 2);
+    CHECK(list[0].at("fabric").as_array()[0].as_string() == "NVSwitch");
+    CHECK(Fixture::body(f.call("GET", "/v1/nodes/beta1", "admin-t")).at("hash").as_string() == "sha256:ab");
+    CHECK(f.call("GET", "/v1/nodes/gamma9", "admin-t").status == 404);
+}
