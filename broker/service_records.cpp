@@ -1,0 +1,124 @@
+// Durable records behind the API: checkpoint commits and seals, and the
+// node descriptors shardnet-probe publishes.
+#include <boost/json.hpp>
+
+#include "parse_util.hpp"
+#include "service.hpp"
+#include "service_util.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+
+void Service::commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
+                     const Reply &reply, double now) {
+    if (!is_safe_name(name, 128)) return reply(error_response(400, "bad_field", "checkpoint name: 1-128 of [A-Za-z0-9._-]", "name"));
+    if (!who.run.empty() && who.run != id) return reply(error_response(403, "forbidden", "this token may not commit for run " + id));
+    json::error_code ec;
+    json::value v = json::parse(req.body, ec);
+    if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
+    Fields f{v.as_object(), {}, {}};
+    long long attempt = 0, rank = 0, world = 0;
+    if (!f.integer("attempt", 1, 1000000, attempt) || !f.integer("rank", 0, 1 << 24, rank) ||
+        !f.integer("world_size", 1, 1 << 24, world))
+        return reply(bad_field(f));
+    if (rank >= world) return reply(error_response(400, "bad_field", "rank: must be below world_size", "rank"));
+    auto *files = v.as_object().if_contains("files");
+    if (!files || !files->is_array() || files->as_array().empty())
+        return reply(error_response(400, "bad_field", "files: expected a non-empty array of {path, sha256, bytes}", "files"));
+    for (const auto &fv : files->as_array()) {
+        if (!fv.is_object()) return reply(error_response(400, "bad_field", "files: expected objects", "files"));
+        Fields ff{fv.as_object(), {}, {}};
+        std::string p, h;
+        long long bytes = 0;
+        if (!ff.str("path", p) || !ff.str("sha256", h) || !ff.integer("bytes", 0, 1LL << 50, bytes))
+            return reply(error_response(400, "bad_field", "files[]." + ff.err, "files"));
+    }
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end()) return reply(error_response(404, "no_run", "no run " + id));
+        if (it->second.attempt != attempt)
+            return reply(error_response(409, "stale_attempt", "run " + id + " is at attempt " + std::to_string(it->second.attempt) +
+                                        "; a commit of attempt " + std::to_string(attempt) + " is refused", "attempt"));
+    }
+    std::string files_text = json::serialize(*files);
+    on_store([this, id, name, attempt, rank, world, files_text, now, reply] {
+        try {
+            bool sealed = false;
+            long long count = 0;
+            transact([&] {
+                if (store_->checkpoint_sealed(id, name)) { sealed = true; count = world; return; }
+                count = store_->insert_commit(id, attempt, name, rank, files_text, now);
+                if (count >= world) {
+                    auto prev = store_->list_checkpoints(id);
+                    store_->seal_checkpoint(CheckpointRow{id, name, attempt, world, prev.empty() ? "" : prev.back().name, now});
+                    event(id, "SEALED", name + " committed by all " + std::to_string(world) + " ranks",
+                          json::serialize(json::object{{"checkpoint", name}, {"attempt", attempt}, {"ranks", world},
+                                                       {"parent", prev.empty() ? json::value(nullptr) : json::value(prev.back().name)}}),
+                          now);
+                    sealed = true;
+                    this->count(c_seals);
+                }
+            });
+            reply(ok_json(200, json::object{{"checkpoint", name}, {"committed", count}, {"of", world}, {"sealed", sealed}}));
+        } catch (const std::exception &e) {
+            reply(error_response(500, "store", e.what()));
+        }
+    });
+}
+
+void Service::list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply) {
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
+    }
+    on_store([this, id, reply] {
+        json::array out;
+        for (const auto &c : store_->list_checkpoints(id))
+            out.push_back(json::object{{"name", c.name}, {"attempt", c.attempt}, {"ranks", c.ranks},
+                                       {"parent", c.parent.empty() ? json::value(nullptr) : json::value(c.parent)},
+                                       {"sealed_at", c.sealed_at}});
+        reply(ok_json(200, json::object{{"checkpoints", std::move(out)}}));
+    });
+}
+
+void Service::put_node(const ApiRequest &req, const Reply &reply, double now) {
+    json::error_code ec;
+    json::value v = json::parse(req.body, ec);
+    if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
+    Fields f{v.as_object(), {}, {}};
+    std::string schema, host, hash;
+    if (!f.str("schema", schema) || !f.str("host", host) || !f.str("hash", hash)) return reply(bad_field(f));
+    if (schema != "shardnet.node/1") return reply(error_response(400, "bad_field", "schema: expected shardnet.node/1", "schema"));
+    if (host.empty() || host.size() > 256 || has_control_chars(host)) return reply(error_response(400, "bad_field", "host: not a host name", "host"));
+    on_store([this, host, hash, body = req.body, now, reply] {
+        store_->upsert_node(host, hash, body, now);
+        reply(ok_json(200, json::object{{"host", host}, {"hash", hash}}));
+    });
+}
+
+void Service::get_nodes(const std::string &host, const Reply &reply) {
+    on_store([this, host, reply] {
+        json::array out;
+        for (auto &n : store_->list_nodes(host)) {
+            json::error_code ec;
+            json::value d = json::parse(n.descriptor, ec);
+            if (ec) continue;
+            if (!host.empty()) return reply(ok_json(200, d));  // the whole descriptor
+            json::object o{{"host", n.host}, {"hash", n.hash}, {"updated", n.updated}};
+            if (auto *f = d.as_object().if_contains("fabric")) o["fabric"] = f->as_object().at("summary");
+            json::array classes;
+            if (auto *a = d.as_object().if_contains("accelerators"); a && a->is_array())
+                for (const auto &acc : a->as_array()) classes.push_back(acc.as_object().at("class"));
+            o["accelerators"] = std::move(classes);
+            out.push_back(std::move(o));
+        }
+        if (!host.empty()) return reply(error_response(404, "no_node", "no descriptor for node " + host));
+        reply(ok_json(200, json::object{{"nodes", std::move(out)}}));
+    });
+}
+
+}  // namespace shardnet::broker

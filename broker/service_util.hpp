@@ -1,0 +1,87 @@
+// Small helpers the service's handlers share (internal to broker/).
+#pragma once
+#include <boost/json.hpp>
+#include <cstdio>
+#include <openssl/rand.h>
+#include <string>
+#include <vector>
+
+#include "parse_util.hpp"
+#include "service.hpp"
+
+namespace shardnet::broker::detail {
+
+namespace json = boost::json;
+
+inline ApiResponse ok_json(unsigned status, const json::value &v) { return ApiResponse{status, json::serialize(v), "application/json"}; }
+inline ApiResponse no_content() { return ApiResponse{204, "", "application/json"}; }
+
+// Typed field access that names what was wrong.
+struct Fields {
+    const json::object &o;
+    std::string err, field;
+    bool fail(const std::string &f, const std::string &why) {
+        if (err.empty()) { field = f; err = f + ": " + why; }
+        return false;
+    }
+    bool str(const char *k, std::string &out, bool required = true) {
+        auto *v = o.if_contains(k);
+        if (!v) return !required || fail(k, "missing");
+        if (!v->is_string()) return fail(k, "expected a string");
+        out = std::string(v->as_string());
+        return true;
+    }
+    bool integer(const char *k, long long lo, long long hi, long long &out, bool required = true) {
+        auto *v = o.if_contains(k);
+        if (!v) return !required || fail(k, "missing");
+        if (!v->is_int64() && !v->is_uint64()) return fail(k, "expected an integer");
+        long long n = v->is_int64() ? v->as_int64() : (long long)v->as_uint64();
+        if (n < lo || n > hi) return fail(k, "expected " + std::to_string(lo) + ".." + std::to_string(hi));
+        out = n;
+        return true;
+    }
+};
+
+inline ApiResponse bad_field(const Fields &f) { return error_response(400, "bad_field", f.err, f.field); }
+
+inline std::string random_id() {
+    unsigned char b[8];
+    RAND_bytes(b, sizeof b);
+    char out[24];
+    std::snprintf(out, sizeof out, "run-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5]);
+    return out;
+}
+
+inline std::vector<std::string> split_path(const std::string &path) {
+    std::vector<std::string> parts;
+    std::size_t i = 0;
+    while (i < path.size()) {
+        while (i < path.size() && path[i] == '/') ++i;
+        auto j = path.find('/', i);
+        if (j == std::string::npos) j = path.size();
+        if (j > i) parts.push_back(path.substr(i, j - i));
+        i = j;
+    }
+    return parts;
+}
+
+inline long long query_int(const std::string &q, const std::string &key, long long dflt) {
+    std::size_t pos = 0;
+    while (pos < q.size()) {
+        auto amp = q.find('&', pos);
+        if (amp == std::string::npos) amp = q.size();
+        std::string kv = q.substr(pos, amp - pos);
+        if (kv.rfind(key + "=", 0) == 0)
+            if (auto n = parse_int(kv.substr(key.size() + 1), 0, 1LL << 62)) return *n;
+        pos = amp + 1;
+    }
+    return dflt;
+}
+
+inline json::object run_json(const std::string &id, const std::string &owner, const std::string &state, long long attempt,
+                      long long world) {
+    return json::object{{"id", id}, {"owner", owner}, {"state", state}, {"attempt", attempt}, {"world_size", world}};
+}
+
+
+}  // namespace shardnet::broker::detail
