@@ -216,11 +216,12 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     json::value v = json::parse(req.body, ec, &mr);
     if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
     Fields f{v.as_object(), {}, {}};
-    std::string run, node, jobstep, cluster, state = "running";
+    std::string run, node, jobstep, cluster, requeue_policy = "federated", state = "running";
     long long attempt = 0, interval = 10, job = 0;
     if (!f.str("run", run) || !f.integer("attempt", 1, 1000000, attempt) || !f.str("node", node) ||
         !f.integer("interval", 1, 86400, interval, false) || !f.str("state", state, false) ||
-        !f.str("step", jobstep, false) || !f.str("cluster", cluster, false) || !f.integer("job", 0, 1LL << 40, job, false))
+        !f.str("step", jobstep, false) || !f.str("cluster", cluster, false) || !f.integer("job", 0, 1LL << 40, job, false) ||
+        !f.str("requeue", requeue_policy, false))
         return reply(bad_field(f));
     if (!is_safe_name(run)) return reply(error_response(400, "bad_field", "run: not a valid run id", "run"));
     if (node.empty() || node.size() > 256 || has_control_chars(node)) return reply(error_response(400, "bad_field", "node: not a node name", "node"));
@@ -238,7 +239,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     }
     count(c_heartbeats);
 
-    bool create = false, new_attempt = false;
+    bool create = false, new_attempt = false, check_recovery = false;
     ConnCache *cc = req.conn_cache;
     const unsigned long long gen = runs_generation_.load(std::memory_order_acquire);
     if (cc && cc->run_generation == gen && cc->run == run && cc->run_attempt == attempt) {
@@ -255,18 +256,33 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
             rlock.unlock();
             lock.lock();
             auto &info = runs_[run];
-            if (info.owner.empty() && info.state.empty()) { create = true; info = RunInfo{"", "RUNNING", attempt, 0}; }
-            else if (info.attempt < attempt) { new_attempt = true; info.attempt = attempt; info.state = "RUNNING"; }
+            if (info.owner.empty() && info.state.empty()) { create = true; info = RunInfo{"", "RUNNING", attempt, 0, requeue_policy, 0}; }
+            else if (info.attempt < attempt) {
+                new_attempt = true;
+                info.attempt = attempt;
+                if (info.state != "RECOVERING") info.state = "RUNNING";
+            }
             else if (info.attempt > attempt) return reply(error_response(409, "stale_attempt", "attempt fenced", "attempt"));
             runs_generation_.fetch_add(1, std::memory_order_release);
         }
-        if (cc && !create && !new_attempt) { cc->run = run; cc->run_attempt = attempt; cc->run_generation = gen; }
+        bool recovering = false;
+        if (lock.owns_lock()) lock.unlock();
+        if (rlock.owns_lock()) rlock.unlock();
+        {
+            std::shared_lock rl(runs_mu_);
+            auto it = runs_.find(run);
+            recovering = it != runs_.end() && it->second.state == "RECOVERING";
+        }
+        // While a run recovers every heartbeat is looked at; after, the cache.
+        if (cc && !create && !new_attempt && !recovering) { cc->run = run; cc->run_attempt = attempt; cc->run_generation = gen; }
+        check_recovery = recovering;
     }
     // One worker per node and Slurm step: a batch script and the srun step
     // it started on the same node are two workers.
     const std::string worker = jobstep.empty() ? node : node + "/" + jobstep;
     workers_.beat(run, worker, attempt, int(interval), int(ranks_v->as_array().size()), top, state == "ended", now, cluster, job,
                   checkpointing);
+
     // The batch script's end is the job's end: the run ends with its status.
     std::string final_state, final_cause;
     if (state == "ended" && jobstep == "batch") {
@@ -284,7 +300,12 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         if (it == runs_.end() || it->second.state == final_state || it->second.state == "CANCELLED") final_state.clear();
         else { it->second.state = final_state; runs_generation_.fetch_add(1, std::memory_order_release); }
     }
-    if (!create && !new_attempt && final_state.empty()) return reply(no_content());
+    // After the new attempt's own record, so that ATTEMPT precedes RECOVERED.
+    const bool recovery = check_recovery && jobstep != "batch";
+    if (!create && !new_attempt && final_state.empty()) {
+        if (recovery) check_recovered(run, attempt, now);
+        return reply(no_content());
+    }
     if (new_attempt) workers_.fence(run, attempt);
     // A run first seen, or a new attempt, is a durable record: ack after it is written.
     on_store([this, run, attempt, create, new_attempt, final_state, final_cause, now, reply] {
@@ -308,6 +329,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
             reply(error_response(500, "store", e.what()));
         }
     });
+    if (recovery) check_recovered(run, attempt, now);
 }
 
 void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {

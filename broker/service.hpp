@@ -66,6 +66,8 @@ private:
     struct RunInfo {
         std::string owner, state;
         long long attempt = 1, world_size = 0;
+        std::string requeue = "federated";
+        long long expected_nodes = 0;   // RECOVERING: nodes the new attempt runs on
     };
     using Json = std::string;
 
@@ -85,6 +87,9 @@ private:
     // Asks Slurm (on its own thread) before a suspected failure becomes FAULT.
     void confirm(Fault fault, double now);
     void raise_fault(const Fault &fault, const std::string &cause, boost::json::object evidence, double now);
+    // Requeue-on-failure, tier 1: the same cluster without the failed node.
+    void requeue(const Fault &fault);
+    void check_recovered(const std::string &run, long long attempt, double now);
     void on_store(std::function<void()> job);
     void event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,
                double now);

@@ -82,6 +82,7 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
             event(fault.run, "FAULT", "worker " + fault.node + " " + cause, ev, now);
         });
     });
+    requeue(fault);
 }
 
 void Service::summarise() {

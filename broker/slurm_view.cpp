@@ -17,8 +17,9 @@ namespace shardnet::broker {
 
 namespace {
 
-// Runs argv with SLURM_CONF set, no shell; stdout (first 64 KiB) and status.
-int run(const std::string &slurm_conf, std::vector<std::string> argv, std::string &out) {
+}  // namespace
+
+int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std::string &out) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return -1;
     posix_spawn_file_actions_t fa;
@@ -43,6 +44,12 @@ int run(const std::string &slurm_conf, std::vector<std::string> argv, std::strin
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+namespace {
+
+int run(const std::string &slurm_conf, std::vector<std::string> argv, std::string &out) {
+    return run_slurm(slurm_conf, std::move(argv), out);
 }
 
 bool tcp_answers(const std::string &host, int port, int timeout_ms) {

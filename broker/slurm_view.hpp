@@ -4,6 +4,7 @@
 // before FAULT is declared: a broker or network hiccup is not a failure.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace shardnet::broker {
 
@@ -16,6 +17,10 @@ struct SlurmView {
     int node_port = 0;
     bool slurmd_answers = false;  // a TCP connect to NodeAddr:Port succeeded
 };
+
+// Runs a Slurm command (argv, no shell) under slurm_conf; its exit status,
+// stdout in out.
+int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std::string &out);
 
 SlurmView ask_slurm(const std::string &slurm_conf, long long job, const std::string &node, int connect_timeout_ms = 1000);
 

@@ -21,6 +21,9 @@ const char *const kMigrations[] = {
                                  parent TEXT NOT NULL, sealed_at REAL NOT NULL, PRIMARY KEY (run, name));
        CREATE TABLE workers (run TEXT NOT NULL, attempt INTEGER NOT NULL, node TEXT NOT NULL, ranks TEXT NOT NULL,
                              last_seen REAL NOT NULL, last_step INTEGER, PRIMARY KEY (run, attempt, node));)",
+    R"(CREATE TABLE decisions (id TEXT PRIMARY KEY, run TEXT NOT NULL, from_attempt INTEGER NOT NULL,
+                               to_attempt INTEGER NOT NULL, cluster TEXT NOT NULL, exclude TEXT NOT NULL,
+                               old_job INTEGER NOT NULL, new_job INTEGER, state TEXT NOT NULL, created REAL NOT NULL);)",
 };
 
 struct Sql { const char *name; const char *text; };
@@ -41,6 +44,9 @@ const Sql kStatements[] = {
     {"upsert_worker", "INSERT INTO workers (run, attempt, node, ranks, last_seen, last_step) VALUES (?,?,?,?,?,?) "
                       "ON CONFLICT (run, attempt, node) DO UPDATE SET ranks = excluded.ranks, "
                       "last_seen = excluded.last_seen, last_step = excluded.last_step"},
+    {"insert_decision", "INSERT OR IGNORE INTO decisions (id, run, from_attempt, to_attempt, cluster, exclude, old_job, state, created) "
+                        "VALUES (?,?,?,?,?,?,?,'written',?)"},
+    {"apply_decision", "UPDATE decisions SET state = ?, new_job = ? WHERE id = ?"},
     {"begin", "BEGIN IMMEDIATE"},
     {"commit", "COMMIT"},
     {"rollback", "ROLLBACK"},
@@ -226,6 +232,20 @@ void Store::upsert_worker(const std::string &run, long long attempt, const std::
     auto *s = stmt("upsert_worker");
     Binder(s).text(run).integer(attempt).text(node).text(ranks).real(last_seen).integer(last_step);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing worker summary", rc);
+}
+
+bool Store::insert_decision(const std::string &id, const std::string &run, long long from, long long to,
+                            const std::string &cluster, const std::string &exclude, long long old_job, double now) {
+    auto *s = stmt("insert_decision");
+    Binder(s).text(id).text(run).integer(from).integer(to).text(cluster).text(exclude).integer(old_job).real(now);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("writing decision " + id, rc);
+    return sqlite3_changes(db_) == 1;
+}
+
+void Store::apply_decision(const std::string &id, const std::string &state, long long new_job) {
+    auto *s = stmt("apply_decision");
+    Binder(s).text(state).integer(new_job).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating decision " + id, rc);
 }
 
 std::string Store::integrity_check() {

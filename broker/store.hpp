@@ -59,6 +59,11 @@ public:
     void upsert_worker(const std::string &run, long long attempt, const std::string &node, const std::string &ranks,
                        double last_seen, long long last_step);
     std::string integrity_check();
+    // A requeue decision, written before it is acted on. False when a
+    // decision with this id exists already (it is applied at most once).
+    bool insert_decision(const std::string &id, const std::string &run, long long from, long long to,
+                         const std::string &cluster, const std::string &exclude, long long old_job, double now);
+    void apply_decision(const std::string &id, const std::string &state, long long new_job);
 
     // Runs fn inside one transaction (all or nothing).
     void transaction(const std::function<void()> &fn);

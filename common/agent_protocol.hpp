@@ -32,6 +32,7 @@ struct AgentConfig {
     int prelimit_signal = 0;
     int prelimit_secs = 0;
     std::string progress_dir;
+    std::string requeue = "federated";   // the job's --shardnet-requeue
     std::vector<AgentRank> ranks;
 };
 

@@ -68,6 +68,7 @@ std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &r
     hb["time"] = now;
     hb["interval"] = c.interval;
     hb["state"] = state;
+    hb["requeue"] = c.requeue;
     hb["prelimit_signalled"] = prelimit_signalled;
     hb["ranks"] = std::move(rs);
     return boost::json::serialize(hb);

@@ -29,7 +29,7 @@ broker_get /v1/runs/bk-healthy/events | grep -q '"FAULT"' && fail "a job that en
 ok "normal end: no FAULT"
 
 # (b) kill -9 one node of a running job.
-j=$(as_user beta sbatch --parsable -N2 -n2 -o "$WORK/b.out" --shardnet=bk-kill --shardnet-heartbeat=1 --wrap "srun $WORK/train.sh 60")
+j=$(as_user beta sbatch --parsable -N2 -n2 -o "$WORK/b.out" --shardnet=bk-kill --shardnet-requeue=off --shardnet-heartbeat=1 --wrap "srun $WORK/train.sh 60")
 wait_for 20 'len([w for w in v["workers"] if w["node"].endswith("/0")]) == 2' /v1/runs/bk-kill || fail "bk-kill never ran on 2 nodes"
 victim=beta2
 t0=$(date +%s.%N)
@@ -48,7 +48,7 @@ slurm beta scancel "$j"
 for _ in $(seq 150); do slurm beta sinfo -h -n $victim -o %T | grep -qx idle && break; sleep 0.2; done
 
 # (c) a trainer that stops advancing: FAULT (hang) after stall_seconds=5.
-j=$(as_user beta sbatch --parsable -N1 -o "$WORK/c.out" --shardnet=bk-hang --shardnet-heartbeat=1 --wrap "srun $WORK/train.sh 30 hang")
+j=$(as_user beta sbatch --parsable -N1 -o "$WORK/c.out" --shardnet=bk-hang --shardnet-requeue=off --shardnet-heartbeat=1 --wrap "srun $WORK/train.sh 30 hang")
 wait_for 25 'any(e["kind"] == "FAULT" and "progress stalled" in e["cause"] for e in v["events"])' /v1/runs/bk-hang/events \
     || fail "no hang FAULT: $(broker_get /v1/runs/bk-hang/events)"
 ok "hang: $(broker_get /v1/runs/bk-hang/events | grep -o '"cause":"worker [^"]*stalled"' | head -1)"
@@ -57,7 +57,7 @@ slurm beta scancel "$j"
 # (e) an agent that goes silent while its node is healthy (a network hiccup
 # as the broker sees it): no FAULT at the first deadline, FAULT only when the
 # silence lasts a second one.
-j=$(as_user beta sbatch --parsable -N1 -o "$WORK/e.out" --shardnet=bk-quiet --shardnet-heartbeat=1 --wrap "srun $WORK/train.sh 40")
+j=$(as_user beta sbatch --parsable -N1 -o "$WORK/e.out" --shardnet=bk-quiet --shardnet-requeue=off --shardnet-heartbeat=1 --wrap "srun $WORK/train.sh 40")
 wait_for 20 'any(w["node"].endswith("/0") for w in v["workers"])' /v1/runs/bk-quiet || fail "bk-quiet never ran"
 pkill -STOP -u "$TEST_USER" -f shardnet-agent
 sleep 5  # past the first deadline (3 s) plus Slurm's answer

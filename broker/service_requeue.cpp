@@ -1,0 +1,158 @@
+// Requeue-on-failure, first tier: when a worker of a run is confirmed failed,
+// the run is resubmitted on the same cluster without the failed node, from
+// its last sealed checkpoint, as the next attempt. The decision is written
+// before anything is done, once per attempt (its id), so it is applied at
+// most once; the old attempt is cancelled in Slurm and fenced by number.
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <future>
+#include <sstream>
+
+#include "service.hpp"
+#include "slurm_view.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+
+namespace {
+
+// "name(1001)" -> "1001"
+std::string id_in_parens(const std::string &v) {
+    auto a = v.find('('), b = v.find(')');
+    return a == std::string::npos || b == std::string::npos ? "" : v.substr(a + 1, b - a - 1);
+}
+
+}  // namespace
+
+void Service::requeue(const Fault &fault) {
+    std::string policy;
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(fault.run);
+        if (it == runs_.end() || it->second.attempt != fault.attempt) return;
+        policy = it->second.requeue;
+    }
+    auto conf = cfg_.clusters.find(fault.state.cluster);
+    if (policy == "off" || conf == cfg_.clusters.end() || fault.state.job <= 0) return;
+    boost::asio::post(slurm_thread_, [this, fault, slurm_conf = conf->second] {
+        const std::string bad = fault.node.substr(0, fault.node.find('/'));
+        const long long to = fault.attempt + 1;
+        const std::string id = fault.run + "/attempt-" + std::to_string(to);
+        const double now = wall_now();
+        // 1. The decision, durable, before any action.
+        std::promise<bool> written;
+        on_store([&] {
+            bool fresh = false;
+            try {
+                store_->transaction([&] {
+                    fresh = store_->insert_decision(id, fault.run, fault.attempt, to, fault.state.cluster, bad, fault.state.job, now);
+                });
+            } catch (...) {}
+            written.set_value(fresh);
+        });
+        if (!written.get_future().get()) return;  // another worker of this attempt decided already
+
+        // 2. What the failed job was, and where it can go.
+        std::string out;
+        if (run_slurm(slurm_conf, {"scontrol", "-o", "show", "job", std::to_string(fault.state.job)}, out) != 0) return;
+        const std::string uid = id_in_parens(scontrol_field(out, "UserId")), gid = id_in_parens(scontrol_field(out, "GroupId"));
+        const std::string nodes = scontrol_field(out, "NumNodes"), tasks = scontrol_field(out, "NumTasks");
+        const std::string workdir = scontrol_field(out, "WorkDir"), stdout_path = scontrol_field(out, "StdOut");
+        const long long need = std::atoll(nodes.c_str());
+        std::string idle_out;
+        run_slurm(slurm_conf, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N"}, idle_out);
+        std::vector<std::string> idle;
+        std::istringstream is(idle_out);
+        for (std::string n; is >> n;)
+            if (n != bad && std::find(idle.begin(), idle.end(), n) == idle.end()) idle.push_back(n);
+        json::object ev{{"decision", id}, {"cluster", fault.state.cluster}, {"excluded", bad}, {"nodes_needed", need},
+                        {"idle", json::value_from(idle)}, {"old_job", fault.state.job}};
+        auto record = [&](const std::string &state, long long new_job, const std::string &kind, const std::string &cause) {
+            std::promise<void> done;
+            on_store([&] {
+                try {
+                    transact([&] {
+                        store_->apply_decision(id, state, new_job);
+                        event(fault.run, kind, cause, json::serialize(ev), wall_now());
+                        if (kind == "RECOVERING") store_->update_run(fault.run, "RECOVERING", fault.attempt, wall_now());
+                    });
+                } catch (...) {}
+                done.set_value();
+            });
+            done.get_future().wait();
+        };
+        if (uid.empty() || need <= 0 || static_cast<long long>(idle.size()) < need) {
+            record("no_capacity", 0, "PLACEMENT", "no replacement on " + fault.state.cluster + ": " + std::to_string(idle.size()) +
+                   " idle node(s) besides " + bad + ", " + std::to_string(need) + " needed");
+            return;
+        }
+        // 3. The old attempt's script, then cancel it, then the new attempt.
+        const std::string dir = std::filesystem::path(cfg_.database).parent_path().string() + "/decisions";
+        std::filesystem::create_directories(dir);
+        std::string script = dir + "/" + fault.run + ".attempt-" + std::to_string(to) + ".sh";
+        std::string ignored;
+        if (run_slurm(slurm_conf, {"scontrol", "write", "batch_script", std::to_string(fault.state.job), script}, ignored) != 0) {
+            record("failed", 0, "PLACEMENT", "cannot read the batch script of job " + std::to_string(fault.state.job));
+            return;
+        }
+        run_slurm(slurm_conf, {"scancel", std::to_string(fault.state.job)}, ignored);
+        std::string job_out;
+        std::vector<std::string> argv{"sbatch", "--parsable", "--uid=" + uid, "--gid=" + gid, "-N", nodes, "-n", tasks,
+                                      "--exclude=" + bad, "--export=SHARDNET_ATTEMPT=" + std::to_string(to),
+                                      "--shardnet=" + fault.run, "--shardnet-resume=latest"};
+        if (!workdir.empty()) argv.push_back("--chdir=" + workdir);
+        if (!stdout_path.empty()) argv.push_back("--output=" + stdout_path);
+        argv.push_back(script);
+        if (run_slurm(slurm_conf, argv, job_out) != 0) {
+            record("failed", 0, "PLACEMENT", "sbatch of attempt " + std::to_string(to) + " on " + fault.state.cluster + " failed");
+            return;
+        }
+        const long long new_job = std::atoll(job_out.c_str());
+        ev["new_job"] = new_job;
+        {
+            std::unique_lock lock(runs_mu_);
+            auto it = runs_.find(fault.run);
+            if (it != runs_.end()) {
+                it->second.state = "RECOVERING";
+                it->second.expected_nodes = need;
+                runs_generation_.fetch_add(1, std::memory_order_release);
+            }
+        }
+        record("applied", new_job, "PLACEMENT", fault.state.cluster + " without " + bad + ": job " + std::to_string(new_job) +
+               " (" + nodes + " node(s) of " + std::to_string(idle.size()) + " idle), attempt " + std::to_string(to));
+        record("applied", new_job, "RECOVERING", "attempt " + std::to_string(to) + " submitted with --shardnet-resume=latest");
+    });
+}
+
+void Service::check_recovered(const std::string &run, long long attempt, double now) {
+    long long need = 0;
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(run);
+        if (it == runs_.end() || it->second.state != "RECOVERING" || it->second.attempt != attempt) return;
+        need = it->second.expected_nodes;
+    }
+    long long up = 0;
+    for (const auto &[worker, w] : workers_.of_run(run))
+        if (w.attempt == attempt && worker.find("/batch") == std::string::npos && !w.ended) ++up;
+    if (up < need) return;
+    {
+        std::unique_lock lock(runs_mu_);
+        auto it = runs_.find(run);
+        if (it == runs_.end() || it->second.state != "RECOVERING") return;
+        it->second.state = "RUNNING";
+        runs_generation_.fetch_add(1, std::memory_order_release);
+    }
+    on_store([this, run, attempt, up, now] {
+        transact([&] {
+            store_->update_run(run, "RUNNING", attempt, now);
+            event(run, "RECOVERED", "attempt " + std::to_string(attempt) + " heartbeats from all " + std::to_string(up) + " node(s)",
+                  json::serialize(json::object{{"attempt", attempt}, {"nodes", up}}), now);
+        });
+    });
+}
+
+}  // namespace shardnet::broker

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Requeue-on-failure, first tier: a job's node is killed (kill -9 of its
+# slurmd and job processes); the broker confirms the failure with Slurm,
+# writes a decision, cancels the old job and resubmits the run as attempt 2
+# on the same cluster without the dead node. RECOVERED when the new attempt
+# heartbeats. Prints fault -> RECOVERED seconds.
+. "$(dirname "$0")/lib.sh"
+start_broker 600
+plugstack beta "broker=$BROKER_URL token_file=$AGENT_TOKEN_FILE heartbeat_min=1"
+cat > "$WORK/train.sh" <<'SH'
+#!/bin/bash
+echo "attempt=$SHARDNET_ATTEMPT resume='$SHARDNET_RESUME_FROM' node=$SLURMD_NODENAME job=$SLURM_JOB_ID"
+for s in $(seq 1 240); do echo $s > "$SHARDNET_PROGRESS"; sleep 0.5; done
+SH
+chmod 755 "$WORK/train.sh"
+j=$(as_user beta sbatch --parsable -N1 -o "$WORK/rq-%j.out" --shardnet=rq-run --shardnet-heartbeat=1 --wrap "srun $WORK/train.sh")
+wait_for 20 'any(w["node"].endswith("/0") for w in v["workers"])' /v1/runs/rq-run || fail "rq-run never ran"
+victim=$(slurm beta squeue -h -j "$j" -o %N)
+t0=$(date +%s.%N)
+"$HARNESS/clusters.sh" kill-node "$SCRATCH" beta "$victim"
+wait_for 60 'any(e["kind"] == "RECOVERED" for e in v["events"])' /v1/runs/rq-run/events \
+    || fail "no RECOVERED: $(broker_get /v1/runs/rq-run/events)"
+dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+broker_get /v1/runs/rq-run/events | /usr/bin/python3 -c '
+import json, sys, time
+for e in json.load(sys.stdin)["events"]:
+    print("  ", time.strftime("%H:%M:%S", time.localtime(e["time"])), "%-10s" % e["kind"], e["cause"])'
+new=$(broker_get /v1/runs/rq-run/events | /usr/bin/python3 -c 'import json,sys; print([e["evidence"]["new_job"] for e in json.load(sys.stdin)["events"] if e["kind"] == "PLACEMENT"][0])')
+[ -n "$new" ] && [ "$new" != "$j" ] || fail "no new job"
+on=$(slurm beta squeue -h -j "$new" -o %N)
+[ -n "$on" ] && [ "$on" != "$victim" ] || fail "attempt 2 (job $new) is on '$on', the dead node was $victim"
+# Attempt 2 writes where the job wrote (its --output, as Slurm resolved it).
+for _ in $(seq 25); do grep -q "attempt=2" "$WORK/rq-$j.out" 2>/dev/null && break; sleep 0.2; done
+grep -q "attempt=2 resume=" "$WORK/rq-$j.out" || fail "attempt 2 did not see SHARDNET_ATTEMPT=2: $(cat "$WORK/rq-$j.out" 2>/dev/null)"
+[ "$(broker_get /v1/runs/rq-run | /usr/bin/python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["state"], v["attempt"])')" = "RUNNING 2" ] \
+    || fail "run state: $(broker_get /v1/runs/rq-run)"
+old_state=$(job_state beta "$j")
+case "$old_state" in RUNNING|PENDING) fail "the old job $j is still $old_state" ;; esac
+ok "node $victim killed: attempt 2 runs as job $new on $on; fault -> RECOVERED ${dt}s; old job $j $old_state"
+# The old attempt is fenced.
+out=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $(cat "$AGENT_TOKEN_FILE")" "$BROKER_URL/v1/heartbeats" \
+    -d '{"run":"rq-run","attempt":1,"node":"'"$victim"'","ranks":[]}')
+[ "$out" = 409 ] && ok "a heartbeat of attempt 1 is refused (409)" || fail "attempt 1 heartbeat answered $out"
+slurm beta scancel "$new"
+"$HARNESS/clusters.sh" start-node "$SCRATCH" beta "$victim"
+for _ in $(seq 150); do slurm beta sinfo -h -n "$victim" -o %T | grep -qx idle && break; sleep 0.2; done
