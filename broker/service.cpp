@@ -297,7 +297,13 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     if (!final_state.empty()) {
         std::unique_lock lock(runs_mu_);
         auto it = runs_.find(run);
-        if (it == runs_.end() || it->second.state == final_state || it->second.state == "CANCELLED") final_state.clear();
+        // Not the run's end when a failure is being handled: cancelling the
+        // old attempt's job is part of its recovery.
+        const bool handling = it != runs_.end() && (it->second.state == "RECOVERING" ||
+                              (it->second.state == "DEGRADED" && it->second.requeue != "off"));
+        if (it == runs_.end() || it->second.state == final_state || it->second.state == "CANCELLED" || handling ||
+            it->second.attempt != attempt)
+            final_state.clear();
         else { it->second.state = final_state; runs_generation_.fetch_add(1, std::memory_order_release); }
     }
     // After the new attempt's own record, so that ATTEMPT precedes RECOVERED.

@@ -87,7 +87,7 @@ private:
     // Asks Slurm (on its own thread) before a suspected failure becomes FAULT.
     void confirm(Fault fault, double now);
     void raise_fault(const Fault &fault, const std::string &cause, boost::json::object evidence, double now);
-    // Requeue-on-failure, tier 1: the same cluster without the failed node.
+    // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
     void requeue(const Fault &fault);
     void check_recovered(const std::string &run, long long attempt, double now);
     void on_store(std::function<void()> job);

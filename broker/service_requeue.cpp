@@ -1,6 +1,7 @@
-// Requeue-on-failure, first tier: when a worker of a run is confirmed failed,
-// the run is resubmitted on the same cluster without the failed node, from
-// its last sealed checkpoint, as the next attempt. The decision is written
+// Requeue-on-failure across the broker's local clusters: when a worker of a
+// run is confirmed failed, the run is resubmitted as the next attempt on the
+// same cluster without the failed node if it has room, else on another local
+// cluster (peer brokers are not tried yet). The decision is written
 // before anything is done, once per attempt (its id), so it is applied at
 // most once; the old attempt is cancelled in Slurm and fenced by number.
 #include <boost/asio/post.hpp>
@@ -62,14 +63,32 @@ void Service::requeue(const Fault &fault) {
         const std::string nodes = scontrol_field(out, "NumNodes"), tasks = scontrol_field(out, "NumTasks");
         const std::string workdir = scontrol_field(out, "WorkDir"), stdout_path = scontrol_field(out, "StdOut");
         const long long need = std::atoll(nodes.c_str());
-        std::string idle_out;
-        run_slurm(slurm_conf, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N"}, idle_out);
+        // Candidates: the same cluster without the dead node, then the other
+        // local clusters in name order (deterministic). Each rejected one
+        // carries its reason.
+        std::vector<std::pair<std::string, std::string>> candidates{{fault.state.cluster, slurm_conf}};
+        for (const auto &[name, c] : cfg_.clusters)
+            if (name != fault.state.cluster) candidates.emplace_back(name, c);
+        std::string target, target_conf;
         std::vector<std::string> idle;
-        std::istringstream is(idle_out);
-        for (std::string n; is >> n;)
-            if (n != bad && std::find(idle.begin(), idle.end(), n) == idle.end()) idle.push_back(n);
-        json::object ev{{"decision", id}, {"cluster", fault.state.cluster}, {"excluded", bad}, {"nodes_needed", need},
-                        {"idle", json::value_from(idle)}, {"old_job", fault.state.job}};
+        json::array rejected;
+        for (const auto &[name, c] : candidates) {
+            std::string idle_out;
+            std::vector<std::string> free;
+            if (run_slurm(c, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N"}, idle_out) != 0) {
+                rejected.push_back(json::object{{"cluster", name}, {"reason", "slurmctld did not answer"}});
+                continue;
+            }
+            std::istringstream is(idle_out);
+            for (std::string n; is >> n;)
+                if (!(name == fault.state.cluster && n == bad) && std::find(free.begin(), free.end(), n) == free.end()) free.push_back(n);
+            if (static_cast<long long>(free.size()) >= need) { target = name; target_conf = c; idle = free; break; }
+            rejected.push_back(json::object{{"cluster", name}, {"reason", std::to_string(free.size()) + " idle node(s)" +
+                                             (name == fault.state.cluster ? " besides " + bad : "") + ", " + std::to_string(need) + " needed"}});
+        }
+        json::object ev{{"decision", id}, {"from_cluster", fault.state.cluster}, {"excluded", bad}, {"nodes_needed", need},
+                        {"target", target.empty() ? json::value(nullptr) : json::value(target)},
+                        {"idle", json::value_from(idle)}, {"rejected", rejected}, {"old_job", fault.state.job}};
         auto record = [&](const std::string &state, long long new_job, const std::string &kind, const std::string &cause) {
             std::promise<void> done;
             on_store([&] {
@@ -84,11 +103,6 @@ void Service::requeue(const Fault &fault) {
             });
             done.get_future().wait();
         };
-        if (uid.empty() || need <= 0 || static_cast<long long>(idle.size()) < need) {
-            record("no_capacity", 0, "PLACEMENT", "no replacement on " + fault.state.cluster + ": " + std::to_string(idle.size()) +
-                   " idle node(s) besides " + bad + ", " + std::to_string(need) + " needed");
-            return;
-        }
         // 3. The old attempt's script, then cancel it, then the new attempt.
         const std::string dir = std::filesystem::path(cfg_.database).parent_path().string() + "/decisions";
         std::filesystem::create_directories(dir);
@@ -101,13 +115,14 @@ void Service::requeue(const Fault &fault) {
         run_slurm(slurm_conf, {"scancel", std::to_string(fault.state.job)}, ignored);
         std::string job_out;
         std::vector<std::string> argv{"sbatch", "--parsable", "--uid=" + uid, "--gid=" + gid, "-N", nodes, "-n", tasks,
-                                      "--exclude=" + bad, "--export=SHARDNET_ATTEMPT=" + std::to_string(to),
+                                      "--export=SHARDNET_ATTEMPT=" + std::to_string(to),
                                       "--shardnet=" + fault.run, "--shardnet-resume=latest"};
+        if (target == fault.state.cluster) argv.push_back("--exclude=" + bad);
         if (!workdir.empty()) argv.push_back("--chdir=" + workdir);
         if (!stdout_path.empty()) argv.push_back("--output=" + stdout_path);
         argv.push_back(script);
-        if (run_slurm(slurm_conf, argv, job_out) != 0) {
-            record("failed", 0, "PLACEMENT", "sbatch of attempt " + std::to_string(to) + " on " + fault.state.cluster + " failed");
+        if (run_slurm(target_conf, argv, job_out) != 0) {
+            record("failed", 0, "PLACEMENT", "sbatch of attempt " + std::to_string(to) + " on " + target + " failed");
             return;
         }
         const long long new_job = std::atoll(job_out.c_str());
@@ -121,8 +136,12 @@ void Service::requeue(const Fault &fault) {
                 runs_generation_.fetch_add(1, std::memory_order_release);
             }
         }
-        record("applied", new_job, "PLACEMENT", fault.state.cluster + " without " + bad + ": job " + std::to_string(new_job) +
-               " (" + nodes + " node(s) of " + std::to_string(idle.size()) + " idle), attempt " + std::to_string(to));
+        std::string others;
+        for (const auto &r : rejected)
+            others += "; " + std::string(r.as_object().at("cluster").as_string()) + " rejected: " + std::string(r.as_object().at("reason").as_string());
+        record("applied", new_job, "PLACEMENT", target + (target == fault.state.cluster ? " without " + bad : "") + ": job " +
+               std::to_string(new_job) + " (" + nodes + " node(s) of " + std::to_string(idle.size()) + " idle), attempt " +
+               std::to_string(to) + others);
         record("applied", new_job, "RECOVERING", "attempt " + std::to_string(to) + " submitted with --shardnet-resume=latest");
     });
 }
