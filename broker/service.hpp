@@ -68,6 +68,7 @@ private:
         long long attempt = 1, world_size = 0;
         std::string requeue = "federated";
         long long expected_nodes = 0;   // RECOVERING: nodes the new attempt runs on
+        long long recover_to = 0;       // RECOVERING: the attempt that must heartbeat
     };
     using Json = std::string;
 

@@ -133,6 +133,7 @@ void Service::requeue(const Fault &fault) {
             if (it != runs_.end()) {
                 it->second.state = "RECOVERING";
                 it->second.expected_nodes = need;
+                it->second.recover_to = to;
                 runs_generation_.fetch_add(1, std::memory_order_release);
             }
         }
@@ -151,12 +152,13 @@ void Service::check_recovered(const std::string &run, long long attempt, double 
     {
         std::shared_lock lock(runs_mu_);
         auto it = runs_.find(run);
-        if (it == runs_.end() || it->second.state != "RECOVERING" || it->second.attempt != attempt) return;
+        // Only the new attempt's heartbeats count; the old one's may still arrive.
+        if (it == runs_.end() || it->second.state != "RECOVERING" || it->second.recover_to != attempt) return;
         need = it->second.expected_nodes;
     }
     long long up = 0;
     for (const auto &[worker, w] : workers_.of_run(run))
-        if (w.attempt == attempt && worker.find("/batch") == std::string::npos && !w.ended) ++up;
+        if (w.attempt == attempt && worker.find("/batch") == std::string::npos && !w.ended && !w.faulted) ++up;
     if (up < need) return;
     {
         std::unique_lock lock(runs_mu_);
