@@ -3,11 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 #include <set>
 #include <stdexcept>
-
-#include "dl_library.hpp"
 
 namespace shardnet::probe {
 
@@ -102,43 +100,22 @@ json::object to_descriptor(const NodeInfo &n, double probed_at) {
     return d;
 }
 
-namespace {
-// libcrypto is loaded on first use; preload_hash() lets a caller pay for
-// that on another thread while it does something slower.
-struct Crypto {
-    DlLibrary lib{"libcrypto.so.3"};
-    int (*digest)(const void *, size_t, unsigned char *, unsigned *, const EVP_MD *, ENGINE *);
-    const EVP_MD *(*sha256)();
-    Crypto() { lib.sym(digest, "EVP_Digest").sym(sha256, "EVP_sha256"); }
-};
-const Crypto &crypto() {
-    static const Crypto c;
-    return c;
-}
-}  // namespace
-
-void preload_hash() {
-    // The first digest also initialises OpenSSL (config file and all).
-    const Crypto &c = crypto();
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned len = 0;
-    if (c.lib.complete()) c.digest("", 0, md, &len, c.sha256(), nullptr);
-}
-
 std::string content_hash(const json::object &descriptor) {
-    const Crypto &c = crypto();
-    if (!c.lib.complete()) throw std::runtime_error("libcrypto.so.3 (OpenSSL) could not be loaded for SHA-256");
     json::object stable = descriptor;
     stable.erase("hash");
     stable.erase("probed_at");
     stable.erase("bandwidth");
     const std::string text = json::serialize(stable);
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned len = 0;
-    c.digest(text.data(), text.size(), md, &len, c.sha256(), nullptr);
+    // Nettle: SHA-256 without OpenSSL's start-up cost (its library load and
+    // config file alone were ~2 ms of a ~15 ms probe).
+    sha256_ctx ctx;
+    sha256_init(&ctx);
+    sha256_update(&ctx, text.size(), reinterpret_cast<const uint8_t *>(text.data()));
+    uint8_t md[SHA256_DIGEST_SIZE];
+    sha256_digest(&ctx, sizeof md, md);
     std::string hex = "sha256:";
     char b[3];
-    for (unsigned i = 0; i < len; ++i) { std::snprintf(b, sizeof b, "%02x", md[i]); hex += b; }
+    for (uint8_t x : md) { std::snprintf(b, sizeof b, "%02x", x); hex += b; }
     return hex;
 }
 

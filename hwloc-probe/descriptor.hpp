@@ -19,8 +19,6 @@ boost::json::object to_descriptor(const NodeInfo &n, double probed_at);
 
 // sha256 over the serialized descriptor without "hash" and "probed_at".
 std::string content_hash(const boost::json::object &descriptor);
-// Loads the hash's library now (e.g. on a helper thread).
-void preload_hash();
 
 // Human summary (--pretty).
 std::string pretty(const NodeInfo &n);

@@ -145,6 +145,9 @@ std::string discover_hwloc(const std::string &xml, NodeInfo &out) {
     // Caches are not part of the descriptor: do not build them.
     hwloc_topology_set_cache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
     hwloc_topology_set_icache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
+    // Nor are distances, memory attributes or CPU kinds: skip reading them.
+    hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |
+                                      HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS);
     if (!xml.empty()) {
         if (hwloc_topology_set_xml(raw, xml.c_str()) != 0)
             return "topology '" + xml + "' is not a readable hwloc XML file: " + std::strerror(errno);

@@ -86,14 +86,11 @@ int main(int argc, char **argv) {
         if (const char *x = std::getenv("HWLOC_XMLFILE")) input = x;
 
     NodeInfo node;
-    // Loading UCX and libcrypto and opening UCX's memory domains do not need
-    // hwloc's answer: do them beside hwloc's discovery, the slow part.
+    // Loading UCX and opening its memory domains do not need hwloc's answer:
+    // do them beside hwloc's discovery, the slow part.
     NodeInfo ucx_part;
     std::thread ucx_thread;
-    ucx_thread = std::thread([&ucx_part, live = input.empty()] {
-        preload_hash();
-        if (live) discover_ucx(ucx_part);
-    });
+    if (input.empty()) ucx_thread = std::thread([&ucx_part] { discover_ucx(ucx_part); });
     std::string hwloc_err = discover_hwloc(input, node);
     if (ucx_thread.joinable()) ucx_thread.join();
     if (!hwloc_err.empty()) return fail(hwloc_err);

@@ -6,7 +6,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
       slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
       libhwloc-dev hwloc libucx-dev ucx-utils
       libboost1.81-dev libboost-json1.81-dev doctest-dev
-      libcurl4-openssl-dev libssl-dev libsqlite3-dev libyaml-cpp-dev
+      libcurl4-openssl-dev libssl-dev nettle-dev libsqlite3-dev libyaml-cpp-dev
       nginx wrk hyperfine python3 iproute2 curl openssl procps passwd util-linux"
 missing=""
 for p in $PKGS; do
