@@ -108,7 +108,8 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
     if (auto *v = o.if_contains("limits")) {
         if (!v->is_object()) return "limits: expected an object";
         const auto &l = v->as_object();
-        if (!only_keys(c, "limits", l, {"header_bytes", "body_bytes", "read_timeout_ms", "max_connections", "rate_per_token", "rate_burst"}))
+        if (!only_keys(c, "limits", l, {"header_bytes", "body_bytes", "read_timeout_ms", "max_connections", "rate_per_token", "rate_burst",
+                                       "sse_keepalive_ms"}))
             return c.err;
         struct F { const char *k; long long lo, hi; std::function<void(long long)> set; };
         for (const F &f : {F{"header_bytes", 1024, 1 << 20, [&](long long x) { cfg.header_bytes = std::size_t(x); }},
@@ -116,7 +117,8 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
                            F{"read_timeout_ms", 100, 600000, [&](long long x) { cfg.read_timeout_ms = int(x); }},
                            F{"max_connections", 1, 1000000, [&](long long x) { cfg.max_connections = int(x); }},
                            F{"rate_per_token", 1, 100000000, [&](long long x) { cfg.rate_per_token = double(x); }},
-                           F{"rate_burst", 1, 100000000, [&](long long x) { cfg.rate_burst = double(x); }}})
+                           F{"rate_burst", 1, 100000000, [&](long long x) { cfg.rate_burst = double(x); }},
+                           F{"sse_keepalive_ms", 100, 3600000, [&](long long x) { cfg.sse_keepalive_ms = int(x); }}})
             if (auto *x = l.if_contains(f.k)) {
                 if (!get_int(c, std::string("limits.") + f.k, *x, f.lo, f.hi, n)) return c.err;
                 f.set(n);
@@ -180,7 +182,8 @@ std::string config_template() {
   "cluster": "alpha",
   "threads": 2,
   "limits": {"header_bytes": 8192, "body_bytes": 1048576, "read_timeout_ms": 10000,
-             "max_connections": 10000, "rate_per_token": 100000, "rate_burst": 200000},
+             "max_connections": 10000, "rate_per_token": 100000, "rate_burst": 200000,
+             "sse_keepalive_ms": 15000},
   "detector": {"misses": 3, "stall_seconds": 600, "summary_seconds": 10},
   "tokens": [
     {"_doc": "sha256 is `printf %s TOKEN | sha256sum`", "name": "site-agents", "scope": "worker",

@@ -27,6 +27,7 @@ struct BrokerConfig {
     std::size_t header_bytes = 8192;
     std::size_t body_bytes = 1 << 20;
     int read_timeout_ms = 10000;
+    int sse_keepalive_ms = 15000;  // comment lines on idle event streams
     int max_connections = 10000;
     double rate_per_token = 100000;    // requests per second, per token
     double rate_burst = 200000;

@@ -144,7 +144,20 @@ private:
         // Reading on tells us when the client goes away.
         stream_.async_read_some(asio::buffer(scrap_), [self = this->shared_from_this()](beast::error_code, std::size_t) {
             self->sink_->open = false;
+            self->keepalive_.cancel();
             self->close();
+        });
+        keep_alive();
+    }
+
+    // A comment line on an idle stream keeps proxies and load balancers from
+    // timing it out, and finds a vanished client.
+    void keep_alive() {
+        keepalive_.expires_after(std::chrono::milliseconds(srv_.limits.sse_keepalive_ms));
+        keepalive_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
+            if (ec || !self->sink_->open) return;
+            if (self->queue_.empty()) self->stream_write(": keep-alive\n\n");
+            self->keep_alive();
         });
     }
 
@@ -174,6 +187,7 @@ private:
     std::string out_;
     std::shared_ptr<EventSink> sink_;
     std::deque<std::string> queue_;
+    asio::steady_timer keepalive_{stream_.get_executor()};
     char scrap_[512];
     ConnCache conn_cache_;
     bool in_handle_ = false;
@@ -187,7 +201,7 @@ private:
 
 HttpServer::HttpServer(std::vector<std::unique_ptr<asio::io_context>> &ios, const BrokerConfig &cfg, Service &svc)
     : service(svc),
-      limits{cfg.header_bytes, cfg.body_bytes, cfg.read_timeout_ms, cfg.max_connections},
+      limits{cfg.header_bytes, cfg.body_bytes, cfg.read_timeout_ms, cfg.max_connections, cfg.sse_keepalive_ms},
       ios_(ios), acceptor_(std::in_place, *ios.front()) {
     if (!cfg.plain_http) {
         tls = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);

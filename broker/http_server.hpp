@@ -18,7 +18,7 @@ namespace shardnet::broker {
 
 struct Limits {
     std::size_t header_bytes, body_bytes;
-    int read_timeout_ms, max_connections;
+    int read_timeout_ms, max_connections, sse_keepalive_ms;
 };
 
 class HttpServer {

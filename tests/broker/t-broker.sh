@@ -15,7 +15,7 @@ hash() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 write_config() {  # EXTRA-JSON
     cat > "$T/broker.json" <<CONF
 {"listen": "127.0.0.1:0", "plain_http": true, "database": "$T/broker.db",
- "limits": {"body_bytes": 65536, "read_timeout_ms": 1000},
+ "limits": {"body_bytes": 65536, "read_timeout_ms": 1000, "sse_keepalive_ms": 300},
  "detector": {"misses": 3, "summary_seconds": 1},
  "tokens": [{"name": "ops", "scope": "admin", "sha256": "$(hash admin-t)"},
             {"name": "agents", "scope": "worker", "sha256": "$(hash worker-t)"}$1]}
@@ -100,6 +100,7 @@ sleep 0.5
 kill $SSE 2>/dev/null; wait $SSE 2>/dev/null
 grep -q '^event: RUNNING' "$T/sse" && grep -q '^event: ATTEMPT' "$T/sse" && grep -q '^event: SEALED' "$T/sse" \
     && grep -q '^data: {"id":[0-9]*,"run":"r1"' "$T/sse" && ok "SSE: backlog and a live SEALED event" || fail "SSE stream: $(cat "$T/sse")"
+grep -q '^: keep-alive$' "$T/sse" && ok "SSE: keep-alive comment on an idle stream" || fail "SSE: no keep-alive in $(cat "$T/sse")"
 expect "following an unknown run" 404 no_run -- GET "/v1/runs/nope/events?follow=1" admin-t
 expect "following without a token" 401 bad_token -- GET "/v1/runs/r1/events?follow=1" ""
 expect "serving after the stream closed" 200 '"ok":true' -- GET /v1/health ""
