@@ -4,6 +4,8 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "worker_token.hpp"
+
 namespace shardnet::broker {
 
 std::string sha256_hex(const std::string &data) {
@@ -19,8 +21,8 @@ std::string sha256_hex(const std::string &data) {
     return out;
 }
 
-Auth::Auth(const std::vector<TokenEntry> &tokens, double rate, double burst)
-    : per_window_(std::max<long long>(1, static_cast<long long>(std::min(rate / 10.0, burst)))) {
+Auth::Auth(const std::vector<TokenEntry> &tokens, double rate, double burst, const std::vector<WorkerKey> &worker_keys)
+    : worker_keys_(worker_keys), per_window_(std::max<long long>(1, static_cast<long long>(std::min(rate / 10.0, burst)))) {
     for (const auto &t : tokens) {
         auto b = std::make_unique<Bucket>();
         b->entry = t;
@@ -34,6 +36,10 @@ Auth::Verdict Auth::check(const std::string &bearer, const TokenEntry *&entry, d
     if (cache && cache->auth == this && cache->bearer.size() == bearer.size() &&
         CRYPTO_memcmp(cache->bearer.data(), bearer.data(), bearer.size()) == 0) {
         b = static_cast<Bucket *>(const_cast<void *>(cache->entry));
+    } else if (bearer.compare(0, 5, "snw1.") == 0) {
+        b = derived(bearer);
+        if (!b) return Verdict::invalid;
+        if (cache) { cache->bearer = bearer; cache->entry = b; cache->auth = this; cache->window = -1; cache->prepaid = 0; }
     } else {
         const std::string h = sha256_hex(bearer);
         auto it = by_hash_.find(h);
@@ -56,6 +62,22 @@ Auth::Verdict Auth::check(const std::string &bearer, const TokenEntry *&entry, d
     if (cache) { cache->window = window; cache->prepaid = batch - 1; }
     entry = &b->entry;
     return Verdict::ok;
+}
+
+Auth::Bucket *Auth::derived(const std::string &bearer) {
+    WorkerTokenClaim claim;
+    if (!parse_worker_token(bearer, claim)) return nullptr;
+    const WorkerKey *signer = nullptr;
+    for (const auto &k : worker_keys_)
+        if (verify_worker_token(k.key, claim)) signer = &k;
+    if (!signer) return nullptr;
+    std::lock_guard<std::mutex> lock(derived_mu_);
+    auto &slot = derived_[claim.run + '\0' + std::to_string(claim.attempt)];
+    if (!slot) {
+        slot = std::make_unique<Bucket>();
+        slot->entry = TokenEntry{signer->name + "/" + claim.run, "", Scope::worker, claim.run, claim.attempt};
+    }
+    return slot.get();
 }
 
 }  // namespace shardnet::broker

@@ -34,7 +34,8 @@ struct ConnCache {
 
 class Auth {
 public:
-    Auth(const std::vector<TokenEntry> &tokens, double rate, double burst);
+    Auth(const std::vector<TokenEntry> &tokens, double rate, double burst,
+         const std::vector<WorkerKey> &worker_keys = {});
 
     enum class Verdict { ok, missing, invalid, rate_limited };
     // entry is set when the verdict is ok. cache may be null.
@@ -48,7 +49,14 @@ private:
         std::atomic<long long> window{0};
         std::atomic<long long> used{0};
     };
+    Bucket *derived(const std::string &bearer);
+
     std::unordered_map<std::string, std::unique_ptr<Bucket>> by_hash_;
+    std::vector<WorkerKey> worker_keys_;
+    // Buckets of derived worker tokens, one per run and attempt, made on
+    // first sight (once per connection: the ConnCache keeps it after).
+    std::mutex derived_mu_;
+    std::unordered_map<std::string, std::unique_ptr<Bucket>> derived_;
     long long per_window_;
 };
 

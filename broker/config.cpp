@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "worker_token.hpp"
+
 namespace shardnet::broker {
 
 namespace json = boost::json;
@@ -67,7 +69,8 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
     if (!root.is_object()) return "config: expected a JSON object";
     Ctx c;
     const auto &o = root.as_object();
-    if (!only_keys(c, "", o, {"listen", "plain_http", "tls", "database", "cluster", "threads", "limits", "detector", "tokens", "clusters"}))
+    if (!only_keys(c, "", o, {"listen", "plain_http", "tls", "database", "cluster", "threads", "limits", "detector", "tokens", "clusters",
+                            "worker_keys"}))
         return c.err;
     long long n = 0;
     if (auto *v = o.if_contains("listen")) {
@@ -146,6 +149,25 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
             cfg.clusters[std::string(kv.key())] = conf;
         }
     }
+    if (auto *v = o.if_contains("worker_keys")) {
+        if (!v->is_array()) return "worker_keys: expected an array";
+        std::size_t i = 0;
+        for (const auto &k : v->as_array()) {
+            std::string path = "worker_keys[" + std::to_string(i++) + "]";
+            if (!k.is_object()) return path + ": expected an object";
+            const auto &ko = k.as_object();
+            if (!only_keys(c, path, ko, {"name", "key_file"})) return c.err;
+            if (!ko.contains("name") || !ko.contains("key_file")) return path + ": needs name and key_file";
+            WorkerKey wk;
+            if (!get_str(c, path + ".name", ko.at("name"), wk.name) || !get_str(c, path + ".key_file", ko.at("key_file"), wk.key_file))
+                return c.err;
+            if (wk.key_file[0] != '/') return path + ".key_file: expected an absolute path";
+            std::string err;
+            wk.key = read_worker_key(wk.key_file, err);
+            if (!err.empty()) return path + ".key_file: " + err;
+            cfg.worker_keys.push_back(std::move(wk));
+        }
+    }
     if (auto *v = o.if_contains("tokens")) {
         if (!v->is_array()) return "tokens: expected an array";
         std::size_t i = 0;
@@ -185,6 +207,7 @@ std::string config_template() {
              "max_connections": 10000, "rate_per_token": 100000, "rate_burst": 200000,
              "sse_keepalive_ms": 15000},
   "detector": {"misses": 3, "stall_seconds": 600, "summary_seconds": 10},
+  "worker_keys": [],
   "tokens": [
     {"_doc": "sha256 is `printf %s TOKEN | sha256sum`", "name": "site-agents", "scope": "worker",
      "sha256": "0000000000000000000000000000000000000000000000000000000000000000"},

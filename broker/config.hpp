@@ -14,6 +14,13 @@ struct TokenEntry {
     std::string sha256;    // hex SHA-256 of the token; tokens are never stored
     Scope scope = Scope::worker;
     std::string run;       // worker tokens may be tied to one run
+    unsigned long long attempt = 0;  // and to one attempt (0: any)
+};
+
+// A site key from which per-run, per-attempt worker tokens are derived (see
+// common/worker_token.hpp): the same file as the plugin's worker_key_file.
+struct WorkerKey {
+    std::string name, key_file, key;
 };
 
 struct BrokerConfig {
@@ -35,6 +42,7 @@ struct BrokerConfig {
     int stall_seconds = 600;
     int summary_seconds = 10;          // soft state to the store every N s
     std::vector<TokenEntry> tokens;
+    std::vector<WorkerKey> worker_keys;  // read when the config is loaded
     // Local clusters: name -> SLURM_CONF, to confirm failures with Slurm.
     std::map<std::string, std::string> clusters;
 };

@@ -28,7 +28,7 @@ ApiResponse error_response(unsigned status, const std::string &code, const std::
 
 Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store)
     : cfg_(cfg), store_(std::move(store)), workers_(cfg.detector_misses, cfg.stall_seconds) {
-    auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst));
+    auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
     for (auto &r : store_->load_runs()) runs_[r.id] = RunInfo{r.owner, r.state, r.attempt, r.world_size};
 }
@@ -60,7 +60,7 @@ void Service::drain() {
 
 void Service::reload(const BrokerConfig &cfg) {
     std::lock_guard<std::mutex> lock(auths_mu_);
-    auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst));
+    auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
 }
 
@@ -228,6 +228,8 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     if (jobstep.size() > 32 || has_control_chars(jobstep)) return reply(error_response(400, "bad_field", "step: not a Slurm step id", "step"));
     if (state != "running" && state != "ended") return reply(error_response(400, "bad_field", "state: expected running or ended", "state"));
     if (!who.run.empty() && who.run != run) return reply(error_response(403, "forbidden", "this token may not report for run " + run));
+    if (who.attempt && who.attempt != (unsigned long long)attempt)
+        return reply(error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt"));
     auto *ranks_v = v.as_object().if_contains("ranks");
     if (!ranks_v || !ranks_v->is_array()) return reply(error_response(400, "bad_field", "ranks: expected an array", "ranks"));
     std::optional<long long> top;

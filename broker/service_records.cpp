@@ -24,6 +24,8 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
         !f.integer("world_size", 1, 1 << 24, world))
         return reply(bad_field(f));
     if (rank >= world) return reply(error_response(400, "bad_field", "rank: must be below world_size", "rank"));
+    if (who.attempt && who.attempt != (unsigned long long)attempt)
+        return reply(error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt"));
     auto *files = v.as_object().if_contains("files");
     if (!files || !files->is_array() || files->as_array().empty())
         return reply(error_response(400, "bad_field", "files: expected a non-empty array of {path, sha256, bytes}", "files"));

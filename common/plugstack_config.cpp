@@ -39,6 +39,7 @@ const std::map<std::string, Setter> &setters() {
              return "";
          }},
         {"token_file", [](const std::string &v, PlugstackConfig &c) { return set_abs_path("path", v, c.token_file); }},
+        {"worker_key_file", [](const std::string &v, PlugstackConfig &c) { return set_abs_path("path", v, c.worker_key_file); }},
         {"ca_file", [](const std::string &v, PlugstackConfig &c) { return set_abs_path("path", v, c.ca_file); }},
         {"ckpt_root", [](const std::string &v, PlugstackConfig &c) { return set_abs_path("path", v, c.ckpt_root); }},
         {"progress_root", [](const std::string &v, PlugstackConfig &c) { return set_abs_path("path", v, c.progress_root); }},

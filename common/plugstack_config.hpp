@@ -12,6 +12,7 @@ enum class BrokerMode { optional, required };
 struct PlugstackConfig {
     std::string broker_url;      // empty: no broker, heartbeats off
     std::string token_file;      // bearer token for the broker, read as root
+    std::string worker_key_file; // site key: agents get a token for their run and attempt only
     std::string ca_file;         // CA bundle for an https broker
     std::string ckpt_root;       // site checkpoint root; empty: users' homes only
     std::string progress_root = "/tmp";  // node-local dir for progress files

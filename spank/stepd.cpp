@@ -22,6 +22,7 @@ extern "C" {
 #include "parse_util.hpp"
 #include "safe_path.hpp"
 #include "state.hpp"
+#include "worker_token.hpp"
 
 namespace shardnet {
 
@@ -70,6 +71,7 @@ std::string read_token(const std::string &path, std::string &err) {
 }
 
 char g_token[1025];  // plain storage: wiped as soon as the agent has it
+char g_key[4097];    // the site's worker key, wiped likewise
 
 // Logs why and makes every task of the step fail with that message.
 int refuse(const std::string &why) {
@@ -91,7 +93,12 @@ int broker_problem(const std::string &what) {
 int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gid, const std::string &user) {
     AgentConfig ac;
     ac.url = g.cfg->broker_url;
-    ac.token = g_token;
+    if (g_key[0]) {
+        ac.token = derive_worker_token(g_key, g.run, g.attempt);
+        explicit_bzero(g_key, sizeof g_key);
+    } else {
+        ac.token = g_token;
+    }
     ac.ca_file = g.cfg->ca_file;
     ac.run = g.run;
     ac.attempt = g.attempt;
@@ -125,6 +132,7 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
         spawn.slurm_conf = c ? c : "";
     }
     explicit_bzero(g_token, sizeof g_token);
+    explicit_bzero(ac.token.data(), ac.token.size());
     if (auto err = agent_start(spawn); !err.empty()) return broker_problem("heartbeat agent not started: " + err);
     if (required) {
         if (auto err = agent_wait_verdict(g.cfg->timeout_ms + 500); !err.empty()) {
@@ -147,7 +155,14 @@ int stepd_post_opt(spank_t sp) {
     if (!raw.enabled) return 0;
     auto job = std::make_unique<JobOptions>();
     if (auto err = resolve_job_options(raw, *g.cfg, *job); !err.empty()) return refuse(err);
-    if (!g.cfg->broker_url.empty() && !g.cfg->token_file.empty()) {
+    if (!g.cfg->broker_url.empty() && !g.cfg->worker_key_file.empty()) {
+        // The key never leaves slurmstepd: the agent gets a token derived
+        // for its run and attempt once those are known (user_init).
+        std::string err, key = read_worker_key(g.cfg->worker_key_file, err);
+        if (!err.empty()) broker_problem(err);
+        copy_to(g_key, sizeof g_key, key);
+        explicit_bzero(key.data(), key.size());
+    } else if (!g.cfg->broker_url.empty() && !g.cfg->token_file.empty()) {
         std::string err, tok = read_token(g.cfg->token_file, err);
         if (!err.empty()) broker_problem(err);
         copy_to(g_token, sizeof g_token, tok);

@@ -51,7 +51,8 @@ for l in open(sys.argv[1]):
 
 # start_broker [STALL_SECONDS]: a real shardnet-broker on a fixed free port
 # (so that it can be restarted on the same one). Sets BROKER_URL,
-# BROKER_PID, AGENT_TOKEN_FILE; ADMIN_TOKEN is for queries.
+# BROKER_PID, AGENT_TOKEN_FILE (one token for all agents) and
+# WORKER_KEY_FILE (per-run tokens); ADMIN_TOKEN is for queries.
 ADMIN_TOKEN=admin-$RANDOM$RANDOM
 BROKER_PORT=""
 start_broker() {
@@ -61,10 +62,14 @@ start_broker() {
     [ -f "$WORK/agent.token" ] && agent_token=$(cat "$WORK/agent.token")
     echo "$agent_token" > "$WORK/agent.token"; chmod 600 "$WORK/agent.token"
     AGENT_TOKEN_FILE=$WORK/agent.token
+    # The site worker key: agents then hold a token for their run and attempt only.
+    [ -f "$WORK/worker.key" ] || { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$WORK/worker.key"; chmod 600 "$WORK/worker.key"; }
+    WORKER_KEY_FILE=$WORK/worker.key
     local clusters="" c
     for c in $(cat "$SCRATCH/clusters"); do clusters="$clusters${clusters:+, }\"$c\": {\"slurm_conf\": \"$SCRATCH/$c/slurm.conf\"}"; done
     cat > "$WORK/broker.json" <<CONF
 {"listen": "127.0.0.1:$BROKER_PORT", "plain_http": true, "database": "$WORK/broker.db", "clusters": {$clusters},
+ "worker_keys": [{"name": "site", "key_file": "$WORKER_KEY_FILE"}],
  "detector": {"misses": 3, "stall_seconds": $stall, "summary_seconds": 1},
  "tokens": [{"name": "agents", "scope": "worker", "sha256": "$(printf %s "$agent_token" | sha256sum | cut -d' ' -f1)"},
             {"name": "ops", "scope": "admin", "sha256": "$(printf %s "$ADMIN_TOKEN" | sha256sum | cut -d' ' -f1)"}]}

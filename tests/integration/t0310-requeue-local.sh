@@ -6,7 +6,7 @@
 # heartbeats. Prints fault -> RECOVERED seconds.
 . "$(dirname "$0")/lib.sh"
 start_broker 600
-plugstack beta "broker=$BROKER_URL token_file=$AGENT_TOKEN_FILE heartbeat_min=1"
+plugstack beta "broker=$BROKER_URL worker_key_file=$WORKER_KEY_FILE heartbeat_min=1"
 cat > "$WORK/train.sh" <<'SH'
 #!/bin/bash
 echo "attempt=$SHARDNET_ATTEMPT resume='$SHARDNET_RESUME_FROM' node=$SLURMD_NODENAME job=$SLURM_JOB_ID"
@@ -41,6 +41,19 @@ ok "node $victim killed: attempt 2 runs as job $new on $on; fault -> RECOVERED $
 out=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $(cat "$AGENT_TOKEN_FILE")" "$BROKER_URL/v1/heartbeats" \
     -d '{"run":"rq-run","attempt":1,"node":"'"$victim"'","ranks":[]}')
 [ "$out" = 409 ] && ok "a heartbeat of attempt 1 is refused (409)" || fail "attempt 1 heartbeat answered $out"
+# What attempt 1's agent held: a token derived for rq-run attempt 1 only.
+old_token=$(/usr/bin/python3 -c 'import hmac, hashlib, sys
+key = open(sys.argv[1], "rb").read().rstrip(b"\r\n")
+mac = hmac.new(key, b"shardnet-worker\0rq-run\0" + b"1", hashlib.sha256).hexdigest()
+print("snw1.1." + mac + ".rq-run")' "$WORKER_KEY_FILE")
+post() { curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $old_token" "$BROKER_URL$1" -d "$2"; }
+hb1=$(post /v1/heartbeats '{"run":"rq-run","attempt":1,"node":"'"$victim"'","ranks":[]}')
+hb2=$(post /v1/heartbeats '{"run":"rq-run","attempt":2,"node":"'"$victim"'","ranks":[]}')
+ck1=$(post /v1/runs/rq-run/checkpoints/checkpoint-9/commit '{"attempt":1,"rank":0,"world_size":1,"files":[{"path":"a","sha256":"00","bytes":1}]}')
+other=$(post /v1/heartbeats '{"run":"other-run","attempt":1,"node":"x","ranks":[]}')
+[ "$hb1 $hb2 $ck1 $other" = "409 403 409 403" ] \
+    && ok "attempt 1's own token: heartbeat 409 (fenced), as attempt 2 403, commit 409, another run 403" \
+    || fail "attempt 1's token: heartbeat $hb1, as attempt 2 $hb2, commit $ck1, another run $other"
 slurm beta scancel "$new"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" beta "$victim"
 for _ in $(seq 150); do slurm beta sinfo -h -n "$victim" -o %T | grep -qx idle && break; sleep 0.2; done

@@ -4,7 +4,7 @@
 # resubmits the run as attempt 2 on alpha. Prints fault -> RECOVERED seconds.
 . "$(dirname "$0")/lib.sh"
 start_broker 600
-for c in alpha beta; do plugstack $c "broker=$BROKER_URL token_file=$AGENT_TOKEN_FILE heartbeat_min=1"; done
+for c in alpha beta; do plugstack $c "broker=$BROKER_URL worker_key_file=$WORKER_KEY_FILE heartbeat_min=1"; done
 cat > "$WORK/train.sh" <<'SH'
 #!/bin/bash
 echo "attempt=$SHARDNET_ATTEMPT cluster=$SLURM_CLUSTER_NAME node=$SLURMD_NODENAME rank=$SHARDNET_RANK/$SHARDNET_WORLD_SIZE"

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "auth.hpp"
+#include "worker_token.hpp"
 #include "config.hpp"
 
 using namespace shardnet::broker;
@@ -59,4 +60,22 @@ TEST_CASE("tokens: hashed lookup, scopes, rate limit") {
     CHECK(auth.check("s3cret", who, 2.0, &cache) == Auth::Verdict::ok);
     CHECK(auth.check("s3cre7", who, 2.0, &cache) == Auth::Verdict::invalid);  // the cache never vouches for another token
     CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST_CASE("derived worker tokens: one run and one attempt, signed by a configured key") {
+    WorkerKey k{"site", "/k", std::string(48, 'q')};
+    Auth auth({}, 1000, 1000, {k});
+    const TokenEntry *who = nullptr;
+    const std::string tok = shardnet::derive_worker_token(k.key, "beta.7", 2);
+    REQUIRE(auth.check(tok, who, 1.0) == Auth::Verdict::ok);
+    CHECK(who->scope == Scope::worker);
+    CHECK(who->run == "beta.7");
+    CHECK(who->attempt == 2);
+    CHECK(who->name == "site/beta.7");
+    ConnCache cache;
+    CHECK(auth.check(tok, who, 1.0, &cache) == Auth::Verdict::ok);
+    CHECK(auth.check(tok, who, 1.0, &cache) == Auth::Verdict::ok);  // from the connection's cache
+    CHECK(auth.check(shardnet::derive_worker_token(std::string(48, 'z'), "beta.7", 2), who, 1.0) == Auth::Verdict::invalid);
+    Auth no_keys({}, 1000, 1000);
+    CHECK(no_keys.check(tok, who, 1.0) == Auth::Verdict::invalid);
 }

@@ -6,11 +6,14 @@
 
 #include "auth.hpp"
 #include "service.hpp"
+#include "worker_token.hpp"
 
 using namespace shardnet::broker;
 namespace json = boost::json;
 
 namespace {
+
+const std::string kWorkerKey(32, 'w');
 
 struct Fixture {
     std::string dir;
@@ -26,6 +29,7 @@ struct Fixture {
                       TokenEntry{"r2-only", sha256_hex("r2-t"), Scope::worker, "r2"},
                       TokenEntry{"alice", sha256_hex("alice-t"), Scope::user, ""},
                       TokenEntry{"bob", sha256_hex("bob-t"), Scope::user, ""}};
+        cfg.worker_keys = {WorkerKey{"site", "/k", kWorkerKey}};
         svc = std::make_unique<Service>(cfg, std::make_unique<Store>(cfg.database));
     }
     ~Fixture() {
@@ -160,4 +164,23 @@ TEST_CASE("node descriptors: stored, listed with classes and fabric, served whol
     CHECK(list[0].at("fabric").as_array()[0].as_string() == "NVSwitch");
     CHECK(Fixture::body(f.call("GET", "/v1/nodes/beta1", "admin-t")).at("hash").as_string() == "sha256:ab");
     CHECK(f.call("GET", "/v1/nodes/gamma9", "admin-t").status == 404);
+}
+
+TEST_CASE("a derived worker token reports for its own run and attempt only") {
+    Fixture f;
+    const std::string t1 = shardnet::derive_worker_token(kWorkerKey, "r7", 1);
+    CHECK(f.call("POST", "/v1/heartbeats", t1, hb("r7", 1, "a1", 1)).status == 204);
+    CHECK(f.call("POST", "/v1/runs/r7/checkpoints/c1/commit", t1, commit(1, 0, 1)).status == 200);
+    auto other_run = f.call("POST", "/v1/heartbeats", t1, hb("r8", 1, "a1", 1));
+    CHECK(other_run.status == 403);
+    auto next_attempt = f.call("POST", "/v1/heartbeats", t1, hb("r7", 2, "a1", 1));
+    CHECK(next_attempt.status == 403);
+    CHECK(next_attempt.body.find("attempt 1") != std::string::npos);
+    CHECK(f.call("POST", "/v1/runs/r7/checkpoints/c2/commit", t1, commit(2, 0, 1)).status == 403);
+    // The next attempt's token moves the run on; the old one is then fenced.
+    const std::string t2 = shardnet::derive_worker_token(kWorkerKey, "r7", 2);
+    CHECK(f.call("POST", "/v1/heartbeats", t2, hb("r7", 2, "b1", 1)).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", t1, hb("r7", 1, "a1", 2)).status == 409);
+    CHECK(f.call("GET", "/v1/runs/r7", t2).status == 200);
+    CHECK(f.call("GET", "/v1/runs/r1", t2).status == 404);
 }

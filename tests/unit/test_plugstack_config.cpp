@@ -62,7 +62,7 @@ TEST_CASE("bad arguments are named") {
 
 TEST_CASE("plugstack_keys lists every key the parser takes") {
     auto keys = plugstack_keys();
-    CHECK(keys.size() == 14);
+    CHECK(keys.size() == 15);
     for (const auto &k : keys) {
         PlugstackConfig c;
         std::string arg = k + "=";

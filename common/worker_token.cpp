@@ -1,0 +1,86 @@
+#include "worker_token.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <nettle/hmac.h>
+#include <nettle/memops.h>
+#include <unistd.h>
+
+#include "parse_util.hpp"
+
+namespace shardnet {
+
+namespace {
+
+constexpr std::string_view kPrefix = "snw1.";
+
+std::string mac_hex(std::string_view key, std::string_view run, unsigned long long attempt) {
+    hmac_sha256_ctx ctx;
+    hmac_sha256_set_key(&ctx, key.size(), reinterpret_cast<const uint8_t *>(key.data()));
+    const std::string msg = std::string("shardnet-worker", 16) + std::string(run) + '\0' + std::to_string(attempt);
+    hmac_sha256_update(&ctx, msg.size(), reinterpret_cast<const uint8_t *>(msg.data()));
+    uint8_t md[SHA256_DIGEST_SIZE];
+    hmac_sha256_digest(&ctx, sizeof md, md);
+    static const char *hex = "0123456789abcdef";
+    std::string out(2 * sizeof md, '0');
+    for (std::size_t i = 0; i < sizeof md; ++i) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string derive_worker_token(std::string_view key, std::string_view run, unsigned long long attempt) {
+    return std::string(kPrefix) + std::to_string(attempt) + "." + mac_hex(key, run, attempt) + "." + std::string(run);
+}
+
+bool parse_worker_token(std::string_view token, WorkerTokenClaim &out) {
+    if (token.substr(0, kPrefix.size()) != kPrefix) return false;
+    token.remove_prefix(kPrefix.size());
+    const auto d1 = token.find('.');
+    if (d1 == std::string_view::npos || d1 == 0 || d1 > 9) return false;
+    unsigned long long attempt = 0;
+    for (char c : token.substr(0, d1)) {
+        if (c < '0' || c > '9') return false;
+        attempt = attempt * 10 + unsigned(c - '0');
+    }
+    token.remove_prefix(d1 + 1);
+    if (token.size() < 66 || token[64] != '.') return false;
+    std::string_view mac = token.substr(0, 64), run = token.substr(65);
+    for (char c : mac)
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    if (attempt == 0 || !is_safe_name(run)) return false;
+    out.run = std::string(run);
+    out.attempt = attempt;
+    out.mac_hex = std::string(mac);
+    return true;
+}
+
+bool verify_worker_token(std::string_view key, const WorkerTokenClaim &claim) {
+    const std::string want = mac_hex(key, claim.run, claim.attempt);
+    return claim.mac_hex.size() == want.size() &&
+           memeql_sec(want.data(), claim.mac_hex.data(), want.size()) != 0;
+}
+
+std::string read_worker_key(const std::string &path, std::string &err) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) { err = "cannot read worker key file '" + path + "': " + std::strerror(errno); return ""; }
+    char buf[4097];
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n < 0) { err = "cannot read worker key file '" + path + "': " + std::strerror(errno); return ""; }
+    std::string k(buf, std::size_t(n));
+    explicit_bzero(buf, sizeof buf);
+    while (!k.empty() && (k.back() == '\n' || k.back() == '\r')) k.pop_back();
+    if (k.size() < kMinWorkerKeyBytes) {
+        err = "worker key file '" + path + "' holds " + std::to_string(k.size()) + " bytes; at least " +
+              std::to_string(kMinWorkerKeyBytes) + " are needed (e.g. openssl rand -hex 32)";
+        return "";
+    }
+    return k;
+}
+
+}  // namespace shardnet
