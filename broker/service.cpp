@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <map>
 #include <openssl/rand.h>
 
 #include "parse_util.hpp"
@@ -391,13 +392,29 @@ void Service::get_run(const std::string &id, const TokenEntry &who, const Reply 
     }
     json::object r = run_json(id, info.owner, info.state, info.attempt, info.world_size);
     json::array workers;
+    // Worker groups: one per attempt and role ("batch": the batch script's
+    // node; "step": the nodes of srun steps, which carry the ranks).
+    std::map<std::pair<long long, std::string>, json::object> groups;
+    const double now = wall_now();
     for (const auto &[node, w] : workers_.of_run(id)) {
-        json::object o{{"node", node}, {"attempt", w.attempt}, {"ranks", w.ranks}, {"last_seen", w.last_seen},
-                       {"interval", w.interval}, {"ended", w.ended}, {"faulted", w.faulted}};
+        const std::string role = node.size() > 6 && node.compare(node.size() - 6, 6, "/batch") == 0 ? "batch" : "step";
+        const char *health = w.faulted ? "faulted" : w.ended ? "ended" : w.suspected ? "suspect"
+                           : now - w.last_seen > 2.0 * w.interval ? "late" : "healthy";
+        json::object o{{"node", node}, {"role", role}, {"attempt", w.attempt}, {"ranks", w.ranks},
+                       {"health", health}, {"last_seen", w.last_seen}, {"interval", w.interval},
+                       {"ended", w.ended}, {"faulted", w.faulted}};
         if (w.step >= 0) o["step"] = w.step; else o["step"] = nullptr;
         workers.push_back(std::move(o));
+        auto &g = groups[{w.attempt, role}];
+        if (g.empty()) g = json::object{{"attempt", w.attempt}, {"role", role}, {"workers", 0}, {"ranks", 0}, {"healthy", 0}};
+        g["workers"] = g["workers"].as_int64() + 1;
+        g["ranks"] = g["ranks"].as_int64() + w.ranks;
+        if (std::string_view(health) == "healthy") g["healthy"] = g["healthy"].as_int64() + 1;
     }
+    json::array gs;
+    for (auto &[k, g] : groups) gs.push_back(std::move(g));
     r["workers"] = std::move(workers);
+    r["groups"] = std::move(gs);
     reply(ok_json(200, r));
 }
 

@@ -66,6 +66,20 @@ TEST_CASE("heartbeats create the run and show in it") {
     auto v = Fixture::body(r).as_object();
     CHECK(v.at("state").as_string() == "RUNNING");
     CHECK(v.at("workers").as_array().size() == 2);
+    CHECK(v.at("workers").as_array()[0].at("health").as_string() == "healthy");
+    CHECK(v.at("workers").as_array()[0].at("role").as_string() == "step");
+    REQUIRE(v.at("groups").as_array().size() == 1);
+    CHECK(v.at("groups").as_array()[0].at("workers").as_int64() == 2);
+    CHECK(v.at("groups").as_array()[0].at("healthy").as_int64() == 2);
+    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a1/batch", 6)).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a2", 7, "ended")).status == 204);
+    v = Fixture::body(f.call("GET", "/v1/runs/r1", "admin-t")).as_object();
+    auto groups = v.at("groups").as_array();
+    REQUIRE(groups.size() == 2);
+    CHECK(groups[0].at("role").as_string() == "batch");
+    CHECK(groups[1].at("role").as_string() == "step");
+    CHECK(groups[1].at("workers").as_int64() == 2);
+    CHECK(groups[1].at("healthy").as_int64() == 1);  // a2 ended
     auto ev = Fixture::body(f.call("GET", "/v1/runs/r1/events", "admin-t")).at("events").as_array();
     REQUIRE(ev.size() == 1);
     CHECK(ev[0].at("kind").as_string() == "RUNNING");
