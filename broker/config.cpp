@@ -70,7 +70,7 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
     Ctx c;
     const auto &o = root.as_object();
     if (!only_keys(c, "", o, {"listen", "plain_http", "tls", "database", "cluster", "threads", "limits", "detector", "tokens", "clusters",
-                            "worker_keys"}))
+                            "worker_keys", "slurm"}))
         return c.err;
     long long n = 0;
     if (auto *v = o.if_contains("listen")) {
@@ -134,6 +134,16 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
         if (auto *x = d.if_contains("misses")) { if (!get_int(c, "detector.misses", *x, 1, 100, n)) return c.err; cfg.detector_misses = int(n); }
         if (auto *x = d.if_contains("stall_seconds")) { if (!get_int(c, "detector.stall_seconds", *x, 1, 86400 * 7, n)) return c.err; cfg.stall_seconds = int(n); }
         if (auto *x = d.if_contains("summary_seconds")) { if (!get_int(c, "detector.summary_seconds", *x, 1, 3600, n)) return c.err; cfg.summary_seconds = int(n); }
+    }
+    if (auto *v = o.if_contains("slurm")) {
+        if (!v->is_object()) return "slurm: expected an object";
+        const auto &s = v->as_object();
+        if (!only_keys(c, "slurm", s, {"cache_ms", "max_calls_per_second"})) return c.err;
+        if (auto *x = s.if_contains("cache_ms")) { if (!get_int(c, "slurm.cache_ms", *x, 0, 60000, n)) return c.err; cfg.slurm_cache_ms = int(n); }
+        if (auto *x = s.if_contains("max_calls_per_second")) {
+            if (!get_int(c, "slurm.max_calls_per_second", *x, 1, 10000, n)) return c.err;
+            cfg.slurm_max_per_second = int(n);
+        }
     }
     if (auto *v = o.if_contains("clusters")) {
         if (!v->is_object()) return "clusters: expected an object of NAME: {slurm_conf}";
@@ -207,6 +217,8 @@ std::string config_template() {
              "max_connections": 10000, "rate_per_token": 100000, "rate_burst": 200000,
              "sse_keepalive_ms": 15000},
   "detector": {"misses": 3, "stall_seconds": 600, "summary_seconds": 10},
+  "slurm": {"_doc": "every slurmctld call: answers reused for cache_ms, at most max_calls_per_second",
+            "cache_ms": 1000, "max_calls_per_second": 20},
   "worker_keys": [],
   "tokens": [
     {"_doc": "sha256 is `printf %s TOKEN | sha256sum`", "name": "site-agents", "scope": "worker",

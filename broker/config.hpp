@@ -41,6 +41,8 @@ struct BrokerConfig {
     int detector_misses = 3;
     int stall_seconds = 600;
     int summary_seconds = 10;          // soft state to the store every N s
+    int slurm_cache_ms = 1000;         // Slurm query answers are reused this long
+    int slurm_max_per_second = 20;     // calls to one slurmctld, at most
     std::vector<TokenEntry> tokens;
     std::vector<WorkerKey> worker_keys;  // read when the config is loaded
     // Local clusters: name -> SLURM_CONF, to confirm failures with Slurm.

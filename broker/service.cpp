@@ -28,7 +28,8 @@ ApiResponse error_response(unsigned status, const std::string &code, const std::
 
 
 Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store)
-    : cfg_(cfg), store_(std::move(store)), workers_(cfg.detector_misses, cfg.stall_seconds) {
+    : cfg_(cfg), store_(std::move(store)), slurm_calls_(cfg.slurm_cache_ms, cfg.slurm_max_per_second),
+      workers_(cfg.detector_misses, cfg.stall_seconds) {
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
     for (auto &r : store_->load_runs()) runs_[r.id] = RunInfo{r.owner, r.state, r.attempt, r.world_size};
@@ -469,6 +470,8 @@ std::string Service::metrics() const {
     line("shardnet_seals_total", "checkpoints sealed", total(c_seals));
     line("shardnet_rate_limited_total", "requests answered 429", total(c_rate_limited));
     line("shardnet_auth_failures_total", "requests answered 401", total(c_auth_failures));
+    line("shardnet_slurm_calls_total", "commands run against slurmctld", slurm_calls_.calls());
+    line("shardnet_slurm_cache_hits_total", "Slurm queries answered from the cache", slurm_calls_.cache_hits());
     line("shardnet_workers_tracked", "workers in the failure detector", workers_.size(), "gauge");
     {
         std::shared_lock lock(runs_mu_);

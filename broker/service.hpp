@@ -16,6 +16,7 @@
 
 #include "auth.hpp"
 #include "config.hpp"
+#include "slurm_calls.hpp"
 #include "store.hpp"
 #include "workers.hpp"
 
@@ -104,6 +105,7 @@ private:
     std::unique_ptr<Store> store_;
     boost::asio::thread_pool store_thread_{1};
     boost::asio::thread_pool slurm_thread_{1};
+    SlurmCalls slurm_calls_;
     // Replaced whole on reload; retired ones are kept (reloads are rare and
     // connections may hold pointers into them).
     std::atomic<Auth *> auth_{nullptr};

@@ -58,7 +58,7 @@ void Service::requeue(const Fault &fault) {
 
         // 2. What the failed job was, and where it can go.
         std::string out;
-        if (run_slurm(slurm_conf, {"scontrol", "-o", "show", "job", std::to_string(fault.state.job)}, out) != 0) return;
+        if (slurm_calls_.query(slurm_conf, {"scontrol", "-o", "show", "job", std::to_string(fault.state.job)}, out) != 0) return;
         const std::string uid = id_in_parens(scontrol_field(out, "UserId")), gid = id_in_parens(scontrol_field(out, "GroupId"));
         const std::string nodes = scontrol_field(out, "NumNodes"), tasks = scontrol_field(out, "NumTasks");
         const std::string workdir = scontrol_field(out, "WorkDir"), stdout_path = scontrol_field(out, "StdOut");
@@ -75,7 +75,7 @@ void Service::requeue(const Fault &fault) {
         for (const auto &[name, c] : candidates) {
             std::string idle_out;
             std::vector<std::string> free;
-            if (run_slurm(c, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N"}, idle_out) != 0) {
+            if (slurm_calls_.query(c, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N"}, idle_out) != 0) {
                 rejected.push_back(json::object{{"cluster", name}, {"reason", "slurmctld did not answer"}});
                 continue;
             }
@@ -108,11 +108,11 @@ void Service::requeue(const Fault &fault) {
         std::filesystem::create_directories(dir);
         std::string script = dir + "/" + fault.run + ".attempt-" + std::to_string(to) + ".sh";
         std::string ignored;
-        if (run_slurm(slurm_conf, {"scontrol", "write", "batch_script", std::to_string(fault.state.job), script}, ignored) != 0) {
+        if (slurm_calls_.change(slurm_conf, {"scontrol", "write", "batch_script", std::to_string(fault.state.job), script}, ignored) != 0) {
             record("failed", 0, "PLACEMENT", "cannot read the batch script of job " + std::to_string(fault.state.job));
             return;
         }
-        run_slurm(slurm_conf, {"scancel", std::to_string(fault.state.job)}, ignored);
+        slurm_calls_.change(slurm_conf, {"scancel", std::to_string(fault.state.job)}, ignored);
         std::string job_out;
         std::vector<std::string> argv{"sbatch", "--parsable", "--uid=" + uid, "--gid=" + gid, "-N", nodes, "-n", tasks,
                                       "--export=SHARDNET_ATTEMPT=" + std::to_string(to),
@@ -121,7 +121,7 @@ void Service::requeue(const Fault &fault) {
         if (!workdir.empty()) argv.push_back("--chdir=" + workdir);
         if (!stdout_path.empty()) argv.push_back("--output=" + stdout_path);
         argv.push_back(script);
-        if (run_slurm(target_conf, argv, job_out) != 0) {
+        if (slurm_calls_.change(target_conf, argv, job_out) != 0) {
             record("failed", 0, "PLACEMENT", "sbatch of attempt " + std::to_string(to) + " on " + target + " failed");
             return;
         }

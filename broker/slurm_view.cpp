@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "slurm_calls.hpp"
+
 extern char **environ;
 
 namespace shardnet::broker {
@@ -47,10 +49,6 @@ int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std:
 }
 
 namespace {
-
-int run(const std::string &slurm_conf, std::vector<std::string> argv, std::string &out) {
-    return run_slurm(slurm_conf, std::move(argv), out);
-}
 
 bool tcp_answers(const std::string &host, int port, int timeout_ms) {
     addrinfo hints{}, *res = nullptr;
@@ -100,7 +98,11 @@ bool job_state_running(const std::string &s) {
     return s == "RUNNING" || s == "COMPLETING" || s == "SUSPENDED" || s == "CONFIGURING" || s == "STOPPED";
 }
 
-SlurmView ask_slurm(const std::string &slurm_conf, long long job, const std::string &node, int connect_timeout_ms) {
+SlurmView ask_slurm(SlurmCalls &calls, const std::string &slurm_conf, long long job, const std::string &node,
+                    int connect_timeout_ms) {
+    auto run = [&calls](const std::string &conf, std::vector<std::string> argv, std::string &out) {
+        return calls.query(conf, argv, out);
+    };
     SlurmView v;
     std::string out;
     int rc = run(slurm_conf, {"scontrol", "-o", "show", "job", std::to_string(job)}, out);

@@ -22,7 +22,9 @@ struct SlurmView {
 // stdout in out.
 int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std::string &out);
 
-SlurmView ask_slurm(const std::string &slurm_conf, long long job, const std::string &node, int connect_timeout_ms = 1000);
+class SlurmCalls;
+SlurmView ask_slurm(SlurmCalls &calls, const std::string &slurm_conf, long long job, const std::string &node,
+                    int connect_timeout_ms = 1000);
 
 // Key=Value of a `scontrol -o show` line; "" when absent.
 std::string scontrol_field(const std::string &line, const std::string &key);

@@ -1,0 +1,65 @@
+#include "slurm_calls.hpp"
+
+#include <chrono>
+#include <thread>
+
+#include "slurm_view.hpp"
+
+namespace shardnet::broker {
+
+namespace {
+double mono_now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+int SlurmCalls::query(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out) {
+    const auto key = std::make_pair(slurm_conf, argv);
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = cache_.find(key);
+        if (it != cache_.end() && mono_now() - it->second.at < cache_ms_ / 1000.0) {
+            hits_.fetch_add(1, std::memory_order_relaxed);
+            out = it->second.out;
+            return it->second.rc;
+        }
+    }
+    const double at = mono_now();
+    int rc = call(slurm_conf, argv, out);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cache_.size() > 4096) cache_.clear();  // bounded: old answers are worthless anyway
+    cache_[key] = Answer{at, rc, out};
+    return rc;
+}
+
+int SlurmCalls::change(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out) {
+    int rc = call(slurm_conf, argv, out);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = cache_.begin(); it != cache_.end();)
+        it = it->first.first == slurm_conf ? cache_.erase(it) : std::next(it);
+    return rc;
+}
+
+int SlurmCalls::call(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out) {
+    // Throttle: within any one second, at most max_per_second calls to a
+    // cluster; the caller (the broker's Slurm thread) waits for its turn.
+    for (;;) {
+        double wait = 0;
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            auto &times = recent_[slurm_conf];
+            const double now = mono_now();
+            while (!times.empty() && now - times.front() >= 1.0) times.erase(times.begin());
+            if (int(times.size()) < max_per_second_) {
+                times.push_back(now);
+                break;
+            }
+            wait = 1.0 - (now - times.front());
+        }
+        std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+    }
+    calls_.fetch_add(1, std::memory_order_relaxed);
+    return run_slurm(slurm_conf, argv, out);
+}
+
+}  // namespace shardnet::broker

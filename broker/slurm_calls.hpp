@@ -1,0 +1,39 @@
+// Every call the broker makes to a Slurm controller goes through here:
+// read-only queries are answered from a short cache, and each cluster gets
+// at most max_per_second calls, so that a burst of suspects, capacity
+// searches or requeues never floods a slurmctld.
+#pragma once
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace shardnet::broker {
+
+class SlurmCalls {
+public:
+    SlurmCalls(int cache_ms, int max_per_second) : cache_ms_(cache_ms), max_per_second_(max_per_second) {}
+
+    // A query (scontrol show, sinfo, squeue, ping): from the cache when an
+    // answer younger than cache_ms is there.
+    int query(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out);
+    // A command that changes Slurm's state (sbatch, scancel, ...): never
+    // cached, and it drops the cluster's cached answers.
+    int change(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out);
+
+    unsigned long long calls() const { return calls_.load(std::memory_order_relaxed); }
+    unsigned long long cache_hits() const { return hits_.load(std::memory_order_relaxed); }
+
+private:
+    int call(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out);
+
+    struct Answer { double at; int rc; std::string out; };
+    int cache_ms_, max_per_second_;
+    std::mutex mu_;
+    std::map<std::pair<std::string, std::vector<std::string>>, Answer> cache_;
+    std::map<std::string, std::vector<double>> recent_;   // cluster -> times of its last calls
+    std::atomic<unsigned long long> calls_{0}, hits_{0};
+};
+
+}  // namespace shardnet::broker
