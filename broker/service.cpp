@@ -8,6 +8,7 @@
 #include <map>
 #include <openssl/rand.h>
 
+#include "heartbeat_body.hpp"
 #include "parse_util.hpp"
 #include "service_util.hpp"
 
@@ -212,19 +213,12 @@ void Service::handle(ApiRequest req, const Reply &reply) {
 }
 
 void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
-    json::error_code ec;
-    unsigned char arena[4096];
-    json::monotonic_resource mr(arena, sizeof arena);
-    json::value v = json::parse(req.body, ec, &mr);
-    if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
-    Fields f{v.as_object(), {}, {}};
-    std::string run, node, jobstep, cluster, requeue_policy = "federated", state = "running";
-    long long attempt = 0, interval = 10, job = 0;
-    if (!f.str("run", run) || !f.integer("attempt", 1, 1000000, attempt) || !f.str("node", node) ||
-        !f.integer("interval", 1, 86400, interval, false) || !f.str("state", state, false) ||
-        !f.str("step", jobstep, false) || !f.str("cluster", cluster, false) || !f.integer("job", 0, 1LL << 40, job, false) ||
-        !f.str("requeue", requeue_policy, false))
-        return reply(bad_field(f));
+    HeartbeatBody hb;
+    BodyError bad;
+    if (!read_heartbeat(req.body, hb, bad)) return reply(error_response(400, bad.code, bad.message, bad.field));
+    const std::string &run = hb.run, &node = hb.node, &jobstep = hb.step, &cluster = hb.cluster,
+                      &requeue_policy = hb.requeue, &state = hb.state;
+    const long long attempt = hb.attempt, interval = hb.interval, job = hb.job;
     if (!is_safe_name(run)) return reply(error_response(400, "bad_field", "run: not a valid run id", "run"));
     if (node.empty() || node.size() > 256 || has_control_chars(node)) return reply(error_response(400, "bad_field", "node: not a node name", "node"));
     if (jobstep.size() > 32 || has_control_chars(jobstep)) return reply(error_response(400, "bad_field", "step: not a Slurm step id", "step"));
@@ -232,15 +226,6 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     if (!who.run.empty() && who.run != run) return reply(error_response(403, "forbidden", "this token may not report for run " + run));
     if (who.attempt && who.attempt != (unsigned long long)attempt)
         return reply(error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt"));
-    auto *ranks_v = v.as_object().if_contains("ranks");
-    if (!ranks_v || !ranks_v->is_array()) return reply(error_response(400, "bad_field", "ranks: expected an array", "ranks"));
-    std::optional<long long> top;
-    bool checkpointing = false;
-    for (const auto &r : ranks_v->as_array()) {
-        if (!r.is_object()) return reply(error_response(400, "bad_field", "ranks: expected objects", "ranks"));
-        if (auto *s = r.as_object().if_contains("step"); s && s->is_int64() && (!top || s->as_int64() > *top)) top = s->as_int64();
-        if (auto *c = r.as_object().if_contains("checkpointing"); c && c->is_bool() && c->as_bool()) checkpointing = true;
-    }
     count(c_heartbeats);
 
     bool create = false, new_attempt = false, check_recovery = false;
@@ -284,19 +269,15 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     // One worker per node and Slurm step: a batch script and the srun step
     // it started on the same node are two workers.
     const std::string worker = jobstep.empty() ? node : node + "/" + jobstep;
-    workers_.beat(run, worker, attempt, int(interval), int(ranks_v->as_array().size()), top, state == "ended", now, cluster, job,
-                  checkpointing);
+    workers_.beat(run, worker, attempt, int(interval), int(hb.ranks), hb.top_step, state == "ended", now, cluster, job,
+                  hb.checkpointing);
 
     // The batch script's end is the job's end: the run ends with its status.
     std::string final_state, final_cause;
     if (state == "ended" && jobstep == "batch") {
-        const auto &ranks = ranks_v->as_array();
-        const json::value *exit = ranks.empty() ? nullptr : ranks[0].as_object().if_contains("exit");
-        const json::value *code = exit && exit->is_object() ? exit->as_object().if_contains("code") : nullptr;
-        const json::value *sig = exit && exit->is_object() ? exit->as_object().if_contains("signal") : nullptr;
-        if (code && code->is_int64() && code->as_int64() == 0) final_state = "SUCCEEDED", final_cause = "batch script exited 0 on " + node;
-        else if (code && code->is_int64()) final_state = "FAILED", final_cause = "batch script exited " + std::to_string(code->as_int64()) + " on " + node;
-        else if (sig && sig->is_int64()) final_state = "FAILED", final_cause = "batch script killed by signal " + std::to_string(sig->as_int64()) + " on " + node;
+        if (hb.exit_code && *hb.exit_code == 0) final_state = "SUCCEEDED", final_cause = "batch script exited 0 on " + node;
+        else if (hb.exit_code) final_state = "FAILED", final_cause = "batch script exited " + std::to_string(*hb.exit_code) + " on " + node;
+        else if (hb.exit_signal) final_state = "FAILED", final_cause = "batch script killed by signal " + std::to_string(*hb.exit_signal) + " on " + node;
     }
     if (!final_state.empty()) {
         std::unique_lock lock(runs_mu_);

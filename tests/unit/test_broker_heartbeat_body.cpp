@@ -1,0 +1,79 @@
+#include <doctest/doctest.h>
+
+#include "heartbeat_body.hpp"
+
+using namespace shardnet::broker;
+
+namespace {
+BodyError fails(const std::string &body) {
+    HeartbeatBody hb;
+    BodyError err;
+    CHECK_FALSE(read_heartbeat(body, hb, err));
+    return err;
+}
+}  // namespace
+
+TEST_CASE("a heartbeat body is read in one pass: fields, ranks, highest step, exit of rank 0") {
+    HeartbeatBody hb;
+    BodyError err;
+    const std::string body =
+        R"({"run":"beta.7","attempt":2,"cluster":"beta","node":"beta1","job":41,"step":"batch","seq":9,"time":1.5,)"
+        R"("interval":3,"state":"ended","requeue":"local","prelimit_signalled":false,"extra":{"step":99,"ranks":[1]},)"
+        R"("ranks":[{"rank":0,"local_rank":0,"pid":7,"checkpointing":false,"step":12,"progress_age":0.5,"exit":{"code":3}},)"
+        R"({"rank":1,"step":15,"checkpointing":true,"exit":{"signal":9}},{"rank":2,"step":null,"exit":null}]})";
+    REQUIRE(read_heartbeat(body, hb, err));
+    CHECK(hb.run == "beta.7");
+    CHECK(hb.attempt == 2);
+    CHECK(hb.cluster == "beta");
+    CHECK(hb.node == "beta1");
+    CHECK(hb.job == 41);
+    CHECK(hb.step == "batch");
+    CHECK(hb.interval == 3);
+    CHECK(hb.state == "ended");
+    CHECK(hb.requeue == "local");
+    CHECK(hb.ranks == 3);
+    REQUIRE(hb.top_step);
+    CHECK(*hb.top_step == 15);   // not the 99 of an unknown object
+    CHECK(hb.checkpointing);
+    REQUIRE(hb.exit_code);
+    CHECK(*hb.exit_code == 3);
+    CHECK_FALSE(hb.exit_signal);  // rank 1's exit is not the batch script's
+}
+
+TEST_CASE("defaults, and an empty ranks array") {
+    HeartbeatBody hb;
+    BodyError err;
+    REQUIRE(read_heartbeat(R"({"run":"r","attempt":1,"node":"n","ranks":[]})", hb, err));
+    CHECK(hb.state == "running");
+    CHECK(hb.interval == 10);
+    CHECK(hb.requeue == "federated");
+    CHECK(hb.ranks == 0);
+    CHECK_FALSE(hb.top_step);
+    CHECK_FALSE(hb.checkpointing);
+}
+
+TEST_CASE("bad heartbeat bodies name what is wrong") {
+    CHECK(fails("{not json").code == "bad_json");
+    CHECK(fails("[1,2]").code == "bad_json");
+    CHECK(fails("\"text\"").code == "bad_json");
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n","ranks":[]} trailing)").code == "bad_json");
+    auto e = fails(R"({"run":"r","attempt":"one","node":"n","ranks":[]})");
+    CHECK(e.code == "bad_field");
+    CHECK(e.field == "attempt");
+    CHECK(e.message == "attempt: expected an integer");
+    CHECK(fails(R"({"run":"r","attempt":0,"node":"n","ranks":[]})").message == "attempt: expected 1..1000000");
+    CHECK(fails(R"({"run":"r","attempt":1.5,"node":"n","ranks":[]})").field == "attempt");
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n","interval":0,"ranks":[]})").field == "interval");
+    CHECK(fails(R"({"run":5,"attempt":1,"node":"n","ranks":[]})").message == "run: expected a string");
+    CHECK(fails(R"({"run":{"a":1},"attempt":1,"node":"n","ranks":[]})").field == "run");
+    CHECK(fails(R"({"attempt":1,"node":"n","ranks":[]})").message == "run: missing");
+    CHECK(fails(R"({"run":"r","node":"n","ranks":[]})").message == "attempt: missing");
+    CHECK(fails(R"({"run":"r","attempt":1,"ranks":[]})").message == "node: missing");
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n"})").message == "ranks: expected an array");
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n","ranks":{}})").message == "ranks: expected an array");
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n","ranks":[1]})").message == "ranks: expected objects");
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n","ranks":[[]]})").message == "ranks: expected objects");
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n","state":null,"ranks":[]})").field == "state");
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n","job":-1,"ranks":[]})").field == "job");
+    CHECK(fails(R"({"run":"r","attempt":18446744073709551615,"node":"n","ranks":[]})").field == "attempt");
+}
