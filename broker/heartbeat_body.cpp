@@ -11,78 +11,92 @@ namespace {
 namespace json = boost::json;
 using ec_t = boost::system::error_code;
 
+// The keys the broker reads; each key is looked up once, when it ends.
+enum Key { k_other, k_run, k_node, k_state, k_step, k_cluster, k_requeue, k_attempt, k_interval, k_job, k_ranks,
+           k_checkpointing, k_exit, k_code, k_signal };
+constexpr std::string_view kKeyNames[] = {"", "run", "node", "state", "step", "cluster", "requeue", "attempt", "interval",
+                                          "job", "ranks", "checkpointing", "exit", "code", "signal"};
+
+Key key_of(std::string_view k) {
+    auto is = [k](Key c) { return k == kKeyNames[c]; };
+    switch (k.size()) {  // by length first: most keys are then one comparison away
+    case 3: return is(k_run) ? k_run : is(k_job) ? k_job : k_other;
+    case 4: return is(k_node) ? k_node : is(k_step) ? k_step : is(k_exit) ? k_exit : is(k_code) ? k_code : k_other;
+    case 5: return is(k_state) ? k_state : is(k_ranks) ? k_ranks : k_other;
+    case 6: return is(k_signal) ? k_signal : k_other;
+    case 7: return is(k_attempt) ? k_attempt : is(k_cluster) ? k_cluster : is(k_requeue) ? k_requeue : k_other;
+    case 8: return is(k_interval) ? k_interval : k_other;
+    case 13: return is(k_checkpointing) ? k_checkpointing : k_other;
+    default: return k_other;
+    }
+}
+
 struct Reader {
     static constexpr std::size_t max_object_size = std::size_t(-1);
     static constexpr std::size_t max_array_size = std::size_t(-1);
-    static constexpr std::size_t max_key_size = std::size_t(-1);
+    static constexpr std::size_t max_key_size = 256;
     static constexpr std::size_t max_string_size = std::size_t(-1);
 
     enum Frame { top, ranks_array, rank_object, exit_object, other };
     HeartbeatBody &hb;
     BodyError &err;
     std::vector<Frame> frames;
-    std::string key, text;   // the current key and string, which may come in parts
+    std::string key_buf, text;   // a key or string that came in parts
+    Key key = k_other;
     bool seen_run = false, seen_attempt = false, seen_node = false, seen_ranks = false, not_object = false;
 
     Reader(HeartbeatBody &h, BodyError &e) : hb(h), err(e) { frames.reserve(8); }
 
-    void fail(const std::string &field, const std::string &why) {
-        if (err.code.empty()) err = BodyError{"bad_field", field, field + ": " + why};
+    void fail(std::string_view field, const std::string &why) {
+        if (err.code.empty()) err = BodyError{"bad_field", std::string(field), std::string(field) + ": " + why};
     }
     Frame parent() const { return frames.empty() ? other : frames.back(); }
-    static bool is_one_of(const std::string &k, std::initializer_list<const char *> names) {
-        for (const char *n : names)
-            if (k == n) return true;
-        return false;
-    }
-    // A value other than the expected kind at a known place.
-    void wrong_kind(const char *what_it_is) {
+    // A value of another kind than expected at a known place.
+    void wrong_kind() {
         if (frames.empty()) { not_object = true; return; }
-        switch (parent()) {
-        case top:
-            if (is_one_of(key, {"run", "node", "state", "step", "cluster", "requeue"})) fail(key, "expected a string");
-            else if (is_one_of(key, {"attempt", "interval", "job"})) fail(key, "expected an integer");
-            else if (key == "ranks") fail("ranks", "expected an array");
-            break;
-        case ranks_array: fail("ranks", "expected objects"); break;
-        default: break;
+        if (parent() == ranks_array) return fail("ranks", "expected objects");
+        if (parent() != top) return;
+        switch (key) {
+        case k_run: case k_node: case k_state: case k_step: case k_cluster: case k_requeue:
+            return fail(kKeyNames[key], "expected a string");
+        case k_attempt: case k_interval: case k_job: return fail(kKeyNames[key], "expected an integer");
+        case k_ranks: return fail("ranks", "expected an array");
+        default: return;
         }
-        (void)what_it_is;
+    }
+    void bounded(long long v, long long lo, long long hi, long long &dst) {
+        if (v < lo || v > hi) return fail(kKeyNames[key], "expected " + std::to_string(lo) + ".." + std::to_string(hi));
+        dst = v;
     }
     void integer(long long v) {
         switch (parent()) {
-        case top: {
-            struct R { const char *k; long long lo, hi; long long *dst; bool *seen; };
-            bool dummy = false;
-            for (const R &r : {R{"attempt", 1, 1000000, &hb.attempt, &seen_attempt}, R{"interval", 1, 86400, &hb.interval, &dummy},
-                               R{"job", 0, 1LL << 40, &hb.job, &dummy}})
-                if (key == r.k) {
-                    if (v < r.lo || v > r.hi) return fail(key, "expected " + std::to_string(r.lo) + ".." + std::to_string(r.hi));
-                    *r.dst = v;
-                    *r.seen = true;
-                    return;
-                }
-            return wrong_kind("an integer");
-        }
+        case top:
+            if (key == k_attempt) { seen_attempt = true; return bounded(v, 1, 1000000, hb.attempt); }
+            if (key == k_interval) return bounded(v, 1, 86400, hb.interval);
+            if (key == k_job) return bounded(v, 0, 1LL << 40, hb.job);
+            return wrong_kind();
         case rank_object:
-            if (key == "step" && (!hb.top_step || v > *hb.top_step)) hb.top_step = v;
+            if (key == k_step && (!hb.top_step || v > *hb.top_step)) hb.top_step = v;
             return;
         case exit_object:
-            if (key == "code") hb.exit_code = v;
-            else if (key == "signal") hb.exit_signal = v;
+            if (key == k_code) hb.exit_code = v;
+            else if (key == k_signal) hb.exit_signal = v;
             return;
         case ranks_array: return fail("ranks", "expected objects");
         default: return;
         }
     }
-    void string_value(std::string &&s) {
-        if (parent() != top) return wrong_kind("a string");
-        struct S { const char *k; std::string *dst; bool *seen; };
-        bool dummy = false;
-        for (const S &f : {S{"run", &hb.run, &seen_run}, S{"node", &hb.node, &seen_node}, S{"state", &hb.state, &dummy},
-                           S{"step", &hb.step, &dummy}, S{"cluster", &hb.cluster, &dummy}, S{"requeue", &hb.requeue, &dummy}})
-            if (key == f.k) { *f.dst = std::move(s); *f.seen = true; return; }
-        wrong_kind("a string");
+    void string_value(std::string_view s) {
+        if (parent() != top) return wrong_kind();
+        switch (key) {
+        case k_run: seen_run = true; hb.run.assign(s); return;
+        case k_node: seen_node = true; hb.node.assign(s); return;
+        case k_state: hb.state.assign(s); return;
+        case k_step: hb.step.assign(s); return;
+        case k_cluster: hb.cluster.assign(s); return;
+        case k_requeue: hb.requeue.assign(s); return;
+        default: return wrong_kind();
+        }
     }
 
     bool on_document_begin(ec_t &) { return true; }
@@ -90,10 +104,9 @@ struct Reader {
     bool on_object_begin(ec_t &) {
         Frame f = other;
         if (frames.empty()) f = top;
-        else if (parent() == top && key == "ranks") fail("ranks", "expected an array");
-        else if (parent() == top) wrong_kind("an object");
+        else if (parent() == top) wrong_kind();
         else if (parent() == ranks_array) { f = rank_object; ++hb.ranks; }
-        else if (parent() == rank_object && key == "exit" && hb.ranks == 1) f = exit_object;
+        else if (parent() == rank_object && key == k_exit && hb.ranks == 1) f = exit_object;
         frames.push_back(f);
         return true;
     }
@@ -101,41 +114,45 @@ struct Reader {
     bool on_array_begin(ec_t &) {
         Frame f = other;
         if (frames.empty()) not_object = true;
-        else if (parent() == top && key == "ranks") { f = ranks_array; seen_ranks = true; }
-        else wrong_kind("an array");
+        else if (parent() == top && key == k_ranks) { f = ranks_array; seen_ranks = true; }
+        else wrong_kind();
         frames.push_back(f);
         return true;
     }
     bool on_array_end(std::size_t, ec_t &) { frames.pop_back(); return true; }
-    // A key may come in parts; the first part of a new key starts it over.
-    bool key_done = true;
-    void key_part(json::string_view s) {
-        if (key_done) { key.clear(); key_done = false; }
-        key.append(s.data(), s.size());
+    bool on_key_part(json::string_view s, std::size_t, ec_t &) { key_buf.append(s.data(), s.size()); return true; }
+    bool on_key(json::string_view s, std::size_t, ec_t &) {
+        if (key_buf.empty()) {
+            key = key_of(std::string_view(s.data(), s.size()));
+        } else {
+            key_buf.append(s.data(), s.size());
+            key = key_of(key_buf);
+            key_buf.clear();
+        }
+        return true;
     }
-    bool on_key_part(json::string_view s, std::size_t, ec_t &) { key_part(s); return true; }
-    bool on_key(json::string_view s, std::size_t, ec_t &) { key_part(s); key_done = true; return true; }
     bool on_string_part(json::string_view s, std::size_t, ec_t &) { text.append(s.data(), s.size()); return true; }
     bool on_string(json::string_view s, std::size_t, ec_t &) {
+        if (text.empty()) return string_value(std::string_view(s.data(), s.size())), true;
         text.append(s.data(), s.size());
-        string_value(std::move(text));
+        string_value(text);
         text.clear();
         return true;
     }
     bool on_number_part(json::string_view, ec_t &) { return true; }
     bool on_int64(std::int64_t v, json::string_view, ec_t &) { integer(v); return true; }
     bool on_uint64(std::uint64_t v, json::string_view, ec_t &) {
-        if (v > std::uint64_t(1) << 62) wrong_kind("an integer");
+        if (v > std::uint64_t(1) << 62) wrong_kind();
         else integer((long long)v);
         return true;
     }
-    bool on_double(double, json::string_view, ec_t &) { wrong_kind("a number"); return true; }
+    bool on_double(double, json::string_view, ec_t &) { wrong_kind(); return true; }
     bool on_bool(bool b, ec_t &) {
-        if (parent() == rank_object && key == "checkpointing") hb.checkpointing = hb.checkpointing || b;
-        else wrong_kind("a boolean");
+        if (parent() == rank_object && key == k_checkpointing) hb.checkpointing = hb.checkpointing || b;
+        else wrong_kind();
         return true;
     }
-    bool on_null(ec_t &) { wrong_kind("null"); return true; }
+    bool on_null(ec_t &) { wrong_kind(); return true; }
     bool on_comment_part(json::string_view, ec_t &) { return true; }
     bool on_comment(json::string_view, ec_t &) { return true; }
 };
