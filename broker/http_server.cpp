@@ -79,10 +79,13 @@ private:
         ar.conn_cache = &conn_cache_;
         const bool keep = req.keep_alive();
         const unsigned version = req.version();
-        beast::get_lowest_layer(stream_).expires_never();
+        // The request's deadline also covers its answer: one timer operation
+        // per request (each takes the reactor's lock), not three.
         if (ar.method == "GET" && ar.target.find("/events?") != std::string::npos &&
-            (ar.target.find("follow=1") != std::string::npos || ar.target.find("follow=true") != std::string::npos))
+            (ar.target.find("follow=1") != std::string::npos || ar.target.find("follow=true") != std::string::npos)) {
+            beast::get_lowest_layer(stream_).expires_never();
             return start_stream(std::move(ar), version);
+        }
         in_handle_ = true;
         handler_thread_ = std::this_thread::get_id();
         keep_ = keep;
@@ -127,7 +130,6 @@ private:
         }
         out_ += "\r\n";
         if (r.status != 204 && r.status != 304) out_ += r.body;
-        beast::get_lowest_layer(stream_).expires_after(std::chrono::milliseconds(srv_.limits.read_timeout_ms));
         asio::async_write(stream_, asio::buffer(out_), [self = this->shared_from_this(), keep](beast::error_code ec, std::size_t) {
             --self->srv_.busy_sessions;
             if (ec || !keep) return self->close();
