@@ -39,6 +39,7 @@ bench: all
 	./tests/bench/srun-overhead.sh $(BUILD)
 	./tests/bench/probe-speed.sh $(BUILD)
 	./tests/bench/broker-vs-nginx.sh $(BUILD)
+	$(MAKE) -C $(BUILD)/tests bench/placement-bench && $(BUILD)/tests/bench/placement-bench
 
 install: all
 	$(MAKE) -C $(BUILD) install
