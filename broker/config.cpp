@@ -70,7 +70,7 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
     Ctx c;
     const auto &o = root.as_object();
     if (!only_keys(c, "", o, {"listen", "plain_http", "tls", "database", "cluster", "threads", "limits", "detector", "tokens", "clusters",
-                            "worker_keys", "slurm"}))
+                            "worker_keys", "slurm", "broker_name", "peers"}))
         return c.err;
     long long n = 0;
     if (auto *v = o.if_contains("listen")) {
@@ -151,12 +151,48 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
             std::string path = "clusters." + std::string(kv.key());
             if (!kv.value().is_object()) return path + ": expected {\"slurm_conf\": PATH}";
             const auto &co = kv.value().as_object();
-            if (!only_keys(c, path, co, {"slurm_conf"})) return c.err;
+            if (!only_keys(c, path, co, {"slurm_conf", "region", "ckpt_roots"})) return c.err;
             if (!co.contains("slurm_conf")) return path + ": needs slurm_conf";
             std::string conf;
             if (!get_str(c, path + ".slurm_conf", co.at("slurm_conf"), conf)) return c.err;
             if (conf[0] != '/') return path + ".slurm_conf: expected an absolute path";
             cfg.clusters[std::string(kv.key())] = conf;
+            BrokerConfig::ClusterInfo info;
+            if (auto *r = co.if_contains("region"); r && !get_str(c, path + ".region", *r, info.region)) return c.err;
+            if (auto *r = co.if_contains("ckpt_roots")) {
+                if (!r->is_array()) return path + ".ckpt_roots: expected an array of absolute paths";
+                for (const auto &e : r->as_array()) {
+                    if (!e.is_string() || e.as_string().empty() || e.as_string()[0] != '/')
+                        return path + ".ckpt_roots: expected an array of absolute paths";
+                    info.ckpt_roots.emplace_back(e.as_string());
+                }
+            }
+            cfg.cluster_info[std::string(kv.key())] = std::move(info);
+        }
+    }
+    if (auto *v = o.if_contains("broker_name"); v && !get_str(c, "broker_name", *v, cfg.broker_name)) return c.err;
+    if (auto *v = o.if_contains("peers")) {
+        if (!v->is_array()) return "peers: expected an array";
+        std::size_t i = 0;
+        for (const auto &p : v->as_array()) {
+            std::string path = "peers[" + std::to_string(i++) + "]";
+            if (!p.is_object()) return path + ": expected an object";
+            const auto &po = p.as_object();
+            if (!only_keys(c, path, po, {"name", "url", "token_file", "ca_file"})) return c.err;
+            if (!po.contains("name") || !po.contains("url") || !po.contains("token_file"))
+                return path + ": needs name, url and token_file";
+            BrokerConfig::Peer peer;
+            if (!get_str(c, path + ".name", po.at("name"), peer.name) || !get_str(c, path + ".url", po.at("url"), peer.url) ||
+                !get_str(c, path + ".token_file", po.at("token_file"), peer.token_file))
+                return c.err;
+            if (auto *ca = po.if_contains("ca_file"); ca && !get_str(c, path + ".ca_file", *ca, peer.ca_file)) return c.err;
+            if (peer.url.rfind("https://", 0) != 0 && !(cfg.plain_http && peer.url.rfind("http://", 0) == 0))
+                return path + ".url: expected https:// (plain http only when this broker is plain_http too)";
+            while (!peer.url.empty() && peer.url.back() == '/') peer.url.pop_back();
+            std::string err;
+            peer.token = read_worker_key(peer.token_file, err);  // a file holding one secret, read the same way
+            if (!err.empty()) return path + ".token_file: " + err;
+            cfg.peers.push_back(std::move(peer));
         }
     }
     if (auto *v = o.if_contains("worker_keys")) {
@@ -202,6 +238,7 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
             cfg.tokens.push_back(e);
         }
     }
+    if (cfg.broker_name.empty()) cfg.broker_name = cfg.cluster;
     return "";
 }
 

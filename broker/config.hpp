@@ -47,6 +47,12 @@ struct BrokerConfig {
     std::vector<WorkerKey> worker_keys;  // read when the config is loaded
     // Local clusters: name -> SLURM_CONF, to confirm failures with Slurm.
     std::map<std::string, std::string> clusters;
+    struct ClusterInfo { std::string region; std::vector<std::string> ckpt_roots; };
+    std::map<std::string, ClusterInfo> cluster_info;   // optional, per cluster
+    // Federation: this broker's name to its peers, and the peers.
+    std::string broker_name;                 // default: the cluster name
+    struct Peer { std::string name, url, token_file, token, ca_file; };
+    std::vector<Peer> peers;
 };
 
 // "" and cfg filled, or an error naming the field ("limits.body_bytes: ...").

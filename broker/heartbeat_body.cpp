@@ -13,9 +13,9 @@ using ec_t = boost::system::error_code;
 
 // The keys the broker reads; each key is looked up once, when it ends.
 enum Key { k_other, k_run, k_node, k_state, k_step, k_cluster, k_requeue, k_attempt, k_interval, k_job, k_ranks,
-           k_checkpointing, k_exit, k_code, k_signal };
+           k_checkpointing, k_exit, k_code, k_signal, k_ckpt_dir };
 constexpr std::string_view kKeyNames[] = {"", "run", "node", "state", "step", "cluster", "requeue", "attempt", "interval",
-                                          "job", "ranks", "checkpointing", "exit", "code", "signal"};
+                                          "job", "ranks", "checkpointing", "exit", "code", "signal", "ckpt_dir"};
 
 Key key_of(std::string_view k) {
     auto is = [k](Key c) { return k == kKeyNames[c]; };
@@ -25,7 +25,7 @@ Key key_of(std::string_view k) {
     case 5: return is(k_state) ? k_state : is(k_ranks) ? k_ranks : k_other;
     case 6: return is(k_signal) ? k_signal : k_other;
     case 7: return is(k_attempt) ? k_attempt : is(k_cluster) ? k_cluster : is(k_requeue) ? k_requeue : k_other;
-    case 8: return is(k_interval) ? k_interval : k_other;
+    case 8: return is(k_interval) ? k_interval : is(k_ckpt_dir) ? k_ckpt_dir : k_other;
     case 13: return is(k_checkpointing) ? k_checkpointing : k_other;
     default: return k_other;
     }
@@ -57,7 +57,7 @@ struct Reader {
         if (parent() == ranks_array) return fail("ranks", "expected objects");
         if (parent() != top) return;
         switch (key) {
-        case k_run: case k_node: case k_state: case k_step: case k_cluster: case k_requeue:
+        case k_run: case k_node: case k_state: case k_step: case k_cluster: case k_requeue: case k_ckpt_dir:
             return fail(kKeyNames[key], "expected a string");
         case k_attempt: case k_interval: case k_job: return fail(kKeyNames[key], "expected an integer");
         case k_ranks: return fail("ranks", "expected an array");
@@ -95,6 +95,7 @@ struct Reader {
         case k_step: hb.step.assign(s); return;
         case k_cluster: hb.cluster.assign(s); return;
         case k_requeue: hb.requeue.assign(s); return;
+        case k_ckpt_dir: hb.ckpt_dir.assign(s); return;
         default: return wrong_kind();
         }
     }

@@ -9,7 +9,7 @@
 namespace shardnet::broker {
 
 struct HeartbeatBody {
-    std::string run, node, step, cluster, requeue = "federated", state = "running";
+    std::string run, node, step, cluster, requeue = "federated", state = "running", ckpt_dir;
     long long attempt = 0, interval = 10, job = 0;
     std::size_t ranks = 0;                   // entries of "ranks"
     std::optional<long long> top_step;       // highest ranks[].step

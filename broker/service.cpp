@@ -33,10 +33,24 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store)
       workers_(cfg.detector_misses, cfg.stall_seconds) {
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
-    for (auto &r : store_->load_runs()) runs_[r.id] = RunInfo{r.owner, r.state, r.attempt, r.world_size};
+    for (auto &r : store_->load_runs()) {
+        RunInfo info{r.owner, r.state, r.attempt, r.world_size};
+        info.manifest = r.manifest;
+        runs_[r.id] = std::move(info);
+    }
+    // Decisions for peers left 'forwarding' (a crash after writing one) are
+    // sent again: the peer applies each id at most once.
+    if (!cfg_.peers.empty()) forwarder_ = std::thread([this] { forward_loop(); });
 }
 
 Service::~Service() {
+    {
+        std::lock_guard<std::mutex> lock(forward_mu_);
+        stopping_ = true;
+    }
+    forward_cv_.notify_all();
+    if (forwarder_.joinable()) forwarder_.join();
+    query_pool_.join();
     slurm_thread_.join();
     store_thread_.join();
 }
@@ -195,6 +209,15 @@ void Service::handle(ApiRequest req, const Reply &reply) {
         for (const auto &[name, conf] : cfg_.clusters) cs.push_back(json::object{{"name", name}, {"local", true}});
         return reply(ok_json(200, json::object{{"broker_cluster", cfg_.cluster}, {"clusters", std::move(cs)}}));
     }
+    if (is({"v1", "capacity"}) && get) {
+        if (who->scope == Scope::worker) return reply(error_response(403, "forbidden", "capacity needs a user, peer or admin token"));
+        return capacity(query, reply);
+    }
+    if (is({"v1", "decisions"}) && post) {
+        if (who->scope != Scope::peer && who->scope != Scope::admin)
+            return reply(error_response(403, "forbidden", "decisions come from peer brokers (peer or admin token)"));
+        return receive_decision(req, *who, reply);
+    }
     if (is({"v1", "runs"}) && post) {
         if (!user_ok) return reply(error_response(403, "forbidden", "creating runs needs a user or admin token"));
         return create_run(req, *who, reply, now);
@@ -228,7 +251,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         return reply(error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt"));
     count(c_heartbeats);
 
-    bool create = false, new_attempt = false, check_recovery = false;
+    bool create = false, new_attempt = false, started = false, check_recovery = false;
     ConnCache *cc = req.conn_cache;
     const unsigned long long gen = runs_generation_.load(std::memory_order_acquire);
     if (cc && cc->run_generation == gen && cc->run == run && cc->run_attempt == attempt) {
@@ -241,11 +264,16 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         if (it != runs_.end() && it->second.attempt > attempt)
             return reply(error_response(409, "stale_attempt", "run " + run + " is at attempt " +
                          std::to_string(it->second.attempt) + "; attempt " + std::to_string(attempt) + " is fenced", "attempt"));
-        if (it == runs_.end() || it->second.attempt < attempt) {
+        if (it == runs_.end() || it->second.attempt < attempt || it->second.state == "PENDING") {
             rlock.unlock();
             lock.lock();
             auto &info = runs_[run];
             if (info.owner.empty() && info.state.empty()) { create = true; info = RunInfo{"", "RUNNING", attempt, 0, requeue_policy, 0}; }
+            else if (info.state == "PENDING" && info.attempt == attempt) {  // created by its owner, now running
+                started = true;
+                info.state = "RUNNING";
+                info.requeue = requeue_policy;
+            }
             else if (info.attempt < attempt) {
                 new_attempt = true;
                 info.attempt = attempt;
@@ -271,6 +299,14 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     const std::string worker = jobstep.empty() ? node : node + "/" + jobstep;
     workers_.beat(run, worker, attempt, int(interval), int(hb.ranks), hb.top_step, state == "ended", now, cluster, job,
                   hb.checkpointing);
+    if (jobstep == "batch" && job > 0 && state == "running" && cfg_.clusters.count(cluster)) {
+        bool fresh;
+        {
+            std::lock_guard<std::mutex> lock(specs_mu_);
+            fresh = specs_seen_.insert(run + '\n' + std::to_string(attempt)).second;
+        }
+        if (fresh) capture_spec(run, attempt, cluster, job, hb.ckpt_dir);
+    }
 
     // The batch script's end is the job's end: the run ends with its status.
     std::string final_state, final_cause;
@@ -293,17 +329,20 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     }
     // After the new attempt's own record, so that ATTEMPT precedes RECOVERED.
     const bool recovery = check_recovery && jobstep != "batch";
-    if (!create && !new_attempt && final_state.empty()) {
+    if (!create && !new_attempt && !started && final_state.empty()) {
         if (recovery) check_recovered(run, attempt, now);
         return reply(no_content());
     }
     if (new_attempt) workers_.fence(run, attempt);
     // A run first seen, or a new attempt, is a durable record: ack after it is written.
-    on_store([this, run, attempt, create, new_attempt, final_state, final_cause, now, reply] {
+    on_store([this, run, attempt, create, new_attempt, started, final_state, final_cause, now, reply] {
         try {
             transact([&] {
                 if (create) {
                     store_->insert_run(RunRow{run, "", "RUNNING", "{}", attempt, 0, now, now});
+                    event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
+                } else if (started) {
+                    store_->update_run(run, "RUNNING", attempt, now);
                     event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
                 } else if (new_attempt) {
                     store_->update_run(run, "RUNNING", attempt, now);
@@ -335,11 +374,19 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
     if (!is_safe_name(id)) return reply(error_response(400, "bad_field", "id: 1-64 of [A-Za-z0-9._-]", "id"));
     auto *manifest = v.as_object().if_contains("manifest");
     if (manifest && !manifest->is_object()) return reply(error_response(400, "bad_field", "manifest: expected an object", "manifest"));
+    if (manifest)
+        if (auto *reqs = manifest->as_object().if_contains("requires")) {
+            Requirements r;
+            if (!reqs->is_object()) return reply(error_response(400, "bad_field", "manifest.requires: expected an object", "manifest.requires"));
+            if (auto err = requirements_from_json(reqs->as_object(), r); !err.empty())
+                return reply(error_response(400, "bad_field", "manifest." + err, "manifest." + err.substr(0, err.find(':'))));
+        }
     std::string manifest_text = manifest ? json::serialize(*manifest) : "{}";
     {
         std::unique_lock lock(runs_mu_);
         if (runs_.count(id)) return reply(error_response(409, "exists", "run " + id + " exists", "id"));
         runs_[id] = RunInfo{who.name, "PENDING", 1, world};
+        runs_[id].manifest = manifest_text;
         runs_generation_.fetch_add(1, std::memory_order_release);
     }
     on_store([this, id, owner = who.name, manifest_text, world, now, reply] {

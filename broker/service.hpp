@@ -4,6 +4,7 @@
 // be called from there.
 #pragma once
 #include <atomic>
+#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/json/object.hpp>
 #include <functional>
@@ -12,11 +13,16 @@
 #include <vector>
 #include <shared_mutex>
 #include <string>
+#include <condition_variable>
+#include <future>
+#include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "auth.hpp"
 #include "config.hpp"
 #include "slurm_calls.hpp"
+#include "placement.hpp"
 #include "store.hpp"
 #include "workers.hpp"
 
@@ -70,6 +76,7 @@ private:
         std::string requeue = "federated";
         long long expected_nodes = 0;   // RECOVERING: nodes the new attempt runs on
         long long recover_to = 0;       // RECOVERING: the attempt that must heartbeat
+        std::string manifest = "{}";    // as created (JSON), with "requires"
     };
     using Json = std::string;
 
@@ -92,6 +99,28 @@ private:
     // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
     void requeue(const Fault &fault);
     void check_recovered(const std::string &run, long long attempt, double now);
+
+    // Federation (service_federation.cpp).
+    // The first batch-step heartbeat of an attempt: keep its Slurm job spec
+    // and batch script, so that a requeue needs nothing from that cluster.
+    void capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
+                      const std::string &ckpt_dir);
+    // Idle nodes of every local cluster joined with their descriptors.
+    std::optional<Store::JobSpecRow> capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
+                                                      long long job, const std::string &ckpt_dir);
+    std::vector<ClusterOffer> local_offers(const std::string &ckpt_dir);
+    // sbatch of an attempt on a local cluster as the job's user; the new job
+    // id, or 0 with err.
+    long long submit_attempt(const std::string &cluster, const boost::json::object &spec, const std::string &script,
+                             const std::string &run, long long to, const std::string &resume,
+                             const std::vector<std::string> &nodes, const std::string &decision, std::string &err);
+    void capacity(const std::string &query, const Reply &reply);
+    void receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply);
+    // Sends decisions in state 'forwarding' to their peer until one answers.
+    void forward_loop();
+    void forwarded(const Store::Forwarding &f, const std::string &answer, long status);
+    // Runs fn on the store thread and waits for it.
+    template <class F> auto store_wait(F fn) -> decltype(fn());
     void on_store(std::function<void()> job);
     void event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,
                double now);
@@ -105,7 +134,14 @@ private:
     std::unique_ptr<Store> store_;
     boost::asio::thread_pool store_thread_{1};
     boost::asio::thread_pool slurm_thread_{1};
+    boost::asio::thread_pool query_pool_{2};   // capacity searches (Slurm and peers)
     SlurmCalls slurm_calls_;
+    std::mutex specs_mu_;
+    std::unordered_set<std::string> specs_seen_;   // run/attempt whose job spec is kept
+    std::thread forwarder_;
+    std::mutex forward_mu_;
+    std::condition_variable forward_cv_;
+    bool stopping_ = false;
     // Replaced whole on reload; retired ones are kept (reloads are rare and
     // connections may hold pointers into them).
     std::atomic<Auth *> auth_{nullptr};
@@ -129,5 +165,13 @@ private:
 ApiResponse error_response(unsigned status, const std::string &code, const std::string &message,
                            const std::string &field = "");
 double wall_now();
+
+template <class F>
+auto Service::store_wait(F fn) -> decltype(fn()) {
+    std::packaged_task<decltype(fn())()> task(std::move(fn));
+    auto result = task.get_future();
+    boost::asio::post(store_thread_, [&task] { task(); });
+    return result.get();
+}
 
 }  // namespace shardnet::broker

@@ -1,17 +1,18 @@
-// Requeue-on-failure across the broker's local clusters: when a worker of a
-// run is confirmed failed, the run is resubmitted as the next attempt on the
-// same cluster without the failed node if it has room, else on another local
-// cluster (peer brokers are not tried yet). The decision is written
-// before anything is done, once per attempt (its id), so it is applied at
-// most once; the old attempt is cancelled in Slurm and fenced by number.
+// Requeue-on-failure, tiered: a confirmed FAULT becomes a decision, written
+// durably before anything is done and keyed by the run's next attempt, so it
+// is applied at most once. The placement (placement.hpp) looks at the same
+// cluster without the failed node, then the broker's other clusters; with
+// --shardnet-requeue=federated and no local room, the decision is handed to
+// a peer broker (service_federation.cpp). The old attempt is cancelled in
+// Slurm and fenced by its number; the new one resumes from the run's last
+// sealed checkpoint.
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 #include <cstdio>
-#include <filesystem>
-#include <future>
 #include <sstream>
 
 #include "service.hpp"
+#include "service_util.hpp"
 #include "slurm_view.hpp"
 
 namespace shardnet::broker {
@@ -20,130 +21,155 @@ namespace json = boost::json;
 
 namespace {
 
-// "name(1001)" -> "1001"
-std::string id_in_parens(const std::string &v) {
-    auto a = v.find('('), b = v.find(')');
-    return a == std::string::npos || b == std::string::npos ? "" : v.substr(a + 1, b - a - 1);
+std::string join(const std::vector<std::string> &v, const char *sep = ",") {
+    std::string out;
+    for (const auto &s : v) out += (out.empty() ? "" : sep) + s;
+    return out;
 }
 
 }  // namespace
 
 void Service::requeue(const Fault &fault) {
-    std::string policy;
+    std::string policy, manifest, owner;
     {
         std::shared_lock lock(runs_mu_);
         auto it = runs_.find(fault.run);
         if (it == runs_.end() || it->second.attempt != fault.attempt) return;
         policy = it->second.requeue;
+        manifest = it->second.manifest;
+        owner = it->second.owner;
     }
-    auto conf = cfg_.clusters.find(fault.state.cluster);
-    if (policy == "off" || conf == cfg_.clusters.end() || fault.state.job <= 0) return;
-    boost::asio::post(slurm_thread_, [this, fault, slurm_conf = conf->second] {
+    if (policy == "off" || !cfg_.clusters.count(fault.state.cluster) || fault.state.job <= 0) return;
+    boost::asio::post(slurm_thread_, [this, fault, policy, manifest, owner] {
         const std::string bad = fault.node.substr(0, fault.node.find('/'));
         const long long to = fault.attempt + 1;
-        const std::string id = fault.run + "/attempt-" + std::to_string(to);
+        const std::string id = cfg_.broker_name + ":" + fault.run + "/attempt-" + std::to_string(to);
         const double now = wall_now();
         // 1. The decision, durable, before any action.
-        std::promise<bool> written;
-        on_store([&] {
-            bool fresh = false;
+        const bool fresh = store_wait([&] {
+            bool inserted = false;
             try {
                 store_->transaction([&] {
-                    fresh = store_->insert_decision(id, fault.run, fault.attempt, to, fault.state.cluster, bad, fault.state.job, now);
+                    inserted = store_->insert_decision(id, fault.run, fault.attempt, to, fault.state.cluster, bad, fault.state.job, now);
                 });
             } catch (...) {}
-            written.set_value(fresh);
+            return inserted;
         });
-        if (!written.get_future().get()) return;  // another worker of this attempt decided already
+        if (!fresh) return;  // another worker of this attempt decided already
 
-        // 2. What the failed job was, and where it can go.
-        std::string out;
-        if (slurm_calls_.query(slurm_conf, {"scontrol", "-o", "show", "job", std::to_string(fault.state.job)}, out) != 0) return;
-        const std::string uid = id_in_parens(scontrol_field(out, "UserId")), gid = id_in_parens(scontrol_field(out, "GroupId"));
-        const std::string nodes = scontrol_field(out, "NumNodes"), tasks = scontrol_field(out, "NumTasks");
-        const std::string workdir = scontrol_field(out, "WorkDir"), stdout_path = scontrol_field(out, "StdOut");
-        const long long need = std::atoll(nodes.c_str());
-        // Candidates: the same cluster without the dead node, then the other
-        // local clusters in name order (deterministic). Each rejected one
-        // carries its reason.
-        std::vector<std::pair<std::string, std::string>> candidates{{fault.state.cluster, slurm_conf}};
-        for (const auto &[name, c] : cfg_.clusters)
-            if (name != fault.state.cluster) candidates.emplace_back(name, c);
-        std::string target, target_conf;
-        std::vector<std::string> idle;
-        json::array rejected;
-        for (const auto &[name, c] : candidates) {
-            std::string idle_out;
-            std::vector<std::string> free;
-            if (slurm_calls_.query(c, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N"}, idle_out) != 0) {
-                rejected.push_back(json::object{{"cluster", name}, {"reason", "slurmctld did not answer"}});
-                continue;
-            }
-            std::istringstream is(idle_out);
-            for (std::string n; is >> n;)
-                if (!(name == fault.state.cluster && n == bad) && std::find(free.begin(), free.end(), n) == free.end()) free.push_back(n);
-            if (static_cast<long long>(free.size()) >= need) { target = name; target_conf = c; idle = free; break; }
-            rejected.push_back(json::object{{"cluster", name}, {"reason", std::to_string(free.size()) + " idle node(s)" +
-                                             (name == fault.state.cluster ? " besides " + bad : "") + ", " + std::to_string(need) + " needed"}});
-        }
-        json::object ev{{"decision", id}, {"from_cluster", fault.state.cluster}, {"excluded", bad}, {"nodes_needed", need},
-                        {"target", target.empty() ? json::value(nullptr) : json::value(target)},
-                        {"idle", json::value_from(idle)}, {"rejected", rejected}, {"old_job", fault.state.job}};
-        auto record = [&](const std::string &state, long long new_job, const std::string &kind, const std::string &cause) {
-            std::promise<void> done;
-            on_store([&] {
+        json::object ev{{"decision", id}, {"from_cluster", fault.state.cluster}, {"excluded", bad}, {"old_job", fault.state.job}};
+        auto record = [&](const std::string &state, long long new_job, const std::string &kind, const std::string &cause,
+                          const std::string &run_state = "") {
+            store_wait([&] {
                 try {
                     transact([&] {
                         store_->apply_decision(id, state, new_job);
                         event(fault.run, kind, cause, json::serialize(ev), wall_now());
-                        if (kind == "RECOVERING") store_->update_run(fault.run, "RECOVERING", fault.attempt, wall_now());
+                        if (!run_state.empty()) store_->update_run(fault.run, run_state, fault.attempt, wall_now());
                     });
                 } catch (...) {}
-                done.set_value();
+                return 0;
             });
-            done.get_future().wait();
         };
-        // 3. The old attempt's script, then cancel it, then the new attempt.
-        const std::string dir = std::filesystem::path(cfg_.database).parent_path().string() + "/decisions";
-        std::filesystem::create_directories(dir);
-        std::string script = dir + "/" + fault.run + ".attempt-" + std::to_string(to) + ".sh";
+        // 2. What the failed attempt's job was: kept when it started, so that
+        // a cluster whose slurmctld is gone can still be left.
+        auto spec_row = store_wait([&] { return store_->get_job_spec(fault.run, fault.attempt); });
+        if (!spec_row) spec_row = capture_spec_now(fault.run, fault.attempt, fault.state.cluster, fault.state.job, "");
+        if (!spec_row) {
+            record("failed", 0, "PLACEMENT", "cannot requeue attempt " + std::to_string(fault.attempt) + ": the job's spec was not "
+                   "recorded and cluster " + fault.state.cluster + " cannot give it");
+            return;
+        }
+        json::error_code ec;
+        json::value sv = json::parse(spec_row->spec, ec);
+        json::object spec = !ec && sv.is_object() ? sv.as_object() : json::object{};
+        // 3. Requirements: the run's manifest, nodes as the failed job had.
+        Requirements req;
+        json::value mv = json::parse(manifest.empty() ? "{}" : manifest, ec);
+        if (!ec && mv.is_object())
+            if (auto *r = mv.as_object().if_contains("requires"); r && r->is_object()) requirements_from_json(r->as_object(), req);
+        if (auto *n = spec.if_contains("nodes"); n && n->is_int64() && n->as_int64() > 0 &&
+            !(mv.is_object() && mv.as_object().contains("requires") && mv.as_object().at("requires").as_object().contains("nodes")))
+            req.nodes = int(n->as_int64());
+        const std::string ckpt = spec.contains("ckpt_dir") && spec.at("ckpt_dir").is_string() ? std::string(spec.at("ckpt_dir").as_string()) : "";
+        const auto sealed = store_wait([&] { return store_->list_checkpoints(fault.run); });
+        const std::string resume = sealed.empty() ? "latest" : sealed.back().name;
+        ev["requires"] = requirements_to_json(req);
+        ev["resume"] = resume;
+        // 4. Where: this broker's clusters first.
+        std::string region;
+        if (auto it = cfg_.cluster_info.find(fault.state.cluster); it != cfg_.cluster_info.end()) region = it->second.region;
+        Placement p = place(req, local_offers(ckpt), fault.state.cluster, region, bad);
+        json::array rejected;
+        std::string others;
+        for (const auto &r : p.rejected) {
+            rejected.push_back(json::object{{"cluster", r.cluster}, {"reason", r.reason}});
+            others += "; " + r.cluster + " rejected: " + r.reason;
+        }
+        ev["rejected"] = rejected;
+        // 5. The old attempt ends here (it may be unreachable: then it is
+        // fenced by number alone).
         std::string ignored;
-        if (slurm_calls_.change(slurm_conf, {"scontrol", "write", "batch_script", std::to_string(fault.state.job), script}, ignored) != 0) {
-            record("failed", 0, "PLACEMENT", "cannot read the batch script of job " + std::to_string(fault.state.job));
+        slurm_calls_.change(cfg_.clusters.at(fault.state.cluster), {"scancel", std::to_string(fault.state.job)}, ignored);
+        if (p.cluster.empty()) {
+            if (policy == "federated" && !cfg_.peers.empty()) {
+                json::object payload{{"id", id}, {"from_broker", cfg_.broker_name}, {"run", fault.run}, {"from_attempt", fault.attempt},
+                                     {"to_attempt", to}, {"spec", spec}, {"script", spec_row->script}, {"owner", owner},
+                                     {"resume", resume}, {"manifest", manifest}, {"requires", requirements_to_json(req)}};
+                const std::string peer = cfg_.peers.front().name;
+                ev["peer"] = peer;
+                {
+                    std::unique_lock lock(runs_mu_);
+                    auto it = runs_.find(fault.run);
+                    if (it != runs_.end()) {
+                        it->second.state = "RECOVERING";
+                        it->second.recover_to = to;
+                        runs_generation_.fetch_add(1, std::memory_order_release);
+                    }
+                }
+                store_wait([&] {
+                    transact([&] {
+                        store_->forward_decision(id, peer, json::serialize(payload));
+                        store_->update_run(fault.run, "RECOVERING", fault.attempt, wall_now());
+                        event(fault.run, "PLACEMENT", "no local capacity for attempt " + std::to_string(to) + others +
+                              "; decision " + id + " goes to broker " + peer, json::serialize(ev), wall_now());
+                    });
+                    return 0;
+                });
+                forward_cv_.notify_all();
+                return;
+            }
+            record("unplaced", 0, "PLACEMENT", "no placement for attempt " + std::to_string(to) + others +
+                   (policy == "local" ? " (requeue=local: no peer brokers)" : cfg_.peers.empty() ? " (no peer brokers)" : ""));
             return;
         }
-        slurm_calls_.change(slurm_conf, {"scancel", std::to_string(fault.state.job)}, ignored);
-        std::string job_out;
-        std::vector<std::string> argv{"sbatch", "--parsable", "--uid=" + uid, "--gid=" + gid, "-N", nodes, "-n", tasks,
-                                      "--export=SHARDNET_ATTEMPT=" + std::to_string(to),
-                                      "--shardnet=" + fault.run, "--shardnet-resume=latest"};
-        if (target == fault.state.cluster) argv.push_back("--exclude=" + bad);
-        if (!workdir.empty()) argv.push_back("--chdir=" + workdir);
-        if (!stdout_path.empty()) argv.push_back("--output=" + stdout_path);
-        argv.push_back(script);
-        if (slurm_calls_.change(target_conf, argv, job_out) != 0) {
-            record("failed", 0, "PLACEMENT", "sbatch of attempt " + std::to_string(to) + " on " + target + " failed");
+        // 6. The new attempt, on the chosen nodes.
+        std::string err;
+        const long long new_job = submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p.nodes, id, err);
+        ev["target"] = p.cluster;
+        ev["nodes"] = json::value_from(p.nodes);
+        ev["fabric"] = p.fabric;
+        if (!new_job) {
+            record("failed", 0, "PLACEMENT", "attempt " + std::to_string(to) + " on " + p.cluster + ": " + err);
             return;
         }
-        const long long new_job = std::atoll(job_out.c_str());
         ev["new_job"] = new_job;
         {
             std::unique_lock lock(runs_mu_);
             auto it = runs_.find(fault.run);
             if (it != runs_.end()) {
                 it->second.state = "RECOVERING";
-                it->second.expected_nodes = need;
+                it->second.expected_nodes = (long long)p.nodes.size();
                 it->second.recover_to = to;
                 runs_generation_.fetch_add(1, std::memory_order_release);
             }
         }
-        std::string others;
-        for (const auto &r : rejected)
-            others += "; " + std::string(r.as_object().at("cluster").as_string()) + " rejected: " + std::string(r.as_object().at("reason").as_string());
-        record("applied", new_job, "PLACEMENT", target + (target == fault.state.cluster ? " without " + bad : "") + ": job " +
-               std::to_string(new_job) + " (" + nodes + " node(s) of " + std::to_string(idle.size()) + " idle), attempt " +
-               std::to_string(to) + others);
-        record("applied", new_job, "RECOVERING", "attempt " + std::to_string(to) + " submitted with --shardnet-resume=latest");
+        const std::string matched = req.needs_hardware() ? " (" + std::string(req.accel_class.empty() ? "" : "class, ") +
+                                    (req.fabric.empty() ? "" : "fabric, ") + (req.memory_gb > 0 ? "memory, " : "") + "shape matched)" : "";
+        record("applied", new_job, "PLACEMENT", p.cluster + " " + join(p.nodes) + (p.cluster == fault.state.cluster ? " without " + bad : "") +
+               ": job " + std::to_string(new_job) + ", attempt " + std::to_string(to) + matched + others);
+        record("applied", new_job, "RECOVERING", "attempt " + std::to_string(to) + " submitted with --shardnet-resume=" + resume,
+               "RECOVERING");
     });
 }
 

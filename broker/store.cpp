@@ -24,6 +24,16 @@ const char *const kMigrations[] = {
     R"(CREATE TABLE decisions (id TEXT PRIMARY KEY, run TEXT NOT NULL, from_attempt INTEGER NOT NULL,
                                to_attempt INTEGER NOT NULL, cluster TEXT NOT NULL, exclude TEXT NOT NULL,
                                old_job INTEGER NOT NULL, new_job INTEGER, state TEXT NOT NULL, created REAL NOT NULL);)",
+    // 3: what each attempt's job was (so that a requeue does not need the
+    // failed cluster's slurmctld), decisions sent to peer brokers, and
+    // decisions received from them (applied at most once, by id).
+    R"(CREATE TABLE job_specs (run TEXT NOT NULL, attempt INTEGER NOT NULL, cluster TEXT NOT NULL, job INTEGER NOT NULL,
+                               spec TEXT NOT NULL, script TEXT NOT NULL, PRIMARY KEY (run, attempt));
+       ALTER TABLE decisions ADD COLUMN peer TEXT;
+       ALTER TABLE decisions ADD COLUMN payload TEXT;
+       CREATE TABLE received_decisions (id TEXT PRIMARY KEY, from_broker TEXT NOT NULL, run TEXT NOT NULL,
+                                        to_attempt INTEGER NOT NULL, state TEXT NOT NULL, result TEXT NOT NULL,
+                                        created REAL NOT NULL);)",
 };
 
 struct Sql { const char *name; const char *text; };
@@ -47,6 +57,15 @@ const Sql kStatements[] = {
     {"insert_decision", "INSERT OR IGNORE INTO decisions (id, run, from_attempt, to_attempt, cluster, exclude, old_job, state, created) "
                         "VALUES (?,?,?,?,?,?,?,'written',?)"},
     {"apply_decision", "UPDATE decisions SET state = ?, new_job = ? WHERE id = ?"},
+    {"forward_decision", "UPDATE decisions SET state = 'forwarding', peer = ?, payload = ? WHERE id = ?"},
+    {"forwarding_decisions", "SELECT id, run, peer, payload FROM decisions WHERE state = 'forwarding' ORDER BY created"},
+    {"upsert_job_spec", "INSERT OR REPLACE INTO job_specs (run, attempt, cluster, job, spec, script) VALUES (?,?,?,?,?,?)"},
+    {"get_job_spec", "SELECT cluster, job, spec, script FROM job_specs WHERE run = ? AND attempt = ?"},
+    {"insert_received", "INSERT OR IGNORE INTO received_decisions (id, from_broker, run, to_attempt, state, result, created) "
+                        "VALUES (?,?,?,?,'received','{}',?)"},
+    {"get_received", "SELECT state, result FROM received_decisions WHERE id = ?"},
+    {"finish_received", "UPDATE received_decisions SET state = ?, result = ? WHERE id = ?"},
+    {"update_manifest", "UPDATE runs SET manifest = ?, owner = ? WHERE id = ?"},
     {"begin", "BEGIN IMMEDIATE"},
     {"commit", "COMMIT"},
     {"rollback", "ROLLBACK"},
@@ -246,6 +265,59 @@ void Store::apply_decision(const std::string &id, const std::string &state, long
     auto *s = stmt("apply_decision");
     Binder(s).text(state).integer(new_job).text(id);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating decision " + id, rc);
+}
+
+void Store::forward_decision(const std::string &id, const std::string &peer, const std::string &payload) {
+    auto *s = stmt("forward_decision");
+    Binder(s).text(peer).text(payload).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating decision " + id, rc);
+}
+
+std::vector<Store::Forwarding> Store::forwarding_decisions() {
+    auto *s = stmt("forwarding_decisions");
+    Binder b(s);
+    std::vector<Forwarding> out;
+    while (sqlite3_step(s) == SQLITE_ROW) out.push_back({col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3)});
+    return out;
+}
+
+void Store::upsert_job_spec(const std::string &run, long long attempt, const JobSpecRow &j) {
+    auto *s = stmt("upsert_job_spec");
+    Binder(s).text(run).integer(attempt).text(j.cluster).integer(j.job).text(j.spec).text(j.script);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing the job of " + run, rc);
+}
+
+std::optional<Store::JobSpecRow> Store::get_job_spec(const std::string &run, long long attempt) {
+    auto *s = stmt("get_job_spec");
+    Binder(s).text(run).integer(attempt);
+    if (sqlite3_step(s) != SQLITE_ROW) return std::nullopt;
+    return JobSpecRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), col_text(s, 3)};
+}
+
+bool Store::insert_received(const std::string &id, const std::string &from, const std::string &run, long long to, double now) {
+    auto *s = stmt("insert_received");
+    Binder(s).text(id).text(from).text(run).integer(to).real(now);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("writing received decision " + id, rc);
+    return sqlite3_changes(db_) == 1;
+}
+
+std::optional<std::pair<std::string, std::string>> Store::get_received(const std::string &id) {
+    auto *s = stmt("get_received");
+    Binder(s).text(id);
+    if (sqlite3_step(s) != SQLITE_ROW) return std::nullopt;
+    return std::make_pair(col_text(s, 0), col_text(s, 1));
+}
+
+void Store::finish_received(const std::string &id, const std::string &state, const std::string &result) {
+    auto *s = stmt("finish_received");
+    Binder(s).text(state).text(result).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating received decision " + id, rc);
+}
+
+void Store::update_manifest(const std::string &run, const std::string &manifest, const std::string &owner) {
+    auto *s = stmt("update_manifest");
+    Binder(s).text(manifest).text(owner).text(run);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating run " + run, rc);
 }
 
 std::string Store::integrity_check() {

@@ -64,6 +64,20 @@ public:
     bool insert_decision(const std::string &id, const std::string &run, long long from, long long to,
                          const std::string &cluster, const std::string &exclude, long long old_job, double now);
     void apply_decision(const std::string &id, const std::string &state, long long new_job);
+    // A decision handed to a peer broker: kept 'forwarding' with what was
+    // sent until the peer acknowledges it (then apply_decision 'delivered').
+    void forward_decision(const std::string &id, const std::string &peer, const std::string &payload);
+    struct Forwarding { std::string id, run, peer, payload; };
+    std::vector<Forwarding> forwarding_decisions();
+    // What an attempt's job was: its Slurm spec (JSON) and batch script.
+    struct JobSpecRow { std::string cluster; long long job = 0; std::string spec, script; };
+    void upsert_job_spec(const std::string &run, long long attempt, const JobSpecRow &j);
+    std::optional<JobSpecRow> get_job_spec(const std::string &run, long long attempt);
+    // Decisions from peer brokers: false when this id was received before.
+    bool insert_received(const std::string &id, const std::string &from, const std::string &run, long long to, double now);
+    std::optional<std::pair<std::string, std::string>> get_received(const std::string &id);  // state, result JSON
+    void finish_received(const std::string &id, const std::string &state, const std::string &result);
+    void update_manifest(const std::string &run, const std::string &manifest, const std::string &owner);
 
     // Runs fn inside one transaction (all or nothing).
     void transaction(const std::function<void()> &fn);

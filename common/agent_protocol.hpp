@@ -33,6 +33,7 @@ struct AgentConfig {
     int prelimit_secs = 0;
     std::string progress_dir;
     std::string requeue = "federated";   // the job's --shardnet-requeue
+    std::string ckpt_dir;      // the job's checkpoint directory (reported by the batch step)
     std::vector<AgentRank> ranks;
 };
 

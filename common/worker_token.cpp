@@ -67,16 +67,16 @@ bool verify_worker_token(std::string_view key, const WorkerTokenClaim &claim) {
 
 std::string read_worker_key(const std::string &path, std::string &err) {
     int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) { err = "cannot read worker key file '" + path + "': " + std::strerror(errno); return ""; }
+    if (fd < 0) { err = "cannot read secret file '" + path + "': " + std::strerror(errno); return ""; }
     char buf[4097];
     ssize_t n = ::read(fd, buf, sizeof buf - 1);
     ::close(fd);
-    if (n < 0) { err = "cannot read worker key file '" + path + "': " + std::strerror(errno); return ""; }
+    if (n < 0) { err = "cannot read secret file '" + path + "': " + std::strerror(errno); return ""; }
     std::string k(buf, std::size_t(n));
     explicit_bzero(buf, sizeof buf);
     while (!k.empty() && (k.back() == '\n' || k.back() == '\r')) k.pop_back();
     if (k.size() < kMinWorkerKeyBytes) {
-        err = "worker key file '" + path + "' holds " + std::to_string(k.size()) + " bytes; at least " +
+        err = "secret file '" + path + "' holds " + std::to_string(k.size()) + " bytes; at least " +
               std::to_string(kMinWorkerKeyBytes) + " are needed (e.g. openssl rand -hex 32)";
         return "";
     }

@@ -69,6 +69,8 @@ std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &r
     hb["interval"] = c.interval;
     hb["state"] = state;
     hb["requeue"] = c.requeue;
+    // Where a requeued attempt resumes from: only the batch step says it.
+    if (c.step == "batch" && !c.ckpt_dir.empty()) hb["ckpt_dir"] = c.ckpt_dir;
     hb["prelimit_signalled"] = prelimit_signalled;
     hb["ranks"] = std::move(rs);
     return boost::json::serialize(hb);

@@ -140,6 +140,10 @@ TEST_CASE("users see their own runs; FAULT events carry evidence") {
     auto r = f.call("POST", "/v1/runs", "alice-t", R"({"id":"alice-run","world_size":2,"manifest":{"gpus":2}})");
     CHECK(r.status == 201);
     CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"alice-run"})").status == 409);
+    auto bad = f.call("POST", "/v1/runs", "alice-t", R"({"id":"r-bad","manifest":{"requires":{"fabric":"smoke-signals"}}})");
+    CHECK(bad.status == 400);
+    CHECK(Fixture::body(bad).at("error").at("field").as_string() == "manifest.requires.fabric");
+    CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"r-ok","manifest":{"requires":{"fabric":"infiniband","memory_gb":64}}})").status == 201);
     CHECK(f.call("GET", "/v1/runs/alice-run", "bob-t").status == 404);
     CHECK(f.call("GET", "/v1/runs/alice-run", "alice-t").status == 200);
     CHECK(Fixture::body(f.call("GET", "/v1/runs", "bob-t")).at("runs").as_array().empty());
@@ -147,10 +151,12 @@ TEST_CASE("users see their own runs; FAULT events carry evidence") {
     f.svc->tick(wall_now() + 10);
     f.svc->drain();
     auto ev = Fixture::body(f.call("GET", "/v1/runs/alice-run/events", "alice-t")).at("events").as_array();
-    REQUIRE(ev.size() == 2);
-    CHECK(ev[1].at("kind").as_string() == "FAULT");
-    CHECK(ev[1].at("cause").as_string() == "worker a1 missed heartbeats");
-    CHECK(ev[1].at("evidence").at("last_step").to_number<int>() == 5);
+    REQUIRE(ev.size() == 3);
+    CHECK(ev[0].at("kind").as_string() == "PENDING");
+    CHECK(ev[1].at("kind").as_string() == "RUNNING");   // its first heartbeat
+    CHECK(ev[2].at("kind").as_string() == "FAULT");
+    CHECK(ev[2].at("cause").as_string() == "worker a1 missed heartbeats");
+    CHECK(ev[2].at("evidence").at("last_step").to_number<int>() == 5);
     CHECK(Fixture::body(f.call("GET", "/v1/runs/alice-run", "alice-t")).at("state").as_string() == "DEGRADED");
 }
 

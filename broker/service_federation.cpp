@@ -1,0 +1,488 @@
+// Federation: what a requeue needs to know about an attempt's job (kept when
+// the attempt starts), the capacity search over local clusters and peer
+// brokers, and decisions handed between brokers: the sender keeps each one
+// 'forwarding' and resends it with backoff until the peer answers; the peer
+// applies each decision id at most once (received_decisions), and the run's
+// ownership moves with it.
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <pwd.h>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "http_client.hpp"
+#include "parse_util.hpp"
+#include "service.hpp"
+#include "service_util.hpp"
+#include "slurm_view.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+
+namespace {
+
+// "alice(1001)" -> {"alice", "1001"}
+std::pair<std::string, std::string> name_and_id(const std::string &v) {
+    auto a = v.find('('), b = v.find(')');
+    if (a == std::string::npos || b == std::string::npos || b < a) return {v, ""};
+    return {v.substr(0, a), v.substr(a + 1, b - a - 1)};
+}
+
+std::string join(const std::vector<std::string> &v, const char *sep = ",") {
+    std::string out;
+    for (const auto &s : v) out += (out.empty() ? "" : sep) + s;
+    return out;
+}
+
+bool under(const std::string &path, const std::string &root) {
+    if (path.compare(0, root.size(), root) != 0) return false;
+    return path.size() == root.size() || root.back() == '/' || path[root.size()] == '/';
+}
+
+NodeOffer undescribed(const std::string &name) {
+    NodeOffer n;
+    n.name = name;
+    return n;
+}
+
+std::string query_param(const std::string &q, const std::string &key) {
+    std::size_t pos = 0;
+    while (pos <= q.size()) {
+        auto amp = q.find('&', pos);
+        if (amp == std::string::npos) amp = q.size();
+        std::string kv = q.substr(pos, amp - pos);
+        if (kv.rfind(key + "=", 0) == 0) return kv.substr(key.size() + 1);
+        pos = amp + 1;
+    }
+    return "";
+}
+
+}  // namespace
+
+void Service::capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
+                           const std::string &ckpt_dir) {
+    boost::asio::post(slurm_thread_, [this, run, attempt, cluster, job, ckpt_dir] {
+        if (!capture_spec_now(run, attempt, cluster, job, ckpt_dir)) {
+            std::lock_guard<std::mutex> lock(specs_mu_);  // try again at the next batch heartbeat
+            specs_seen_.erase(run + '\n' + std::to_string(attempt));
+        }
+    });
+}
+
+std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
+                                                           long long job, const std::string &ckpt_dir) {
+        const std::string &conf = cfg_.clusters.at(cluster);
+        std::string out;
+        if (slurm_calls_.query(conf, {"scontrol", "-o", "show", "job", std::to_string(job)}, out) != 0) return std::nullopt;
+        auto [user, uid] = name_and_id(scontrol_field(out, "UserId"));
+        auto [group, gid] = name_and_id(scontrol_field(out, "GroupId"));
+        json::object spec{{"user", user}, {"uid", uid}, {"gid", gid}, {"nodes", std::atoll(scontrol_field(out, "NumNodes").c_str())},
+                          {"tasks", std::atoll(scontrol_field(out, "NumTasks").c_str())}, {"workdir", scontrol_field(out, "WorkDir")},
+                          {"stdout", scontrol_field(out, "StdOut")}, {"ckpt_dir", ckpt_dir}, {"job", job}, {"cluster", cluster}};
+        const std::string dir = std::filesystem::path(cfg_.database).parent_path().string() + "/decisions";
+        std::error_code ec;
+        std::filesystem::create_directories(dir, ec);
+        const std::string path = dir + "/" + run + ".attempt-" + std::to_string(attempt) + ".job.sh";
+        std::string ignored;
+        if (slurm_calls_.change(conf, {"scontrol", "write", "batch_script", std::to_string(job), path}, ignored) != 0) return std::nullopt;
+        std::ifstream f(path, std::ios::binary);
+        std::stringstream ss;
+        ss << f.rdbuf();
+        std::filesystem::remove(path, ec);
+        Store::JobSpecRow row{cluster, job, json::serialize(spec), ss.str()};
+        store_wait([&] { store_->upsert_job_spec(run, attempt, row); return 0; });
+        return row;
+}
+
+std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
+    std::map<std::string, json::object> described;
+    for (auto &n : store_wait([this] { return store_->list_nodes(""); })) {
+        json::error_code ec;
+        auto v = json::parse(n.descriptor, ec);
+        if (!ec && v.is_object()) described.emplace(n.host, std::move(v.as_object()));
+    }
+    std::vector<ClusterOffer> offers;
+    for (const auto &[name, conf] : cfg_.clusters) {
+        ClusterOffer c;
+        c.name = name;
+        if (auto it = cfg_.cluster_info.find(name); it != cfg_.cluster_info.end()) {
+            c.region = it->second.region;
+            if (!it->second.ckpt_roots.empty() && !ckpt_dir.empty())
+                c.reads_checkpoint = std::any_of(it->second.ckpt_roots.begin(), it->second.ckpt_roots.end(),
+                                                 [&](const std::string &r) { return under(ckpt_dir, r); });
+        }
+        std::string out;
+        if (slurm_calls_.query(conf, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N"}, out) != 0) {
+            c.reachable = false;
+        } else {
+            std::istringstream is(out);
+            std::set<std::string> seen;
+            for (std::string n; is >> n;) {
+                if (!seen.insert(n).second) continue;  // a node in several partitions
+                auto d = described.find(n);
+                if (d != described.end()) c.idle.push_back(offer_from_descriptor(n, d->second));
+                else c.idle.push_back(undescribed(n));
+            }
+        }
+        offers.push_back(std::move(c));
+    }
+    return offers;
+}
+
+long long Service::submit_attempt(const std::string &cluster, const json::object &spec, const std::string &script,
+                                  const std::string &run, long long to, const std::string &resume,
+                                  const std::vector<std::string> &nodes, const std::string &decision, std::string &err) {
+    auto str = [&](const char *k) { auto *v = spec.if_contains(k); return v && v->is_string() ? std::string(v->as_string()) : ""; };
+    auto num = [&](const char *k) { auto *v = spec.if_contains(k); return v && v->is_int64() ? v->as_int64() : 0LL; };
+    std::string uid = str("uid"), gid = str("gid");
+    // Another site numbers its users its own way: the user's name decides.
+    if (const std::string user = str("user"); !user.empty()) {
+        passwd *pw = getpwnam(user.c_str());
+        if (!pw) { err = "user " + user + " is not known on this broker's host"; return 0; }
+        uid = std::to_string(pw->pw_uid);
+        gid = std::to_string(pw->pw_gid);
+    }
+    if (uid.empty() || gid.empty()) { err = "the job's user is unknown"; return 0; }
+    const std::string dir = std::filesystem::path(cfg_.database).parent_path().string() + "/decisions";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    const std::string path = dir + "/" + run + ".attempt-" + std::to_string(to) + ".sh";
+    {
+        std::ofstream f(path, std::ios::binary | std::ios::trunc);
+        f << script;
+        if (!f) { err = "cannot write " + path; return 0; }
+    }
+    chmod(path.c_str(), 0600);
+    std::vector<std::string> argv{"sbatch", "--parsable", "--uid=" + uid, "--gid=" + gid,
+                                  "-N", std::to_string(nodes.size()), "--nodelist=" + join(nodes),
+                                  "--export=SHARDNET_ATTEMPT=" + std::to_string(to), "--shardnet=" + run,
+                                  "--shardnet-resume=" + resume, "--comment=shardnet-decision:" + decision};
+    if (long long tasks = num("tasks"); tasks > 0) argv.push_back("--ntasks=" + std::to_string(tasks));
+    if (auto d = str("ckpt_dir"); !d.empty()) argv.push_back("--shardnet-ckpt-dir=" + d);
+    if (auto d = str("workdir"); !d.empty()) argv.push_back("--chdir=" + d);
+    if (auto d = str("stdout"); !d.empty()) argv.push_back("--output=" + d);
+    argv.push_back(path);
+    std::string out;
+    if (slurm_calls_.change(cfg_.clusters.at(cluster), argv, out) != 0) {
+        err = "sbatch on " + cluster + " failed";
+        return 0;
+    }
+    return std::atoll(out.c_str());
+}
+
+void Service::capacity(const std::string &query, const Reply &reply) {
+    boost::asio::post(query_pool_, [this, query, reply] {
+        Requirements req;
+        const std::string cls = query_param(query, "class"), fabric = query_param(query, "fabric"),
+                          region = query_param(query, "region"), cluster = query_param(query, "cluster");
+        req.accel_class = cls;
+        req.fabric = fabric;
+        unsigned bit = 0;
+        if (!fabric.empty() && !fabric_required(fabric, bit))
+            return reply(error_response(400, "bad_field", "fabric: expected nvlink, infiniband, roce, ethernet or xgmi", "fabric"));
+        for (auto [key, dst] : {std::pair{"gpus_per_node", &req.gpus_per_node}}) {
+            auto v = query_param(query, key);
+            if (v.empty()) continue;
+            auto n = parse_int(v, 0, 64);
+            if (!n) return reply(error_response(400, "bad_field", std::string(key) + ": expected 0..64", key));
+            *dst = int(*n);
+        }
+        if (auto v = query_param(query, "gpu_memory_gb"); !v.empty()) {
+            auto n = parse_int(v, 0, 100000);
+            if (!n) return reply(error_response(400, "bad_field", "gpu_memory_gb: expected 0..100000", "gpu_memory_gb"));
+            req.gpu_memory_gb = double(*n);
+        }
+        long long gpus = 0;
+        if (auto v = query_param(query, "gpus"); !v.empty()) {
+            auto n = parse_int(v, 0, 1000000);
+            if (!n) return reply(error_response(400, "bad_field", "gpus: expected 0..1000000", "gpus"));
+            gpus = *n;
+        }
+        const double now = wall_now();
+        std::map<std::string, json::object> described;
+        for (auto &n : store_wait([this] { return store_->list_nodes(""); })) {
+            json::error_code ec;
+            auto v = json::parse(n.descriptor, ec);
+            if (!ec && v.is_object()) described.emplace(n.host, std::move(v.as_object()));
+        }
+        json::array rows;
+        long long idle_gpus = 0;
+        for (const auto &[name, conf] : cfg_.clusters) {
+            std::string reg;
+            if (auto it = cfg_.cluster_info.find(name); it != cfg_.cluster_info.end()) reg = it->second.region;
+            if ((!cluster.empty() && cluster != name) || (!region.empty() && region != reg)) continue;
+            std::string out;
+            if (slurm_calls_.query(conf, {"sinfo", "-h", "-N", "-o", "%N %T"}, out) != 0) {
+                rows.push_back(json::object{{"broker", cfg_.broker_name}, {"cluster", name}, {"region", reg},
+                                            {"status", "unknown"}, {"reason", "slurmctld did not answer"}});
+                continue;
+            }
+            // Groups of like nodes: class, GPUs per node, GPU memory, fabric.
+            std::map<std::tuple<std::string, int, long long, std::string>, std::pair<long long, long long>> groups;
+            std::istringstream is(out);
+            std::set<std::string> seen;
+            for (std::string node, state; is >> node >> state;) {
+                if (!seen.insert(node).second) continue;
+                auto d = described.find(node);
+                NodeOffer o = d != described.end() ? offer_from_descriptor(node, d->second) : undescribed(node);
+                if (!node_misfit(req, o).empty()) continue;
+                auto key = std::make_tuple(o.described ? (o.accel_class.empty() ? "none" : o.accel_class) : "unknown", o.gpus,
+                                           o.gpu_memory_gb ? (long long)(*o.gpu_memory_gb + 0.5) : -1LL,
+                                           o.described ? fabric_name(o.fabric) : "unknown");
+                auto &g = groups[key];
+                ++g.second;
+                if (state == "idle") { ++g.first; idle_gpus += o.gpus; }
+            }
+            for (const auto &[k, g] : groups) {
+                const auto &[c, gpn, mem, fab] = k;
+                rows.push_back(json::object{{"broker", cfg_.broker_name}, {"cluster", name}, {"region", reg}, {"status", "ok"},
+                                            {"accelerator_class", c}, {"gpus_per_node", gpn},
+                                            {"gpu_memory_gb", mem < 0 ? json::value(nullptr) : json::value(mem)},
+                                            {"fabric", fab}, {"idle_nodes", g.first}, {"total_nodes", g.second}});
+            }
+        }
+        json::array peers;
+        if (query_param(query, "local") != "1") {
+            // Every peer at once, each with a deadline: a silent peer is
+            // unknown, never available.
+            std::vector<std::future<HttpResponse>> answers;
+            for (const auto &p : cfg_.peers)
+                answers.push_back(std::async(std::launch::async, [&p, query] {
+                    HttpClient client;
+                    HttpRequest r;
+                    r.method = "GET";
+                    r.url = p.url + "/v1/capacity?" + query + (query.empty() ? "" : "&") + "local=1";
+                    r.bearer = p.token;
+                    r.ca_file = p.ca_file;
+                    r.timeout_ms = 1500;
+                    return client.send(r);
+                }));
+            for (std::size_t i = 0; i < answers.size(); ++i) {
+                HttpResponse r = answers[i].get();
+                json::error_code ec;
+                json::value v = r.ok() ? json::parse(r.body, ec) : json::value();
+                if (!r.ok() || ec || !v.is_object() || !v.as_object().contains("clusters")) {
+                    peers.push_back(json::object{{"name", cfg_.peers[i].name}, {"status", "unknown"},
+                                                 {"reason", r.status ? "HTTP " + std::to_string(r.status) : r.error}});
+                    continue;
+                }
+                peers.push_back(json::object{{"name", cfg_.peers[i].name}, {"status", "ok"}});
+                for (auto &row : v.as_object()["clusters"].as_array()) rows.push_back(row);
+            }
+        }
+        reply(ok_json(200, json::object{{"broker", cfg_.broker_name}, {"queried_at", now}, {"clusters", std::move(rows)},
+                                        {"peers", std::move(peers)}, {"local_idle_gpus", idle_gpus},
+                                        {"fits", gpus == 0 || idle_gpus >= gpus}}));
+    });
+}
+
+void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply) {
+    json::error_code ec;
+    json::value v = json::parse(req.body, ec);
+    if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
+    Fields f{v.as_object(), {}, {}};
+    std::string id, from, run, script, owner, resume, manifest;
+    long long to = 0;
+    if (!f.str("id", id) || !f.str("from_broker", from) || !f.str("run", run) || !f.integer("to_attempt", 2, 1000000, to) ||
+        !f.str("script", script) || !f.str("owner", owner, false) || !f.str("resume", resume) || !f.str("manifest", manifest, false))
+        return reply(bad_field(f));
+    if (!is_safe_name(run)) return reply(error_response(400, "bad_field", "run: not a valid run id", "run"));
+    if (id.size() > 200 || has_control_chars(id)) return reply(error_response(400, "bad_field", "id: not a decision id", "id"));
+    auto *spec_v = v.as_object().if_contains("spec");
+    if (!spec_v || !spec_v->is_object()) return reply(error_response(400, "bad_field", "spec: expected an object", "spec"));
+    Requirements want;
+    if (auto *r = v.as_object().if_contains("requires"); r && r->is_object())
+        if (auto err = requirements_from_json(r->as_object(), want); !err.empty())
+            return reply(error_response(400, "bad_field", err, "requires"));
+    boost::asio::post(slurm_thread_, [this, id, from, run, to, script, owner, resume, manifest, spec = spec_v->as_object(), want,
+                                      by = who.name, reply] {
+        const double now = wall_now();
+        const bool fresh = store_wait([&] { return store_->insert_received(id, from, run, to, now); });
+        if (!fresh) {
+            auto prev = store_wait([&] { return store_->get_received(id); });
+            if (prev && prev->first != "received")  // answered before: the same answer again, nothing redone
+                return reply(ApiResponse{prev->first == "applied" ? 200u : 409u, prev->second, "application/json"});
+            // Received, but this broker stopped before answering: Slurm knows
+            // whether the job was submitted (its comment names the decision).
+            for (const auto &[name, conf] : cfg_.clusters) {
+                std::string out;
+                if (slurm_calls_.change(conf, {"squeue", "-h", "-o", "%i %k"}, out) != 0) continue;
+                std::istringstream is(out);
+                for (std::string line; std::getline(is, line);)
+                    if (line.find(" shardnet-decision:" + id) != std::string::npos) {
+                        json::object res{{"accepted", true}, {"cluster", name}, {"job", std::atoll(line.c_str())}, {"redelivered", true}};
+                        store_wait([&] { store_->finish_received(id, "applied", json::serialize(res)); return 0; });
+                        return reply(ok_json(200, res));
+                    }
+            }
+        }
+        auto nodes_v = spec.if_contains("nodes");
+        Requirements req = want;
+        if (nodes_v && nodes_v->is_int64() && nodes_v->as_int64() > 0) req.nodes = int(nodes_v->as_int64());
+        const std::string ckpt = spec.if_contains("ckpt_dir") && spec.at("ckpt_dir").is_string()
+                                     ? std::string(spec.at("ckpt_dir").as_string()) : "";
+        Placement p = place(req, local_offers(ckpt), "");
+        json::array rejected;
+        for (const auto &r : p.rejected) rejected.push_back(json::object{{"cluster", r.cluster}, {"reason", r.reason}});
+        auto refuse = [&](const std::string &why) {
+            json::object res{{"error", json::object{{"code", "no_capacity"}, {"message", why}}}, {"rejected", rejected}};
+            store_wait([&] { store_->finish_received(id, "refused", json::serialize(res)); return 0; });
+            reply(ApiResponse{409, json::serialize(res), "application/json"});
+        };
+        if (p.cluster.empty()) return refuse("no compatible capacity at broker " + cfg_.broker_name);
+        std::string err;
+        const long long job = submit_attempt(p.cluster, spec, script, run, to, resume, p.nodes, id, err);
+        if (!job) return refuse(err);
+        bool known = false;
+        {
+            std::unique_lock lock(runs_mu_);
+            RunInfo &info = runs_[run];
+            known = !info.state.empty();
+            info.owner = owner;
+            info.state = "RECOVERING";
+            info.attempt = to;
+            info.expected_nodes = (long long)p.nodes.size();
+            info.recover_to = to;
+            info.manifest = manifest.empty() ? "{}" : manifest;
+            runs_generation_.fetch_add(1, std::memory_order_release);
+        }
+        json::object res{{"accepted", true}, {"broker", cfg_.broker_name}, {"cluster", p.cluster}, {"job", job},
+                         {"nodes", json::value_from(p.nodes)}, {"fabric", p.fabric}};
+        json::object ev = res;
+        ev["decision"] = id;
+        ev["from_broker"] = from;
+        ev["rejected"] = rejected;
+        ev["resume"] = resume;
+        std::promise<void> done;
+        on_store([&] {
+            try {
+                transact([&] {
+                    if (known) {
+                        store_->update_run(run, "RECOVERING", to, now);
+                        store_->update_manifest(run, manifest.empty() ? "{}" : manifest, owner);
+                    } else {
+                        store_->insert_run(RunRow{run, owner, "RECOVERING", manifest.empty() ? "{}" : manifest, to, 0, now, now});
+                    }
+                    event(run, "RECEIVED", "decision " + id + " from broker " + from + " (peer " + by + ")", json::serialize(ev), now);
+                    event(run, "PLACEMENT", p.cluster + " " + join(p.nodes) + ": job " + std::to_string(job) + ", attempt " +
+                          std::to_string(to) + " (fabric " + p.fabric + ")", json::serialize(ev), now);
+                    event(run, "RECOVERING", "attempt " + std::to_string(to) + " submitted with --shardnet-resume=" + resume,
+                          json::serialize(ev), now);
+                    store_->finish_received(id, "applied", json::serialize(res));
+                });
+            } catch (...) {}
+            done.set_value();
+        });
+        done.get_future().wait();
+        reply(ok_json(200, res));
+    });
+}
+
+void Service::forward_loop() {
+    std::map<std::string, std::pair<double, double>> backoff;   // id -> next try, delay
+    HttpClient client;
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lock(forward_mu_);
+            forward_cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; });
+            if (stopping_) return;
+        }
+        std::vector<Store::Forwarding> pending;
+        try {
+            pending = store_wait([this] { return store_->forwarding_decisions(); });
+        } catch (...) {
+            continue;
+        }
+        for (const auto &f : pending) {
+            const double now = wall_now();
+            auto &b = backoff[f.id];
+            if (b.first > now) continue;
+            auto peer = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &p) { return p.name == f.peer; });
+            if (peer == cfg_.peers.end()) continue;
+            HttpRequest r;
+            r.url = peer->url + "/v1/decisions";
+            r.body = f.payload;
+            r.bearer = peer->token;
+            r.ca_file = peer->ca_file;
+            r.timeout_ms = 5000;
+            HttpResponse res = client.send(r);
+            if (res.status == 200 || res.status == 409) {
+                backoff.erase(f.id);
+                forwarded(f, res.body, res.status);
+                continue;
+            }
+            b.second = std::min(std::max(b.second * 2, 0.25), 8.0);   // 0.25, 0.5, 1, ... 8 s
+            b.first = wall_now() + b.second;
+            std::fprintf(stderr, "{\"level\":\"warn\",\"msg\":\"decision not delivered\",\"decision\":\"%s\",\"peer\":\"%s\",\"why\":\"%s\",\"retry_in\":%.2f}\n",
+                         f.id.c_str(), f.peer.c_str(), res.status ? ("HTTP " + std::to_string(res.status)).c_str() : res.error.c_str(), b.second);
+        }
+    }
+}
+
+void Service::forwarded(const Store::Forwarding &f, const std::string &answer, long status) {
+    json::error_code ec;
+    json::value v = json::parse(answer, ec);
+    json::object a = !ec && v.is_object() ? v.as_object() : json::object{};
+    json::value payload = json::parse(f.payload, ec);
+    const long long to = !ec && payload.is_object() && payload.as_object().contains("to_attempt")
+                             ? payload.as_object().at("to_attempt").as_int64() : 0;
+    const double now = wall_now();
+    if (status == 200) {
+        const long long job = a.contains("job") && a.at("job").is_int64() ? a.at("job").as_int64() : 0;
+        const std::string cluster = a.contains("cluster") && a.at("cluster").is_string() ? std::string(a.at("cluster").as_string()) : "";
+        {
+            std::unique_lock lock(runs_mu_);
+            auto it = runs_.find(f.run);
+            if (it != runs_.end()) {
+                it->second.state = "MOVED";
+                it->second.attempt = std::max(it->second.attempt, to);
+                runs_generation_.fetch_add(1, std::memory_order_release);
+            }
+        }
+        store_wait([&] {
+            transact([&] {
+                store_->apply_decision(f.id, "delivered", job);
+                store_->update_run(f.run, "MOVED", to, now);
+                a["decision"] = f.id;
+                a["peer"] = f.peer;
+                event(f.run, "MOVED", "run handed to broker " + f.peer + ": attempt " + std::to_string(to) + " runs as job " +
+                      std::to_string(job) + " on " + cluster, json::serialize(a), now);
+            });
+            return 0;
+        });
+        return;
+    }
+    // Refused: the next peer, else nowhere.
+    auto it = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &p) { return p.name == f.peer; });
+    const bool more = it != cfg_.peers.end() && std::next(it) != cfg_.peers.end();
+    std::string why = a.contains("error") && a.at("error").is_object() && a.at("error").as_object().contains("message")
+                          ? std::string(a.at("error").as_object().at("message").as_string()) : "refused";
+    if (auto *rj = a.if_contains("rejected"); rj && rj->is_array())
+        for (const auto &r : rj->as_array())
+            if (r.is_object() && r.as_object().contains("cluster") && r.as_object().contains("reason"))
+                why += "; " + std::string(r.as_object().at("cluster").as_string()) + " rejected: " +
+                       std::string(r.as_object().at("reason").as_string());
+    store_wait([&] {
+        transact([&] {
+            if (more) {
+                store_->forward_decision(f.id, std::next(it)->name, f.payload);
+                event(f.run, "PLACEMENT", "broker " + f.peer + " refused (" + why + "); trying broker " + std::next(it)->name,
+                      json::serialize(a), now);
+            } else {
+                store_->apply_decision(f.id, "unplaced", 0);
+                event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(to) + ": broker " + f.peer + " refused (" + why + ")",
+                      json::serialize(a), now);
+            }
+        });
+        return 0;
+    });
+}
+
+}  // namespace shardnet::broker
