@@ -171,7 +171,8 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
     argv.push_back(path);
     std::string out;
     if (slurm_calls_.change(cfg_.clusters.at(cluster), argv, out) != 0) {
-        err = "sbatch on " + cluster + " failed";
+        while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+        err = "sbatch on " + cluster + " failed: " + out.substr(0, 300);
         return 0;
     }
     return std::atoll(out.c_str());

@@ -25,7 +25,7 @@ int SlurmCalls::query(const std::string &slurm_conf, const std::vector<std::stri
         }
     }
     const double at = mono_now();
-    int rc = call(slurm_conf, argv, out);
+    int rc = call(slurm_conf, argv, out, false);
     std::lock_guard<std::mutex> lock(mu_);
     if (cache_.size() > 4096) cache_.clear();  // bounded: old answers are worthless anyway
     cache_[key] = Answer{at, rc, out};
@@ -33,14 +33,14 @@ int SlurmCalls::query(const std::string &slurm_conf, const std::vector<std::stri
 }
 
 int SlurmCalls::change(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out) {
-    int rc = call(slurm_conf, argv, out);
+    int rc = call(slurm_conf, argv, out, true);
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = cache_.begin(); it != cache_.end();)
         it = it->first.first == slurm_conf ? cache_.erase(it) : std::next(it);
     return rc;
 }
 
-int SlurmCalls::call(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out) {
+int SlurmCalls::call(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out, bool with_stderr) {
     // Throttle: within any one second, at most max_per_second calls to a
     // cluster; the caller (the broker's Slurm thread) waits for its turn.
     for (;;) {
@@ -59,7 +59,7 @@ int SlurmCalls::call(const std::string &slurm_conf, const std::vector<std::strin
         std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     }
     calls_.fetch_add(1, std::memory_order_relaxed);
-    return run_slurm(slurm_conf, argv, out);
+    return run_slurm(slurm_conf, argv, out, with_stderr);
 }
 
 }  // namespace shardnet::broker

@@ -20,13 +20,14 @@ public:
     int query(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out);
     // A command that changes Slurm's state (sbatch, scancel, ...): never
     // cached, and it drops the cluster's cached answers.
+    // out has its stderr after its stdout (sbatch's reasons).
     int change(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out);
 
     unsigned long long calls() const { return calls_.load(std::memory_order_relaxed); }
     unsigned long long cache_hits() const { return hits_.load(std::memory_order_relaxed); }
 
 private:
-    int call(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out);
+    int call(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out, bool with_stderr);
 
     struct Answer { double at; int rc; std::string out; };
     int cache_ms_, max_per_second_;

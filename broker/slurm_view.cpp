@@ -21,13 +21,14 @@ namespace {
 
 }  // namespace
 
-int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std::string &out) {
+int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std::string &out, bool with_stderr) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return -1;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    if (with_stderr) posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    else posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
     std::vector<char *> args;
     for (auto &a : argv) args.push_back(a.data());
     args.push_back(nullptr);

@@ -19,8 +19,8 @@ struct SlurmView {
 };
 
 // Runs a Slurm command (argv, no shell) under slurm_conf; its exit status,
-// stdout in out.
-int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std::string &out);
+// stdout in out (and stderr too when with_stderr: for error messages).
+int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std::string &out, bool with_stderr = false);
 
 class SlurmCalls;
 SlurmView ask_slurm(SlurmCalls &calls, const std::string &slurm_conf, long long job, const std::string &node,

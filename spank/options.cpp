@@ -110,9 +110,11 @@ int client_post_opt() {
         slurm_error("shardnet: %s", err.c_str());
         return -1;
     }
-    if (!job.ckpt_dir.empty()) {
+    if (!job.ckpt_dir.empty() && getuid() != 0) {
         // The same rule slurmstepd applies, checked here as the user so the
         // refusal shows on their terminal rather than only in a node's log.
+        // root submitting for a user (sbatch --uid, the broker's requeue) is
+        // checked where it counts: in slurmstepd, as the job's user.
         struct passwd pw, *res = nullptr;
         char buf[4096];
         std::string home;
