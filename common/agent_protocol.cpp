@@ -24,6 +24,7 @@ std::string encode_agent_config(const AgentConfig &c) {
     kv("progress_dir", c.progress_dir);
     kv("requeue", c.requeue);
     if (!c.ckpt_dir.empty()) kv("ckpt_dir", c.ckpt_dir);
+    kv("world", std::to_string(c.world));
     for (const auto &r : c.ranks) kv("rank", std::to_string(r.rank) + ":" + std::to_string(r.local_rank));
     s += "end\n";
     return s;
@@ -56,6 +57,11 @@ std::string parse_agent_config_line(const std::string &line, AgentConfig &c, boo
     else if (k == "progress_dir") c.progress_dir = v;
     else if (k == "requeue") c.requeue = v;
     else if (k == "ckpt_dir") c.ckpt_dir = v;
+    else if (k == "world") {
+        auto n = parse_int(v, 1, 1 << 24);
+        if (!n) return "bad world: " + v;
+        c.world = unsigned(*n);
+    }
     else if (k == "attempt") { auto n = num(1, 1000000); if (!n) return "bad attempt"; c.attempt = unsigned(*n); }
     else if (k == "job") { auto n = num(0, 0xffffffffLL); if (!n) return "bad job"; c.job = (unsigned long)*n; }
     else if (k == "interval") { auto n = num(1, 86400); if (!n) return "bad interval"; c.interval = int(*n); }

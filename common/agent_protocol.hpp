@@ -34,6 +34,7 @@ struct AgentConfig {
     std::string progress_dir;
     std::string requeue = "federated";   // the job's --shardnet-requeue
     std::string ckpt_dir;      // the job's checkpoint directory (reported by the batch step)
+    unsigned world = 1;        // the step's ranks (checkpoint commits name it)
     std::vector<AgentRank> ranks;
 };
 

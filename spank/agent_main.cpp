@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent_protocol.hpp"
+#include "checkpoint_layout.hpp"
 #include "heartbeat.hpp"
 #include "http_client.hpp"
 #include "slurm_query.hpp"
@@ -62,7 +63,7 @@ private:
 class Agent {
 public:
     Agent(AgentConfig cfg, LineReader &in) : cfg_(std::move(cfg)), in_(in) {
-        for (const auto &r : cfg_.ranks) ranks_.push_back(RankState{r.rank, r.local_rank, 0, {}, {}, 0});
+        for (const auto &r : cfg_.ranks) ranks_.push_back(RankState{r.rank, r.local_rank, 0, {}, {}, 0, false, {}, {}});
     }
 
     int run() {
@@ -120,6 +121,47 @@ private:
         }
     }
 
+    // A rank that finished a checkpoint ("STEP committed NAME"): its
+    // manifest goes to the broker with this agent's token (the trainer holds
+    // none). The commit that completes the set seals it; then the SEALED
+    // marker is written beside the shards, for --shardnet-resume=latest.
+    void commit_checkpoints(int timeout_ms) {
+        if (cfg_.ckpt_dir.empty()) return;
+        for (auto &r : ranks_) {
+            if (r.committed.empty() || r.committed == r.reported) continue;
+            const std::string dir = cfg_.ckpt_dir + "/" + r.committed;
+            std::string text, err;
+            int fd = ::open((dir + "/rank-" + std::to_string(r.rank) + ".manifest").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd >= 0) {
+                char buf[8192];
+                ssize_t n;
+                while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < (1 << 20)) text.append(buf, size_t(n));
+                ::close(fd);
+            } else {
+                err = "no manifest " + dir + "/rank-" + std::to_string(r.rank) + ".manifest";
+            }
+            HttpRequest req;
+            if (err.empty()) req.body = commit_json(text, cfg_.attempt, r.rank, cfg_.world, err);
+            if (!err.empty()) {
+                log("checkpoint " + r.committed + " of rank " + std::to_string(r.rank) + " not committed: " + err);
+                r.reported = r.committed;
+                continue;
+            }
+            req.url = cfg_.url + "/v1/runs/" + cfg_.run + "/checkpoints/" + r.committed + "/commit";
+            req.bearer = cfg_.token;
+            req.ca_file = cfg_.ca_file;
+            req.timeout_ms = timeout_ms;
+            auto res = client_.send(req);
+            if (res.status == 0 || res.status >= 500) return;  // the broker is away: again at the next heartbeat
+            r.reported = r.committed;
+            if (!res.ok()) { log("checkpoint " + r.committed + " refused: HTTP " + std::to_string(res.status) + " " + res.body); continue; }
+            if (res.body.find("\"sealed\":true") != std::string::npos) {
+                int m = ::open((dir + "/" + kSealedMarker).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+                if (m >= 0) ::close(m);
+            }
+        }
+    }
+
     RankState *find(unsigned rank) {
         for (auto &r : ranks_)
             if (r.rank == rank) return &r;
@@ -130,8 +172,10 @@ private:
         for (auto &r : ranks_) {
             double mt = 0;
             bool ckpt = false;
-            auto step = read_progress(cfg_.progress_dir + "/rank-" + std::to_string(r.rank), &mt, &ckpt);
+            std::string committed;
+            auto step = read_progress(cfg_.progress_dir + "/rank-" + std::to_string(r.rank), &mt, &ckpt, &committed);
             if (step) { r.step = step; r.progress_time = mt; r.checkpointing = ckpt; }
+            if (!committed.empty()) r.committed = committed;
         }
         HttpRequest req;
         req.url = cfg_.url + "/v1/heartbeats";
@@ -158,6 +202,7 @@ private:
         }
         first_ = false;
         broker_ok_ = ok;
+        if (ok) commit_checkpoints(timeout_ms);
     }
 
     void check_time_limit() {

@@ -1,6 +1,8 @@
 #include "heartbeat.hpp"
 
 #include <boost/json.hpp>
+#include <cstdio>
+#include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -10,11 +12,11 @@
 
 namespace shardnet {
 
-std::optional<long long> read_progress(const std::string &path, double *mtime, bool *checkpointing) {
+std::optional<long long> read_progress(const std::string &path, double *mtime, bool *checkpointing, std::string *committed) {
     int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return std::nullopt;
     struct stat st;
-    char buf[65];
+    char buf[201];
     ssize_t n = -1;
     if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = ::read(fd, buf, sizeof buf - 1);
     ::close(fd);
@@ -26,8 +28,39 @@ std::optional<long long> read_progress(const std::string &path, double *mtime, b
     if (end != std::string_view::npos) s = s.substr(0, end);
     auto v = parse_int(s, 0, 1LL << 62);
     if (checkpointing) *checkpointing = v && rest.find("checkpointing") != std::string_view::npos;
+    if (committed && v) {
+        auto at = rest.find("committed");
+        if (at != std::string_view::npos) {
+            std::string_view name = rest.substr(at + 9);
+            while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.remove_prefix(1);
+            name = name.substr(0, name.find_first_of(" \t\r\n"));
+            if (is_safe_name(name, 128)) *committed = std::string(name);
+        }
+    }
     if (v && mtime) *mtime = double(st.st_mtim.tv_sec) + double(st.st_mtim.tv_nsec) / 1e9;
     return v;
+}
+
+std::string commit_json(const std::string &text, unsigned attempt, unsigned rank, unsigned world, std::string &err) {
+    boost::json::array files;
+    std::size_t pos = 0, lineno = 0;
+    while (pos < text.size()) {
+        auto nl = text.find('\n', pos);
+        std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+        pos = nl == std::string::npos ? text.size() : nl + 1;
+        ++lineno;
+        if (line.empty()) continue;
+        char hash[65] = {}, path[257] = {};
+        unsigned long long bytes = 0;
+        if (std::sscanf(line.c_str(), "%64s %llu %256s", hash, &bytes, path) != 3 || std::strlen(hash) != 64 ||
+            std::strspn(hash, "0123456789abcdef") != 64 || has_control_chars(path) || std::strstr(path, "..")) {
+            err = "manifest line " + std::to_string(lineno) + ": expected 'SHA256 BYTES PATH'";
+            return "";
+        }
+        files.push_back(boost::json::object{{"path", path}, {"sha256", hash}, {"bytes", bytes}});
+    }
+    if (files.empty()) { err = "manifest lists no files"; return ""; }
+    return boost::json::serialize(boost::json::object{{"attempt", attempt}, {"rank", rank}, {"world_size", world}, {"files", files}});
 }
 
 std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &ranks, const char *state,

@@ -18,12 +18,20 @@ struct RankState {
     std::optional<long long> step;      // last step the trainer wrote
     double progress_time = 0;           // when it wrote it (mtime)
     bool checkpointing = false;         // the trainer says it is writing a checkpoint
+    std::string committed;              // the last checkpoint the trainer finished
+    std::string reported;               // ... and the last the broker took
 };
 
-// The trainer's step from a progress file: "STEP" or "STEP checkpointing"
-// (while it writes a checkpoint, so that slow writes are not a hang). Never
-// follows a symlink, reads 64 bytes.
-std::optional<long long> read_progress(const std::string &path, double *mtime, bool *checkpointing = nullptr);
+// The trainer's step from a progress file: "STEP", "STEP checkpointing"
+// (while it writes a checkpoint, so that slow writes are not a hang) or
+// "STEP committed NAME" (its shards of checkpoint NAME are written, listed
+// in NAME/rank-R.manifest). Never follows a symlink, reads 200 bytes.
+std::optional<long long> read_progress(const std::string &path, double *mtime, bool *checkpointing = nullptr,
+                                       std::string *committed = nullptr);
+
+// A rank's manifest of checkpoint shards: lines "SHA256 BYTES PATH" (PATH
+// relative to the checkpoint). The commit body for the broker, or "" with err.
+std::string commit_json(const std::string &manifest_text, unsigned attempt, unsigned rank, unsigned world, std::string &err);
 
 // state: "running" or "ended". seq counts heartbeats of this agent.
 std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &ranks, const char *state,

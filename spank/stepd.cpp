@@ -117,6 +117,7 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
     ac.progress_dir = g.progress_dir;
     ac.requeue = requeue_name(g.job->requeue);
     ac.ckpt_dir = g.ckpt_dir;
+    ac.world = stepid == SLURM_BATCH_SCRIPT ? 1 : std::max(1u, item<uint32_t>(sp, S_JOB_TOTAL_TASK_COUNT, 1));
     // This node's tasks, local index -> global rank.
     uint32_t ntasks = g.local_tasks;
     for (uint32_t i = 0; i < ntasks; ++i) {

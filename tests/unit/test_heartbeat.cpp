@@ -80,3 +80,41 @@ TEST_CASE("heartbeat body carries run, ranks, steps and exits") {
     CHECK(w.at("ranks").as_array()[1].at("exit").at("code").to_number<int>() == 3);
     CHECK(w.at("prelimit_signalled").as_bool());
 }
+
+TEST_CASE("a finished checkpoint in the progress file, and its manifest as a commit body") {
+    char tmpl[] = "/tmp/shardnet-progress-XXXXXX";
+    int fd = mkstemp(tmpl);
+    REQUIRE(fd >= 0);
+    const char *text = "120 committed checkpoint-012\n";
+    REQUIRE(write(fd, text, strlen(text)) == ssize_t(strlen(text)));
+    close(fd);
+    std::string committed;
+    bool ckpt = true;
+    auto step = read_progress(tmpl, nullptr, &ckpt, &committed);
+    REQUIRE(step);
+    CHECK(*step == 120);
+    CHECK_FALSE(ckpt);
+    CHECK(committed == "checkpoint-012");
+    FILE *f = fopen(tmpl, "w");
+    fputs("121 committed ../../etc\n", f);
+    fclose(f);
+    committed.clear();
+    read_progress(tmpl, nullptr, nullptr, &committed);
+    CHECK(committed.empty());   // not a checkpoint name: ignored
+    unlink(tmpl);
+
+    std::string err;
+    const std::string h(64, 'a');
+    auto body = commit_json(h + " 1024 rank-0.pt\n" + h + " 7 rank-0.rng\n", 2, 0, 4, err);
+    CHECK(err.empty());
+    auto v = boost::json::parse(body).as_object();
+    CHECK(v.at("attempt").as_int64() == 2);
+    CHECK(v.at("world_size").as_int64() == 4);
+    CHECK(v.at("files").as_array().size() == 2);
+    CHECK(v.at("files").as_array()[0].at("bytes").as_int64() == 1024);
+    CHECK(commit_json("nothash 12 x\n", 1, 0, 1, err).empty());
+    CHECK(err == "manifest line 1: expected 'SHA256 BYTES PATH'");
+    CHECK(commit_json(h + " 1 ../escape\n", 1, 0, 1, err).empty());
+    CHECK(commit_json("", 1, 0, 1, err).empty());
+    CHECK(err == "manifest lists no files");
+}
