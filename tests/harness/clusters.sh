@@ -186,8 +186,24 @@ start_node() {
     cat "$dir/run/slurmd.$node.pid" >> "$scratch/pids"
 }
 
+# kill-cluster: the whole cluster at once: slurmctld, every slurmd, their
+# step daemons and tasks (kill -9). start-cluster brings it back.
+kill_cluster() {
+    local scratch=$1 cluster=$2 dir=$1/$2
+    kill -9 "$(cat "$dir/run/slurmctld.pid" 2>/dev/null)" 2>/dev/null || true
+    for i in $(seq "$NODES"); do kill_node "$scratch" "$cluster" "$cluster$i"; done
+    rm -f "$dir/run/slurmctld.pid"
+}
+
+start_cluster_again() {
+    local scratch=$1 cluster=$2
+    start_cluster "$scratch" "$cluster"
+}
+
 case "${1:-}" in
     kill-node) shift; kill_node "$@" ;;
+    kill-cluster) shift; kill_cluster "$@" ;;
+    start-cluster) shift; start_cluster_again "$@" ;;
     start-node) shift; start_node "$@" ;;
     up) shift; up "$@" ;;
     down) shift; down "$@" ;;

@@ -91,3 +91,108 @@ wait_for() {
     done
     return 1
 }
+
+# start_federation: two brokers with TLS, one per cluster, peered with
+# tokens and pinned certificates: A ("alpha-broker") owns alpha, B
+# ("beta-broker") owns beta. B reaches A through a TCP proxy the test
+# controls (proxy_mode pass|refuse|drop-replies); A reaches B directly.
+# Plugins: alpha -> A, beta -> B, each with its site's worker key.
+# fed_get A|B PATH queries a broker as admin; fed_restart B kill -9s and
+# restarts one on the same port and database.
+FED=$WORK/fed
+secret() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+start_federation() {
+    mkdir -p "$FED"; chmod 755 "$FED"
+    local s
+    for s in a b; do
+        openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" \
+            -keyout "$FED/$s.key" -out "$FED/$s.crt" 2>/dev/null || fail "openssl could not make a certificate"
+        chmod 644 "$FED/$s.crt"; chmod 600 "$FED/$s.key"
+        secret > "$FED/$s.worker.key"; chmod 600 "$FED/$s.worker.key"
+    done
+    secret > "$FED/a-to-b.token"; secret > "$FED/b-to-a.token"; chmod 600 "$FED"/*.token
+    read -r A_PORT B_PORT <<<"$("$HARNESS/free_ports.py" 2 | tr '\n' ' ')"
+    echo pass > "$FED/proxy.mode"
+    /usr/bin/python3 "$HARNESS/tcp_proxy.py" --listen-port-file "$FED/proxy.port" --target "127.0.0.1:$A_PORT" \
+        --mode-file "$FED/proxy.mode" &
+    RX_PIDS+=($!)
+    for _ in $(seq 50); do [ -s "$FED/proxy.port" ] && break; sleep 0.1; done
+    PROXY_PORT=$(cat "$FED/proxy.port")
+    local sha_admin sha_ab sha_ba
+    sha_admin=$(printf %s "$ADMIN_TOKEN" | sha256sum | cut -d' ' -f1)
+    sha_ab=$(printf %s "$(cat "$FED/a-to-b.token")" | sha256sum | cut -d' ' -f1)
+    sha_ba=$(printf %s "$(cat "$FED/b-to-a.token")" | sha256sum | cut -d' ' -f1)
+    cat > "$FED/a.json" <<CONF
+{"listen": "127.0.0.1:$A_PORT", "tls": {"cert": "$FED/a.crt", "key": "$FED/a.key"}, "database": "$FED/a.db",
+ "cluster": "alpha", "broker_name": "alpha-broker",
+ "clusters": {"alpha": {"slurm_conf": "$SCRATCH/alpha/slurm.conf", "region": "eu"}},
+ "detector": {"misses": 3, "stall_seconds": 600, "summary_seconds": 1},
+ "worker_keys": [{"name": "alpha-site", "key_file": "$FED/a.worker.key"}],
+ "peers": [{"name": "beta-broker", "url": "https://127.0.0.1:$B_PORT", "token_file": "$FED/a-to-b.token", "ca_file": "$FED/b.crt"}],
+ "tokens": [{"name": "ops", "scope": "admin", "sha256": "$sha_admin"},
+            {"name": "beta-broker", "scope": "peer", "sha256": "$sha_ba"}]}
+CONF
+    cat > "$FED/b.json" <<CONF
+{"listen": "127.0.0.1:$B_PORT", "tls": {"cert": "$FED/b.crt", "key": "$FED/b.key"}, "database": "$FED/b.db",
+ "cluster": "beta", "broker_name": "beta-broker",
+ "clusters": {"beta": {"slurm_conf": "$SCRATCH/beta/slurm.conf", "region": "eu"}},
+ "detector": {"misses": 3, "stall_seconds": 600, "summary_seconds": 1},
+ "worker_keys": [{"name": "beta-site", "key_file": "$FED/b.worker.key"}],
+ "peers": [{"name": "alpha-broker", "url": "https://127.0.0.1:$PROXY_PORT", "token_file": "$FED/b-to-a.token", "ca_file": "$FED/a.crt"}],
+ "tokens": [{"name": "ops", "scope": "admin", "sha256": "$sha_admin"},
+            {"name": "alpha-broker", "scope": "peer", "sha256": "$sha_ab"}]}
+CONF
+    fed_start A; fed_start B
+    plugstack alpha "broker=https://127.0.0.1:$A_PORT ca_file=$FED/a.crt worker_key_file=$FED/a.worker.key heartbeat_min=1"
+    plugstack beta "broker=https://127.0.0.1:$B_PORT ca_file=$FED/b.crt worker_key_file=$FED/b.worker.key heartbeat_min=1"
+}
+fed_port() { [ "$1" = A ] && echo "$A_PORT" || echo "$B_PORT"; }
+fed_crt() { [ "$1" = A ] && echo "$FED/a.crt" || echo "$FED/b.crt"; }
+fed_start() {
+    local x=$1 lc; lc=$(tr AB ab <<<"$1")
+    "$BUILD/broker/shardnet-broker" --config "$FED/$lc.json" 2>> "$FED/$lc.log" &
+    RX_PIDS+=($!)
+    eval "FED_PID_$x=$!"
+    for _ in $(seq 100); do fed_get "$x" /v1/health >/dev/null 2>&1 && return 0; sleep 0.05; done
+    fail "broker $x did not start: $(tail -5 "$FED/$lc.log")"
+}
+fed_get() { curl -sf --cacert "$(fed_crt "$1")" -H "Authorization: Bearer $ADMIN_TOKEN" "https://127.0.0.1:$(fed_port "$1")$2"; }
+fed_restart() {  # kill -9, then start again on the same port and database
+    local pid; eval "pid=\$FED_PID_$1"
+    kill -9 "$pid"; wait "$pid" 2>/dev/null || true
+    fed_start "$1"
+}
+proxy_mode() { echo "$1" > "$FED/proxy.mode"; }
+# fed_wait SECONDS PYTHON-EXPR A|B PATH
+fed_wait() {
+    local secs=$1 expr=$2 b=$3 path=$4
+    for _ in $(seq $((secs * 5))); do
+        fed_get "$b" "$path" | /usr/bin/python3 -c "import json,sys; v=json.load(sys.stdin); sys.exit(0 if ($expr) else 1)" 2>/dev/null && return 0
+        sleep 0.2
+    done
+    return 1
+}
+# A trainer honouring the env contract: a step every 0.25 s, a checkpoint
+# (real files, a manifest with their hashes) every 4 steps, resumes from
+# SHARDNET_RESUME_FROM.
+write_trainer() {
+    cat > "$1" <<'SH'
+#!/bin/bash
+start=0; last=""
+if [ -n "$SHARDNET_RESUME_FROM" ] && [ -f "$SHARDNET_RESUME_FROM/rank-$SHARDNET_RANK.step" ]; then
+    start=$(cat "$SHARDNET_RESUME_FROM/rank-$SHARDNET_RANK.step"); last=$(basename "$SHARDNET_RESUME_FROM")
+fi
+echo "attempt=$SHARDNET_ATTEMPT cluster=$SLURM_CLUSTER_NAME node=$SLURMD_NODENAME rank=$SHARDNET_RANK/$SHARDNET_WORLD_SIZE resume='$SHARDNET_RESUME_FROM' start=$start"
+for s in $(seq $((start + 1)) 2000); do
+    if [ $((s % 4)) = 0 ]; then
+        last=$(printf 'checkpoint-%04d' "$s"); d=$SHARDNET_CKPT_DIR/$last; mkdir -p "$d"
+        echo "$s" > "$d/rank-$SHARDNET_RANK.step"
+        echo "$(sha256sum < "$d/rank-$SHARDNET_RANK.step" | cut -d' ' -f1) $(stat -c %s "$d/rank-$SHARDNET_RANK.step") rank-$SHARDNET_RANK.step" \
+            > "$d/rank-$SHARDNET_RANK.manifest"
+    fi
+    echo "$s${last:+ committed $last}" > "$SHARDNET_PROGRESS"
+    sleep 0.25
+done
+SH
+    chmod 755 "$1"
+}

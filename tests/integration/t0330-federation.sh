@@ -1,0 +1,91 @@
+#!/bin/bash
+# Federation across brokers (issue 5, tests a, d, f, g and the capacity
+# search): a 2-node job on beta (broker B) with no spare loses a node; B has
+# no local room and hands the decision to broker A, which resubmits the run
+# on alpha from the last sealed checkpoint. On the way, the link B -> A
+# loses A's answer (the decision arrived, its acknowledgement did not), and B
+# is killed -9 and restarted: B resends, A applies the decision once.
+. "$(dirname "$0")/lib.sh"
+start_federation
+write_trainer "$WORK/train.sh"
+
+# Capacity: B answers for beta and, through the peer, for alpha; a silent
+# peer is unknown, never available.
+cap=$(fed_get B /v1/capacity)
+/usr/bin/python3 - "$cap" <<'PY' || fail "capacity: $cap"
+import json, sys
+v = json.loads(sys.argv[1])
+rows = {(r["broker"], r["cluster"]): r for r in v["clusters"]}
+assert rows[("beta-broker", "beta")]["idle_nodes"] == 2, rows
+assert rows[("alpha-broker", "alpha")]["idle_nodes"] == 2, rows
+assert v["peers"] == [{"name": "alpha-broker", "status": "ok"}], v["peers"]
+assert v["queried_at"] > 0
+PY
+proxy_mode refuse
+cap=$(fed_get B /v1/capacity)
+/usr/bin/python3 - "$cap" <<'PY' || fail "capacity with the peer cut off: $cap"
+import json, sys
+v = json.loads(sys.argv[1])
+assert v["peers"][0]["status"] == "unknown", v["peers"]
+assert not any(r["broker"] == "alpha-broker" for r in v["clusters"]), v["clusters"]
+PY
+proxy_mode pass
+ok "capacity: beta and alpha (through the peer) idle 2/2; with the link cut alpha is unknown"
+
+j=$(as_user beta sbatch --parsable -N2 -n2 -o "$WORK/fed-%j.out" --shardnet=fed-run --shardnet-heartbeat=1 --wrap "srun $WORK/train.sh")
+fed_wait 30 'any(e["kind"] == "SEALED" for e in v["events"])' B /v1/runs/fed-run/events || fail "no checkpoint sealed at B: $(fed_get B /v1/runs/fed-run/events)"
+ok "fed-run runs on beta (job $j) and seals checkpoints at broker B"
+
+# The decision will reach A, but A's answer will not reach B.
+proxy_mode drop-replies
+sealed_before=$(fed_get B /v1/runs/fed-run/checkpoints | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["checkpoints"][-1]["name"])')
+t0=$(date +%s.%N)
+"$HARNESS/clusters.sh" kill-node "$SCRATCH" beta beta2
+fed_wait 40 'any(e["kind"] == "RECEIVED" for e in v["events"])' A /v1/runs/fed-run/events \
+    || fail "A never received the decision: B: $(fed_get B /v1/runs/fed-run/events)"
+sealed=$(fed_get B /v1/runs/fed-run/checkpoints | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["checkpoints"][-1]["name"])')
+fed_get B /v1/runs/fed-run | grep -q '"state":"RECOVERING"' || fail "B should still be waiting for A's answer: $(fed_get B /v1/runs/fed-run)"
+# B dies right after: its decision is on disk, unacknowledged.
+sleep 1
+fed_restart B
+ok "decision applied at A while its answer was lost; B killed -9 and restarted"
+proxy_mode pass
+fed_wait 30 'v["state"] == "MOVED"' B /v1/runs/fed-run || fail "B never heard back: $(fed_get B /v1/runs/fed-run/events)"
+fed_wait 60 'any(e["kind"] == "RECOVERED" for e in v["events"])' A /v1/runs/fed-run/events \
+    || fail "no RECOVERED at A: $(fed_get A /v1/runs/fed-run/events)"
+dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+for b in B A; do
+    echo "  broker $b:"
+    fed_get $b /v1/runs/fed-run/events | /usr/bin/python3 -c '
+import json, sys, time
+for e in json.load(sys.stdin)["events"]:
+    if e["kind"] != "SEALED": print("   ", time.strftime("%H:%M:%S", time.localtime(e["time"])), "%-10s" % e["kind"], e["cause"][:150])'
+done
+jobs=$(slurm alpha squeue -h -o '%i %k' | grep -c 'shardnet-decision:beta-broker:fed-run/attempt-2' || true)
+[ "$jobs" = 1 ] || fail "expected exactly one replacement job on alpha, found $jobs: $(slurm alpha squeue -h -o '%i %k')"
+new=$(slurm alpha squeue -h -o '%i %k' | awk '/shardnet-decision/ {print $1}')
+ok "exactly one replacement job on alpha ($new); fault -> RECOVERED ${dt}s (with the lost answer and B's restart)"
+
+# Attempt 2 resumed from the checkpoint B last sealed before the decision.
+for _ in $(seq 50); do [ "$(grep -c 'attempt=2 cluster=alpha' "$WORK/fed-$j.out" 2>/dev/null)" = 2 ] && break; sleep 0.2; done
+grep 'attempt=2' "$WORK/fed-$j.out" | sed 's/^/  /'
+[ "$(grep -c 'attempt=2 cluster=alpha' "$WORK/fed-$j.out")" = 2 ] || fail "attempt 2 did not run 2 ranks on alpha: $(cat "$WORK/fed-$j.out")"
+resume=$(grep -o "attempt=2 .*resume='[^']*'" "$WORK/fed-$j.out" | head -1 | sed "s/.*resume='\\([^']*\\)'/\\1/")
+start=$(grep -o 'attempt=2 .* start=[0-9]*' "$WORK/fed-$j.out" | head -1 | sed 's/.*start=//')
+case "$(basename "$resume")" in "$sealed_before"|"$sealed") ;; *) fail "attempt 2 resumed from '$resume', B had sealed $sealed" ;; esac
+[ "$start" = "$((10#${resume##*-}))" ] || fail "attempt 2 started at step $start, not from $resume"
+fed_wait 20 'any(e["kind"] == "SEALED" and e["evidence"].get("attempt") == 2 for e in v["events"])' A /v1/runs/fed-run/events \
+    || fail "attempt 2 sealed nothing at A: $(fed_get A /v1/runs/fed-run/events)"
+ok "attempt 2 resumed from $(basename "$resume") at step $start and seals its own checkpoints at A"
+
+# Test f: the old attempt's worker comes back, with the token it held.
+old_token=$(/usr/bin/python3 -c 'import hmac, hashlib, sys
+key = open(sys.argv[1], "rb").read().rstrip(b"\r\n")
+print("snw1.1." + hmac.new(key, b"shardnet-worker\0fed-run\0" + b"1", hashlib.sha256).hexdigest() + ".fed-run")' "$FED/b.worker.key")
+post() { curl -s -o /dev/null -w '%{http_code}' --cacert "$FED/b.crt" -X POST -H "Authorization: Bearer $old_token" "https://127.0.0.1:$B_PORT$1" -d "$2"; }
+hb=$(post /v1/heartbeats '{"run":"fed-run","attempt":1,"node":"beta1","ranks":[]}')
+ck=$(post /v1/runs/fed-run/checkpoints/checkpoint-9999/commit '{"attempt":1,"rank":0,"world_size":2,"files":[{"path":"a","sha256":"00","bytes":1}]}')
+[ "$hb $ck" = "409 409" ] && ok "the old attempt's worker is refused at B: heartbeat 409, commit 409" || fail "old attempt: heartbeat $hb, commit $ck"
+slurm alpha scancel "$new"; slurm beta scancel "$j"
+"$HARNESS/clusters.sh" start-node "$SCRATCH" beta beta2
+for _ in $(seq 150); do slurm beta sinfo -h -n beta2 -o %T | grep -qx idle && break; sleep 0.2; done
