@@ -434,8 +434,22 @@ void Service::forwarded(const Store::Forwarding &f, const std::string &answer, l
     json::value payload = json::parse(f.payload, ec);
     const long long to = !ec && payload.is_object() && payload.as_object().contains("to_attempt")
                              ? payload.as_object().at("to_attempt").as_int64() : 0;
+    std::string local_rejected;   // why this broker's own clusters could not take it
+    if (!ec && payload.is_object())
+        if (auto *l = payload.as_object().if_contains("local_rejected"); l && l->is_string()) local_rejected = std::string(l->as_string());
     const double now = wall_now();
     if (status == 200) {
+        // The successor has a place: the old attempt's job ends now.
+        if (!ec && payload.is_object())
+            if (auto *spec = payload.as_object().if_contains("spec"); spec && spec->is_object()) {
+                const auto &so = spec->as_object();
+                auto cl = so.if_contains("cluster");
+                auto old = so.if_contains("job");
+                if (cl && cl->is_string() && old && old->is_int64() && cfg_.clusters.count(std::string(cl->as_string()))) {
+                    std::string ignored;
+                    slurm_calls_.change(cfg_.clusters.at(std::string(cl->as_string())), {"scancel", std::to_string(old->as_int64())}, ignored);
+                }
+            }
         const long long job = a.contains("job") && a.at("job").is_int64() ? a.at("job").as_int64() : 0;
         const std::string cluster = a.contains("cluster") && a.at("cluster").is_string() ? std::string(a.at("cluster").as_string()) : "";
         {
@@ -470,6 +484,14 @@ void Service::forwarded(const Store::Forwarding &f, const std::string &answer, l
             if (r.is_object() && r.as_object().contains("cluster") && r.as_object().contains("reason"))
                 why += "; " + std::string(r.as_object().at("cluster").as_string()) + " rejected: " +
                        std::string(r.as_object().at("reason").as_string());
+    if (!more) {
+        std::unique_lock lock(runs_mu_);
+        auto it = runs_.find(f.run);
+        if (it != runs_.end() && it->second.state == "RECOVERING") {
+            it->second.state = "DEGRADED";
+            runs_generation_.fetch_add(1, std::memory_order_release);
+        }
+    }
     store_wait([&] {
         transact([&] {
             if (more) {
@@ -478,8 +500,9 @@ void Service::forwarded(const Store::Forwarding &f, const std::string &answer, l
                       json::serialize(a), now);
             } else {
                 store_->apply_decision(f.id, "unplaced", 0);
-                event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(to) + ": broker " + f.peer + " refused (" + why + ")",
-                      json::serialize(a), now);
+                store_->update_run(f.run, "DEGRADED", to - 1, now);
+                event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(to) + local_rejected + "; broker " + f.peer +
+                      " refused (" + why + ")", json::serialize(a), now);
             }
         });
         return 0;

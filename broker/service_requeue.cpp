@@ -107,15 +107,19 @@ void Service::requeue(const Fault &fault) {
             others += "; " + r.cluster + " rejected: " + r.reason;
         }
         ev["rejected"] = rejected;
-        // 5. The old attempt ends here (it may be unreachable: then it is
-        // fenced by number alone).
-        std::string ignored;
-        slurm_calls_.change(cfg_.clusters.at(fault.state.cluster), {"scancel", std::to_string(fault.state.job)}, ignored);
+        // 5. The old attempt ends once its successor has a place (here, or
+        // when a peer accepts it). An unreachable cluster cannot be told:
+        // the attempt is then fenced by number alone.
+        auto cancel_old = [&] {
+            std::string ignored;
+            slurm_calls_.change(cfg_.clusters.at(fault.state.cluster), {"scancel", std::to_string(fault.state.job)}, ignored);
+        };
         if (p.cluster.empty()) {
             if (policy == "federated" && !cfg_.peers.empty()) {
                 json::object payload{{"id", id}, {"from_broker", cfg_.broker_name}, {"run", fault.run}, {"from_attempt", fault.attempt},
                                      {"to_attempt", to}, {"spec", spec}, {"script", spec_row->script}, {"owner", owner},
-                                     {"resume", resume}, {"manifest", manifest}, {"requires", requirements_to_json(req)}};
+                                     {"resume", resume}, {"manifest", manifest}, {"requires", requirements_to_json(req)},
+                                     {"local_rejected", others}};
                 const std::string peer = cfg_.peers.front().name;
                 ev["peer"] = peer;
                 {
@@ -144,6 +148,7 @@ void Service::requeue(const Fault &fault) {
             return;
         }
         // 6. The new attempt, on the chosen nodes.
+        cancel_old();
         std::string err;
         const long long new_job = submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p.nodes, id, err);
         ev["target"] = p.cluster;

@@ -40,7 +40,25 @@ int SlurmCalls::change(const std::string &slurm_conf, const std::vector<std::str
     return rc;
 }
 
+bool SlurmCalls::controller_up(const std::string &slurm_conf) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = up_.find(slurm_conf);
+        if (it != up_.end() && mono_now() - it->second.first < 2.0) return it->second.second;
+    }
+    std::string out;
+    calls_.fetch_add(1, std::memory_order_relaxed);
+    const bool up = run_slurm(slurm_conf, {"scontrol", "ping"}, out) == 0 && out.find("UP") != std::string::npos;
+    std::lock_guard<std::mutex> lock(mu_);
+    up_[slurm_conf] = {mono_now(), up};
+    return up;
+}
+
 int SlurmCalls::call(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out, bool with_stderr) {
+    if (ping_first_ && !(argv.size() == 2 && argv[0] == "scontrol" && argv[1] == "ping") && !controller_up(slurm_conf)) {
+        out = "slurmctld is down (scontrol ping)";
+        return -1;
+    }
     // Throttle: within any one second, at most max_per_second calls to a
     // cluster; the caller (the broker's Slurm thread) waits for its turn.
     for (;;) {

@@ -1,7 +1,9 @@
 // Every call the broker makes to a Slurm controller goes through here:
 // read-only queries are answered from a short cache, and each cluster gets
 // at most max_per_second calls, so that a burst of suspects, capacity
-// searches or requeues never floods a slurmctld.
+// searches or requeues never floods a slurmctld. A controller that is down
+// (scontrol ping, asked at most every 2 s) fails calls at once: Slurm's
+// own commands wait 9-18 s for a dead one.
 #pragma once
 #include <atomic>
 #include <map>
@@ -13,7 +15,10 @@ namespace shardnet::broker {
 
 class SlurmCalls {
 public:
-    SlurmCalls(int cache_ms, int max_per_second) : cache_ms_(cache_ms), max_per_second_(max_per_second) {}
+    // ping_first: ask scontrol ping before other calls (off only in tests
+    // that stand other commands in for Slurm's).
+    SlurmCalls(int cache_ms, int max_per_second, bool ping_first = true)
+        : cache_ms_(cache_ms), max_per_second_(max_per_second), ping_first_(ping_first) {}
 
     // A query (scontrol show, sinfo, squeue, ping): from the cache when an
     // answer younger than cache_ms is there.
@@ -31,9 +36,12 @@ private:
 
     struct Answer { double at; int rc; std::string out; };
     int cache_ms_, max_per_second_;
+    bool ping_first_;
     std::mutex mu_;
     std::map<std::pair<std::string, std::vector<std::string>>, Answer> cache_;
     std::map<std::string, std::vector<double>> recent_;   // cluster -> times of its last calls
+    std::map<std::string, std::pair<double, bool>> up_;   // cluster -> when pinged, answered UP
+    bool controller_up(const std::string &slurm_conf);
     std::atomic<unsigned long long> calls_{0}, hits_{0};
 };
 

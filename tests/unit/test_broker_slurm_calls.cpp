@@ -2,13 +2,14 @@
 // is which calls reach a process at all.
 #include <chrono>
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include "slurm_calls.hpp"
 
 using namespace shardnet::broker;
 
 TEST_CASE("Slurm queries are reused within cache_ms; changes are not and drop the cache") {
-    SlurmCalls calls(60000, 1000);
+    SlurmCalls calls(60000, 1000, false);
     std::string a, b, c, d;
     REQUIRE(calls.query("/conf/a", {"date", "+%s%N"}, a) == 0);
     REQUIRE(calls.query("/conf/a", {"date", "+%s%N"}, b) == 0);
@@ -26,11 +27,30 @@ TEST_CASE("Slurm queries are reused within cache_ms; changes are not and drop th
 }
 
 TEST_CASE("calls to one cluster are throttled to max_per_second") {
-    SlurmCalls calls(0, 3);
+    SlurmCalls calls(0, 3, false);
     std::string out;
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < 4; ++i) REQUIRE(calls.change("/conf/a", {"true"}, out) == 0);
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     CHECK(took >= 0.9);  // the fourth waited for the first to leave the one-second window
     CHECK(calls.calls() == 4);
+}
+
+TEST_CASE("a cluster whose slurmctld does not answer ping fails calls without running them") {
+    // A real Slurm config whose controller port nobody listens on.
+    char path[] = "/tmp/shardnet-dead-slurm-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    const std::string conf = "ClusterName=dead\nSlurmctldHost=localhost\nSlurmctldPort=1\nAuthType=auth/munge\n"
+                             "NodeName=n1 CPUs=1\nPartitionName=p Nodes=n1\n";
+    REQUIRE(write(fd, conf.data(), conf.size()) == ssize_t(conf.size()));
+    close(fd);
+    SlurmCalls calls(0, 1000);
+    std::string out;
+    CHECK(calls.change(path, {"touch", std::string(path) + ".ran"}, out) == -1);
+    CHECK(out == "slurmctld is down (scontrol ping)");
+    CHECK(access((std::string(path) + ".ran").c_str(), F_OK) != 0);   // never run
+    CHECK(calls.query(path, {"true"}, out) == -1);  // the ping is remembered
+    CHECK(calls.calls() == 1);
+    unlink(path);
 }
