@@ -40,6 +40,7 @@ bench: all
 	./tests/bench/probe-speed.sh $(BUILD)
 	./tests/bench/broker-vs-nginx.sh $(BUILD)
 	$(MAKE) -C $(BUILD)/tests bench/placement-bench && $(BUILD)/tests/bench/placement-bench
+	./tests/bench/requeue-vs-slurm.sh $(BUILD)
 
 install: all
 	$(MAKE) -C $(BUILD) install

@@ -261,9 +261,13 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         std::unique_lock lock(runs_mu_, std::defer_lock);
         std::shared_lock rlock(runs_mu_);
         auto it = runs_.find(run);
-        if (it != runs_.end() && it->second.attempt > attempt)
-            return reply(error_response(409, "stale_attempt", "run " + run + " is at attempt " +
-                         std::to_string(it->second.attempt) + "; attempt " + std::to_string(attempt) + " is fenced", "attempt"));
+        if (it != runs_.end() && it->second.attempt > attempt) {
+            const long long current = it->second.attempt;
+            rlock.unlock();
+            cancel_stale(cluster, job);
+            return reply(error_response(409, "stale_attempt", "run " + run + " is at attempt " + std::to_string(current) +
+                                        "; attempt " + std::to_string(attempt) + " is fenced", "attempt"));
+        }
         if (it == runs_.end() || it->second.attempt < attempt || it->second.state == "PENDING") {
             rlock.unlock();
             lock.lock();

@@ -116,6 +116,9 @@ private:
                              const std::vector<std::string> &nodes, const std::string &decision, std::string &err);
     void capacity(const std::string &query, const Reply &reply);
     void receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply);
+    // A fenced attempt's job that still runs (its cluster could not be told
+    // when the decision was made): cancelled once, when it shows up.
+    void cancel_stale(const std::string &cluster, long long job);
     // Sends decisions in state 'forwarding' to their peer until one answers.
     void forward_loop();
     void forwarded(const Store::Forwarding &f, const std::string &answer, long status);
@@ -138,6 +141,7 @@ private:
     SlurmCalls slurm_calls_;
     std::mutex specs_mu_;
     std::unordered_set<std::string> specs_seen_;   // run/attempt whose job spec is kept
+    std::unordered_set<std::string> stale_cancelled_;   // cluster/job, under specs_mu_
     std::thread forwarder_;
     std::mutex forward_mu_;
     std::condition_variable forward_cv_;

@@ -386,6 +386,19 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
     });
 }
 
+void Service::cancel_stale(const std::string &cluster, long long job) {
+    auto conf = cfg_.clusters.find(cluster);
+    if (job <= 0 || conf == cfg_.clusters.end()) return;
+    {
+        std::lock_guard<std::mutex> lock(specs_mu_);
+        if (!stale_cancelled_.insert(cluster + "/" + std::to_string(job)).second) return;
+    }
+    boost::asio::post(slurm_thread_, [this, slurm_conf = conf->second, job] {
+        std::string ignored;
+        slurm_calls_.change(slurm_conf, {"scancel", std::to_string(job)}, ignored);
+    });
+}
+
 void Service::forward_loop() {
     std::map<std::string, std::pair<double, double>> backoff;   // id -> next try, delay
     HttpClient client;

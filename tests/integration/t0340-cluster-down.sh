@@ -30,4 +30,7 @@ ok "all of beta killed: attempt 2 resumed on alpha from $(grep -o "checkpoint-[0
 new=$(slurm alpha squeue -h -o '%i %k' | awk '/shardnet-decision/ {print $1}')
 slurm alpha scancel $new
 "$HARNESS/clusters.sh" start-cluster "$SCRATCH" beta
-for _ in $(seq 150); do [ "$(slurm beta sinfo -h -o %T 2>/dev/null | sort -u | tr '\n' ' ')" = "idle " ] && break; slurm beta scancel "$j" 2>/dev/null || true; sleep 0.3; done
+# beta's slurmctld remembers the old job and would requeue it: it goes.
+for _ in $(seq 100); do slurm beta scancel "$j" 2>/dev/null && break; sleep 0.3; done
+wait_job beta "$j" 60
+for _ in $(seq 150); do [ "$(slurm beta sinfo -h -o %T 2>/dev/null | sort -u | tr '\n' ' ')" = "idle " ] && break; sleep 0.3; done
