@@ -87,7 +87,9 @@ std::string load_cli_config(CliConfig &cfg, const BrokerRef &flags) {
 }
 
 Answer call(const BrokerRef &b, const std::string &method, const std::string &path, const std::string &body, long timeout_ms) {
-    static HttpClient client;  // one connection, kept alive
+    // One connection, kept alive; never destroyed (libcurl, loaded at run
+    // time, may be gone before static destructors run).
+    static HttpClient &client = *new HttpClient;
     HttpRequest r;
     r.method = method;
     r.url = b.url + path;

@@ -118,12 +118,13 @@ int cmd_capacity(const CliConfig &cfg, const Args &a) {
 // The cluster for a run: enough compatible idle nodes, this broker's own
 // clusters first; else a compatible cluster where it will queue.
 struct Choice { std::string broker, cluster; long long idle = 0, total = 0; bool queued = false; };
-std::optional<Choice> choose(const json::value &cap, const JobSpec &s, const std::string &home) {
+std::optional<Choice> choose(const json::value &cap, const JobSpec &s, const std::string &home, const std::string &start) {
     std::map<std::pair<std::string, std::string>, Choice> by;
     for (const auto &r : cap.as_object().at("clusters").as_array()) {
         if (str(r, "status") != "ok") continue;
         const std::string cl = str(r, "cluster");
         if (!s.clusters.empty() && std::find(s.clusters.begin(), s.clusters.end(), cl) == s.clusters.end()) continue;
+        if (!start.empty() && cl != start) continue;
         auto &c = by[{str(r, "broker"), cl}];
         c.broker = str(r, "broker");
         c.cluster = cl;
@@ -156,13 +157,17 @@ int cmd_run(CliConfig &cfg, const Args &a) {
         s.accelerator = accelerator_class(a.get("class"));
         if (s.accelerator.empty()) return fail(usage, "--class " + a.get("class") + ": not an accelerator class");
     }
-    if (a.has("cluster")) s.clusters = {a.get("cluster")};
+    // --cluster picks where the run starts; the spec's clusters (if any)
+    // bound where it may ever run, requeues included.
+    const std::string start = a.get("cluster");
+    if (!start.empty() && !s.clusters.empty() && std::find(s.clusters.begin(), s.clusters.end(), start) == s.clusters.end())
+        return fail(usage, "--cluster " + start + " is not among the spec's clusters");
     if (auto err = resolve_shape(s); !err.empty()) return fail(usage, a.pos[0] + ": " + err);
     Answer cap = capacity_query(cfg, s.accelerator, 0, s.gpus_per_node, s.fabric, s.regions.size() == 1 ? s.regions[0] : "",
-                                s.clusters.size() == 1 ? s.clusters[0] : "");
+                                !start.empty() ? start : s.clusters.size() == 1 ? s.clusters[0] : "");
     if (!cap.ok()) return fail(broker_error, "capacity: " + cap.error);
     const std::string home = str(cap.body, "broker");
-    auto choice = choose(cap.body, s, home);
+    auto choice = choose(cap.body, s, home, start);
     if (!choice) {
         if (!a.has("json")) print_capacity(cap.body);
         return fail(no_capacity, "no cluster has " + std::to_string(s.nodes) + " compatible node(s)" +

@@ -122,6 +122,8 @@ start_federation() {
     sha_admin=$(printf %s "$ADMIN_TOKEN" | sha256sum | cut -d' ' -f1)
     sha_ab=$(printf %s "$(cat "$FED/a-to-b.token")" | sha256sum | cut -d' ' -f1)
     sha_ba=$(printf %s "$(cat "$FED/b-to-a.token")" | sha256sum | cut -d' ' -f1)
+    USER_TOKEN=user-$(secret)
+    local sha_user; sha_user=$(printf %s "$USER_TOKEN" | sha256sum | cut -d' ' -f1)
     cat > "$FED/a.json" <<CONF
 {"listen": "127.0.0.1:$A_PORT", "tls": {"cert": "$FED/a.crt", "key": "$FED/a.key"}, "database": "$FED/a.db",
  "cluster": "alpha", "broker_name": "alpha-broker",
@@ -130,6 +132,7 @@ start_federation() {
  "worker_keys": [{"name": "alpha-site", "key_file": "$FED/a.worker.key"}],
  "peers": [{"name": "beta-broker", "url": "https://127.0.0.1:$B_PORT", "token_file": "$FED/a-to-b.token", "ca_file": "$FED/b.crt"}],
  "tokens": [{"name": "ops", "scope": "admin", "sha256": "$sha_admin"},
+            {"name": "$TEST_USER", "scope": "user", "sha256": "$sha_user"},
             {"name": "beta-broker", "scope": "peer", "sha256": "$sha_ba"}]}
 CONF
     cat > "$FED/b.json" <<CONF
@@ -140,12 +143,23 @@ CONF
  "worker_keys": [{"name": "beta-site", "key_file": "$FED/b.worker.key"}],
  "peers": [{"name": "alpha-broker", "url": "https://127.0.0.1:$PROXY_PORT", "token_file": "$FED/b-to-a.token", "ca_file": "$FED/a.crt"}],
  "tokens": [{"name": "ops", "scope": "admin", "sha256": "$sha_admin"},
+            {"name": "$TEST_USER", "scope": "user", "sha256": "$sha_user"},
             {"name": "alpha-broker", "scope": "peer", "sha256": "$sha_ab"}]}
 CONF
     fed_start A; fed_start B
     plugstack alpha "broker=https://127.0.0.1:$A_PORT ca_file=$FED/a.crt worker_key_file=$FED/a.worker.key heartbeat_min=1"
     plugstack beta "broker=https://127.0.0.1:$B_PORT ca_file=$FED/b.crt worker_key_file=$FED/b.worker.key heartbeat_min=1"
+    # The shard CLI's config for the test user: broker B first, A by name.
+    cat > "$FED/shard.json" <<CONF
+{"broker": {"url": "https://127.0.0.1:$B_PORT", "token": "$USER_TOKEN", "ca_file": "$FED/b.crt"},
+ "brokers": {"alpha-broker": {"url": "https://127.0.0.1:$A_PORT", "token": "$USER_TOKEN", "ca_file": "$FED/a.crt"},
+             "beta-broker": {"url": "https://127.0.0.1:$B_PORT", "token": "$USER_TOKEN", "ca_file": "$FED/b.crt"}},
+ "clusters": {"alpha": {"slurm_conf": "$SCRATCH/alpha/slurm.conf"}, "beta": {"slurm_conf": "$SCRATCH/beta/slurm.conf"}}}
+CONF
+    chmod 644 "$FED/shard.json"
 }
+# shard as the test user, with the federation's config.
+shard() { (cd "$WORK" && runuser -u "$TEST_USER" -- env SHARD_CONFIG="$FED/shard.json" PATH=/usr/bin:/bin "$BUILD/sbatch-wrappers/shard" "$@"); }
 fed_port() { [ "$1" = A ] && echo "$A_PORT" || echo "$B_PORT"; }
 fed_crt() { [ "$1" = A ] && echo "$FED/a.crt" || echo "$FED/b.crt"; }
 fed_start() {

@@ -1,0 +1,61 @@
+#include <doctest/doctest.h>
+#include <string>
+
+#include "spec.hpp"
+#include "submit.hpp"
+
+using namespace shardnet::cli;
+
+TEST_CASE("the example specs parse, and the shape follows from gpus and gpus_per_node") {
+    JobSpec s;
+    REQUIRE(load_spec(std::string(EXAMPLES) + "/h200-finetune.yaml", s) == "");
+    CHECK(s.accelerator == "H200-SXM");
+    CHECK(s.fabric == "infiniband");
+    CHECK(s.ckpt_every == "500");
+    CHECK(resolve_shape(s) == "");
+    CHECK(s.nodes == 4);
+    auto argv = sbatch_argv(s, "llama-ft-abc", "alpha", "", "/tmp/x.sh");
+    auto has = [&](const std::string &a) { return std::find(argv.begin(), argv.end(), a) != argv.end(); };
+    CHECK(has("--nodes=4"));
+    CHECK(has("--shardnet=llama-ft-abc"));
+    CHECK(has("--shardnet-ckpt-dir=/scratch/checkpoints/llama-ft-abc"));
+    CHECK(has("--shardnet-ckpt-every=500"));
+    CHECK(has("--gres=gpu:8"));
+    CHECK(has("--clusters=alpha"));   // no SLURM_CONF known for it: Slurm's multi-cluster option
+    auto m = manifest_of(s);
+    CHECK(m.at("requires").at("accelerator_class").as_string() == "H200-SXM");
+    CHECK(m.at("requires").at("nodes").as_int64() == 4);
+    JobSpec small;
+    REQUIRE(load_spec(std::string(EXAMPLES) + "/small.yaml", small) == "");
+    CHECK(resolve_shape(small) == "");
+    CHECK(small.nodes == 2);
+}
+
+TEST_CASE("bad specs name the file, line, column and what was expected") {
+    JobSpec s;
+    CHECK(parse_spec("command: x\nfabrik: ib\n", "a.yaml", s) ==
+          "a.yaml:2:1: fabrik: unknown key (expected name, command, accelerator, gpus, gpus_per_node, gpu_memory_gb, nodes, "
+          "tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, clusters, regions, time_limit)");
+    s = {};
+    CHECK(parse_spec("command: x\ngpus: many\n", "a.yaml", s) == "a.yaml:2:7: gpus: expected an integer");
+    s = {};
+    CHECK(parse_spec("command: x\naccelerator: h900\n", "a.yaml", s).find("a.yaml:2:14: accelerator: 'h900' is not an accelerator class") == 0);
+    s = {};
+    CHECK(parse_spec("command: x\nfabric: carrier-pigeon\n", "a.yaml", s).find("a.yaml:2:9: fabric: expected one of nvlink") == 0);
+    s = {};
+    CHECK(parse_spec("command: x\ncheckpoint:\n  every: often\n", "a.yaml", s) == "a.yaml:3:10: checkpoint.every: expected a number of steps or auto");
+    s = {};
+    CHECK(parse_spec("command: x\ncheckpoint:\n  root: relative/dir\n", "a.yaml", s) == "a.yaml:3:9: checkpoint.root: expected an absolute path");
+    s = {};
+    CHECK(parse_spec("gpus: 8\n", "a.yaml", s).find("command: missing") != std::string::npos);
+    s = {};
+    CHECK(parse_spec("command: [x\n", "a.yaml", s).find("not valid YAML") != std::string::npos);
+    s = {};
+    CHECK(parse_spec("- a\n- b\n", "a.yaml", s) == "a.yaml:1:1: expected a mapping of spec keys (name, command, gpus, ...)");
+    s = {};
+    REQUIRE(parse_spec("command: x\ngpus: 12\ngpus_per_node: 8\n", "a.yaml", s) == "");
+    CHECK(resolve_shape(s) == "gpus (12) is not a multiple of gpus_per_node (8)");
+    CHECK(accelerator_class("H100") == "H100-SXM");
+    CHECK(accelerator_class("MI355X") == "MI355X");
+    CHECK(accelerator_class("TPU") == "");
+}
