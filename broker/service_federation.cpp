@@ -162,7 +162,9 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
     chmod(path.c_str(), 0600);
     std::vector<std::string> argv{"sbatch", "--parsable", "--uid=" + uid, "--gid=" + gid,
                                   "-N", std::to_string(nodes.size()), "--nodelist=" + join(nodes),
-                                  "--export=SHARDNET_ATTEMPT=" + std::to_string(to), "--shardnet=" + run,
+                                  // ALL: with a bare --export=VAR the batch step would not see
+                                  // its --shardnet options (Slurm passes them in the environment).
+                                  "--export=ALL,SHARDNET_ATTEMPT=" + std::to_string(to), "--shardnet=" + run,
                                   "--shardnet-resume=" + resume, "--comment=shardnet-decision:" + decision};
     if (long long tasks = num("tasks"); tasks > 0) argv.push_back("--ntasks=" + std::to_string(tasks));
     if (auto d = str("ckpt_dir"); !d.empty()) argv.push_back("--shardnet-ckpt-dir=" + d);

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <memory>
 #include <pwd.h>
@@ -209,8 +210,12 @@ int stepd_user_init(spank_t sp) {
     if (g.job->resume == "latest" && resume.empty())
         slurm_info("shardnet: --shardnet-resume=latest: no sealed checkpoint in %s yet; starting fresh", ckpt.c_str());
     std::string step = stepid == SLURM_BATCH_SCRIPT ? "batch" : std::to_string(stepid);
-    std::string progress = g.cfg->progress_root + "/shardnet." + std::to_string(uid) + "/" + std::to_string(jobid) +
-                           "." + step + ".n" + std::to_string(nodeid);
+    // Job ids repeat across clusters (and a cluster's restarts): the
+    // cluster and the step's start make the directory this step's own.
+    std::string where = job_env(sp, "SLURM_CLUSTER_NAME");
+    if (!is_safe_name(where)) where = "cluster";
+    std::string progress = g.cfg->progress_root + "/shardnet." + std::to_string(uid) + "/" + where + "." + std::to_string(jobid) +
+                           "." + step + ".n" + std::to_string(nodeid) + ".t" + std::to_string(std::time(nullptr));
     if (auto err = open_dir_below(g.cfg->progress_root, progress, uid, true, 0700); !err.empty())
         return refuse("progress dir refused: " + err);
     if (!copy_to(g.run, sizeof g.run, run) || !copy_to(g.ckpt_dir, sizeof g.ckpt_dir, ckpt) ||

@@ -1,0 +1,61 @@
+#!/bin/bash
+# Issue 7: the PyTorch example (Debian's python3-torch, gloo across 2 nodes)
+# run uninterrupted on alpha, and again on beta with a node killed mid-run
+# and resumed on alpha through the peer broker: the final parameters are
+# bitwise equal and the loss curves agree step by step. Then the newest
+# checkpoint is corrupted and a resume falls back to the previous sealed one.
+. "$(dirname "$0")/lib.sh"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (scripts/install-deps.sh installs it)"
+start_federation
+TRAIN=$(cd "$(dirname "$0")/../../etc/examples/pytorch" && pwd)/train.py
+cp "$TRAIN" "$WORK/train.py"; chmod 755 "$WORK/train.py"
+STEPS=120
+CK=$TEST_HOME/.shardnet/checkpoints
+job() {  # CLUSTER RUN [sbatch args]
+    local c=$1 r=$2; shift 2
+    as_user "$c" sbatch --parsable -N2 -n2 -o "$WORK/$r-%j.out" --shardnet="$r" --shardnet-heartbeat=1 --shardnet-ckpt-every=10 "$@" \
+        --wrap "srun /usr/bin/python3 $WORK/train.py --steps $STEPS --step-seconds 0.1"
+}
+losses() {  # RUN -> "step loss" lines, the last value of each step
+    /usr/bin/python3 -c 'import sys
+last = {}
+for line in open(sys.argv[1]):
+    s, l = line.split(); last[int(s)] = l
+print("\n".join(f"{s} {last[s]}" for s in sorted(last)))' "$CK/$1.out/losses-rank0.tsv"
+}
+
+ref=$(job alpha pt-ref)
+wait_job alpha "$ref" 120
+fed_wait 20 'v["state"] == "SUCCEEDED"' A /v1/runs/pt-ref || fail "pt-ref did not succeed: $(cat "$WORK"/pt-ref-*.out | tail -5)"
+ok "uninterrupted: $(grep -o 'done at step.*' "$WORK"/pt-ref-*.out)"
+
+j=$(job beta pt-fault)
+fed_wait 60 'any(e["kind"] == "SEALED" and e["evidence"]["checkpoint"] >= "checkpoint-000030" for e in v["events"])' B /v1/runs/pt-fault/events \
+    || fail "pt-fault sealed nothing: $(fed_get B /v1/runs/pt-fault/events) $(tail -5 "$WORK"/pt-fault-*.out)"
+"$HARNESS/clusters.sh" kill-node "$SCRATCH" beta beta2
+fed_wait 90 'v["state"] == "SUCCEEDED"' A /v1/runs/pt-fault || fail "pt-fault did not finish at A: $(fed_get A /v1/runs/pt-fault/events) $(tail -8 "$WORK"/pt-fault-*.out)"
+for b in B A; do
+    fed_get $b /v1/runs/pt-fault/events | /usr/bin/python3 -c '
+import json, sys, time
+for e in json.load(sys.stdin)["events"]:
+    if e["kind"] != "SEALED" or e["evidence"].get("attempt") == 2: print("   ", time.strftime("%H:%M:%S", time.localtime(e["time"])), "%-10s" % e["kind"], e["cause"][:140])' | head -12
+done
+grep 'resumed from\|done at step' "$WORK"/pt-fault-*.out | sed 's/^/  /'
+a=$(cat "$CK/pt-ref.out/final.sha256"); b=$(cat "$CK/pt-fault.out/final.sha256")
+[ "$a" = "$b" ] || fail "final parameters differ: uninterrupted $a, resumed $b"
+diff <(losses pt-ref) <(losses pt-fault) > "$WORK/loss.diff" || fail "loss curves differ: $(head "$WORK/loss.diff")"
+[ "$(losses pt-ref | wc -l)" = "$STEPS" ] || fail "the loss curve has $(losses pt-ref | wc -l) steps, not $STEPS"
+ok "killed on beta, resumed on alpha: final parameters bitwise equal ($a), $STEPS losses equal step by step"
+
+# Corrupt the newest checkpoint of pt-ref; a resume from it falls back.
+newest=$(ls -d "$CK"/pt-ref/checkpoint-* | sort | tail -1)
+printf 'garbage' | dd of="$newest/rank-0.pt" bs=1 seek=100 conv=notrunc 2>/dev/null
+rm -f "$CK/pt-ref.out/final.sha256"
+r=$(job alpha pt-ref --shardnet-resume="$(basename "$newest")" --export=SHARDNET_ATTEMPT=2)
+wait_job alpha "$r" 120
+grep -q "fell back to checkpoint-" "$WORK/pt-ref-$r.out" || fail "no fallback: $(cat "$WORK/pt-ref-$r.out")"
+grep 'fell back\|resumed from' "$WORK/pt-ref-$r.out" | sed 's/^/  /'
+[ "$(cat "$CK/pt-ref.out/final.sha256")" = "$a" ] || fail "after the fallback the final parameters differ"
+ok "corrupt $(basename "$newest"): both ranks fell back to the previous sealed checkpoint and ended bitwise equal"
+"$HARNESS/clusters.sh" start-node "$SCRATCH" beta beta2
+for _ in $(seq 150); do slurm beta sinfo -h -n beta2 -o %T | grep -qx idle && break; sleep 0.2; done
