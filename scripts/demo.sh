@@ -1,71 +1,83 @@
 #!/bin/bash
-# The demo, for now: two real local Slurm clusters, a shardnet-broker, the
-# nodes probed into it, a 2-node --shardnet job as an unprivileged user, its
-# environment contract, the run as the broker saw it (workers, steps,
-# events), then teardown.
+# The live demo: two real local Slurm clusters (alpha, beta), one broker
+# each (TLS, peered), the nodes probed into them, and the PyTorch example
+# submitted with `shard run`: once uninterrupted on alpha, once on beta where
+# a node is killed at a checkpoint boundary and the run resumes on alpha.
+# Prints the run-state timeline, the final loss beside the uninterrupted
+# run's, and tears everything down. Logs stay in the scratch dir on failure.
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-build}" && pwd)
 H=$TOP/tests/harness
 SCRATCH=$(mktemp -d /tmp/shardnet-demo.XXXXXX); chmod 755 "$SCRATCH"
-RX=""
-cleanup() { [ -n "$RX" ] && kill "$RX" 2>/dev/null; "$H/clusters.sh" down "$SCRATCH"; }
-trap cleanup EXIT
-trap 'echo "demo failed; Slurm logs kept in $SCRATCH/*/log" >&2' ERR
-
+export SCRATCH BUILD
 echo "== starting clusters alpha and beta (slurmctld + 2 slurmd each, munge)"
 "$H/clusters.sh" up "$SCRATCH" "$BUILD" alpha beta
-echo "== starting shardnet-broker"
-BPORT=$("$H/free_ports.py" 1)
-AGENT_TOKEN=agent-$RANDOM$RANDOM; ADMIN_TOKEN=admin-$RANDOM$RANDOM
-echo "$AGENT_TOKEN" > "$SCRATCH/agent.token"; chmod 600 "$SCRATCH/agent.token"
-cat > "$SCRATCH/broker.json" <<CONF
-{"listen": "127.0.0.1:$BPORT", "plain_http": true, "database": "$SCRATCH/broker.db", "cluster": "beta",
- "detector": {"misses": 3, "stall_seconds": 60, "summary_seconds": 1},
- "tokens": [{"name": "agents", "scope": "worker", "sha256": "$(printf %s "$AGENT_TOKEN" | sha256sum | cut -d' ' -f1)"},
-            {"name": "ops", "scope": "admin", "sha256": "$(printf %s "$ADMIN_TOKEN" | sha256sum | cut -d' ' -f1)"}]}
-CONF
-"$BUILD/broker/shardnet-broker" --config "$SCRATCH/broker.json" 2> "$SCRATCH/broker.log" &
-RX=$!
-for _ in $(seq 100); do curl -s "127.0.0.1:$BPORT/v1/health" >/dev/null && break; sleep 0.05; done
-B=http://127.0.0.1:$BPORT
-"$H/clusters.sh" plugstack "$SCRATCH" beta "broker=$B token_file=$SCRATCH/agent.token heartbeat_min=1"
-for n in beta1 beta2; do
-    "$BUILD/hwloc-probe/shardnet-probe" --host "$n" --publish "$B" --token-file "$SCRATCH/agent.token" > /dev/null
+. "$TOP/tests/integration/lib.sh"
+trap 'cleanup_lib; "$H/clusters.sh" down "$SCRATCH"' EXIT
+trap 'echo "demo failed; logs kept in $SCRATCH (brokers: $FED/*.log, Slurm: $SCRATCH/*/log)" >&2; trap - EXIT; cleanup_lib; "$H/clusters.sh" down "$SCRATCH"' ERR
+echo "== starting alpha-broker and beta-broker (TLS, peer tokens, pinned certificates)"
+start_federation
+for n in alpha1 alpha2 beta1 beta2; do
+    b=$([ "${n:0:1}" = a ] && echo A || echo B)
+    "$BUILD/hwloc-probe/shardnet-probe" --host "$n" > "$WORK/$n.json"
+    curl -sf --cacert "$(fed_crt $b)" -H "Authorization: Bearer $ADMIN_TOKEN" -X POST --data-binary @"$WORK/$n.json" \
+        "https://127.0.0.1:$(fed_port $b)/v1/nodes" > /dev/null
 done
-echo "probed beta1, beta2 into the broker: $("$BUILD/hwloc-probe/shardnet-probe" --slurm-node --host beta1)"
-cat "$SCRATCH/beta/plugstack.conf"
-SLURM_CONF=$SCRATCH/beta/slurm.conf sinfo
+echo "probed the nodes into their brokers: $("$BUILD/hwloc-probe/shardnet-probe" --slurm-node --host beta1)"
+mkdir -p "$WORK/example"; cp "$TOP/etc/examples/pytorch/train.py" "$WORK/example/"; chmod -R a+rX "$WORK/example"
+sed "s|/opt/shardnet/examples/pytorch|$WORK/example|" "$TOP/etc/examples/pytorch/spec.yaml" > "$WORK/spec.yaml"; chmod 644 "$WORK/spec.yaml"
+echo; echo "== shard capacity"; shard capacity
+CK=$TEST_HOME/.shardnet/checkpoints
 
-mkdir -p "$SCRATCH/job"; chmod 777 "$SCRATCH/job"
-cat > "$SCRATCH/job/train.sh" <<'SH'
-#!/bin/bash
-echo "rank $SHARDNET_RANK/$SHARDNET_WORLD_SIZE on $SLURMD_NODENAME (local $SHARDNET_LOCAL_RANK): run=$SHARDNET_RUN attempt=$SHARDNET_ATTEMPT ckpt=$SHARDNET_CKPT_DIR every=$SHARDNET_CKPT_EVERY resume='$SHARDNET_RESUME_FROM'"
-for step in $(seq 1 8); do echo "$step" > "$SHARDNET_PROGRESS"; sleep 0.5; done
-SH
-chmod 755 "$SCRATCH/job/train.sh"
-echo
-echo "== sbatch -N2 -n4 --shardnet=demo-run --shardnet-heartbeat=1 --shardnet-ckpt-every=100 (as user shardtest, cluster beta)"
-cd "$SCRATCH/job"
-j=$(runuser -u shardtest -- env SLURM_CONF="$SCRATCH/beta/slurm.conf" sbatch --parsable -N2 -n4 -o "$SCRATCH/job/out" \
-    --shardnet=demo-run --shardnet-heartbeat=1 --shardnet-ckpt-every=100 --wrap "srun $SCRATCH/job/train.sh")
-for _ in $(seq 100); do SLURM_CONF=$SCRATCH/beta/slurm.conf squeue -h -j "$j" | grep -q . || break; sleep 0.2; done
-sort "$SCRATCH/job/out"
-echo
-echo "== the run as the broker saw it"
-/usr/bin/python3 - "$B" "$ADMIN_TOKEN" <<'PY'
-import json, sys, time, urllib.request
-base, token = sys.argv[1], sys.argv[2]
-def get(path):
-    req = urllib.request.Request(base + path, headers={"Authorization": "Bearer " + token})
-    return json.load(urllib.request.urlopen(req, timeout=5))
-r = get("/v1/runs/demo-run")
-print(f"run {r['id']}  state {r['state']}  attempt {r['attempt']}")
-for w in sorted(r["workers"], key=lambda w: w["node"]):
-    print(f"  worker {w['node']:12} ranks {w['ranks']}  last step {w['step']}  ended {w['ended']}")
-for e in get("/v1/runs/demo-run/events")["events"]:
-    print(time.strftime("%H:%M:%S", time.localtime(e["time"])), f"{e['kind']:10}", e["cause"])
+echo; echo "== shard run spec.yaml --cluster alpha   (the uninterrupted reference)"
+out=$(shard run "$WORK/spec.yaml" --cluster alpha); echo "$out"
+ref=$(awk '$1 == "run" {print $2}' <<<"$out")
+shard --broker "https://127.0.0.1:$A_PORT" --ca-file "$FED/a.crt" watch "$ref" | tail -2
+
+echo; echo "== shard run spec.yaml --cluster beta   (a node of beta will die)"
+out=$(shard run "$WORK/spec.yaml" --cluster beta); echo "$out"
+run=$(awk '$1 == "run" {print $2}' <<<"$out")
+shard watch "$run" > "$WORK/watch.out" &
+WATCH=$!
+fed_wait 90 'sum(e["kind"] == "SEALED" for e in v["events"]) >= 4' B "/v1/runs/$run/events" || { echo "no checkpoints sealed"; false; }
+"$H/clusters.sh" kill-node "$SCRATCH" beta beta2   # right after a seal: a checkpoint boundary
+echo "killed beta2 (slurmd, step daemons and tasks, kill -9) at $(date +%H:%M:%S)"
+wait $WATCH || true
+echo; echo "== shard watch $run"; sed 's/^/  /' "$WORK/watch.out"
+
+echo; echo "== run-state timeline"
+/usr/bin/python3 - "$run" <(fed_get B "/v1/runs/$run/events") <(fed_get A "/v1/runs/$run/events") <<'PY'
+import json, sys, time
+run = sys.argv[1]
+ev = json.load(open(sys.argv[2]))["events"] + json.load(open(sys.argv[3]))["events"]
+ev.sort(key=lambda e: e["time"])
+fault = next(e for e in ev if e["kind"] == "FAULT")
+sealed = [e for e in ev if e["kind"] == "SEALED" and e["time"] < fault["time"]][-1]
+placement = next(e for e in ev if e["kind"] == "PLACEMENT" and e["time"] >= fault["time"] and "alpha" in e["cause"] and "job" in e["cause"])
+recovered = next(e for e in ev if e["kind"] == "RECOVERED")
+t = lambda e: time.strftime("%H:%M:%S", time.localtime(e["time"]))
+ck = sealed["evidence"]["checkpoint"]
+print(f"    {t(sealed)} SEALED     {ck} committed by all ranks   optimizer + RNG + model state + data position")
+print(f"    {t(fault)} FAULT      {fault['cause'][:60]}   communication group degraded")
+print(f"    {t(placement)} PLACEMENT  {placement['cause'][:60]}   nodes / fabric / checkpoint storage matched")
+print(f"    {t(recovered)} RECOVERED  state restored / group re-formed   resume from {ck}")
+print(f"    fault -> RECOVERED: {recovered['time'] - fault['time']:.1f} s after the FAULT; "
+      f"{recovered['time'] - sealed['time']:.1f} s after the last seal")
 PY
-echo "heartbeats taken: $(curl -s "$B/metrics" | awk '$1 == "shardnet_heartbeats_total" {print $2}')"
-echo
-echo "== tearing down"
+echo; echo "== final loss, uninterrupted vs killed-and-moved"
+/usr/bin/python3 - "$CK/$ref.out" "$CK/$run.out" <<'PY'
+import sys
+def last(d):
+    rows = {}
+    for line in open(d + "/losses-rank0.tsv"):
+        s, l = line.split(); rows[int(s)] = l
+    return rows
+a, b = last(sys.argv[1]), last(sys.argv[2])
+n = max(a)
+print(f"    step {n}: uninterrupted loss {a[n]}   resumed loss {b[n]}")
+print(f"    loss curves equal step by step: {a == b}  ({len(a)} steps)")
+ha, hb = (open(d + "/final.sha256").read().strip() for d in sys.argv[1:3])
+print(f"    final parameters bitwise equal: {ha == hb}  ({ha[:16]}...)")
+PY
+echo; echo "== tearing down"
