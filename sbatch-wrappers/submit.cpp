@@ -46,6 +46,7 @@ std::vector<std::string> sbatch_argv(const JobSpec &s, const std::string &run, c
     if (s.gpus_per_node > 0)
         a.push_back("--gres=gpu:" + std::to_string(s.gpus_per_node));
     if (!s.time_limit.empty()) a.push_back("--time=" + s.time_limit);
+    a.push_back("--output=" + run + "-%j.out");   // job ids repeat across clusters; run ids do not
     if (slurm_conf.empty() && !cluster.empty()) a.push_back("--clusters=" + cluster);
     a.push_back(script_path);
     return a;

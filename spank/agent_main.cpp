@@ -9,7 +9,11 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <algorithm>
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <vector>
 #include <poll.h>
 #include <string>
 #include <unistd.h>
@@ -125,11 +129,49 @@ private:
     // manifest goes to the broker with this agent's token (the trainer holds
     // none). The commit that completes the set seals it; then the SEALED
     // marker is written beside the shards, for --shardnet-resume=latest.
+    // Every checkpoint up to the one the trainer names is committed, in
+    // order: all ranks must commit the same names for a seal, whichever
+    // each agent's tick happened to see.
+    // Only checkpoints written since this agent started: an attempt that
+    // resumed does not commit its predecessor's again.
+    static std::vector<std::string> finished_since(const std::string &ckpt_dir, unsigned rank, const std::string &after,
+                                                   const std::string &upto, time_t since) {
+        std::vector<std::string> names;
+        int dfd = ::open(ckpt_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0) return names;
+        DIR *d = ::fdopendir(dfd);
+        if (!d) { ::close(dfd); return names; }
+        const std::string manifest = "/rank-" + std::to_string(rank) + ".manifest";
+        while (dirent *e = ::readdir(d)) {
+            std::string n = e->d_name;
+            struct stat st;
+            if (n.rfind("checkpoint-", 0) == 0 && n > after && n <= upto &&
+                ::fstatat(dfd, (n + manifest).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+                st.st_mtime >= since)
+                names.push_back(n);
+        }
+        ::closedir(d);
+        std::sort(names.begin(), names.end());
+        if (names.size() > 64) names.erase(names.begin(), names.end() - 64);  // a long outage: the newest are what matter
+        return names;
+    }
+
     void commit_checkpoints(int timeout_ms) {
         if (cfg_.ckpt_dir.empty()) return;
         for (auto &r : ranks_) {
             if (r.committed.empty() || r.committed == r.reported) continue;
-            const std::string dir = cfg_.ckpt_dir + "/" + r.committed;
+            auto pending = finished_since(cfg_.ckpt_dir, r.rank, r.reported, r.committed, started_ - 1);
+            if (pending.empty()) pending.push_back(r.committed);
+            for (const auto &name : pending)
+                if (!commit_one(r, name, timeout_ms)) return;
+            r.reported = r.committed;
+        }
+    }
+
+    // false: the broker is away (try again at the next heartbeat).
+    bool commit_one(RankState &r, const std::string &name, int timeout_ms) {
+        {
+            const std::string dir = cfg_.ckpt_dir + "/" + name;
             std::string text, err;
             int fd = ::open((dir + "/rank-" + std::to_string(r.rank) + ".manifest").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
             if (fd >= 0) {
@@ -143,23 +185,23 @@ private:
             HttpRequest req;
             if (err.empty()) req.body = commit_json(text, cfg_.attempt, r.rank, cfg_.world, err);
             if (!err.empty()) {
-                log("checkpoint " + r.committed + " of rank " + std::to_string(r.rank) + " not committed: " + err);
-                r.reported = r.committed;
-                continue;
+                log("checkpoint " + name + " of rank " + std::to_string(r.rank) + " not committed: " + err);
+                return true;
             }
-            req.url = cfg_.url + "/v1/runs/" + cfg_.run + "/checkpoints/" + r.committed + "/commit";
+            req.url = cfg_.url + "/v1/runs/" + cfg_.run + "/checkpoints/" + name + "/commit";
             req.bearer = cfg_.token;
             req.ca_file = cfg_.ca_file;
             req.timeout_ms = timeout_ms;
             auto res = client_.send(req);
-            if (res.status == 0 || res.status >= 500) return;  // the broker is away: again at the next heartbeat
-            r.reported = r.committed;
-            if (!res.ok()) { log("checkpoint " + r.committed + " refused: HTTP " + std::to_string(res.status) + " " + res.body); continue; }
+            if (res.status == 0 || res.status >= 500) return false;
+            r.reported = name;
+            if (!res.ok()) { log("checkpoint " + name + " refused: HTTP " + std::to_string(res.status) + " " + res.body); return true; }
             if (res.body.find("\"sealed\":true") != std::string::npos) {
                 int m = ::open((dir + "/" + kSealedMarker).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
                 if (m >= 0) ::close(m);
             }
         }
+        return true;
     }
 
     RankState *find(unsigned rank) {
@@ -242,6 +284,7 @@ private:
     HttpClient client_;
     unsigned long long seq_ = 0;
     bool broker_ok_ = false;
+    time_t started_ = std::time(nullptr);
     bool first_ = true;
     bool urgent_ = false;
     bool prelimit_sent_ = false;

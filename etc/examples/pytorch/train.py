@@ -33,7 +33,12 @@ PROGRESS = env.get("SHARDNET_PROGRESS", "")
 def log(*a):
     print(f"[rank {RANK} attempt {env.get('SHARDNET_ATTEMPT', '?')}]", *a, flush=True)
 
+LAST_CKPT = [""]
+
 def progress(text):
+    """The step, with the last finished checkpoint (the agent commits it)."""
+    if LAST_CKPT[0] and "committed" not in text:
+        text += f" committed {LAST_CKPT[0]}"
     if PROGRESS:
         with open(PROGRESS + ".tmp", "w") as f:
             f.write(text + "\n")
@@ -79,6 +84,7 @@ def save(step, model, opt, name=None):
     os.replace(os.path.join(d, shard + ".tmp"), os.path.join(d, shard))
     with open(os.path.join(d, f"rank-{RANK}.manifest"), "w") as f:
         f.write(f"{sha256(os.path.join(d, shard))} {os.path.getsize(os.path.join(d, shard))} {shard}\n")
+    LAST_CKPT[0] = name
     progress(f"{step} committed {name}")
     return name
 
