@@ -236,6 +236,7 @@ int cmd_watch(CliConfig &cfg, const Args &a) {
     BrokerRef b = cfg.broker;
     long long after = 0;
     int misses = 0;
+    std::string sealed = "-";   // the last sealed checkpoint seen
     for (;;) {
         Answer ev = call(b, "GET", "/v1/runs/" + run + "/events?after=" + std::to_string(after), "", 5000);
         if (!ev.ok()) {
@@ -253,6 +254,7 @@ int cmd_watch(CliConfig &cfg, const Args &a) {
             std::printf("%s %s%-10s%s %s\n", hhmmss(e.as_object().at("time").to_number<double>()).c_str(), bold(true), kind.c_str(), plain(),
                         str(e, "cause").c_str());
             if (kind == "MOVED") moved_to = str(e.as_object().at("evidence"), "peer");
+            if (kind == "SEALED") sealed = str(e.as_object().at("evidence"), "checkpoint");
         }
         std::fflush(stdout);
         if (!moved_to.empty()) {
@@ -275,8 +277,8 @@ int cmd_watch(CliConfig &cfg, const Args &a) {
                         up += str(w, "health") == "healthy";
                         if (w.as_object().at("step").is_int64()) step = std::max<long long>(step, w.as_object().at("step").as_int64());
                     }
-                std::printf("\r\033[K%s %s | attempt %s | workers %lld/%lld | step %s", run.c_str(), state.c_str(), str(r.body, "attempt").c_str(),
-                            up, n, step < 0 ? "-" : std::to_string(step).c_str());
+                std::printf("\r\033[K%s %s | attempt %s | workers %lld/%lld | step %s | sealed %s", run.c_str(), state.c_str(),
+                            str(r.body, "attempt").c_str(), up, n, step < 0 ? "-" : std::to_string(step).c_str(), sealed.c_str());
                 std::fflush(stdout);
             }
         }

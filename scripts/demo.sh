@@ -80,4 +80,6 @@ print(f"    loss curves equal step by step: {a == b}  ({len(a)} steps)")
 ha, hb = (open(d + "/final.sha256").read().strip() for d in sys.argv[1:3])
 print(f"    final parameters bitwise equal: {ha == hb}  ({ha[:16]}...)")
 PY
+echo; echo "== checkpoint overhead (the trainer's own measure, attempt 2 on alpha)"
+grep -h "checkpoint overhead" "$WORK/$run"-*.out | sed 's/^/    /' || true
 echo; echo "== tearing down"

@@ -148,7 +148,9 @@ def main():
     emergency = []
     signal.signal(signal.SIGUSR1, lambda *_: emergency.append(1))
     losses = open(os.path.join(out_dir, f"losses-rank{RANK}.tsv"), "a")
+    step_times, ckpt_times = [], []
     for step in range(start + 1, a.steps + 1):
+        t0 = time.perf_counter()
         x, y = data(step)
         loss = torch.nn.functional.mse_loss(model(x), y)
         opt.zero_grad()
@@ -162,8 +164,11 @@ def main():
         if RANK == 0:
             losses.write(f"{step}\t{(total / WORLD).item():.9e}\n"); losses.flush()
         progress(str(step))
+        step_times.append(time.perf_counter() - t0)
         if step % EVERY == 0:
+            t1 = time.perf_counter()
             save(step, model, opt)
+            ckpt_times.append(time.perf_counter() - t1)
         if emergency:
             name = save(step, model, opt, f"checkpoint-{step:06d}")
             log(f"pre-limit signal: emergency checkpoint {name}")
@@ -174,6 +179,12 @@ def main():
         with open(os.path.join(out_dir, "final.sha256"), "w") as f:
             f.write(h + "\n")
         log(f"done at step {a.steps}: parameters sha256 {h}")
+        if ckpt_times and step_times:
+            mean_step = sum(step_times) / len(step_times) * 1e3
+            mean_ckpt = sum(ckpt_times) / len(ckpt_times) * 1e3
+            log(f"checkpoint overhead: {len(ckpt_times)} checkpoints, {mean_ckpt:.2f} ms each to write and hash "
+                f"against {mean_step:.2f} ms per step of compute (sleep excluded): {mean_ckpt / mean_step:.2f} steps' worth; "
+                f"the commit to the broker is the agent's, off the training path")
     dist.barrier()
     dist.destroy_process_group()
 
