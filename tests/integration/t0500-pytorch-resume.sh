@@ -59,3 +59,17 @@ grep 'fell back\|resumed from' "$WORK/pt-ref-$r.out" | sed 's/^/  /'
 ok "corrupt $(basename "$newest"): both ranks fell back to the previous sealed checkpoint and ended bitwise equal"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" beta beta2
 for _ in $(seq 150); do slurm beta sinfo -h -n beta2 -o %T | grep -qx idle && break; sleep 0.2; done
+
+# The pre-limit signal (SIGUSR1, what prelimit=USR1@S sends): an emergency
+# checkpoint at the next step, off the regular interval.
+E=$WORK/emergency; mkdir -p "$E/ck"; chmod -R 777 "$E"
+runuser -u "$TEST_USER" -- env -i PATH=/usr/bin:/bin MASTER_ADDR=127.0.0.1 MASTER_PORT=$("$HARNESS/free_ports.py" 1) \
+    SHARDNET_RANK=0 SHARDNET_WORLD_SIZE=1 SHARDNET_CKPT_DIR="$E/ck/run" SHARDNET_CKPT_EVERY=1000 SHARDNET_ATTEMPT=1 \
+    SHARDNET_PROGRESS="$E/progress" /usr/bin/python3 "$WORK/train.py" --steps 400 --step-seconds 0.02 > "$E/out" 2>&1 &
+P=$!
+for _ in $(seq 100); do [ -s "$E/progress" ] && break; sleep 0.1; done
+sleep 0.5; pkill -USR1 -f "train.py --steps 400 --step-seconds 0.02"; wait $P || fail "the example failed: $(cat "$E/out")"
+grep -q "pre-limit signal: emergency checkpoint checkpoint-" "$E/out" || fail "no emergency checkpoint: $(cat "$E/out")"
+name=$(grep -o "emergency checkpoint checkpoint-[0-9]*" "$E/out" | awk '{print $3}')
+[ -f "$E/ck/run/$name/rank-0.pt" ] && [ -f "$E/ck/run/$name/rank-0.manifest" ] || fail "$name has no shard and manifest"
+ok "SIGUSR1: emergency checkpoint $name written with its manifest (interval 1000)"
