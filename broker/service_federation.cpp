@@ -150,6 +150,9 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
         gid = std::to_string(pw->pw_gid);
     }
     if (uid.empty() || gid.empty()) { err = "the job's user is unknown"; return 0; }
+    // A decision (from a peer, or a job's own record) never makes the
+    // broker submit as root.
+    if (uid == "0" || gid == "0") { err = "refusing to submit a job as root (uid or gid 0)"; return 0; }
     const std::string dir = std::filesystem::path(cfg_.database).parent_path().string() + "/decisions";
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);

@@ -89,3 +89,10 @@ ck=$(post /v1/runs/fed-run/checkpoints/checkpoint-9999/commit '{"attempt":1,"ran
 slurm alpha scancel "$new"; slurm beta scancel "$j"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" beta beta2
 for _ in $(seq 150); do slurm beta sinfo -h -n beta2 -o %T | grep -qx idle && break; sleep 0.2; done
+# A peer's decision never runs a job as root on this side.
+body='{"id":"evil-1","from_broker":"beta-broker","run":"evil","to_attempt":2,"script":"#!/bin/bash\nid\n","resume":"latest",
+       "spec":{"user":"root","uid":"0","gid":"0","nodes":1,"tasks":1}}'
+ans=$(curl -s --cacert "$FED/a.crt" -H "Authorization: Bearer $(cat "$FED/b-to-a.token")" -X POST -d "$body" "https://127.0.0.1:$A_PORT/v1/decisions")
+grep -q "refusing to submit a job as root" <<<"$ans" || fail "a root decision was not refused: $ans"
+[ -z "$(slurm alpha squeue -h -u root)" ] || fail "a job runs as root on alpha"
+ok "a peer's decision to run as root is refused (409), nothing submitted"
