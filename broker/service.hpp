@@ -14,6 +14,7 @@
 #include <shared_mutex>
 #include <string>
 #include <condition_variable>
+#include <map>
 #include <future>
 #include <thread>
 #include <unordered_map>
@@ -109,6 +110,8 @@ private:
     std::optional<Store::JobSpecRow> capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
                                                       long long job, const std::string &ckpt_dir);
     std::vector<ClusterOffer> local_offers(const std::string &ckpt_dir);
+    // Every probed node's offer, by host, from the stored descriptors.
+    std::map<std::string, NodeOffer> node_offers();
     // sbatch of an attempt on a local cluster as the job's user; the new job
     // id, or 0 with err.
     long long submit_attempt(const std::string &cluster, const boost::json::object &spec, const std::string &script,

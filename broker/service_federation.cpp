@@ -35,12 +35,6 @@ std::pair<std::string, std::string> name_and_id(const std::string &v) {
     return {v.substr(0, a), v.substr(a + 1, b - a - 1)};
 }
 
-std::string join(const std::vector<std::string> &v, const char *sep = ",") {
-    std::string out;
-    for (const auto &s : v) out += (out.empty() ? "" : sep) + s;
-    return out;
-}
-
 bool under(const std::string &path, const std::string &root) {
     if (path.compare(0, root.size(), root) != 0) return false;
     return path.size() == root.size() || root.back() == '/' || path[root.size()] == '/';
@@ -50,18 +44,6 @@ NodeOffer undescribed(const std::string &name) {
     NodeOffer n;
     n.name = name;
     return n;
-}
-
-std::string query_param(const std::string &q, const std::string &key) {
-    std::size_t pos = 0;
-    while (pos <= q.size()) {
-        auto amp = q.find('&', pos);
-        if (amp == std::string::npos) amp = q.size();
-        std::string kv = q.substr(pos, amp - pos);
-        if (kv.rfind(key + "=", 0) == 0) return kv.substr(key.size() + 1);
-        pos = amp + 1;
-    }
-    return "";
 }
 
 }  // namespace
@@ -101,13 +83,18 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
         return row;
 }
 
-std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
-    std::map<std::string, json::object> described;
+std::map<std::string, NodeOffer> Service::node_offers() {
+    std::map<std::string, NodeOffer> out;
     for (auto &n : store_wait([this] { return store_->list_nodes(""); })) {
         json::error_code ec;
         auto v = json::parse(n.descriptor, ec);
-        if (!ec && v.is_object()) described.emplace(n.host, std::move(v.as_object()));
+        if (!ec && v.is_object()) out.emplace(n.host, offer_from_descriptor(n.host, v.as_object()));
     }
+    return out;
+}
+
+std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
+    const auto described = node_offers();
     std::vector<ClusterOffer> offers;
     for (const auto &[name, conf] : cfg_.clusters) {
         ClusterOffer c;
@@ -127,8 +114,7 @@ std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
             for (std::string n; is >> n;) {
                 if (!seen.insert(n).second) continue;  // a node in several partitions
                 auto d = described.find(n);
-                if (d != described.end()) c.idle.push_back(offer_from_descriptor(n, d->second));
-                else c.idle.push_back(undescribed(n));
+                c.idle.push_back(d != described.end() ? d->second : undescribed(n));
             }
         }
         offers.push_back(std::move(c));
@@ -193,12 +179,10 @@ void Service::capacity(const std::string &query, const Reply &reply) {
         unsigned bit = 0;
         if (!fabric.empty() && !fabric_required(fabric, bit))
             return reply(error_response(400, "bad_field", "fabric: expected nvlink, infiniband, roce, ethernet or xgmi", "fabric"));
-        for (auto [key, dst] : {std::pair{"gpus_per_node", &req.gpus_per_node}}) {
-            auto v = query_param(query, key);
-            if (v.empty()) continue;
+        if (auto v = query_param(query, "gpus_per_node"); !v.empty()) {
             auto n = parse_int(v, 0, 64);
-            if (!n) return reply(error_response(400, "bad_field", std::string(key) + ": expected 0..64", key));
-            *dst = int(*n);
+            if (!n) return reply(error_response(400, "bad_field", "gpus_per_node: expected 0..64", "gpus_per_node"));
+            req.gpus_per_node = int(*n);
         }
         if (auto v = query_param(query, "gpu_memory_gb"); !v.empty()) {
             auto n = parse_int(v, 0, 100000);
@@ -212,12 +196,7 @@ void Service::capacity(const std::string &query, const Reply &reply) {
             gpus = *n;
         }
         const double now = wall_now();
-        std::map<std::string, json::object> described;
-        for (auto &n : store_wait([this] { return store_->list_nodes(""); })) {
-            json::error_code ec;
-            auto v = json::parse(n.descriptor, ec);
-            if (!ec && v.is_object()) described.emplace(n.host, std::move(v.as_object()));
-        }
+        const auto described = node_offers();
         json::array rows;
         long long idle_gpus = 0;
         for (const auto &[name, conf] : cfg_.clusters) {
@@ -237,7 +216,7 @@ void Service::capacity(const std::string &query, const Reply &reply) {
             for (std::string node, state; is >> node >> state;) {
                 if (!seen.insert(node).second) continue;
                 auto d = described.find(node);
-                NodeOffer o = d != described.end() ? offer_from_descriptor(node, d->second) : undescribed(node);
+                const NodeOffer o = d != described.end() ? d->second : undescribed(node);
                 if (!node_misfit(req, o).empty()) continue;
                 auto key = std::make_tuple(o.described ? (o.accel_class.empty() ? "none" : o.accel_class) : "unknown", o.gpus,
                                            o.gpu_memory_gb ? (long long)(*o.gpu_memory_gb + 0.5) : -1LL,
@@ -366,8 +345,7 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
         ev["from_broker"] = from;
         ev["rejected"] = rejected;
         ev["resume"] = resume;
-        std::promise<void> done;
-        on_store([&] {
+        store_wait([&] {
             try {
                 transact([&] {
                     if (known) {
@@ -384,9 +362,8 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
                     store_->finish_received(id, "applied", json::serialize(res));
                 });
             } catch (...) {}
-            done.set_value();
+            return 0;
         });
-        done.get_future().wait();
         reply(ok_json(200, res));
     });
 }

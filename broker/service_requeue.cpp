@@ -19,15 +19,7 @@ namespace shardnet::broker {
 
 namespace json = boost::json;
 
-namespace {
-
-std::string join(const std::vector<std::string> &v, const char *sep = ",") {
-    std::string out;
-    for (const auto &s : v) out += (out.empty() ? "" : sep) + s;
-    return out;
-}
-
-}  // namespace
+using detail::join;
 
 void Service::requeue(const Fault &fault) {
     std::string policy, manifest, owner;

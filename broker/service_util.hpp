@@ -65,17 +65,27 @@ inline std::vector<std::string> split_path(const std::string &path) {
     return parts;
 }
 
-inline long long query_int(const std::string &q, const std::string &key, long long dflt) {
+// A query parameter's value ("" when absent).
+inline std::string query_param(const std::string &q, const std::string &key) {
     std::size_t pos = 0;
     while (pos < q.size()) {
         auto amp = q.find('&', pos);
         if (amp == std::string::npos) amp = q.size();
-        std::string kv = q.substr(pos, amp - pos);
-        if (kv.rfind(key + "=", 0) == 0)
-            if (auto n = parse_int(kv.substr(key.size() + 1), 0, 1LL << 62)) return *n;
+        if (q.compare(pos, key.size() + 1, key + "=") == 0) return q.substr(pos + key.size() + 1, amp - pos - key.size() - 1);
         pos = amp + 1;
     }
-    return dflt;
+    return "";
+}
+
+inline long long query_int(const std::string &q, const std::string &key, long long dflt) {
+    auto n = parse_int(query_param(q, key), 0, 1LL << 62);
+    return n ? *n : dflt;
+}
+
+inline std::string join(const std::vector<std::string> &v, const char *sep = ",") {
+    std::string out;
+    for (const auto &s : v) out += (out.empty() ? "" : sep) + s;
+    return out;
 }
 
 inline json::object run_json(const std::string &id, const std::string &owner, const std::string &state, long long attempt,

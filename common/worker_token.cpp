@@ -65,7 +65,9 @@ bool verify_worker_token(std::string_view key, const WorkerTokenClaim &claim) {
            memeql_sec(want.data(), claim.mac_hex.data(), want.size()) != 0;
 }
 
-std::string read_worker_key(const std::string &path, std::string &err) {
+std::string read_worker_key(const std::string &path, std::string &err) { return read_secret_file(path, kMinWorkerKeyBytes, err); }
+
+std::string read_secret_file(const std::string &path, std::size_t min_bytes, std::string &err) {
     int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) { err = "cannot read secret file '" + path + "': " + std::strerror(errno); return ""; }
     char buf[4097];
@@ -74,10 +76,10 @@ std::string read_worker_key(const std::string &path, std::string &err) {
     if (n < 0) { err = "cannot read secret file '" + path + "': " + std::strerror(errno); return ""; }
     std::string k(buf, std::size_t(n));
     explicit_bzero(buf, sizeof buf);
-    while (!k.empty() && (k.back() == '\n' || k.back() == '\r')) k.pop_back();
-    if (k.size() < kMinWorkerKeyBytes) {
+    while (!k.empty() && (k.back() == '\n' || k.back() == '\r' || k.back() == ' ')) k.pop_back();
+    if (k.size() < min_bytes) {
         err = "secret file '" + path + "' holds " + std::to_string(k.size()) + " bytes; at least " +
-              std::to_string(kMinWorkerKeyBytes) + " are needed (e.g. openssl rand -hex 32)";
+              std::to_string(min_bytes) + " are needed (e.g. openssl rand -hex 32)";
         return "";
     }
     return k;

@@ -28,5 +28,7 @@ bool verify_worker_token(std::string_view key, const WorkerTokenClaim &claim);
 // Reads a key file as its owner reads it: the content, trailing newline
 // dropped; err names the file and what is wrong (short, unreadable).
 std::string read_worker_key(const std::string &path, std::string &err);
+// The same for any secret file (tokens too): at least min_bytes, no symlink.
+std::string read_secret_file(const std::string &path, std::size_t min_bytes, std::string &err);
 
 }  // namespace shardnet

@@ -56,16 +56,9 @@ bool copy_to(char *dst, size_t cap, const std::string &src) {
 // Read as root, before user_init drops to the job user; handed to the agent
 // over its control socket, never through argv or the environment.
 std::string read_token(const std::string &path, std::string &err) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) { err = "cannot read token file '" + path + "': " + std::strerror(errno); return ""; }
-    char buf[1025];
-    ssize_t n = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
-    if (n < 0) { err = "cannot read token file '" + path + "': " + std::strerror(errno); return ""; }
-    std::string t(buf, size_t(n));
-    while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
-    if (t.empty() || has_control_chars(t) || t.find(' ') != std::string::npos) {
-        err = "token file '" + path + "' is empty or holds more than one token";
+    std::string t = read_secret_file(path, 1, err);
+    if (err.empty() && (has_control_chars(t) || t.find(' ') != std::string::npos)) {
+        err = "token file '" + path + "' holds more than one token";
         return "";
     }
     return t;

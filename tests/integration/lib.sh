@@ -10,6 +10,7 @@ cleanup_lib() { for p in "${RX_PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/n
 trap cleanup_lib EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+secret() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'; }   # 64 hex digits
 ok() { echo "ok: $*"; }
 
 # as_user CLUSTER CMD...: run a Slurm command as the unprivileged test user.
@@ -63,7 +64,7 @@ start_broker() {
     echo "$agent_token" > "$WORK/agent.token"; chmod 600 "$WORK/agent.token"
     AGENT_TOKEN_FILE=$WORK/agent.token
     # The site worker key: agents then hold a token for their run and attempt only.
-    [ -f "$WORK/worker.key" ] || { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$WORK/worker.key"; chmod 600 "$WORK/worker.key"; }
+    [ -f "$WORK/worker.key" ] || { secret > "$WORK/worker.key"; chmod 600 "$WORK/worker.key"; }
     WORKER_KEY_FILE=$WORK/worker.key
     local clusters="" c
     for c in $(cat "$SCRATCH/clusters"); do clusters="$clusters${clusters:+, }\"$c\": {\"slurm_conf\": \"$SCRATCH/$c/slurm.conf\"}"; done
@@ -100,7 +101,6 @@ wait_for() {
 # fed_get A|B PATH queries a broker as admin; fed_restart B kill -9s and
 # restarts one on the same port and database.
 FED=$WORK/fed
-secret() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 start_federation() {
     mkdir -p "$FED"; chmod 755 "$FED"
     local s
