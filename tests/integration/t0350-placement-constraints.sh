@@ -30,7 +30,10 @@ for s in $(seq 1 400); do echo $s > "$SHARDNET_PROGRESS"; sleep 0.25; done
 SH
 chmod 755 "$WORK/train.sh"
 j=$(as_user beta sbatch --parsable -N2 -n2 -o "$WORK/ib-%j.out" --shardnet=ib-run --shardnet-heartbeat=1 --wrap "srun $WORK/train.sh")
-fed_wait 30 'v["state"] == "RUNNING"' B /v1/runs/ib-run || fail "ib-run never ran: $(fed_get B /v1/runs/ib-run)"
+# Both nodes' step workers must have reported before one dies: a node lost
+# before its first heartbeat is not a worker the broker knows.
+fed_wait 30 'v["state"] == "RUNNING" and len([w for w in v["workers"] if w["role"] == "step"]) == 2' B /v1/runs/ib-run \
+    || fail "ib-run never ran on 2 nodes: $(fed_get B /v1/runs/ib-run)"
 "$HARNESS/clusters.sh" kill-node "$SCRATCH" beta beta2
 fed_wait 40 'any(e["kind"] == "PLACEMENT" and e["cause"].startswith("no placement") for e in v["events"])' B /v1/runs/ib-run/events \
     || fail "no failed PLACEMENT at B: $(fed_get B /v1/runs/ib-run/events)"
