@@ -92,7 +92,28 @@ void add_pci_devices(hwloc_topology_t topo, NodeInfo &out) {
     }
 }
 
-void add_nics(hwloc_topology_t topo, NodeInfo &out) {
+// A NIC's OS devices as a saved topology records them.
+PciOsdevs osdevs_in_topology(hwloc_obj_t pci, std::vector<NicPort> &ports) {
+    PciOsdevs o;
+    for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling) {
+        if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name) continue;
+        if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
+            o.ofed = c->name;
+            for (unsigned port = 1; port <= 8; ++port) {
+                std::string key = "Port" + std::to_string(port) + "State";
+                const char *st = hwloc_obj_get_info_by_name(c, key.c_str());
+                if (!st) continue;
+                // hwloc keeps the sysfs state number: 4 is ACTIVE.
+                ports.push_back({port, std::string(st) == "4" ? "ACTIVE" : "state " + std::string(st), {}});
+            }
+        } else if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK) {
+            o.netdevs.push_back(c->name);
+        }
+    }
+    return o;
+}
+
+void add_nics(hwloc_topology_t topo, NodeInfo &out, const OsdevMap *live) {
     for (hwloc_obj_t pci = nullptr; (pci = hwloc_get_next_pcidev(topo, pci));) {
         const auto &a = pci->attr->pcidev;
         const uint16_t base = a.class_id >> 8;
@@ -100,22 +121,15 @@ void add_nics(hwloc_topology_t topo, NodeInfo &out) {
         Nic nic;
         nic.pci_id = hex4(a.vendor_id) + ":" + hex4(a.device_id);
         nic.pci_bus = pci_bus(pci);
-        std::string ofed;
-        for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling) {
-            if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name) continue;
-            if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) {
-                ofed = c->name;
-                for (unsigned port = 1; port <= 8; ++port) {
-                    std::string key = "Port" + std::to_string(port) + "State";
-                    const char *st = hwloc_obj_get_info_by_name(c, key.c_str());
-                    if (!st) continue;
-                    // hwloc keeps the sysfs state number: 4 is ACTIVE.
-                    nic.ports.push_back({port, std::string(st) == "4" ? "ACTIVE" : "state " + std::string(st), {}});
-                }
-            } else if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK) {
-                nic.netdevs.push_back(c->name);
-            }
+        PciOsdevs devs;
+        if (!live) {
+            devs = osdevs_in_topology(pci, nic.ports);
+        } else if (auto it = live->find(nic.pci_bus); it != live->end()) {
+            devs = it->second;  // port states and rates: discover_ib_sysfs
+            for (unsigned p : devs.ports) nic.ports.push_back({p, "", {}});
         }
+        nic.netdevs = devs.netdevs;
+        const std::string &ofed = devs.ofed;
         if (!ofed.empty()) {
             nic.name = ofed;
             // One HCA can be InfiniBand or Ethernet (RoCE) per port; the
@@ -145,6 +159,9 @@ std::string discover_hwloc(const std::string &xml, NodeInfo &out) {
     // Caches are not part of the descriptor: do not build them.
     hwloc_topology_set_cache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
     hwloc_topology_set_icache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
+    // On this machine, NICs are named from sysfs (discover_sysfs_osdevs):
+    // hwloc's OS-device pass also resolves every block device through udev.
+    if (xml.empty()) hwloc_topology_set_type_filter(raw, HWLOC_OBJ_OS_DEVICE, HWLOC_TYPE_FILTER_KEEP_NONE);
     // Nor are distances, memory attributes or CPU kinds: skip reading them.
     hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |
                                       HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS);
@@ -176,7 +193,12 @@ std::string discover_hwloc(const std::string &xml, NodeInfo &out) {
         out.memory_source = "hwloc";
     }
     add_pci_devices(raw, out);
-    add_nics(raw, out);
+    if (xml.empty()) {
+        const OsdevMap live = discover_sysfs_osdevs();
+        add_nics(raw, out, &live);
+    } else {
+        add_nics(raw, out, nullptr);
+    }
     // PCI bus order: the order NVIDIA numbers /dev/nvidiaN and Slurm's gres.conf expects.
     std::sort(out.accelerators.begin(), out.accelerators.end(),
               [](const Accelerator &a, const Accelerator &b) { return a.pci_bus < b.pci_bus; });

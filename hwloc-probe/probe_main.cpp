@@ -90,7 +90,14 @@ int main(int argc, char **argv) {
     // do them beside hwloc's discovery, the slow part.
     NodeInfo ucx_part;
     std::thread ucx_thread;
-    if (input.empty()) ucx_thread = std::thread([&ucx_part] { discover_ucx(ucx_part); });
+    // Slurm's lines and --check (a HealthCheckProgram, run on every node
+    // every few minutes) do not use UCX's answer: only the descriptor does.
+    const bool want_ucx = input.empty() && check.empty() &&
+                          (mode == json_out || mode == pretty_out || !publish.empty());
+    if (want_ucx) {
+        ucx_skip_absent_modules();
+        ucx_thread = std::thread([&ucx_part] { discover_ucx(ucx_part); });
+    }
     std::string hwloc_err = discover_hwloc(input, node);
     if (ucx_thread.joinable()) ucx_thread.join();
     if (!hwloc_err.empty()) return fail(hwloc_err);

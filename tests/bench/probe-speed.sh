@@ -16,12 +16,15 @@ print("%.2f" % (s.median(json.load(open(sys.argv[1]))["results"][0]["times"]) * 
 lstopo=$(run lstopo "lstopo-no-graphics --of xml $OUT/topo.xml --force")
 probe=$(run probe "$PROBE")
 probe_hw=$(run probe_hw "$PROBE --slurm-node")
+SOURCE_DATE_EPOCH=1 "$PROBE" > "$OUT/live.json"
+probe_ck=$(run probe_ck "$PROBE --check $OUT/live.json")
 lstopo_x=$(run lstopo_x "lstopo-no-graphics -i $XML --if xml --of xml $OUT/copy.xml --force")
 probe_x=$(run probe_x "$PROBE -i $XML")
 ratio() { /usr/bin/python3 -c "print('%.2f' % ($1 / $2))"; }
 printf '%-52s %9s %7s %8s\n' "median of $RUNS runs" "ms" "ratio" "target"
 printf '%-52s %9s %7s %8s\n' "lstopo-no-graphics --of xml (live)" "$lstopo" "1.00" "-"
 printf '%-52s %9s %7s %8s\n' "shardnet-probe (live: hwloc+meminfo+UCX+NVML)" "$probe" "$(ratio "$probe" "$lstopo")" "<=1.1"
-printf '%-52s %9s %7s %8s\n' "shardnet-probe --slurm-node (live)" "$probe_hw" "$(ratio "$probe_hw" "$lstopo")" "-"
+printf '%-52s %9s %7s %8s\n' "shardnet-probe --slurm-node (live, no UCX)" "$probe_hw" "$(ratio "$probe_hw" "$lstopo")" "-"
+printf '%-52s %9s %7s %8s\n' "shardnet-probe --check (health check, no UCX)" "$probe_ck" "$(ratio "$probe_ck" "$lstopo")" "-"
 printf '%-52s %9s %7s %8s\n' "lstopo-no-graphics from saved DGX-2 XML" "$lstopo_x" "1.00" "-"
 printf '%-52s %9s %7s %8s\n' "shardnet-probe -i saved DGX-2 XML" "$probe_x" "$(ratio "$probe_x" "$lstopo_x")" "<=50ms"

@@ -66,6 +66,25 @@ assert d["ucx"] is not None and any(r["transport"] in ("tcp", "posix", "sysv", "
 assert d["software"]["hwloc"] and d["software"]["ucx"]
 assert d["hash"].startswith("sha256:") and len(d["hash"]) == 71
 PY
+# NICs are named from sysfs on this machine: the same names and PCI functions as hwloc's own OS devices.
+lstopo-no-graphics --of xml "$TMP/lstopo.xml" --force
+/usr/bin/python3 - "$TMP/live.json" "$TMP/lstopo.xml" <<'PY' && ok "live NICs match hwloc's OS devices: $(cat "$TMP/nics")" || fail "live NICs differ from hwloc's"
+import json, sys, xml.etree.ElementTree as ET
+d = json.load(open(sys.argv[1]))
+want = {}
+for pci in ET.parse(sys.argv[2]).iter("object"):
+    if pci.get("type") != "PCIDev": continue
+    cls = int(pci.get("pci_type").split()[0], 16)
+    if cls >> 8 != 0x02 and cls != 0x0c06: continue
+    nets = sorted(o.get("name") for o in pci.findall("object") if o.get("osdev_type") == "2")
+    ofed = [o.get("name") for o in pci.findall("object") if o.get("osdev_type") == "3"]
+    if nets or ofed:
+        want[pci.get("pci_busid")] = (ofed[0] if ofed else nets[0], nets)
+got = {n["pci_bus"]: (n["name"], sorted(n["netdevs"])) for n in d["nics"]}
+assert got == want, (got, want)
+open(sys.argv[1].replace("live.json", "nics"), "w").write(" ".join("%s=%s" % (b, v[0]) for b, v in sorted(got.items())))
+PY
+"$PROBE" --check "$TMP/live.json" && ok "--check of this machine against its own descriptor: exit 0" || fail "--check live"
 "$PROBE" --bandwidth > "$TMP/bw"; [ $? = 0 ] && grep -q "no GPUs" "$TMP/bw" && ok "--bandwidth without GPUs: $(cat "$TMP/bw")" \
     || fail "--bandwidth without GPUs"
 
