@@ -1,4 +1,5 @@
 #include "http_server.hpp"
+#include "request_parser.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -16,13 +17,14 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
-// Streams on the io_context's own executor type, not the type-erased
-// any_io_executor: each operation then skips an executor copy through a
-// virtual table (a few percent of a heartbeat's instructions).
+// Sockets and timers on the io_context's own executor type, not the
+// type-erased any_io_executor: each operation then skips an executor copy
+// through a virtual table (a few percent of a heartbeat's instructions).
 using Executor = asio::io_context::executor_type;
 using Socket = asio::basic_stream_socket<tcp, Executor>;
-using TcpStream = beast::basic_stream<tcp, Executor>;
-using TlsStream = beast::ssl_stream<TcpStream>;
+using TlsStream = beast::ssl_stream<Socket>;
+using Timer = asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>, Executor>;
+using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -35,7 +37,7 @@ public:
 
     void run() {
         if constexpr (std::is_same_v<Stream, TlsStream>) {
-            beast::get_lowest_layer(stream_).expires_after(std::chrono::milliseconds(srv_.limits.read_timeout_ms));
+            arm_deadline();
             stream_.async_handshake(asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
                 if (!ec) self->do_read();
             });
@@ -45,15 +47,61 @@ public:
     }
 
 private:
+    // One deadline for the whole request and its answer: a client that
+    // trickles its headers or body (slowloris), or idles on a keep-alive
+    // connection, is cut off when it passes. A request only moves the
+    // deadline; the timer wakes once per timeout, not once per request
+    // (a timer operation takes the reactor's lock).
+    void arm_deadline() {
+        deadline_ = Clock::now() + std::chrono::milliseconds(srv_.limits.read_timeout_ms);
+        if (timer_armed_) return;
+        timer_armed_ = true;
+        timer_.expires_at(deadline_);
+        timer_.async_wait([self = this->shared_from_this()](beast::error_code ec) { self->on_deadline(ec); });
+    }
+
+    void on_deadline(beast::error_code ec) {
+        timer_armed_ = false;
+        if (ec || deadline_ == Clock::time_point::max()) return;
+        if (Clock::now() < deadline_) {  // moved on by a later request
+            timer_armed_ = true;
+            timer_.expires_at(deadline_);
+            timer_.async_wait([self = this->shared_from_this()](beast::error_code ec) { self->on_deadline(ec); });
+            return;
+        }
+        beast::error_code ignored;
+        beast::get_lowest_layer(stream_).close(ignored);  // pending operations end with operation_aborted
+    }
+
     void do_read() {
         parser_.emplace();
+        parser_->eager(true);
         parser_->header_limit(std::uint32_t(srv_.limits.header_bytes));
         parser_->body_limit(srv_.limits.body_bytes);
-        // One deadline for the whole request: a client that trickles its
-        // headers or body (slowloris) is cut off when it passes.
-        beast::get_lowest_layer(stream_).expires_after(std::chrono::milliseconds(srv_.limits.read_timeout_ms));
-        http::async_read(stream_, buffer_, *parser_,
-                         [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+        arm_deadline();
+        parse_buffered();
+    }
+
+    // Beast's parser on our own read loop: http::async_read's layers of
+    // composed operations cost more than the parsing itself.
+    void parse_buffered() {
+        while (buffer_.size() > 0) {
+            beast::error_code ec;
+            const std::size_t used = parser_->put(buffer_.data(), ec);
+            buffer_.consume(used);
+            if (ec && ec != http::error::need_more) return on_read(ec);
+            if (parser_->is_done()) return on_read({});
+            if (ec || used == 0) break;  // the rest of a header, or more body, is still to come
+        }
+        stream_.async_read_some(buffer_.prepare(kReadSize), [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
+            self->buffer_.commit(n);
+            if (ec == asio::error::eof) {
+                if (!self->parser_->got_some() && self->buffer_.size() == 0) return self->on_read(http::error::end_of_stream);
+                return self->on_read(http::error::partial_message);
+            }
+            if (ec) return self->on_read(ec);
+            self->parse_buffered();
+        });
     }
 
     void on_read(beast::error_code ec) {
@@ -62,28 +110,27 @@ private:
             return ++srv_.busy_sessions, send(error_response(413, "body_too_large", "request body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes"), false, 11);
         if (ec == http::error::header_limit)
             return ++srv_.busy_sessions, send(error_response(431, "headers_too_large", "request headers exceed " + std::to_string(srv_.limits.header_bytes) + " bytes"), false, 11);
-        if (ec == beast::error::timeout) return;  // the socket is closed by the deadline
+        if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) return;  // closed by the deadline
         if (ec) {
             if (buffer_.size() > 0 || parser_->got_some())
                 return ++srv_.busy_sessions, send(error_response(400, "bad_request", "malformed HTTP: " + ec.message()), false, 11);
             return close();
         }
-        auto req = parser_->release();
+        RequestParser &req = *parser_;
         ++srv_.busy_sessions;
         ApiRequest ar;
-        ar.method = std::string(req.method_string());
-        ar.target = std::string(req.target());
-        auto auth = req[http::field::authorization];
-        if (auth.size() > 7 && beast::iequals(auth.substr(0, 7), "Bearer ")) ar.bearer = std::string(auth.substr(7));
-        ar.body = std::move(req.body());
+        ar.method = std::move(req.method);
+        ar.target = std::move(req.target);
+        ar.bearer = std::move(req.bearer);
+        ar.body = std::move(req.body);
         ar.conn_cache = &conn_cache_;
         const bool keep = req.keep_alive();
-        const unsigned version = req.version();
+        const unsigned version = req.version;
         // The request's deadline also covers its answer: one timer operation
         // per request (each takes the reactor's lock), not three.
         if (ar.method == "GET" && ar.target.find("/events?") != std::string::npos &&
             (ar.target.find("follow=1") != std::string::npos || ar.target.find("follow=true") != std::string::npos)) {
-            beast::get_lowest_layer(stream_).expires_never();
+            deadline_ = Clock::time_point::max();  // a stream stays open: its keep-alives find a gone client
             return start_stream(std::move(ar), version);
         }
         in_handle_ = true;
@@ -186,13 +233,19 @@ private:
 
     void close() {
         beast::error_code ec;
-        beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_send, ec);
+        beast::get_lowest_layer(stream_).shutdown(tcp::socket::shutdown_send, ec);
+        timer_.cancel();  // the session goes when its last operation ends
     }
+
+    static constexpr std::size_t kReadSize = 4096;
 
     HttpServer &srv_;
     Stream stream_;
     beast::flat_buffer buffer_;
-    std::optional<http::request_parser<http::string_body>> parser_;
+    std::optional<RequestParser> parser_;
+    Timer timer_{stream_.get_executor()};
+    Clock::time_point deadline_{};
+    bool timer_armed_ = false;
     std::string out_;
     std::shared_ptr<EventSink> sink_;
     std::deque<std::string> queue_;
@@ -254,7 +307,7 @@ void HttpServer::do_accept() {
                 std::make_shared<Session<TlsStream>>(*this, std::move(socket), *tls)->run();
             } else {
                 socket.set_option(tcp::no_delay(true));
-                std::make_shared<Session<TcpStream>>(*this, std::move(socket))->run();
+                std::make_shared<Session<Socket>>(*this, std::move(socket))->run();
             }
         }
         do_accept();

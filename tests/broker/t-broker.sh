@@ -71,6 +71,38 @@ try:
 except (BrokenPipeError, ConnectionResetError):
     sys.exit(0 if time.time() - start < 3 else 1)
 PY
+# HTTP framing on the wire: pipelined requests answered in order, a chunked
+# body, a body trickled in small pieces, and requests cut short.
+/usr/bin/python3 - "$P" "${HB/\"attempt\":1/\"attempt\":2}" <<'PY' && ok "framing: pipelined, chunked, trickled; cut short: 400 at EOF, closed at the deadline" || fail "framing"
+import socket, sys, time
+port, body = int(sys.argv[1]), sys.argv[2].encode()
+def talk(data, shut=False, pieces=0):
+    s = socket.create_connection(("127.0.0.1", port)); s.settimeout(5)
+    if pieces:
+        for i in range(0, len(data), pieces): s.sendall(data[i:i + pieces]); time.sleep(0.001)
+    else:
+        s.sendall(data)
+    if shut: s.shutdown(socket.SHUT_WR)
+    out, start = b"", time.time()
+    while b"\r\n\r\n" not in out or out.count(b"HTTP/1.1 ") < data.count(b"HTTP/1.1\r\n"):
+        d = s.recv(65536)
+        if not d: break
+        out += d
+    return [l.decode() for l in out.split(b"\r\n") if l.startswith(b"HTTP/")], time.time() - start
+hb = b"POST /v1/heartbeats HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer worker-t\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+got, _ = talk(hb * 3)
+assert got == ["HTTP/1.1 204 No Content"] * 3, got
+chunked = b"POST /v1/heartbeats HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer worker-t\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+got, _ = talk(chunked)
+assert got == ["HTTP/1.1 204 No Content"], got
+got, _ = talk(hb, pieces=7)
+assert got == ["HTTP/1.1 204 No Content"], got
+cut = b"POST /v1/heartbeats HTTP/1.1\r\nAuthorization: Bearer worker-t\r\nContent-Length: 100\r\n\r\n{\"run\""
+got, _ = talk(cut, shut=True)
+assert got == ["HTTP/1.1 400 Bad Request"], got
+got, took = talk(cut)  # no answer to half a request: closed at the 1 s read deadline
+assert got == [] and 0.8 < took < 3, (got, took)
+PY
 expect "still serving after all that" 200 '"ok":true' -- GET /v1/health ""
 expect "metrics" 200 shardnet_heartbeats_total -- GET /metrics ""
 
