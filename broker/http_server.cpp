@@ -32,8 +32,9 @@ template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
 public:
     template <class... Args>
-    Session(HttpServer &srv, Args &&...args) : srv_(srv), stream_(std::forward<Args>(args)...) { ++srv_.open_sessions; }
-    ~Session() { --srv_.open_sessions; }
+    Session(HttpServer &srv, HttpServer::Counts &counts, Args &&...args)
+        : srv_(srv), counts_(counts), stream_(std::forward<Args>(args)...) { ++counts_.open; }
+    ~Session() { --counts_.open; }
 
     void run() {
         if constexpr (std::is_same_v<Stream, TlsStream>) {
@@ -107,17 +108,17 @@ private:
     void on_read(beast::error_code ec) {
         if (ec == http::error::end_of_stream) return close();
         if (ec == http::error::body_limit)
-            return ++srv_.busy_sessions, send(error_response(413, "body_too_large", "request body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes"), false, 11);
+            return ++counts_.busy, send(error_response(413, "body_too_large", "request body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes"), false, 11);
         if (ec == http::error::header_limit)
-            return ++srv_.busy_sessions, send(error_response(431, "headers_too_large", "request headers exceed " + std::to_string(srv_.limits.header_bytes) + " bytes"), false, 11);
+            return ++counts_.busy, send(error_response(431, "headers_too_large", "request headers exceed " + std::to_string(srv_.limits.header_bytes) + " bytes"), false, 11);
         if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) return;  // closed by the deadline
         if (ec) {
             if (buffer_.size() > 0 || parser_->got_some())
-                return ++srv_.busy_sessions, send(error_response(400, "bad_request", "malformed HTTP: " + ec.message()), false, 11);
+                return ++counts_.busy, send(error_response(400, "bad_request", "malformed HTTP: " + ec.message()), false, 11);
             return close();
         }
         RequestParser &req = *parser_;
-        ++srv_.busy_sessions;
+        ++counts_.busy;
         ApiRequest ar;
         ar.method = std::move(req.method);
         ar.target = std::move(req.target);
@@ -178,7 +179,7 @@ private:
         out_ += "\r\n";
         if (r.status != 204 && r.status != 304) out_ += r.body;
         asio::async_write(stream_, asio::buffer(out_), [self = this->shared_from_this(), keep](beast::error_code ec, std::size_t) {
-            --self->srv_.busy_sessions;
+            --self->counts_.busy;
             if (ec || !keep) return self->close();
             self->do_read();
         });
@@ -193,7 +194,7 @@ private:
                 asio::post(self->stream_.get_executor(), [self, msg = std::move(msg)]() mutable { self->stream_write(std::move(msg)); });
         };
         if (auto err = srv_.service.follow_events(ar, sink)) return send(std::move(*err), false, version);
-        --srv_.busy_sessions;  // a stream never holds up a drain
+        --counts_.busy;  // a stream never holds up a drain
         sink_ = sink;
         stream_write("HTTP/1.1 200 OK\r\nServer: shardnet-broker\r\nContent-Type: text/event-stream\r\n"
                      "Cache-Control: no-cache\r\nConnection: close\r\n\r\n");
@@ -240,6 +241,7 @@ private:
     static constexpr std::size_t kReadSize = 4096;
 
     HttpServer &srv_;
+    HttpServer::Counts &counts_;
     Stream stream_;
     beast::flat_buffer buffer_;
     std::optional<RequestParser> parser_;
@@ -264,7 +266,7 @@ private:
 HttpServer::HttpServer(std::vector<std::unique_ptr<asio::io_context>> &ios, const BrokerConfig &cfg, Service &svc)
     : service(svc),
       limits{cfg.header_bytes, cfg.body_bytes, cfg.read_timeout_ms, cfg.max_connections, cfg.sse_keepalive_ms},
-      ios_(ios), acceptor_(std::in_place, *ios.front()) {
+      ios_(ios), counts_(ios.size()), acceptor_(std::in_place, *ios.front()) {
     if (!cfg.plain_http) {
         tls = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
         tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
@@ -294,20 +296,32 @@ void HttpServer::stop() {
     });
 }
 
+int HttpServer::open_sessions() const {
+    int n = 0;
+    for (const auto &c : counts_) n += c.open.load(std::memory_order_relaxed);
+    return n;
+}
+
+int HttpServer::busy_sessions() const {
+    int n = 0;
+    for (const auto &c : counts_) n += c.busy.load(std::memory_order_relaxed);
+    return n;
+}
+
 void HttpServer::do_accept() {
-    asio::io_context &target = *ios_[next_++ % ios_.size()];
-    acceptor_->async_accept(target, [this](beast::error_code ec, Socket socket) {
+    const std::size_t i = next_++ % ios_.size();
+    acceptor_->async_accept(*ios_[i], [this, i](beast::error_code ec, Socket socket) {
         if (ec == asio::error::operation_aborted) return;
         if (!ec) {
-            if (open_sessions.load() >= limits.max_connections) {
+            if (open_sessions() >= limits.max_connections) {
                 beast::error_code ignored;
                 socket.close(ignored);  // over the cap: refuse rather than queue
             } else if (tls) {
                 socket.set_option(tcp::no_delay(true));
-                std::make_shared<Session<TlsStream>>(*this, std::move(socket), *tls)->run();
+                std::make_shared<Session<TlsStream>>(*this, counts_[i], std::move(socket), *tls)->run();
             } else {
                 socket.set_option(tcp::no_delay(true));
-                std::make_shared<Session<Socket>>(*this, std::move(socket))->run();
+                std::make_shared<Session<Socket>>(*this, counts_[i], std::move(socket))->run();
             }
         }
         do_accept();

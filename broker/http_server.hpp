@@ -36,14 +36,21 @@ public:
 
     Service &service;
     Limits limits;
-    std::atomic<int> open_sessions{0};
-    std::atomic<int> busy_sessions{0};   // a request read and not yet answered
+    // Counted per I/O thread, each on its own cache line: a request then
+    // touches no line another thread writes.
+    struct alignas(64) Counts {
+        std::atomic<int> open{0};
+        std::atomic<int> busy{0};   // a request read and not yet answered
+    };
+    int open_sessions() const;
+    int busy_sessions() const;
     std::unique_ptr<boost::asio::ssl::context> tls;
 
 private:
     void do_accept();
     std::vector<std::unique_ptr<boost::asio::io_context>> &ios_;
     std::size_t next_ = 0;
+    std::vector<Counts> counts_;
     std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
     unsigned short port_ = 0;
 };

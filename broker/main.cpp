@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
         std::function<void()> wait_sessions = [&] {
             // Requests in flight are answered; idle keep-alive connections
             // are simply closed.
-            if (server.busy_sessions.load() > 0 && std::chrono::steady_clock::now() < drain_deadline) {
+            if (server.busy_sessions() > 0 && std::chrono::steady_clock::now() < drain_deadline) {
                 drain_timer.expires_after(std::chrono::milliseconds(20));
                 drain_timer.async_wait([&](boost::system::error_code) { wait_sessions(); });
                 return;
@@ -118,7 +118,7 @@ int main(int argc, char **argv) {
                 signals.async_wait(on_signal);
                 return;
             }
-            log("info", "draining", {{"open_connections", server.open_sessions.load()}});
+            log("info", "draining", {{"open_connections", server.open_sessions()}});
             server.stop();
             detector.cancel();
             summary.cancel();
