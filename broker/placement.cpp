@@ -217,6 +217,39 @@ NodeOffer offer_from_descriptor(const std::string &name, const json::object &d) 
     return n;
 }
 
+std::string descriptor_shape_error(const json::object &d, std::string &field) {
+    auto wrong = [&field](const char *where, const char *what) { field = where; return std::string(where) + ": " + what; };
+    if (auto *a = d.if_contains("accelerators")) {
+        if (!a->is_array()) return wrong("accelerators", "expected an array");
+        for (const auto &e : a->as_array()) {
+            if (!e.is_object()) return wrong("accelerators", "expected objects");
+            auto *c = e.as_object().if_contains("class");
+            if (!c || !c->is_string()) return wrong("accelerators", "each needs a string class");
+            if (auto *m = e.as_object().if_contains("memory_bytes"); m && !m->is_number() && !m->is_null())
+                return wrong("accelerators", "memory_bytes: expected a number");
+        }
+    }
+    if (auto *n = d.if_contains("nics")) {
+        if (!n->is_array()) return wrong("nics", "expected an array");
+        for (const auto &e : n->as_array())
+            if (!e.is_object()) return wrong("nics", "expected objects");
+    }
+    if (auto *f = d.if_contains("fabric")) {
+        auto *s = f->is_object() ? f->as_object().if_contains("summary") : nullptr;
+        if (!s || !s->is_array()) return wrong("fabric", "expected an object with a summary array");
+        for (const auto &e : s->as_array())
+            if (!e.is_string()) return wrong("fabric", "summary: expected strings");
+    }
+    if (auto *m = d.if_contains("memory")) {
+        if (!m->is_object()) return wrong("memory", "expected an object");
+        if (auto *t = m->as_object().if_contains("total_bytes"); t && !t->is_number() && !t->is_null())
+            return wrong("memory", "total_bytes: expected a number");
+    }
+    for (const char *k : {"cpu", "software"})
+        if (auto *o = d.if_contains(k); o && !o->is_object()) return wrong(k, "expected an object");
+    return "";
+}
+
 std::string node_misfit(const Requirements &req, const NodeOffer &n) {
     Checker c(req);
     Reason r = c.check(n);

@@ -48,6 +48,9 @@ struct NodeOffer {
     double cuda = 0;                    // CUDA driver version as 12.2; 0 unknown
 };
 NodeOffer offer_from_descriptor(const std::string &name, const boost::json::object &descriptor);
+// "" when the parts of a descriptor the broker reads have the shapes of
+// shardnet-probe(8)'s descriptor; else what is wrong, and in `field` where.
+std::string descriptor_shape_error(const boost::json::object &descriptor, std::string &field);
 
 struct ClusterOffer {
     std::string name, region;

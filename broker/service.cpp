@@ -67,7 +67,20 @@ unsigned long long Service::total(Counter c) const {
     return n;
 }
 
-void Service::on_store(std::function<void()> job) { boost::asio::post(store_thread_, std::move(job)); }
+void Service::on_store(std::function<void()> job) {
+    // An exception out of a job would end the store thread, and with it the
+    // broker: it is logged and counted instead (the job's request then ends
+    // at its connection's deadline).
+    boost::asio::post(store_thread_, [this, job = std::move(job)] {
+        try {
+            job();
+        } catch (const std::exception &e) {
+            count(c_errors);
+            std::fprintf(stderr, "%s\n", json::serialize(json::object{{"t", wall_now()}, {"level", "error"},
+                                                                      {"msg", "store job failed"}, {"reason", e.what()}}).c_str());
+        }
+    });
+}
 
 void Service::drain() {
     std::promise<void> done;

@@ -110,8 +110,12 @@ private:
     std::optional<Store::JobSpecRow> capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
                                                       long long job, const std::string &ckpt_dir);
     std::vector<ClusterOffer> local_offers(const std::string &ckpt_dir);
-    // Every probed node's offer, by host, from the stored descriptors.
-    std::map<std::string, NodeOffer> node_offers();
+    // Every probed node's offer, by host: parsed from the stored descriptors
+    // once, then kept up to date by POST /v1/nodes (store thread only).
+    std::shared_ptr<const std::map<std::string, NodeOffer>> node_offers();
+    std::map<std::string, NodeOffer> offers_;
+    bool offers_loaded_ = false;
+    std::shared_ptr<const std::map<std::string, NodeOffer>> offers_snapshot_;   // a copy of offers_, until it changes
     // sbatch of an attempt on a local cluster as the job's user; the new job
     // id, or 0 with err.
     long long submit_attempt(const std::string &cluster, const boost::json::object &spec, const std::string &script,

@@ -83,18 +83,24 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
         return row;
 }
 
-std::map<std::string, NodeOffer> Service::node_offers() {
-    std::map<std::string, NodeOffer> out;
-    for (auto &n : store_wait([this] { return store_->list_nodes(""); })) {
-        json::error_code ec;
-        auto v = json::parse(n.descriptor, ec);
-        if (!ec && v.is_object()) out.emplace(n.host, offer_from_descriptor(n.host, v.as_object()));
-    }
-    return out;
+std::shared_ptr<const std::map<std::string, NodeOffer>> Service::node_offers() {
+    return store_wait([this] {
+        if (!offers_loaded_) {
+            for (auto &n : store_->list_nodes("")) {
+                json::error_code ec;
+                auto v = json::parse(n.descriptor, ec);
+                if (!ec && v.is_object()) offers_.emplace(n.host, offer_from_descriptor(n.host, v.as_object()));
+            }
+            offers_loaded_ = true;
+        }
+        if (!offers_snapshot_) offers_snapshot_ = std::make_shared<const std::map<std::string, NodeOffer>>(offers_);
+        return offers_snapshot_;
+    });
 }
 
 std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
-    const auto described = node_offers();
+    const auto node_map = node_offers();
+    const auto &described = *node_map;
     std::vector<ClusterOffer> offers;
     for (const auto &[name, conf] : cfg_.clusters) {
         ClusterOffer c;
@@ -196,7 +202,8 @@ void Service::capacity(const std::string &query, const Reply &reply) {
             gpus = *n;
         }
         const double now = wall_now();
-        const auto described = node_offers();
+        const auto node_map = node_offers();
+    const auto &described = *node_map;
         json::array rows;
         long long idle_gpus = 0;
         for (const auto &[name, conf] : cfg_.clusters) {

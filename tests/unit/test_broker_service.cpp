@@ -1,6 +1,8 @@
 #include <boost/json.hpp>
 #include <cstdlib>
 #include <doctest/doctest.h>
+#include <fstream>
+#include <sstream>
 #include <future>
 #include <unistd.h>
 
@@ -184,6 +186,32 @@ TEST_CASE("node descriptors: stored, listed with classes and fabric, served whol
     CHECK(list[0].at("fabric").as_array()[0].as_string() == "NVSwitch");
     CHECK(Fixture::body(f.call("GET", "/v1/nodes/beta1", "admin-t")).at("hash").as_string() == "sha256:ab");
     CHECK(f.call("GET", "/v1/nodes/gamma9", "admin-t").status == 404);
+}
+
+TEST_CASE("node descriptors of the wrong shape are refused, naming the part") {
+    Fixture f;
+    const std::string head = R"({"schema":"shardnet.node/1","host":"bad1","hash":"h",)";
+    struct Case { const char *tail, *field; };
+    for (const Case &c : {Case{R"("accelerators":[1]})", "accelerators"}, Case{R"("accelerators":{}})", "accelerators"},
+                          Case{R"("accelerators":[{"class":7}]})", "accelerators"}, Case{R"("fabric":{"summary":3}})", "fabric"},
+                          Case{R"("fabric":["IB"]})", "fabric"}, Case{R"("memory":{"total_bytes":"lots"}})", "memory"},
+                          Case{R"("nics":[[]]})", "nics"}, Case{R"("cpu":1})", "cpu"}}) {
+        CAPTURE(c.tail);
+        auto r = f.call("POST", "/v1/nodes", "worker-t", head + c.tail);
+        CHECK(r.status == 400);
+        CHECK(Fixture::body(r).at("error").at("field").as_string() == c.field);
+    }
+    // Nothing of them was kept, and the listing still works.
+    CHECK(Fixture::body(f.call("GET", "/v1/nodes", "admin-t")).at("nodes").as_array().empty());
+    // What shardnet-probe writes passes.
+    for (const char *fixture : {"nvidiaDGX2", "24em64t-2n6c2t-pci"}) {
+        std::ifstream in(std::string(FIXTURES) + "/probe/" + fixture + ".json");
+        std::stringstream ss;
+        ss << in.rdbuf();
+        CAPTURE(fixture);
+        CHECK(f.call("POST", "/v1/nodes", "worker-t", ss.str()).status == 200);
+    }
+    CHECK(Fixture::body(f.call("GET", "/v1/nodes", "admin-t")).at("nodes").as_array().size() == 2);
 }
 
 TEST_CASE("a derived worker token reports for its own run and attempt only") {
