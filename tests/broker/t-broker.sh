@@ -56,6 +56,8 @@ expect "wrong type names the field" 400 '"field":"attempt"' -- POST /v1/heartbea
 expect "attempt 2 starts" 204 "" -- POST /v1/heartbeats worker-t "${HB/\"attempt\":1/\"attempt\":2}"
 expect "attempt 1 is now stale" 409 stale_attempt -- POST /v1/heartbeats worker-t "$HB"
 expect "unknown route" 404 no_route -- GET /v1/nope admin-t
+expect "descriptor of the wrong shape" 400 '"field":"accelerators"' -- POST /v1/nodes worker-t '{"schema":"shardnet.node/1","host":"h1","hash":"x","accelerators":[1]}'
+expect "node list after it" 200 '"nodes":\[\]' -- GET /v1/nodes admin-t
 head -c 100000 /dev/zero | tr '\0' 'x' > "$T/big"
 expect "oversized body" 413 body_too_large -- POST /v1/heartbeats worker-t "@$T/big"
 # Slowloris: headers trickled in one byte at a time are cut off at the read deadline.
