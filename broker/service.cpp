@@ -314,15 +314,18 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     // One worker per node and Slurm step: a batch script and the srun step
     // it started on the same node are two workers.
     const std::string worker = jobstep.empty() ? node : node + "/" + jobstep;
-    workers_.beat(run, worker, attempt, int(interval), int(hb.ranks), hb.top_step, state == "ended", now, cluster, job,
-                  hb.checkpointing);
+    const bool new_worker = workers_.beat(run, worker, attempt, int(interval), int(hb.ranks), hb.top_step, state == "ended",
+                                          now, cluster, job, hb.checkpointing);
+    // A step's first worker on a node: that node of the allocation is now
+    // watched through its worker.
+    if (new_worker && !jobstep.empty() && jobstep != "batch") workers_.unwatch(run, node + "/alloc", attempt);
     if (jobstep == "batch" && job > 0 && state == "running" && cfg_.clusters.count(cluster)) {
         bool fresh;
         {
             std::lock_guard<std::mutex> lock(specs_mu_);
             fresh = specs_seen_.insert(run + '\n' + std::to_string(attempt)).second;
         }
-        if (fresh) capture_spec(run, attempt, cluster, job, hb.ckpt_dir);
+        if (fresh) capture_spec(run, attempt, cluster, job, hb.ckpt_dir, int(interval));
     }
 
     // The batch script's end is the job's end: the run ends with its status.

@@ -104,8 +104,10 @@ private:
     // Federation (service_federation.cpp).
     // The first batch-step heartbeat of an attempt: keep its Slurm job spec
     // and batch script, so that a requeue needs nothing from that cluster.
+    // It also starts watching the allocation's other nodes (WorkerTable::watch):
+    // a node that dies before any worker there reported is a failure too.
     void capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                      const std::string &ckpt_dir);
+                      const std::string &ckpt_dir, int interval);
     // Idle nodes of every local cluster joined with their descriptors.
     std::optional<Store::JobSpecRow> capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
                                                       long long job, const std::string &ckpt_dir);

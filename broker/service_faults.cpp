@@ -45,6 +45,16 @@ void Service::confirm(Fault fault, double now) {
             workers_.retire(fault.run, fault.node);  // the job ended; its last report was lost
             return;
         }
+        if (fault.state.watch_only) {  // a node of the allocation without a worker: only its health counts
+            if (node_state_bad(v.node_state) || !v.slurmd_answers) {
+                ev["no_worker_yet"] = true;
+                return raise_fault(fault, "(node " + node + " of job " + std::to_string(fault.state.job) +
+                                   "'s allocation, no worker there yet) down: " +
+                                   (v.slurmd_answers ? v.node_state : "slurmd unreachable"), ev, wall_now());
+            }
+            workers_.suspect(fault.run, fault.node, wall_now() + double(fault.state.interval) * cfg_.detector_misses);
+            return;
+        }
         if (node_state_bad(v.node_state) || !v.slurmd_answers)
             return raise_fault(fault, fault.cause + "; node " + node + (v.slurmd_answers ? " " + v.node_state : " slurmd unreachable"),
                                ev, wall_now());

@@ -49,12 +49,27 @@ NodeOffer undescribed(const std::string &name) {
 }  // namespace
 
 void Service::capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                           const std::string &ckpt_dir) {
-    boost::asio::post(slurm_thread_, [this, run, attempt, cluster, job, ckpt_dir] {
-        if (!capture_spec_now(run, attempt, cluster, job, ckpt_dir)) {
+                           const std::string &ckpt_dir, int interval) {
+    boost::asio::post(slurm_thread_, [this, run, attempt, cluster, job, ckpt_dir, interval] {
+        auto row = capture_spec_now(run, attempt, cluster, job, ckpt_dir);
+        if (!row) {
             std::lock_guard<std::mutex> lock(specs_mu_);  // try again at the next batch heartbeat
             specs_seen_.erase(run + '\n' + std::to_string(attempt));
+            return;
         }
+        json::error_code ec;
+        const json::value spec = json::parse(row->spec, ec);
+        auto field = [&](const char *k) -> std::string {
+            const json::value *v = !ec && spec.is_object() ? spec.as_object().if_contains(k) : nullptr;
+            return v && v->is_string() ? std::string(v->as_string()) : "";
+        };
+        const std::string nodelist = field("nodelist"), batch_host = field("batch_host");
+        std::string hosts;
+        if (nodelist.empty() || slurm_calls_.query(cfg_.clusters.at(cluster), {"scontrol", "show", "hostnames", nodelist}, hosts) != 0)
+            return;
+        std::istringstream is(hosts);
+        for (std::string host; is >> host;)
+            if (host != batch_host) workers_.watch(run, host + "/alloc", attempt, interval, wall_now(), cluster, job);
     });
 }
 
@@ -67,7 +82,8 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
         auto [group, gid] = name_and_id(scontrol_field(out, "GroupId"));
         json::object spec{{"user", user}, {"uid", uid}, {"gid", gid}, {"nodes", std::atoll(scontrol_field(out, "NumNodes").c_str())},
                           {"tasks", std::atoll(scontrol_field(out, "NumTasks").c_str())}, {"workdir", scontrol_field(out, "WorkDir")},
-                          {"stdout", scontrol_field(out, "StdOut")}, {"ckpt_dir", ckpt_dir}, {"job", job}, {"cluster", cluster}};
+                          {"stdout", scontrol_field(out, "StdOut")}, {"ckpt_dir", ckpt_dir}, {"job", job}, {"cluster", cluster},
+                          {"nodelist", scontrol_field(out, "NodeList")}, {"batch_host", scontrol_field(out, "BatchHost")}};
         const std::string dir = std::filesystem::path(cfg_.database).parent_path().string() + "/decisions";
         std::error_code ec;
         std::filesystem::create_directories(dir, ec);

@@ -26,6 +26,17 @@ void WorkerTable::suspect(const std::string &run, const std::string &node, doubl
     wheel_[static_cast<long long>(std::ceil(until))].push_back(std::move(key));
 }
 
+void WorkerTable::unwatch(const std::string &run, const std::string &key, long long attempt) {
+    std::string k = run + '\n' + key;
+    Shard &s = shard(k);
+    std::lock_guard<std::mutex> lock(s.mu);
+    WorkerState &w = s.map[k];
+    if (w.attempt > attempt) return;
+    w.attempt = attempt;
+    w.watch_only = true;
+    w.ended = true;  // kept, ended: a watch() that comes later for this attempt finds it
+}
+
 void WorkerTable::retire(const std::string &run, const std::string &node) {
     std::string key = run + '\n' + node;
     Shard &s = shard(key);
@@ -34,7 +45,30 @@ void WorkerTable::retire(const std::string &run, const std::string &node) {
     if (it != s.map.end()) it->second.ended = true;
 }
 
-void WorkerTable::beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
+void WorkerTable::watch(const std::string &run, const std::string &node, long long attempt, int interval, double now,
+                        const std::string &cluster, long long job) {
+    std::string key = run + '\n' + node;
+    long long file_at = 0;
+    {
+        Shard &s = shard(key);
+        std::lock_guard<std::mutex> lock(s.mu);
+        auto [it, fresh] = s.map.try_emplace(key);
+        if (!fresh && it->second.attempt >= attempt) return;  // watched already, or its worker came first
+        WorkerState &w = it->second;
+        w = WorkerState{};
+        w.attempt = attempt;
+        w.interval = interval;
+        w.last_seen = w.progress_time = now;
+        w.cluster = cluster;
+        w.job = job;
+        w.watch_only = true;
+        w.slot = file_at = static_cast<long long>(std::ceil(now + double(interval) * misses_));
+    }
+    std::lock_guard<std::mutex> lock(wheel_mu_);
+    wheel_[file_at].push_back(std::move(key));
+}
+
+bool WorkerTable::beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
                        std::optional<long long> step, bool ended, double now, const std::string &cluster, long long job,
                        bool checkpointing) {
     // Built in a buffer this thread keeps: finding a known worker allocates nothing.
@@ -42,11 +76,12 @@ void WorkerTable::beat(const std::string &run, const std::string &node, long lon
     key.assign(run).push_back('\n');
     key.append(node);
     long long file_at = 0;
+    bool fresh = false;
     {
         Shard &s = shard(key);
         std::lock_guard<std::mutex> lock(s.mu);
         WorkerState &w = s.map[key];
-        if (attempt != w.attempt) w = WorkerState{}, w.attempt = attempt, w.progress_time = now;
+        if (attempt != w.attempt) w = WorkerState{}, w.attempt = attempt, w.progress_time = now, fresh = true;
         w.interval = interval;
         w.ranks = ranks;
         w.last_seen = now;
@@ -62,12 +97,13 @@ void WorkerTable::beat(const std::string &run, const std::string &node, long lon
         // due, expire() files the worker again under the new one. So a
         // heartbeat costs the wheel nothing, and the wheel holds one entry
         // per worker.
-        if (ended || w.faulted || w.slot != 0) return;
+        if (ended || w.faulted || w.slot != 0) return fresh;
         w.slot = static_cast<long long>(std::ceil(deadline(w)));
         file_at = w.slot;
     }
     std::lock_guard<std::mutex> lock(wheel_mu_);
     wheel_[file_at].push_back(key);
+    return fresh;
 }
 
 std::vector<Fault> WorkerTable::expire(double now) {
@@ -100,7 +136,7 @@ std::vector<Fault> WorkerTable::expire(double now) {
         auto nl = key.find('\n');
         bool missed = w.last_seen + double(w.interval) * misses_ <= now;
         faults.push_back(Fault{key.substr(0, nl), key.substr(nl + 1), w.attempt,
-                               missed ? "missed heartbeats" : "progress stalled", w});
+                               w.watch_only ? "has no worker yet" : missed ? "missed heartbeats" : "progress stalled", w});
     }
     if (!refile.empty()) {
         std::lock_guard<std::mutex> lock(wheel_mu_);
@@ -144,7 +180,7 @@ std::vector<std::pair<std::string, WorkerState>> WorkerTable::of_run(const std::
     for (const auto &s : shards_) {
         std::lock_guard<std::mutex> lock(s.mu);
         for (const auto &[key, w] : s.map)
-            if (key.compare(0, prefix.size(), prefix) == 0) out.emplace_back(key.substr(prefix.size()), w);
+            if (!w.watch_only && key.compare(0, prefix.size(), prefix) == 0) out.emplace_back(key.substr(prefix.size()), w);
     }
     return out;
 }

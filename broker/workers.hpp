@@ -29,6 +29,10 @@ struct WorkerState {
     std::string cluster;
     double hold_until = 0;      // suspected: checked again at this time
     bool suspected = false;
+    // Not an agent: a node of the job's allocation where no worker has
+    // reported yet. It never sends heartbeats; at each deadline the detector
+    // asks Slurm whether the node is still up (watch()).
+    bool watch_only = false;
 };
 
 struct Fault {
@@ -42,10 +46,19 @@ class WorkerTable {
 public:
     WorkerTable(int misses, int stall_seconds) : misses_(misses), stall_(stall_seconds) {}
 
-    // A heartbeat arrived. step: highest rank step or nullopt.
-    void beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
+    // A heartbeat arrived. step: highest rank step or nullopt. True when
+    // the worker is new (first heartbeat of this attempt).
+    bool beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
               std::optional<long long> step, bool ended, double now, const std::string &cluster = "", long long job = 0,
               bool checkpointing = false);
+    // Watch a node of an attempt's allocation that has no worker yet: from
+    // now, checked every interval x misses until a worker there reports
+    // (retire) or the job ends. Nothing if the key is known.
+    void watch(const std::string &run, const std::string &key, long long attempt, int interval, double now,
+               const std::string &cluster, long long job);
+    // A worker on that node reported: the watch ends (or, when the worker was
+    // quicker than the broker's look at the allocation, never starts).
+    void unwatch(const std::string &run, const std::string &key, long long attempt);
     // Slurm says the node is fine: look again at `until` before faulting.
     void suspect(const std::string &run, const std::string &node, double until);
     // Slurm says the job is over: the worker is done, not failed.

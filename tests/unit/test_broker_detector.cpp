@@ -88,3 +88,51 @@ TEST_CASE("a suspected worker is looked at again later, and a heartbeat clears i
     t.beat("r", "n2", 1, 1, 1, 6, false, 205.0);  // it speaks again
     CHECK(t.expire(207.5).empty());
 }
+
+TEST_CASE("a watched allocation node comes due at its deadline, is held while Slurm says it is up, and goes with its first worker") {
+    WorkerTable t(3, 1000);
+    CHECK(t.beat("r", "a1/batch", 1, 1, 1, std::nullopt, false, 100.0, "alpha", 7));   // new worker
+    CHECK_FALSE(t.beat("r", "a1/batch", 1, 1, 1, std::nullopt, false, 100.5, "alpha", 7));
+    t.watch("r", "a2/alloc", 1, 1, 100.0, "alpha", 7);
+    t.watch("r", "a3/alloc", 1, 1, 100.0, "alpha", 7);
+    t.watch("r", "a1/batch", 1, 1, 100.0, "alpha", 7);  // a known key is left alone
+    for (double now = 100.0; now < 103; now += 0.5) t.beat("r", "a1/batch", 1, 1, 1, std::nullopt, false, now, "alpha", 7);
+    CHECK(t.expire(102.9).empty());
+    auto f = t.expire(103.0);
+    REQUIRE(f.size() == 2);
+    for (const auto &x : f) {
+        CHECK(x.state.watch_only);
+        CHECK(x.cause == "has no worker yet");
+        CHECK(x.state.job == 7);
+        CHECK(x.state.cluster == "alpha");
+    }
+    // Slurm said both are up: held for another deadline. a2's step worker
+    // then reports, which retires its watch; a3 comes due again.
+    t.suspect("r", "a2/alloc", 106.0);
+    t.suspect("r", "a3/alloc", 106.0);
+    t.beat("r", "a2/0", 1, 1, 1, 1, false, 104.0, "alpha", 7);
+    t.unwatch("r", "a2/alloc", 1);
+    for (double now = 103; now < 107; now += 0.5) {
+        t.beat("r", "a1/batch", 1, 1, 1, std::nullopt, false, now, "alpha", 7);
+        t.beat("r", "a2/0", 1, 1, 1, 1, false, now, "alpha", 7);
+    }
+    f = t.expire(106.5);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].node == "a3/alloc");
+    // Watches are not workers: a run's listing leaves them out.
+    for (const auto &[key, w] : t.of_run("r")) CHECK(key.find("/alloc") == std::string::npos);
+    CHECK(t.of_run("r").size() == 2);
+}
+
+TEST_CASE("a worker that reports before the broker looks at the allocation keeps its node from being watched") {
+    WorkerTable t(3, 1000);
+    t.beat("r", "a2/0", 1, 1, 1, 1, false, 100.0, "alpha", 7);
+    t.unwatch("r", "a2/alloc", 1);
+    t.watch("r", "a2/alloc", 1, 1, 100.5, "alpha", 7);  // too late: a2 has its worker
+    t.beat("r", "a2/0", 1, 1, 1, 2, true, 101.0, "alpha", 7);  // the step ends
+    CHECK(t.expire(200).empty());
+    t.watch("r", "a2/alloc", 2, 1, 201.0, "alpha", 8);  // attempt 2 watches it afresh
+    auto f = t.expire(204.0);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].attempt == 2);
+}
