@@ -2,24 +2,11 @@
 
 #include <algorithm>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
+#include "digest.hpp"
 #include "worker_token.hpp"
 
 namespace shardnet::broker {
-
-std::string sha256_hex(const std::string &data) {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned len = 0;
-    EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-    static const char *hex = "0123456789abcdef";
-    std::string out(len * 2, '0');
-    for (unsigned i = 0; i < len; ++i) {
-        out[2 * i] = hex[md[i] >> 4];
-        out[2 * i + 1] = hex[md[i] & 15];
-    }
-    return out;
-}
 
 Auth::Auth(const std::vector<TokenEntry> &tokens, double rate, double burst, const std::vector<WorkerKey> &worker_keys)
     : worker_keys_(worker_keys), per_window_(std::max<long long>(1, static_cast<long long>(std::min(rate / 10.0, burst)))) {

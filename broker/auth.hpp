@@ -9,10 +9,11 @@
 #include <vector>
 
 #include "config.hpp"
+#include "digest.hpp"
 
 namespace shardnet::broker {
 
-std::string sha256_hex(const std::string &data);
+using shardnet::sha256_hex;   // common/digest.hpp: how token hashes are written in the config
 
 // What a connection remembers between requests: agents keep their
 // connection, token and run, so each token is hashed once per connection,

@@ -150,7 +150,8 @@ private:
     SlurmCalls slurm_calls_;
     std::mutex specs_mu_;
     std::unordered_set<std::string> specs_seen_;   // run/attempt whose job spec is kept
-    std::unordered_set<std::string> stale_cancelled_;   // cluster/job, under specs_mu_
+    std::mutex stale_mu_;
+    std::unordered_set<std::string> stale_cancelled_;   // cluster/job, under stale_mu_
     std::thread forwarder_;
     std::mutex forward_mu_;
     std::condition_variable forward_cv_;

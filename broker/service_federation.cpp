@@ -321,7 +321,7 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
             // whether the job was submitted (its comment names the decision).
             for (const auto &[name, conf] : cfg_.clusters) {
                 std::string out;
-                if (slurm_calls_.change(conf, {"squeue", "-h", "-o", "%i %k"}, out) != 0) continue;
+                if (slurm_calls_.fresh(conf, {"squeue", "-h", "-o", "%i %k"}, out) != 0) continue;
                 std::istringstream is(out);
                 for (std::string line; std::getline(is, line);)
                     if (line.find(" shardnet-decision:" + id) != std::string::npos) {
@@ -395,7 +395,7 @@ void Service::cancel_stale(const std::string &cluster, long long job) {
     auto conf = cfg_.clusters.find(cluster);
     if (job <= 0 || conf == cfg_.clusters.end()) return;
     {
-        std::lock_guard<std::mutex> lock(specs_mu_);
+        std::lock_guard<std::mutex> lock(stale_mu_);
         if (!stale_cancelled_.insert(cluster + "/" + std::to_string(job)).second) return;
     }
     boost::asio::post(slurm_thread_, [this, slurm_conf = conf->second, job] {

@@ -24,11 +24,15 @@ int SlurmCalls::query(const std::string &slurm_conf, const std::vector<std::stri
             return it->second.rc;
         }
     }
+    return fresh(slurm_conf, argv, out);
+}
+
+int SlurmCalls::fresh(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out) {
     const double at = mono_now();
     int rc = call(slurm_conf, argv, out, false);
     std::lock_guard<std::mutex> lock(mu_);
     if (cache_.size() > 4096) cache_.clear();  // bounded: old answers are worthless anyway
-    cache_[key] = Answer{at, rc, out};
+    cache_[std::make_pair(slurm_conf, argv)] = Answer{at, rc, out};
     return rc;
 }
 

@@ -23,6 +23,10 @@ public:
     // A query (scontrol show, sinfo, squeue, ping): from the cache when an
     // answer younger than cache_ms is there.
     int query(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out);
+    // A query whose answer must be current (has a decision's job been
+    // submitted?): always asked, and its answer refreshes the cache. The
+    // cluster's other cached answers stay.
+    int fresh(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out);
     // A command that changes Slurm's state (sbatch, scancel, ...): never
     // cached, and it drops the cluster's cached answers.
     // out has its stderr after its stdout (sbatch's reasons).

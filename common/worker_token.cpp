@@ -7,6 +7,7 @@
 #include <nettle/memops.h>
 #include <unistd.h>
 
+#include "digest.hpp"
 #include "parse_util.hpp"
 
 namespace shardnet {
@@ -22,13 +23,7 @@ std::string mac_hex(std::string_view key, std::string_view run, unsigned long lo
     hmac_sha256_update(&ctx, msg.size(), reinterpret_cast<const uint8_t *>(msg.data()));
     uint8_t md[SHA256_DIGEST_SIZE];
     hmac_sha256_digest(&ctx, sizeof md, md);
-    static const char *hex = "0123456789abcdef";
-    std::string out(2 * sizeof md, '0');
-    for (std::size_t i = 0; i < sizeof md; ++i) {
-        out[2 * i] = hex[md[i] >> 4];
-        out[2 * i + 1] = hex[md[i] & 15];
-    }
-    return out;
+    return to_hex(md, sizeof md);
 }
 
 }  // namespace

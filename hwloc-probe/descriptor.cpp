@@ -1,9 +1,9 @@
 #include "descriptor.hpp"
+#include "digest.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <nettle/sha2.h>
 #include <set>
 #include <stdexcept>
 
@@ -108,15 +108,7 @@ std::string content_hash(const json::object &descriptor) {
     const std::string text = json::serialize(stable);
     // Nettle: SHA-256 without OpenSSL's start-up cost (its library load and
     // config file alone were ~2 ms of a ~15 ms probe).
-    sha256_ctx ctx;
-    sha256_init(&ctx);
-    sha256_update(&ctx, text.size(), reinterpret_cast<const uint8_t *>(text.data()));
-    uint8_t md[SHA256_DIGEST_SIZE];
-    sha256_digest(&ctx, sizeof md, md);
-    std::string hex = "sha256:";
-    char b[3];
-    for (uint8_t x : md) { std::snprintf(b, sizeof b, "%02x", x); hex += b; }
-    return hex;
+    return "sha256:" + sha256_hex(text);
 }
 
 std::string pretty(const NodeInfo &n) {

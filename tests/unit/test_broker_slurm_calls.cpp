@@ -26,6 +26,21 @@ TEST_CASE("Slurm queries are reused within cache_ms; changes are not and drop th
     CHECK(calls.query("/conf/a", {"false"}, ignored) == 1);  // exit status kept
 }
 
+TEST_CASE("a fresh query is always asked, refreshes its answer and leaves the others cached") {
+    SlurmCalls calls(60000, 1000, false);
+    std::string a, other, b, c, other2;
+    REQUIRE(calls.query("/conf/a", {"date", "+%s%N"}, a) == 0);
+    REQUIRE(calls.query("/conf/a", {"echo", "other"}, other) == 0);
+    REQUIRE(calls.fresh("/conf/a", {"date", "+%s%N"}, b) == 0);
+    CHECK(b != a);
+    CHECK(calls.calls() == 3);
+    REQUIRE(calls.query("/conf/a", {"date", "+%s%N"}, c) == 0);  // the fresh answer, from the cache
+    CHECK(c == b);
+    REQUIRE(calls.query("/conf/a", {"echo", "other"}, other2) == 0);
+    CHECK(calls.calls() == 3);
+    CHECK(calls.cache_hits() == 2);
+}
+
 TEST_CASE("calls to one cluster are throttled to max_per_second") {
     SlurmCalls calls(0, 3, false);
     std::string out;
