@@ -202,10 +202,12 @@ struct Nvml {
     int (*driver)(char *, unsigned);
     int (*cuda)(int *);
     int (*nvlink_state)(void *, unsigned, int *);
+    int (*uuid)(void *, char *, unsigned);
     bool load() {
         lib.sym(init, "nvmlInit_v2").sym(shutdown, "nvmlShutdown").sym(by_bus, "nvmlDeviceGetHandleByPciBusId_v2")
             .sym(name, "nvmlDeviceGetName").sym(memory, "nvmlDeviceGetMemoryInfo")
-            .sym(driver, "nvmlSystemGetDriverVersion").sym(cuda, "nvmlSystemGetCudaDriverVersion_v2");
+            .sym(driver, "nvmlSystemGetDriverVersion").sym(cuda, "nvmlSystemGetCudaDriverVersion_v2")
+            .sym(uuid, "nvmlDeviceGetUUID");
         bool ok = lib.complete();
         lib.sym(nvlink_state, "nvmlDeviceGetNvLinkState");  // optional: older drivers
         return ok;
@@ -231,6 +233,7 @@ void discover_nvml(NodeInfo &out) {
         void *dev = nullptr;
         if (n.by_bus(acc.pci_bus.c_str(), &dev) != 0) continue;
         if (n.name(dev, buf, sizeof buf) == 0) acc.model = buf;
+        if (n.uuid(dev, buf, sizeof buf) == 0) acc.uuid = buf;  // "GPU-…", as CUDA_VISIBLE_DEVICES accepts it
         NvmlMemory mem{};
         if (n.memory(dev, &mem) == 0) acc.memory_bytes = mem.total;
         if (n.nvlink_state) {
