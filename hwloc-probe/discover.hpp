@@ -36,5 +36,8 @@ void discover_ib_sysfs(NodeInfo &out);
 void ucx_skip_absent_modules();
 void discover_ucx(NodeInfo &out);
 void discover_nvml(NodeInfo &out);
+// AMD GPUs from the amdgpu driver's own files under SYSFS/bus/pci/devices/BUS
+// (what ROCm SMI reads): product name, unique id, VRAM and XGMI hive.
+void discover_amdgpu_sysfs(NodeInfo &out, const std::string &sysfs = "/sys");
 
 }  // namespace shardnet::probe

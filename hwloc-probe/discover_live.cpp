@@ -88,6 +88,28 @@ OsdevMap discover_sysfs_osdevs(const std::string &sysfs) {
     return out;
 }
 
+void discover_amdgpu_sysfs(NodeInfo &out, const std::string &sysfs) {
+    auto line = [](const std::string &path) {
+        std::ifstream f(path);
+        std::string v;
+        std::getline(f, v);
+        while (!v.empty() && (v.back() == ' ' || v.back() == '\n')) v.pop_back();
+        return v;
+    };
+    for (auto &acc : out.accelerators) {
+        if (acc.vendor != "amd") continue;
+        const std::string dev = sysfs + "/bus/pci/devices/" + acc.pci_bus + "/";
+        if (auto name = line(dev + "product_name"); !name.empty()) acc.model = name;
+        if (auto id = line(dev + "unique_id"); !id.empty()) acc.uuid = id;
+        if (auto vram = line(dev + "mem_info_vram_total"); !vram.empty()) {
+            char *end = nullptr;
+            unsigned long long bytes = std::strtoull(vram.c_str(), &end, 10);
+            if (end && *end == '\0' && bytes > 0) acc.memory_bytes = bytes;
+        }
+        if (auto hive = line(dev + "xgmi_hive_info/xgmi_hive_id"); !hive.empty() && hive != "0") acc.xgmi_hive = hive;
+    }
+}
+
 void discover_ib_sysfs(NodeInfo &out) {
     for (auto &nic : out.nics) {
         if (nic.kind == "ethernet") continue;

@@ -34,3 +34,27 @@ TEST_CASE("NICs are named from sysfs class links, by PCI function") {
 TEST_CASE("a missing sysfs gives no NICs, not an error") {
     CHECK(discover_sysfs_osdevs("/nonexistent").empty());
 }
+
+// tests/fixtures/sysfs/bus/pci/devices: an MI300X in an XGMI hive with the
+// amdgpu driver's files, and an AMD device with no hive and a VRAM file
+// that does not parse.
+TEST_CASE("AMD GPUs take name, id, VRAM and XGMI hive from amdgpu's sysfs files") {
+    NodeInfo n;
+    Accelerator mi, other, nv;
+    mi.vendor = "amd", mi.pci_bus = "0000:05:00.0", mi.model = "Device 74a1";
+    other.vendor = "amd", other.pci_bus = "0000:06:00.0", other.model = "Device 1234";
+    nv.vendor = "nvidia", nv.pci_bus = "0000:05:00.0", nv.model = "GH100";  // same bus id, not AMD: untouched
+    n.accelerators = {mi, other, nv};
+    discover_amdgpu_sysfs(n, std::string(FIXTURES) + "/sysfs");
+    const auto &a = n.accelerators;
+    CHECK(a[0].model == "AMD Instinct MI300X");
+    CHECK(a[0].uuid == "7c3a1e5b2d4f6a8b");
+    REQUIRE(a[0].memory_bytes);
+    CHECK(*a[0].memory_bytes == 206141652992ull);
+    CHECK(a[0].xgmi_hive == "5219823736453457");
+    CHECK(a[1].model == "Device 1234");
+    CHECK_FALSE(a[1].memory_bytes);
+    CHECK(a[1].xgmi_hive.empty());  // hive 0: not in one
+    CHECK(a[2].model == "GH100");
+    CHECK(a[2].uuid.empty());
+}
