@@ -127,8 +127,7 @@ private:
         ar.conn_cache = &conn_cache_;
         const bool keep = req.keep_alive();
         const unsigned version = req.version;
-        // The request's deadline also covers its answer: one timer operation
-        // per request (each takes the reactor's lock), not three.
+        // The request's deadline (arm_deadline) also covers its answer.
         if (ar.method == "GET" && ar.target.find("/events?") != std::string::npos &&
             (ar.target.find("follow=1") != std::string::npos || ar.target.find("follow=true") != std::string::npos)) {
             deadline_ = Clock::time_point::max();  // a stream stays open: its keep-alives find a gone client
