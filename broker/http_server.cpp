@@ -75,7 +75,7 @@ private:
     }
 
     void do_read() {
-        parser_.emplace();
+        parser_.emplace(request_);
         parser_->eager(true);
         parser_->header_limit(std::uint32_t(srv_.limits.header_bytes));
         parser_->body_limit(srv_.limits.body_bytes);
@@ -117,21 +117,16 @@ private:
                 return ++counts_.busy, send(error_response(400, "bad_request", "malformed HTTP: " + ec.message()), false, 11);
             return close();
         }
-        RequestParser &req = *parser_;
         ++counts_.busy;
-        ApiRequest ar;
-        ar.method = std::move(req.method);
-        ar.target = std::move(req.target);
-        ar.bearer = std::move(req.bearer);
-        ar.body = std::move(req.body);
+        ApiRequest &ar = request_;
         ar.conn_cache = &conn_cache_;
-        const bool keep = req.keep_alive();
-        const unsigned version = req.version;
+        const bool keep = parser_->keep_alive();
+        const unsigned version = parser_->version;
         // The request's deadline (arm_deadline) also covers its answer.
         if (ar.method == "GET" && ar.target.find("/events?") != std::string::npos &&
             (ar.target.find("follow=1") != std::string::npos || ar.target.find("follow=true") != std::string::npos)) {
             deadline_ = Clock::time_point::max();  // a stream stays open: its keep-alives find a gone client
-            return start_stream(std::move(ar), version);
+            return start_stream(ar, version);
         }
         in_handle_ = true;
         handler_thread_ = std::this_thread::get_id();
@@ -139,7 +134,7 @@ private:
         version_ = version;
         // Only the session pointer is captured: std::function keeps it
         // without allocating.
-        srv_.service.handle(std::move(ar), [self = this->shared_from_this()](ApiResponse r) {
+        srv_.service.handle(ar, [self = this->shared_from_this()](ApiResponse r) {
             if (self->in_handle_ && std::this_thread::get_id() == self->handler_thread_) {  // answered at once, on our strand
                 self->ready_ = std::move(r);
                 return;
@@ -185,7 +180,7 @@ private:
     }
 
     // Server-Sent Events: the response stays open; the service pushes events.
-    void start_stream(ApiRequest ar, unsigned version) {
+    void start_stream(const ApiRequest &ar, unsigned version) {
         auto sink = std::make_shared<EventSink>();
         std::weak_ptr<Session> weak = this->shared_from_this();
         sink->push = [weak](std::string msg) {
@@ -243,6 +238,7 @@ private:
     HttpServer::Counts &counts_;
     Stream stream_;
     beast::flat_buffer buffer_;
+    ApiRequest request_;                 // refilled by each request's parser
     std::optional<RequestParser> parser_;
     Timer timer_{stream_.get_executor()};
     Clock::time_point deadline_{};

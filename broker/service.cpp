@@ -174,7 +174,7 @@ bool Service::may_see(const TokenEntry &who, const std::string &run, const RunIn
     return false;
 }
 
-void Service::handle(ApiRequest req, const Reply &reply) {
+void Service::handle(const ApiRequest &req, const Reply &reply) {
     count(c_requests);
     const double now = wall_now();
     std::string path = req.target, query;

@@ -36,6 +36,8 @@ struct ApiRequest {
     std::string body;
     ConnCache *conn_cache = nullptr;   // the connection's, when it has one
 };
+// Handlers read a request while they run; what they keep for later (a store
+// job, a stream) they copy. The HTTP server reuses a connection's request.
 
 struct ApiResponse {
     unsigned status = 200;
@@ -56,7 +58,7 @@ public:
     Service(const BrokerConfig &cfg, std::unique_ptr<Store> store);
     ~Service();
 
-    void handle(ApiRequest req, const Reply &reply);
+    void handle(const ApiRequest &req, const Reply &reply);
     // GET /v1/runs/{id}/events?follow=1: an error to send instead, or none,
     // and then the run's events after `after` and every new one go to sink.
     std::optional<ApiResponse> follow_events(const ApiRequest &req, std::shared_ptr<EventSink> sink);
