@@ -108,13 +108,12 @@ private:
     void on_read(beast::error_code ec) {
         if (ec == http::error::end_of_stream) return close();
         if (ec == http::error::body_limit)
-            return ++counts_.busy, send(error_response(413, "body_too_large", "request body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes"), false, 11);
+            return refuse(413, "body_too_large", "request body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes");
         if (ec == http::error::header_limit)
-            return ++counts_.busy, send(error_response(431, "headers_too_large", "request headers exceed " + std::to_string(srv_.limits.header_bytes) + " bytes"), false, 11);
+            return refuse(431, "headers_too_large", "request headers exceed " + std::to_string(srv_.limits.header_bytes) + " bytes");
         if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) return;  // closed by the deadline
         if (ec) {
-            if (buffer_.size() > 0 || parser_->got_some())
-                return ++counts_.busy, send(error_response(400, "bad_request", "malformed HTTP: " + ec.message()), false, 11);
+            if (buffer_.size() > 0 || parser_->got_some()) return refuse(400, "bad_request", "malformed HTTP: " + ec.message());
             return close();
         }
         ++counts_.busy;
@@ -150,6 +149,12 @@ private:
             ready_.reset();
             send(std::move(r), keep, version);
         }
+    }
+
+    // A request that cannot be read: answered, and the connection closed.
+    void refuse(unsigned status, const std::string &code, const std::string &message) {
+        ++counts_.busy;
+        send(error_response(status, code, message), false, 11);
     }
 
     void send(ApiResponse r, bool keep, unsigned version) {

@@ -29,6 +29,8 @@
 
 namespace shardnet::broker {
 
+// Handlers read a request while they run; what they keep for later (a store
+// job, a stream) they copy. The HTTP server reuses a connection's request.
 struct ApiRequest {
     std::string method;   // "GET", "POST", ...
     std::string target;   // path and query
@@ -36,8 +38,6 @@ struct ApiRequest {
     std::string body;
     ConnCache *conn_cache = nullptr;   // the connection's, when it has one
 };
-// Handlers read a request while they run; what they keep for later (a store
-// job, a stream) they copy. The HTTP server reuses a connection's request.
 
 struct ApiResponse {
     unsigned status = 200;
@@ -111,8 +111,10 @@ private:
     void capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
                       const std::string &ckpt_dir, int interval);
     // Idle nodes of every local cluster joined with their descriptors.
+    // nodelist, batch_host: the job's allocation as Slurm names it, when asked.
     std::optional<Store::JobSpecRow> capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
-                                                      long long job, const std::string &ckpt_dir);
+                                                      long long job, const std::string &ckpt_dir, std::string *nodelist = nullptr,
+                                                      std::string *batch_host = nullptr);
     std::vector<ClusterOffer> local_offers(const std::string &ckpt_dir);
     // Every probed node's offer, by host: parsed from the stored descriptors
     // once, then kept up to date by POST /v1/nodes (store thread only).
@@ -127,8 +129,8 @@ private:
                              const std::vector<std::string> &nodes, const std::string &decision, std::string &err);
     void capacity(const std::string &query, const Reply &reply);
     void receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply);
-    // A fenced attempt's job that still runs (its cluster could not be told
-    // when the decision was made): cancelled once, when it shows up.
+    // A fenced attempt's job that still runs: cancelled once, off the caller's
+    // thread (when a peer takes its successor, or when it shows up again).
     void cancel_stale(const std::string &cluster, long long job);
     // Sends decisions in state 'forwarding' to their peer until one answers.
     void forward_loop();

@@ -45,19 +45,18 @@ void Service::confirm(Fault fault, double now) {
             workers_.retire(fault.run, fault.node);  // the job ended; its last report was lost
             return;
         }
+        const bool node_down = node_state_bad(v.node_state) || !v.slurmd_answers;
+        const std::string down_why = v.slurmd_answers ? v.node_state : "slurmd unreachable";
         if (fault.state.watch_only) {  // a node of the allocation without a worker: only its health counts
-            if (node_state_bad(v.node_state) || !v.slurmd_answers) {
-                ev["no_worker_yet"] = true;
-                return raise_fault(fault, "(node " + node + " of job " + std::to_string(fault.state.job) +
-                                   "'s allocation, no worker there yet) down: " +
-                                   (v.slurmd_answers ? v.node_state : "slurmd unreachable"), ev, wall_now());
+            if (!node_down) {
+                workers_.suspect(fault.run, fault.node, wall_now() + double(fault.state.interval) * cfg_.detector_misses);
+                return;
             }
-            workers_.suspect(fault.run, fault.node, wall_now() + double(fault.state.interval) * cfg_.detector_misses);
-            return;
+            ev["no_worker_yet"] = true;
+            return raise_fault(fault, "(node " + node + " of job " + std::to_string(fault.state.job) +
+                               "'s allocation, no worker there yet) down: " + down_why, ev, wall_now());
         }
-        if (node_state_bad(v.node_state) || !v.slurmd_answers)
-            return raise_fault(fault, fault.cause + "; node " + node + (v.slurmd_answers ? " " + v.node_state : " slurmd unreachable"),
-                               ev, wall_now());
+        if (node_down) return raise_fault(fault, fault.cause + "; node " + node + " " + down_why, ev, wall_now());
         if (fault.cause == "progress stalled")  // node and job are fine: the trainer hangs
             return raise_fault(fault, fault.cause + "; node " + node + " and job healthy in Slurm", ev, wall_now());
         if (!fault.state.suspected) {

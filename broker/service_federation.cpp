@@ -40,6 +40,15 @@ bool under(const std::string &path, const std::string &root) {
     return path.size() == root.size() || root.back() == '/' || path[root.size()] == '/';
 }
 
+// Where batch scripts go on their way into and out of Slurm: beside the
+// broker's database.
+std::string decisions_dir(const std::string &database) {
+    const std::string dir = std::filesystem::path(database).parent_path().string() + "/decisions";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    return dir;
+}
+
 NodeOffer undescribed(const std::string &name) {
     NodeOffer n;
     n.name = name;
@@ -51,19 +60,12 @@ NodeOffer undescribed(const std::string &name) {
 void Service::capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
                            const std::string &ckpt_dir, int interval) {
     boost::asio::post(slurm_thread_, [this, run, attempt, cluster, job, ckpt_dir, interval] {
-        auto row = capture_spec_now(run, attempt, cluster, job, ckpt_dir);
-        if (!row) {
+        std::string nodelist, batch_host;
+        if (!capture_spec_now(run, attempt, cluster, job, ckpt_dir, &nodelist, &batch_host)) {
             std::lock_guard<std::mutex> lock(specs_mu_);  // try again at the next batch heartbeat
             specs_seen_.erase(run + '\n' + std::to_string(attempt));
             return;
         }
-        json::error_code ec;
-        const json::value spec = json::parse(row->spec, ec);
-        auto field = [&](const char *k) -> std::string {
-            const json::value *v = !ec && spec.is_object() ? spec.as_object().if_contains(k) : nullptr;
-            return v && v->is_string() ? std::string(v->as_string()) : "";
-        };
-        const std::string nodelist = field("nodelist"), batch_host = field("batch_host");
         std::string hosts;
         if (nodelist.empty() || slurm_calls_.query(cfg_.clusters.at(cluster), {"scontrol", "show", "hostnames", nodelist}, hosts) != 0)
             return;
@@ -74,29 +76,30 @@ void Service::capture_spec(const std::string &run, long long attempt, const std:
 }
 
 std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
-                                                           long long job, const std::string &ckpt_dir) {
-        const std::string &conf = cfg_.clusters.at(cluster);
-        std::string out;
-        if (slurm_calls_.query(conf, {"scontrol", "-o", "show", "job", std::to_string(job)}, out) != 0) return std::nullopt;
-        auto [user, uid] = name_and_id(scontrol_field(out, "UserId"));
-        auto [group, gid] = name_and_id(scontrol_field(out, "GroupId"));
-        json::object spec{{"user", user}, {"uid", uid}, {"gid", gid}, {"nodes", std::atoll(scontrol_field(out, "NumNodes").c_str())},
-                          {"tasks", std::atoll(scontrol_field(out, "NumTasks").c_str())}, {"workdir", scontrol_field(out, "WorkDir")},
-                          {"stdout", scontrol_field(out, "StdOut")}, {"ckpt_dir", ckpt_dir}, {"job", job}, {"cluster", cluster},
-                          {"nodelist", scontrol_field(out, "NodeList")}, {"batch_host", scontrol_field(out, "BatchHost")}};
-        const std::string dir = std::filesystem::path(cfg_.database).parent_path().string() + "/decisions";
-        std::error_code ec;
-        std::filesystem::create_directories(dir, ec);
-        const std::string path = dir + "/" + run + ".attempt-" + std::to_string(attempt) + ".job.sh";
-        std::string ignored;
-        if (slurm_calls_.change(conf, {"scontrol", "write", "batch_script", std::to_string(job), path}, ignored) != 0) return std::nullopt;
-        std::ifstream f(path, std::ios::binary);
-        std::stringstream ss;
-        ss << f.rdbuf();
-        std::filesystem::remove(path, ec);
-        Store::JobSpecRow row{cluster, job, json::serialize(spec), ss.str()};
-        store_wait([&] { store_->upsert_job_spec(run, attempt, row); return 0; });
-        return row;
+                                                           long long job, const std::string &ckpt_dir, std::string *nodelist,
+                                                           std::string *batch_host) {
+    const std::string &conf = cfg_.clusters.at(cluster);
+    std::string out;
+    if (slurm_calls_.query(conf, {"scontrol", "-o", "show", "job", std::to_string(job)}, out) != 0) return std::nullopt;
+    auto [user, uid] = name_and_id(scontrol_field(out, "UserId"));
+    auto [group, gid] = name_and_id(scontrol_field(out, "GroupId"));
+    if (nodelist) *nodelist = scontrol_field(out, "NodeList");
+    if (batch_host) *batch_host = scontrol_field(out, "BatchHost");
+    json::object spec{{"user", user}, {"uid", uid}, {"gid", gid}, {"nodes", std::atoll(scontrol_field(out, "NumNodes").c_str())},
+                      {"tasks", std::atoll(scontrol_field(out, "NumTasks").c_str())}, {"workdir", scontrol_field(out, "WorkDir")},
+                      {"stdout", scontrol_field(out, "StdOut")}, {"ckpt_dir", ckpt_dir}, {"job", job}, {"cluster", cluster}};
+    const std::string path = decisions_dir(cfg_.database) + "/" + run + ".attempt-" + std::to_string(attempt) + ".job.sh";
+    std::string ignored;
+    // A read of Slurm's state (into a file): it must not drop the cluster's cached answers.
+    if (slurm_calls_.fresh(conf, {"scontrol", "write", "batch_script", std::to_string(job), path}, ignored) != 0) return std::nullopt;
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    Store::JobSpecRow row{cluster, job, json::serialize(spec), ss.str()};
+    store_wait([&] { store_->upsert_job_spec(run, attempt, row); return 0; });
+    return row;
 }
 
 std::shared_ptr<const std::map<std::string, NodeOffer>> Service::node_offers() {
@@ -161,10 +164,7 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
     // A decision (from a peer, or a job's own record) never makes the
     // broker submit as root.
     if (uid == "0" || gid == "0") { err = "refusing to submit a job as root (uid or gid 0)"; return 0; }
-    const std::string dir = std::filesystem::path(cfg_.database).parent_path().string() + "/decisions";
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    const std::string path = dir + "/" + run + ".attempt-" + std::to_string(to) + ".sh";
+    const std::string path = decisions_dir(cfg_.database) + "/" + run + ".attempt-" + std::to_string(to) + ".sh";
     {
         std::ofstream f(path, std::ios::binary | std::ios::trunc);
         f << script;
@@ -219,7 +219,7 @@ void Service::capacity(const std::string &query, const Reply &reply) {
         }
         const double now = wall_now();
         const auto node_map = node_offers();
-    const auto &described = *node_map;
+        const auto &described = *node_map;
         json::array rows;
         long long idle_gpus = 0;
         for (const auto &[name, conf] : cfg_.clusters) {
@@ -460,13 +460,9 @@ void Service::forwarded(const Store::Forwarding &f, const std::string &answer, l
         // The successor has a place: the old attempt's job ends now.
         if (!ec && payload.is_object())
             if (auto *spec = payload.as_object().if_contains("spec"); spec && spec->is_object()) {
-                const auto &so = spec->as_object();
-                auto cl = so.if_contains("cluster");
-                auto old = so.if_contains("job");
-                if (cl && cl->is_string() && old && old->is_int64() && cfg_.clusters.count(std::string(cl->as_string()))) {
-                    std::string ignored;
-                    slurm_calls_.change(cfg_.clusters.at(std::string(cl->as_string())), {"scancel", std::to_string(old->as_int64())}, ignored);
-                }
+                auto *cl = spec->as_object().if_contains("cluster");
+                auto *old = spec->as_object().if_contains("job");
+                if (cl && cl->is_string() && old && old->is_int64()) cancel_stale(std::string(cl->as_string()), old->as_int64());
             }
         const long long job = a.contains("job") && a.at("job").is_int64() ? a.at("job").as_int64() : 0;
         const std::string cluster = a.contains("cluster") && a.at("cluster").is_string() ? std::string(a.at("cluster").as_string()) : "";

@@ -4,6 +4,11 @@
 
 namespace shardnet::broker {
 
+void WorkerTable::file(long long slot, std::string key) {
+    std::lock_guard<std::mutex> lock(wheel_mu_);
+    wheel_[slot].push_back(std::move(key));
+}
+
 double WorkerTable::deadline(const WorkerState &w) const {
     double hb = w.last_seen + double(w.interval) * misses_;
     double stall = (w.step >= 0 ? w.progress_time : w.last_seen) + stall_;
@@ -22,8 +27,7 @@ void WorkerTable::suspect(const std::string &run, const std::string &node, doubl
         it->second.hold_until = until;
         it->second.slot = static_cast<long long>(std::ceil(until));
     }
-    std::lock_guard<std::mutex> lock(wheel_mu_);
-    wheel_[static_cast<long long>(std::ceil(until))].push_back(std::move(key));
+    file(static_cast<long long>(std::ceil(until)), std::move(key));
 }
 
 void WorkerTable::unwatch(const std::string &run, const std::string &key, long long attempt) {
@@ -64,8 +68,7 @@ void WorkerTable::watch(const std::string &run, const std::string &node, long lo
         w.watch_only = true;
         w.slot = file_at = static_cast<long long>(std::ceil(now + double(interval) * misses_));
     }
-    std::lock_guard<std::mutex> lock(wheel_mu_);
-    wheel_[file_at].push_back(std::move(key));
+    file(file_at, std::move(key));
 }
 
 bool WorkerTable::beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
@@ -101,8 +104,7 @@ bool WorkerTable::beat(const std::string &run, const std::string &node, long lon
         w.slot = static_cast<long long>(std::ceil(deadline(w)));
         file_at = w.slot;
     }
-    std::lock_guard<std::mutex> lock(wheel_mu_);
-    wheel_[file_at].push_back(key);
+    file(file_at, key);
     return fresh;
 }
 

@@ -79,6 +79,7 @@ private:
         std::unordered_map<std::string, WorkerState> map;   // key: run '\n' node
     };
     double deadline(const WorkerState &w) const;
+    void file(long long slot, std::string key);   // into the wheel
     Shard &shard(const std::string &key) { return shards_[std::hash<std::string>{}(key) % kShards]; }
 
     int misses_, stall_;

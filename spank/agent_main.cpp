@@ -170,36 +170,34 @@ private:
 
     // false: the broker is away (try again at the next heartbeat).
     bool commit_one(RankState &r, const std::string &name, int timeout_ms) {
-        {
-            const std::string dir = cfg_.ckpt_dir + "/" + name;
-            std::string text, err;
-            int fd = ::open((dir + "/rank-" + std::to_string(r.rank) + ".manifest").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-            if (fd >= 0) {
-                char buf[8192];
-                ssize_t n;
-                while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < (1 << 20)) text.append(buf, size_t(n));
-                ::close(fd);
-            } else {
-                err = "no manifest " + dir + "/rank-" + std::to_string(r.rank) + ".manifest";
-            }
-            HttpRequest req;
-            if (err.empty()) req.body = commit_json(text, cfg_.attempt, r.rank, cfg_.world, err);
-            if (!err.empty()) {
-                log("checkpoint " + name + " of rank " + std::to_string(r.rank) + " not committed: " + err);
-                return true;
-            }
-            req.url = cfg_.url + "/v1/runs/" + cfg_.run + "/checkpoints/" + name + "/commit";
-            req.bearer = cfg_.token;
-            req.ca_file = cfg_.ca_file;
-            req.timeout_ms = timeout_ms;
-            auto res = client_.send(req);
-            if (res.status == 0 || res.status >= 500) return false;
-            r.reported = name;
-            if (!res.ok()) { log("checkpoint " + name + " refused: HTTP " + std::to_string(res.status) + " " + res.body); return true; }
-            if (res.body.find("\"sealed\":true") != std::string::npos) {
-                int m = ::open((dir + "/" + kSealedMarker).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-                if (m >= 0) ::close(m);
-            }
+        const std::string dir = cfg_.ckpt_dir + "/" + name;
+        std::string text, err;
+        int fd = ::open((dir + "/rank-" + std::to_string(r.rank) + ".manifest").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) {
+            char buf[8192];
+            ssize_t n;
+            while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < (1 << 20)) text.append(buf, size_t(n));
+            ::close(fd);
+        } else {
+            err = "no manifest " + dir + "/rank-" + std::to_string(r.rank) + ".manifest";
+        }
+        HttpRequest req;
+        if (err.empty()) req.body = commit_json(text, cfg_.attempt, r.rank, cfg_.world, err);
+        if (!err.empty()) {
+            log("checkpoint " + name + " of rank " + std::to_string(r.rank) + " not committed: " + err);
+            return true;
+        }
+        req.url = cfg_.url + "/v1/runs/" + cfg_.run + "/checkpoints/" + name + "/commit";
+        req.bearer = cfg_.token;
+        req.ca_file = cfg_.ca_file;
+        req.timeout_ms = timeout_ms;
+        auto res = client_.send(req);
+        if (res.status == 0 || res.status >= 500) return false;
+        r.reported = name;
+        if (!res.ok()) { log("checkpoint " + name + " refused: HTTP " + std::to_string(res.status) + " " + res.body); return true; }
+        if (res.body.find("\"sealed\":true") != std::string::npos) {
+            int m = ::open((dir + "/" + kSealedMarker).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+            if (m >= 0) ::close(m);
         }
         return true;
     }
