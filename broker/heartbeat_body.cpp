@@ -2,7 +2,8 @@
 
 #include <boost/json/basic_parser_impl.hpp>
 #include <cstring>
-#include <vector>
+
+#include "parse_util.hpp"
 
 namespace shardnet::broker {
 
@@ -40,20 +41,28 @@ struct Reader {
     enum Frame { top, ranks_array, rank_object, exit_object, other };
     HeartbeatBody &hb;
     BodyError &err;
-    std::vector<Frame> frames;
+    // The open objects and arrays, innermost last. The fields read sit at
+    // depth 4 at most; a deeper level is counted, not kept (always other).
+    static constexpr int kKept = 8;
+    Frame frames[kKept];
+    int depth = 0;
     std::string key_buf, text;   // a key or string that came in parts
     Key key = k_other;
     bool seen_run = false, seen_attempt = false, seen_node = false, seen_ranks = false, not_object = false;
 
-    Reader(HeartbeatBody &h, BodyError &e) : hb(h), err(e) { frames.reserve(8); }
+    Reader(HeartbeatBody &h, BodyError &e) : hb(h), err(e) {}
 
     void fail(std::string_view field, const std::string &why) {
         if (err.code.empty()) err = BodyError{"bad_field", std::string(field), std::string(field) + ": " + why};
     }
-    Frame parent() const { return frames.empty() ? other : frames.back(); }
+    Frame parent() const { return depth == 0 || depth > kKept ? other : frames[depth - 1]; }
+    void open(Frame f) {
+        if (depth < kKept) frames[depth] = f;
+        ++depth;
+    }
     // A value of another kind than expected at a known place.
     void wrong_kind() {
-        if (frames.empty()) { not_object = true; return; }
+        if (depth == 0) { not_object = true; return; }
         if (parent() == ranks_array) return fail("ranks", "expected objects");
         if (parent() != top) return;
         switch (key) {
@@ -88,6 +97,8 @@ struct Reader {
     }
     void string_value(std::string_view s) {
         if (parent() != top) return wrong_kind();
+        // The parser leaves UTF-8 to us: only the strings kept are checked.
+        if (key != k_other && !is_valid_utf8(s)) return fail(kKeyNames[key], "not valid UTF-8");
         switch (key) {
         case k_run: seen_run = true; hb.run.assign(s); return;
         case k_node: seen_node = true; hb.node.assign(s); return;
@@ -104,23 +115,23 @@ struct Reader {
     bool on_document_end(ec_t &) { return true; }
     bool on_object_begin(ec_t &) {
         Frame f = other;
-        if (frames.empty()) f = top;
+        if (depth == 0) f = top;
         else if (parent() == top) wrong_kind();
         else if (parent() == ranks_array) { f = rank_object; ++hb.ranks; }
         else if (parent() == rank_object && key == k_exit && hb.ranks == 1) f = exit_object;
-        frames.push_back(f);
+        open(f);
         return true;
     }
-    bool on_object_end(std::size_t, ec_t &) { frames.pop_back(); return true; }
+    bool on_object_end(std::size_t, ec_t &) { --depth; return true; }
     bool on_array_begin(ec_t &) {
         Frame f = other;
-        if (frames.empty()) not_object = true;
+        if (depth == 0) not_object = true;
         else if (parent() == top && key == k_ranks) { f = ranks_array; seen_ranks = true; }
         else wrong_kind();
-        frames.push_back(f);
+        open(f);
         return true;
     }
-    bool on_array_end(std::size_t, ec_t &) { frames.pop_back(); return true; }
+    bool on_array_end(std::size_t, ec_t &) { --depth; return true; }
     bool on_key_part(json::string_view s, std::size_t, ec_t &) { key_buf.append(s.data(), s.size()); return true; }
     bool on_key(json::string_view s, std::size_t, ec_t &) {
         if (key_buf.empty()) {
@@ -161,7 +172,11 @@ struct Reader {
 }  // namespace
 
 bool read_heartbeat(std::string_view body, HeartbeatBody &out, BodyError &err) {
-    json::basic_parser<Reader> p(json::parse_options{}, out, err);
+    // Strings the broker does not keep (most of a heartbeat) are not
+    // checked for UTF-8; string_value checks the ones it keeps.
+    json::parse_options opt;
+    opt.allow_invalid_utf8 = true;
+    json::basic_parser<Reader> p(opt, out, err);
     ec_t ec;
     const std::size_t used = p.write_some(false, body.data(), body.size(), ec);
     const bool trailing = body.substr(used).find_first_not_of(" \t\r\n") != std::string_view::npos;

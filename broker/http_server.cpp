@@ -128,27 +128,30 @@ private:
             return start_stream(ar, version);
         }
         in_handle_ = true;
-        handler_thread_ = std::this_thread::get_id();
         keep_ = keep;
         version_ = version;
-        // Only the session pointer is captured: std::function keeps it
-        // without allocating.
-        srv_.service.handle(ar, [self = this->shared_from_this()](ApiResponse r) {
-            if (self->in_handle_ && std::this_thread::get_id() == self->handler_thread_) {  // answered at once, on our strand
+        // The reply captures a plain pointer, which std::function keeps
+        // without allocating. An answer that comes later (from the store's
+        // thread) is posted back to this connection's thread; it cannot run
+        // before this function returns, and by then hold_ keeps the session.
+        srv_.service.handle(ar, [self = this](ApiResponse r) {
+            if (self->stream_.get_executor().running_in_this_thread() && self->in_handle_) {  // answered at once
                 self->ready_ = std::move(r);
                 return;
             }
-            // Answered later, from the store's thread: back to our strand.
             asio::post(self->stream_.get_executor(), [self, r = std::move(r)]() mutable {
+                auto hold = std::move(self->hold_);
                 self->send(std::move(r), self->keep_, self->version_);
             });
         });
         in_handle_ = false;
-        if (ready_) {
-            ApiResponse r = std::move(*ready_);
-            ready_.reset();
-            send(std::move(r), keep, version);
+        if (!ready_) {
+            hold_ = this->shared_from_this();
+            return;
         }
+        ApiResponse r = std::move(*ready_);
+        ready_.reset();
+        send(std::move(r), keep, version);
     }
 
     // A request that cannot be read: answered, and the connection closed.
@@ -161,6 +164,17 @@ private:
         // Our answers are small and of one shape: formatted straight into one
         // buffer per connection (Beast's general serializer was a third of
         // the cost of a heartbeat).
+        static constexpr std::string_view kNoContent = "HTTP/1.1 204 No Content\r\nServer: shardnet-broker\r\n\r\n";
+        if (r.status == 204 && keep && version == 11) out_.assign(kNoContent);  // a heartbeat's answer
+        else format(r, keep, version);
+        asio::async_write(stream_, asio::buffer(out_), [self = this->shared_from_this(), keep](beast::error_code ec, std::size_t) {
+            --self->counts_.busy;
+            if (ec || !keep) return self->close();
+            self->do_read();
+        });
+    }
+
+    void format(const ApiResponse &r, bool keep, unsigned version) {
         out_.clear();
         out_ += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
         out_ += std::to_string(r.status);
@@ -177,11 +191,6 @@ private:
         }
         out_ += "\r\n";
         if (r.status != 204 && r.status != 304) out_ += r.body;
-        asio::async_write(stream_, asio::buffer(out_), [self = this->shared_from_this(), keep](beast::error_code ec, std::size_t) {
-            --self->counts_.busy;
-            if (ec || !keep) return self->close();
-            self->do_read();
-        });
     }
 
     // Server-Sent Events: the response stays open; the service pushes events.
@@ -257,8 +266,8 @@ private:
     bool in_handle_ = false;
     bool keep_ = true;
     unsigned version_ = 11;
-    std::thread::id handler_thread_;
     std::optional<ApiResponse> ready_;
+    std::shared_ptr<Session> hold_;      // while an answer is on its way from another thread
 };
 
 }  // namespace

@@ -16,6 +16,7 @@ namespace shardnet::broker {
 
 namespace json = boost::json;
 using namespace detail;
+using namespace std::literals;
 
 double wall_now() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -177,10 +178,14 @@ bool Service::may_see(const TokenEntry &who, const std::string &run, const RunIn
 void Service::handle(const ApiRequest &req, const Reply &reply) {
     count(c_requests);
     const double now = wall_now();
-    std::string path = req.target, query;
-    if (auto q = path.find('?'); q != std::string::npos) { query = path.substr(q + 1); path.resize(q); }
-    if (req.method == "GET" && path == "/v1/health") return reply(ok_json(200, json::object{{"ok", true}}));
-    if (req.method == "GET" && path == "/metrics") return reply(ApiResponse{200, metrics(), "text/plain; version=0.0.4"});
+    // Compared as views with their lengths known: the hot path copies and
+    // measures nothing.
+    const std::string_view target = req.target, method = req.method;
+    const std::size_t q = target.find('?');
+    const std::string_view path_sv = target.substr(0, q);
+    const bool get = method == "GET"sv, post = method == "POST"sv;
+    if (get && path_sv == "/v1/health"sv) return reply(ok_json(200, json::object{{"ok", true}}));
+    if (get && path_sv == "/metrics"sv) return reply(ApiResponse{200, metrics(), "text/plain; version=0.0.4"});
 
     const TokenEntry *who = nullptr;
     Auth::Verdict verdict = auth_.load(std::memory_order_acquire)->check(req.bearer, who, now, req.conn_cache);
@@ -188,11 +193,12 @@ void Service::handle(const ApiRequest &req, const Reply &reply) {
     if (verdict == Auth::Verdict::invalid) { count(c_auth_failures); return reply(error_response(401, "bad_token", "the bearer token is not known to this broker")); }
     if (verdict == Auth::Verdict::rate_limited) { count(c_rate_limited); return reply(error_response(429, "rate_limited", "too many requests for this token")); }
 
-    if (req.method == "POST" && path == "/v1/heartbeats") {  // the hot path
+    if (post && path_sv == "/v1/heartbeats"sv) {  // the hot path
         if (who->scope != Scope::worker && who->scope != Scope::admin)
             return reply(error_response(403, "forbidden", "heartbeats need a worker or admin token"));
         return heartbeats(req, *who, reply, now);
     }
+    const std::string path(path_sv), query(q == std::string_view::npos ? std::string_view() : target.substr(q + 1));
     const auto parts = split_path(path);
     auto is = [&](std::initializer_list<const char *> want) {
         if (parts.size() != want.size()) return false;
@@ -203,7 +209,6 @@ void Service::handle(const ApiRequest &req, const Reply &reply) {
         }
         return true;
     };
-    const bool get = req.method == "GET", post = req.method == "POST";
     const bool worker_ok = who->scope == Scope::worker || who->scope == Scope::admin;
     const bool user_ok = who->scope == Scope::user || who->scope == Scope::admin;
 
@@ -258,7 +263,8 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     if (!is_safe_name(run)) return reply(error_response(400, "bad_field", "run: not a valid run id", "run"));
     if (node.empty() || node.size() > 256 || has_control_chars(node)) return reply(error_response(400, "bad_field", "node: not a node name", "node"));
     if (jobstep.size() > 32 || has_control_chars(jobstep)) return reply(error_response(400, "bad_field", "step: not a Slurm step id", "step"));
-    if (state != "running" && state != "ended") return reply(error_response(400, "bad_field", "state: expected running or ended", "state"));
+    const bool ended = state == "ended"sv, batch = jobstep == "batch"sv;
+    if (!ended && state != "running"sv) return reply(error_response(400, "bad_field", "state: expected running or ended", "state"));
     if (!who.run.empty() && who.run != run) return reply(error_response(403, "forbidden", "this token may not report for run " + run));
     if (who.attempt && who.attempt != (unsigned long long)attempt)
         return reply(error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt"));
@@ -314,12 +320,12 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     // One worker per node and Slurm step: a batch script and the srun step
     // it started on the same node are two workers.
     const std::string worker = jobstep.empty() ? node : node + "/" + jobstep;
-    const bool new_worker = workers_.beat(run, worker, attempt, int(interval), int(hb.ranks), hb.top_step, state == "ended",
+    const bool new_worker = workers_.beat(run, worker, attempt, int(interval), int(hb.ranks), hb.top_step, ended,
                                           now, cluster, job, hb.checkpointing);
     // A step's first worker on a node: that node of the allocation is now
     // watched through its worker.
-    if (new_worker && !jobstep.empty() && jobstep != "batch") workers_.unwatch(run, node + "/alloc", attempt);
-    if (jobstep == "batch" && job > 0 && state == "running" && cfg_.clusters.count(cluster)) {
+    if (new_worker && !jobstep.empty() && !batch) workers_.unwatch(run, node + "/alloc", attempt);
+    if (batch && job > 0 && !ended && cfg_.clusters.count(cluster)) {
         bool fresh;
         {
             std::lock_guard<std::mutex> lock(specs_mu_);
@@ -330,7 +336,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
 
     // The batch script's end is the job's end: the run ends with its status.
     std::string final_state, final_cause;
-    if (state == "ended" && jobstep == "batch") {
+    if (ended && batch) {
         if (hb.exit_code && *hb.exit_code == 0) final_state = "SUCCEEDED", final_cause = "batch script exited 0 on " + node;
         else if (hb.exit_code) final_state = "FAILED", final_cause = "batch script exited " + std::to_string(*hb.exit_code) + " on " + node;
         else if (hb.exit_signal) final_state = "FAILED", final_cause = "batch script killed by signal " + std::to_string(*hb.exit_signal) + " on " + node;
@@ -348,7 +354,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         else { it->second.state = final_state; runs_generation_.fetch_add(1, std::memory_order_release); }
     }
     // After the new attempt's own record, so that ATTEMPT precedes RECOVERED.
-    const bool recovery = check_recovery && jobstep != "batch";
+    const bool recovery = check_recovery && !batch;
     if (!create && !new_attempt && !started && final_state.empty()) {
         if (recovery) check_recovered(run, attempt, now);
         return reply(no_content());

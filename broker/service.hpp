@@ -42,7 +42,7 @@ struct ApiRequest {
 struct ApiResponse {
     unsigned status = 200;
     std::string body;
-    std::string content_type = "application/json";
+    const char *content_type = "application/json";   // a literal: a 204 then allocates nothing
 };
 
 using Reply = std::function<void(ApiResponse)>;

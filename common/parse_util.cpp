@@ -48,6 +48,30 @@ bool has_control_chars(std::string_view s) {
     return false;
 }
 
+bool is_valid_utf8(std::string_view s) {
+    unsigned char any = 0;   // ASCII, nearly always: one pass the compiler vectorises
+    for (unsigned char c : s) any |= c;
+    if (any < 0x80) return true;
+    const auto *p = reinterpret_cast<const unsigned char *>(s.data());
+    const auto *end = p + s.size();
+    while (p < end) {
+        if (*p < 0x80) { ++p; continue; }
+        // The lead byte gives the length and the range of the first
+        // continuation byte (narrower after E0, ED, F0 and F4).
+        int more;
+        unsigned lo = 0x80, hi = 0xBF;
+        if (*p >= 0xC2 && *p <= 0xDF) more = 1;
+        else if (*p >= 0xE0 && *p <= 0xEF) { more = 2; lo = *p == 0xE0 ? 0xA0 : lo; hi = *p == 0xED ? 0x9F : hi; }
+        else if (*p >= 0xF0 && *p <= 0xF4) { more = 3; lo = *p == 0xF0 ? 0x90 : lo; hi = *p == 0xF4 ? 0x8F : hi; }
+        else return false;
+        if (end - p <= more || p[1] < lo || p[1] > hi) return false;
+        for (int i = 2; i <= more; ++i)
+            if ((p[i] & 0xC0) != 0x80) return false;
+        p += more + 1;
+    }
+    return true;
+}
+
 bool is_safe_name(std::string_view s, std::size_t max) {
     if (s.empty() || s.size() > max) return false;
     auto ok = [](char c) {

@@ -17,6 +17,10 @@ std::string signal_name(int sig);
 // control characters (newline included) and DEL.
 bool has_control_chars(std::string_view s);
 
+// True if s is well-formed UTF-8 (RFC 3629: no overlong forms, no
+// surrogates, nothing past U+10FFFF).
+bool is_valid_utf8(std::string_view s);
+
 // Run ids and checkpoint names: [A-Za-z0-9][A-Za-z0-9._-]{0,max-1}.
 bool is_safe_name(std::string_view s, std::size_t max = 64);
 

@@ -76,4 +76,11 @@ TEST_CASE("bad heartbeat bodies name what is wrong") {
     CHECK(fails(R"({"run":"r","attempt":1,"node":"n","state":null,"ranks":[]})").field == "state");
     CHECK(fails(R"({"run":"r","attempt":1,"node":"n","job":-1,"ranks":[]})").field == "job");
     CHECK(fails(R"({"run":"r","attempt":18446744073709551615,"node":"n","ranks":[]})").field == "attempt");
+    // UTF-8: the kept strings are checked; the rest of the body is not kept.
+    CHECK(fails("{\"run\":\"r\",\"attempt\":1,\"node\":\"n\xff\",\"ranks\":[]}").message == "node: not valid UTF-8");
+    CHECK(fails("{\"run\":\"r\",\"attempt\":1,\"node\":\"n\",\"cluster\":\"\xc0\xaf\",\"ranks\":[]}").field == "cluster");
+    HeartbeatBody hb;
+    BodyError err;
+    CHECK(read_heartbeat("{\"run\":\"r\",\"attempt\":1,\"node\":\"n\xc3\xb6\",\"note\":\"\xff\",\"ranks\":[]}", hb, err));
+    CHECK(hb.node == "n\xc3\xb6");
 }

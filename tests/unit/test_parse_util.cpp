@@ -40,3 +40,22 @@ TEST_CASE("safe names") {
     CHECK(has_control_chars("a\nb"));
     CHECK_FALSE(has_control_chars("plain"));
 }
+
+TEST_CASE("is_valid_utf8 takes well-formed UTF-8 only") {
+    CHECK(is_valid_utf8(""));
+    CHECK(is_valid_utf8("node-01"));
+    CHECK(is_valid_utf8("n\xc3\xb6" "de"));             // U+00F6
+    CHECK(is_valid_utf8("\xe2\x82\xac"));             // U+20AC
+    CHECK(is_valid_utf8("\xf0\x9f\x9a\x80"));         // U+1F680
+    CHECK(is_valid_utf8("\xf4\x8f\xbf\xbf"));         // U+10FFFF
+    CHECK_FALSE(is_valid_utf8("\xff"));
+    CHECK_FALSE(is_valid_utf8("\x80"));                 // a lone continuation byte
+    CHECK_FALSE(is_valid_utf8("\xc3"));                 // cut short
+    CHECK_FALSE(is_valid_utf8("\xe2\x82"));
+    CHECK_FALSE(is_valid_utf8("\xc0\xaf"));             // overlong '/'
+    CHECK_FALSE(is_valid_utf8("\xe0\x80\xaf"));
+    CHECK_FALSE(is_valid_utf8("\xed\xa0\x80"));         // a surrogate, U+D800
+    CHECK_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));     // past U+10FFFF
+    CHECK_FALSE(is_valid_utf8("\xe2(\xa1"));         // ASCII where a continuation byte belongs
+    CHECK_FALSE(is_valid_utf8("\xe2\x82("));
+}
