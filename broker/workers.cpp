@@ -81,9 +81,12 @@ bool WorkerTable::beat(const std::string &run, const std::string &node, long lon
     long long file_at = 0;
     bool fresh = false;
     {
-        Shard &s = shard(key);
+        const std::size_t hash = KeyHash{}(key);
+        Shard &s = shards_[hash % kShards];
         std::lock_guard<std::mutex> lock(s.mu);
-        WorkerState &w = s.map[key];
+        auto it = s.map.find(Hashed{key, hash});
+        if (it == s.map.end()) it = s.map.try_emplace(key).first;
+        WorkerState &w = it->second;
         if (attempt != w.attempt) w = WorkerState{}, w.attempt = attempt, w.progress_time = now, fresh = true;
         w.interval = interval;
         w.ranks = ranks;

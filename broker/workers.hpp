@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -74,13 +75,30 @@ public:
 
 private:
     static constexpr int kShards = 16;
+    // A heartbeat hashes its key once: the hash picks the shard and, through
+    // the transparent lookup, the bucket.
+    struct Hashed {
+        std::string_view key;
+        std::size_t hash;
+    };
+    struct KeyHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
+        std::size_t operator()(const Hashed &k) const { return k.hash; }
+    };
+    struct KeyEq {
+        using is_transparent = void;
+        bool operator()(std::string_view a, std::string_view b) const { return a == b; }
+        bool operator()(const Hashed &a, std::string_view b) const { return a.key == b; }
+        bool operator()(std::string_view a, const Hashed &b) const { return a == b.key; }
+    };
     struct Shard {
         mutable std::mutex mu;
-        std::unordered_map<std::string, WorkerState> map;   // key: run '\n' node
+        std::unordered_map<std::string, WorkerState, KeyHash, KeyEq> map;   // key: run '\n' node
     };
     double deadline(const WorkerState &w) const;
     void file(long long slot, std::string key);   // into the wheel
-    Shard &shard(const std::string &key) { return shards_[std::hash<std::string>{}(key) % kShards]; }
+    Shard &shard(std::string_view key) { return shards_[KeyHash{}(key) % kShards]; }
 
     int misses_, stall_;
     std::array<Shard, kShards> shards_;
