@@ -143,9 +143,13 @@ int main(int argc, char **argv) {
         guards.clear();
         for (auto &t : pool) t.join();
         }
-        server.shutdown();
+        // The service's threads end first (the store's queue emptied): an
+        // answer one of them sends is posted to a context that must still
+        // exist (stopped, it only queues it). Then the contexts go.
         service->summarise();
         service->drain();
+        service.reset();
+        server.shutdown();
         log("info", "stopped");
     } catch (const std::exception &e) {
         std::fprintf(stderr, "shardnet-broker: %s\n", e.what());
