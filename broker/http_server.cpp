@@ -43,6 +43,8 @@ public:
                 if (!ec) self->do_read();
             });
         } else {
+            beast::error_code ec;
+            stream_.non_blocking(true, ec);  // send() writes at once where it can; it never waits
             asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] { self->do_read(); });
         }
     }
@@ -167,11 +169,29 @@ private:
         static constexpr std::string_view kNoContent = "HTTP/1.1 204 No Content\r\nServer: shardnet-broker\r\n\r\n";
         if (r.status == 204 && keep && version == 11) out_.assign(kNoContent);
         else format(r, keep, version);
-        asio::async_write(stream_, asio::buffer(out_), [self = this->shared_from_this(), keep](beast::error_code ec, std::size_t) {
-            --self->counts_.busy;
-            if (ec || !keep) return self->close();
-            self->do_read();
+        std::size_t written = 0;
+        if constexpr (std::is_same_v<Stream, Socket>) {
+            // An answer nearly always fits the socket's buffer: written here
+            // (the socket does not block), the next read starts without a
+            // round through the scheduler. The rest, if any, goes async.
+            beast::error_code ec;
+            written = stream_.write_some(asio::buffer(out_), ec);
+            if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return sent(ec, keep);
+            if (written == out_.size()) return sent({}, keep);
+        }
+        asio::async_write(stream_, asio::buffer(out_) + written, [self = this->shared_from_this(), keep](beast::error_code ec, std::size_t) {
+            self->sent(ec, keep);
         });
+    }
+
+    void sent(beast::error_code ec, bool keep) {
+        --counts_.busy;
+        if (ec || !keep) return close();
+        // A pipelined request already read waits its turn in the queue
+        // rather than deepening this call stack.
+        if (buffer_.size() > 0)
+            return asio::post(stream_.get_executor(), [self = this->shared_from_this()] { self->do_read(); });
+        do_read();
     }
 
     void format(const ApiResponse &r, bool keep, unsigned version) {

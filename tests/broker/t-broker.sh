@@ -205,6 +205,35 @@ all_acked_sealed "$T/acked" && ok "kill -9 mid-burst: all $n acknowledged commit
     || fail "lost acknowledged commits"
 start
 expect "restarted broker serves the run" 200 '"id":"r1"' -- GET /v1/runs/r1 admin-t
+# Answers larger than the socket takes at once: pipelined requests for the
+# checkpoint list (4 MB of answers in all) from a client with a small
+# receive window that reads late. What did not fit is sent when it can, in order.
+/usr/bin/python3 - "$P" <<'PY' && ok "large answers to a slow reader arrive whole and in order" || fail "large answers to a slow reader"
+import json, socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(("127.0.0.1", int(sys.argv[1])))
+req = b"GET /v1/runs/r1/checkpoints HTTP/1.1\r\nHost: b\r\nAuthorization: Bearer admin-t\r\n"
+one = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+one.sendall(req + b"Connection: close\r\n\r\n")
+size = 0
+while chunk := one.recv(1 << 20):
+    size += len(chunk)
+n = max(30, (4 << 20) // size + 1)  # more than the socket buffers on both ends hold
+s.sendall((req + b"\r\n") * (n - 1) + req + b"Connection: close\r\n\r\n")
+time.sleep(0.5)
+data = b""
+while chunk := s.recv(1 << 20):
+    data += chunk
+answers = []
+while data:
+    head, data = data.split(b"\r\n\r\n", 1)
+    length = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0])
+    answers.append(json.loads(data[:length]))
+    data = data[length:]
+assert len(answers) == n, len(answers)
+assert all(len(a["checkpoints"]) > 50 for a in answers)
+PY
 # SIGTERM mid-burst: answers still on their way from the store's thread are
 # sent or dropped, never sent into a context that is gone.
 commit_burst "$T/acked2" term &
