@@ -2,11 +2,15 @@
 // is a directory; it is sealed when it holds a SEALED marker, written only
 // after every rank of the attempt committed.
 #pragma once
+#include <cstddef>
 #include <string>
 
 namespace shardnet {
 
 inline constexpr const char *kSealedMarker = "SEALED";
+// A rank's manifest (NAME/rank-R.manifest: its files and their hashes) is
+// read up to this size; a larger one is not committed, and the log says so.
+inline constexpr std::size_t kMaxManifestBytes = 1 << 20;
 
 // The greatest-named sealed "checkpoint-*" directory in dir, as a full
 // path, or "" when there is none. Symlinks are never followed.

@@ -130,4 +130,32 @@ std::string make_user_dir(const std::string &path, const std::string &ckpt_root,
     return "'" + path + "' is outside " + where;
 }
 
+std::string read_small_file(const std::string &path, std::size_t max_bytes, std::string &out) {
+    out.clear();
+    // O_NONBLOCK: opening a FIFO someone left there returns at once.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return "cannot open '" + path + "': " + std::strerror(errno);
+    struct stat st;
+    std::string err;
+    if (fstat(fd, &st) != 0) err = "cannot stat '" + path + "': " + std::strerror(errno);
+    else if (!S_ISREG(st.st_mode)) err = "'" + path + "' is not a regular file";
+    else if (std::size_t(st.st_size) > max_bytes)
+        err = "'" + path + "' is " + std::to_string(st.st_size) + " bytes; at most " + std::to_string(max_bytes) + " are read";
+    if (err.empty()) {
+        out.resize(std::size_t(st.st_size));
+        std::size_t got = 0;
+        while (got < out.size()) {
+            const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) { err = "cannot read '" + path + "': " + std::strerror(errno); break; }
+            if (n == 0) break;  // shrank while read
+            got += std::size_t(n);
+        }
+        out.resize(got);
+    }
+    ::close(fd);
+    if (!err.empty()) out.clear();
+    return err;
+}
+
 }  // namespace shardnet

@@ -30,4 +30,9 @@ std::string open_dir_below(const std::string &anchor, const std::string &path, u
 std::string make_user_dir(const std::string &path, const std::string &ckpt_root,
                           const std::string &home, uid_t uid, bool create);
 
+// Reads a regular file of at most max_bytes into out, without following a
+// symlink at its last component and without blocking on a FIFO or device.
+// "" on success; else why not, naming the path.
+std::string read_small_file(const std::string &path, std::size_t max_bytes, std::string &out);
+
 }  // namespace shardnet

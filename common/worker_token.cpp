@@ -1,14 +1,12 @@
 #include "worker_token.hpp"
 
-#include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <nettle/hmac.h>
 #include <nettle/memops.h>
-#include <unistd.h>
 
 #include "digest.hpp"
 #include "parse_util.hpp"
+#include "safe_path.hpp"
 
 namespace shardnet {
 
@@ -63,14 +61,8 @@ bool verify_worker_token(std::string_view key, const WorkerTokenClaim &claim) {
 std::string read_worker_key(const std::string &path, std::string &err) { return read_secret_file(path, kMinWorkerKeyBytes, err); }
 
 std::string read_secret_file(const std::string &path, std::size_t min_bytes, std::string &err) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) { err = "cannot read secret file '" + path + "': " + std::strerror(errno); return ""; }
-    char buf[4097];
-    ssize_t n = ::read(fd, buf, sizeof buf - 1);
-    ::close(fd);
-    if (n < 0) { err = "cannot read secret file '" + path + "': " + std::strerror(errno); return ""; }
-    std::string k(buf, std::size_t(n));
-    explicit_bzero(buf, sizeof buf);
+    std::string k;
+    if (std::string why = read_small_file(path, 4096, k); !why.empty()) { err = "secret file: " + why; return ""; }
     while (!k.empty() && (k.back() == '\n' || k.back() == '\r' || k.back() == ' ')) k.pop_back();
     if (k.size() < min_bytes) {
         err = "secret file '" + path + "' holds " + std::to_string(k.size()) + " bytes; at least " +

@@ -22,6 +22,7 @@
 #include "checkpoint_layout.hpp"
 #include "heartbeat.hpp"
 #include "http_client.hpp"
+#include "safe_path.hpp"
 #include "slurm_query.hpp"
 
 using namespace shardnet;
@@ -171,16 +172,8 @@ private:
     // false: the broker is away (try again at the next heartbeat).
     bool commit_one(RankState &r, const std::string &name, int timeout_ms) {
         const std::string dir = cfg_.ckpt_dir + "/" + name;
-        std::string text, err;
-        int fd = ::open((dir + "/rank-" + std::to_string(r.rank) + ".manifest").c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0) {
-            char buf[8192];
-            ssize_t n;
-            while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < (1 << 20)) text.append(buf, size_t(n));
-            ::close(fd);
-        } else {
-            err = "no manifest " + dir + "/rank-" + std::to_string(r.rank) + ".manifest";
-        }
+        std::string text;
+        std::string err = read_small_file(dir + "/rank-" + std::to_string(r.rank) + ".manifest", kMaxManifestBytes, text);
         HttpRequest req;
         if (err.empty()) req.body = commit_json(text, cfg_.attempt, r.rank, cfg_.world, err);
         if (!err.empty()) {

@@ -97,3 +97,21 @@ TEST_CASE("latest sealed checkpoint") {
     CHECK(resolve_resume("", d) == "");
     CHECK(latest_sealed_checkpoint(d + "/missing") == "");
 }
+
+TEST_CASE("read_small_file reads regular files only, whole and bounded") {
+    TempDir t;
+    const std::string f = t.path + "/m";
+    { FILE *fp = fopen(f.c_str(), "w"); fputs("{\"files\":[]}", fp); fclose(fp); }
+    std::string out;
+    CHECK(read_small_file(f, 1024, out) == "");
+    CHECK(out == "{\"files\":[]}");
+    std::string err = read_small_file(f, 4, out);
+    CHECK(err.find("is 12 bytes; at most 4") != std::string::npos);
+    CHECK(out.empty());
+    REQUIRE(symlink(f.c_str(), (t.path + "/link").c_str()) == 0);
+    CHECK(read_small_file(t.path + "/link", 1024, out).find("cannot open") != std::string::npos);
+    REQUIRE(mkfifo((t.path + "/fifo").c_str(), 0600) == 0);
+    CHECK(read_small_file(t.path + "/fifo", 1024, out).find("not a regular file") != std::string::npos);  // and no hang
+    CHECK(read_small_file(t.path, 1024, out).find("not a regular file") != std::string::npos);
+    CHECK(read_small_file(t.path + "/none", 1024, out).find("'" + t.path + "/none'") != std::string::npos);
+}
