@@ -50,27 +50,45 @@ request = function()
   return wrk.format("POST", "/v1/heartbeats", {["Content-Type"]="application/json", ["Authorization"]="Bearer $TOKEN"}, body)
 end
 LUA
-run_wrk() {  # URL -> "req/s p99_ms"
-    wrk -t"$THREADS" -c"$CONN" -d"$DUR" --latency -s "$T/hb.lua" "$1" > "$T/wrk.out" 2>&1
-    local rps p99 codes
+# CPU time (user + system, clock ticks) of every thread of the given processes.
+cpu_ticks() {
+    local sum=0 f
+    for pid in "$@"; do
+        for t in /proc/"$pid"/task/*/stat; do
+            read -r -a f < <(sed 's/.*) //' "$t")
+            sum=$((sum + f[11] + f[12]))
+        done
+    done
+    echo $sum
+}
+run_wrk() {  # URL PID... -> "req/s p99_ms server-CPU-us-per-request"
+    local url=$1; shift
+    local c0 c1; c0=$(cpu_ticks "$@")
+    wrk -t"$THREADS" -c"$CONN" -d"$DUR" --latency -s "$T/hb.lua" "$url" > "$T/wrk.out" 2>&1
+    c1=$(cpu_ticks "$@")
+    local rps p99 codes n
     rps=$(awk '/Requests\/sec/ {print $2}' "$T/wrk.out")
     p99=$(awk '$1 == "99%" {print $2}' "$T/wrk.out")
+    n=$(awk '/requests in/ {print $1}' "$T/wrk.out")
     codes=$(grep -c "Non-2xx" "$T/wrk.out" || true)
-    [ "$codes" = 0 ] || { echo "non-2xx answers from $1:" >&2; cat "$T/wrk.out" >&2; }
-    echo "$rps $p99"
+    [ "$codes" = 0 ] || { echo "non-2xx answers from $url:" >&2; cat "$T/wrk.out" >&2; }
+    echo "$rps $p99 $(/usr/bin/python3 -c "print('%.2f' % (($c1 - $c0) / $(getconf CLK_TCK) / $n * 1e6))")"
 }
 # Rounds alternate nginx and the broker: on a shared machine the load from
 # elsewhere drifts, and a ratio taken within one round is what it can be
 # trusted for. Printed: per round, then the medians.
 ROUNDS=${ROUNDS:-5}
-printf '%-7s %12s %10s %12s %10s %8s\n' "round" "nginx req/s" "p99" "broker req/s" "p99" "ratio"
+# CPU: the server's own (user + system) per request, all its threads.
+NGINX_PIDS=$(cat "$T/nginx/nginx.pid"; pgrep -P "$(cat "$T/nginx/nginx.pid")")
+printf '%-7s %12s %10s %8s %12s %10s %8s %8s\n' "round" "nginx req/s" "p99" "CPU/req" "broker req/s" "p99" "CPU/req" "ratio"
 : > "$T/rounds"
 for r in $(seq "$ROUNDS"); do
-    read -r n_rps n_p99 < <(run_wrk "http://127.0.0.1:$NP")
-    read -r b_rps b_p99 < <(run_wrk "http://127.0.0.1:$BP")
+    # shellcheck disable=SC2086
+    read -r n_rps n_p99 n_cpu < <(run_wrk "http://127.0.0.1:$NP" $NGINX_PIDS)
+    read -r b_rps b_p99 b_cpu < <(run_wrk "http://127.0.0.1:$BP" "${PIDS[1]}")
     ratio=$(/usr/bin/python3 -c "print('%.2f' % ($b_rps / $n_rps))")
-    printf '%-7s %12s %10s %12s %10s %7sx\n' "$r" "$n_rps" "$n_p99" "$b_rps" "$b_p99" "$ratio"
-    echo "$n_rps $n_p99 $b_rps $b_p99 $ratio" >> "$T/rounds"
+    printf '%-7s %12s %10s %6sus %12s %10s %6sus %7sx\n' "$r" "$n_rps" "$n_p99" "$n_cpu" "$b_rps" "$b_p99" "$b_cpu" "$ratio"
+    echo "$n_rps $n_p99 $b_rps $b_p99 $ratio $n_cpu $b_cpu" >> "$T/rounds"
 done
 accepted=$(curl -s "127.0.0.1:$BP/metrics" | awk '$1 == "shardnet_heartbeats_total" {print $2}')
 /usr/bin/python3 - "$T/rounds" "$THREADS" "$CONN" "$DUR" "$BROKER_THREADS" <<'PY'
@@ -84,5 +102,6 @@ print("wrk -t%s -c%s -d%s per round, heartbeat POST from 1000 nodes, median of %
 print("  %-52s %12.0f req/s  p99 %6.2f ms" % ("nginx, static 204", med(0), med(1, ms)))
 print("  %-52s %12.0f req/s  p99 %6.2f ms" % ("shardnet-broker, authenticated heartbeat (%s threads)" % sys.argv[5], med(2), med(3, ms)))
 print("  %-52s %12.2fx  (rounds: %s; target >= 1.0x)" % ("ratio broker / nginx", med(4), " ".join(r[4] for r in rows)))
+print("  %-52s %9.2f us nginx, %.2f us broker" % ("server CPU per request (user + system)", med(5), med(6)))
 PY
 echo "heartbeats accepted by the broker: $accepted"
