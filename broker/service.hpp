@@ -45,6 +45,8 @@ struct ApiResponse {
     const char *content_type = "application/json";   // a literal: a 204 then allocates nothing
 };
 
+// Called exactly once per request, on the calling thread or later from
+// another (the HTTP session keeps itself alive until then, and only then).
 using Reply = std::function<void(ApiResponse)>;
 
 // A live event stream (Server-Sent Events): the HTTP layer's end of it.
