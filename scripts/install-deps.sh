@@ -7,7 +7,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
       libhwloc-dev hwloc libucx-dev ucx-utils
       libboost1.81-dev libboost-json1.81-dev doctest-dev
       libcurl4-openssl-dev libssl-dev nettle-dev libsqlite3-dev libyaml-cpp-dev
-      nginx wrk hyperfine python3 python3-torch iproute2 curl openssl procps passwd util-linux"
+      nginx wrk hyperfine valgrind python3 python3-torch iproute2 curl openssl procps passwd util-linux"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
