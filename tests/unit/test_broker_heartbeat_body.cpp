@@ -52,6 +52,18 @@ TEST_CASE("defaults, and an empty ranks array") {
     CHECK_FALSE(hb.checkpointing);
 }
 
+TEST_CASE("nesting deeper than the reader keeps is skipped, and the fields after it are read") {
+    HeartbeatBody hb;
+    BodyError err;
+    REQUIRE(read_heartbeat(R"({"run":"r","extra":[[[[[[[[[[{"node":"x","ranks":[{"step":99}]}]]]]]]]]]],)"
+                           R"("attempt":2,"node":"n","ranks":[{"step":3}]})", hb, err));
+    CHECK(hb.node == "n");
+    CHECK(hb.attempt == 2);
+    CHECK(hb.ranks == 1);
+    REQUIRE(hb.top_step);
+    CHECK(*hb.top_step == 3);
+}
+
 TEST_CASE("bad heartbeat bodies name what is wrong") {
     CHECK(fails("{not json").code == "bad_json");
     CHECK(fails("[1,2]").code == "bad_json");
