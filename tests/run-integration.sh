@@ -29,6 +29,9 @@ for t in "${tests[@]}"; do
         for c in $(cat "$SCRATCH/clusters"); do cp -r "$SCRATCH/$c/log" "$LOGS/$name/$c-log"; done
         sed 's/^/    | /' "$out" | tail -25
         fail=$((fail + 1)); failed+=("$name")
+        # What it broke (a node left dead, a job left running) is mended, so
+        # that one failure does not fail the tests after it.
+        "$HERE/harness/clusters.sh" heal "$SCRATCH"
     fi
     # Each test leaves the plugstack lines as it found them.
     for c in $(cat "$SCRATCH/clusters"); do "$HERE/harness/clusters.sh" plugstack "$SCRATCH" "$c" ""; done

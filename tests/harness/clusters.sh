@@ -135,7 +135,10 @@ up() {
     printf '%s\n' "${clusters[@]}" > "$scratch/clusters"
 }
 
-# kill_tree PIDS...: kill -9 the processes and all their descendants.
+# kill_tree PIDS...: kill -9 the processes and all their descendants, as
+# one event: all are stopped first, so none of them sees another die and
+# acts on it (a step daemon reporting its task's SIGKILL to the agent, and
+# the agent telling the broker the batch script ended) before it dies too.
 kill_tree() {
     [ $# -gt 0 ] || return 0
     local tree; tree=$(ps -eo pid=,ppid= | awk -v roots="$*" '
@@ -143,6 +146,7 @@ kill_tree() {
         END { n = split(roots, r, " "); for (i = 1; i <= n; i++) keep[r[i]] = 1
               do { changed = 0; for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; changed = 1 } } while (changed)
               for (p in keep) print p }')
+    kill -STOP $tree 2>/dev/null || true
     kill -9 $tree 2>/dev/null || true
 }
 
@@ -200,7 +204,38 @@ start_cluster_again() {
     start_cluster "$scratch" "$cluster"
 }
 
+# heal: after a failed test, what it may have left broken is mended so that
+# the next test starts on whole, idle clusters: a dead slurmctld or slurmd is
+# started again, every job is cancelled, a DOWN node is resumed.
+heal() {
+    local scratch=$1 c i dir
+    for c in $(cat "$scratch/clusters"); do
+        dir=$scratch/$c
+        if ! kill -0 "$(cat "$dir/run/slurmctld.pid" 2>/dev/null)" 2>/dev/null; then
+            SLURM_CONF=$dir/slurm.conf slurmctld -f "$dir/slurm.conf" -i
+            sleep 0.2
+            cat "$dir/run/slurmctld.pid" >> "$scratch/pids"
+        fi
+        for i in $(seq "$NODES"); do
+            kill -0 "$(cat "$dir/run/slurmd.$c$i.pid" 2>/dev/null)" 2>/dev/null || start_node "$scratch" "$c" "$c$i"
+        done
+        local jobs; jobs=$(SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null || true)
+        # shellcheck disable=SC2086
+        [ -z "$jobs" ] || SLURM_CONF=$dir/slurm.conf scancel --quiet $jobs 2>/dev/null || true
+    done
+    for c in $(cat "$scratch/clusters"); do
+        dir=$scratch/$c
+        for _ in $(seq 150); do
+            SLURM_CONF=$dir/slurm.conf sinfo -h -N -o '%N %T' 2>/dev/null | awk '$2 ~ /down|drain|fail/ {print $1}' |
+                while read -r n; do SLURM_CONF=$dir/slurm.conf scontrol update "nodename=$n" state=resume 2>/dev/null || true; done
+            [ "$(SLURM_CONF=$dir/slurm.conf sinfo -h -N -o '%T' 2>/dev/null | sort -u | tr '\n' ' ')" = "idle " ] && break
+            sleep 0.2
+        done
+    done
+}
+
 case "${1:-}" in
+    heal) shift; heal "$@" ;;
     kill-node) shift; kill_node "$@" ;;
     kill-cluster) shift; kill_cluster "$@" ;;
     start-cluster) shift; start_cluster_again "$@" ;;
