@@ -13,15 +13,7 @@ VP=""
 trap '[ -n "$VP" ] && kill "$VP" 2>/dev/null; sleep 0.2; rm -rf "$T"' EXIT
 free_port() { "$TOP/tests/harness/free_ports.py" 1; }
 TOKEN=bench-token-$RANDOM
-cat > "$T/hb.lua" <<LUA
-local n = 0
-request = function()
-  n = n + 1
-  local body = '{"run":"bench","attempt":1,"cluster":"alpha","node":"node' .. (n % 1000) ..
-    '","job":1,"step":"0","seq":' .. n .. ',"time":1.0,"interval":10,"state":"running","ranks":[{"rank":0,"local_rank":0,"pid":1,"step":' .. n .. ',"exit":null}]}'
-  return wrk.format("POST", "/v1/heartbeats", {["Content-Type"]="application/json", ["Authorization"]="Bearer $TOKEN"}, body)
-end
-LUA
+export SHARDNET_BENCH_TOKEN=$TOKEN   # read by heartbeat.lua
 
 # count NAME PORT CMD...: starts CMD under callgrind with instrumentation
 # off, warms it up (workers known, caches filled), then counts a 3 s load.
@@ -30,9 +22,9 @@ count() {
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$T/$name.cg" "$@" 2> "$T/$name.vg" &
     VP=$!
     for _ in $(seq 150); do curl -s -o /dev/null "127.0.0.1:$port/" && break; sleep 0.2; done
-    wrk -t1 -c8 -d2s -s "$T/hb.lua" "http://127.0.0.1:$port" > /dev/null
+    wrk -t1 -c8 -d2s -s "$TOP/tests/bench/heartbeat.lua" "http://127.0.0.1:$port" > /dev/null
     callgrind_control -i on "$VP" > /dev/null 2>&1
-    wrk -t1 -c8 -d3s -s "$T/hb.lua" "http://127.0.0.1:$port" > "$T/$name.wrk"
+    wrk -t1 -c8 -d3s -s "$TOP/tests/bench/heartbeat.lua" "http://127.0.0.1:$port" > "$T/$name.wrk"
     callgrind_control -i off "$VP" > /dev/null 2>&1
     callgrind_control -d "$VP" > /dev/null 2>&1
     kill "$VP"; wait "$VP" 2>/dev/null || true; VP=""

@@ -40,16 +40,8 @@ PIDS+=($!)
 for _ in $(seq 50); do [ -s "$T/port" ] && curl -s "127.0.0.1:$NP" >/dev/null && break; sleep 0.1; done
 BP=$(cat "$T/port")
 
-# The agent's heartbeat, from 1000 nodes in turn.
-cat > "$T/hb.lua" <<LUA
-local n = 0
-request = function()
-  n = n + 1
-  local body = '{"run":"bench","attempt":1,"cluster":"alpha","node":"node' .. (n % 1000) ..
-    '","job":1,"step":"0","seq":' .. n .. ',"time":1.0,"interval":10,"state":"running","ranks":[{"rank":0,"local_rank":0,"pid":1,"step":' .. n .. ',"exit":null}]}'
-  return wrk.format("POST", "/v1/heartbeats", {["Content-Type"]="application/json", ["Authorization"]="Bearer $TOKEN"}, body)
-end
-LUA
+# The agent's heartbeat, from 1000 nodes in turn (tests/bench/heartbeat.lua).
+export SHARDNET_BENCH_TOKEN=$TOKEN   # read by heartbeat.lua
 # CPU time (user + system, clock ticks) of every thread of the given processes.
 cpu_ticks() {
     local sum=0 f
@@ -64,7 +56,7 @@ cpu_ticks() {
 run_wrk() {  # URL PID... -> "req/s p99_ms server-CPU-us-per-request"
     local url=$1; shift
     local c0 c1; c0=$(cpu_ticks "$@")
-    wrk -t"$THREADS" -c"$CONN" -d"$DUR" --latency -s "$T/hb.lua" "$url" > "$T/wrk.out" 2>&1
+    wrk -t"$THREADS" -c"$CONN" -d"$DUR" --latency -s "$TOP/tests/bench/heartbeat.lua" "$url" > "$T/wrk.out" 2>&1
     c1=$(cpu_ticks "$@")
     local rps p99 codes n
     rps=$(awk '/Requests\/sec/ {print $2}' "$T/wrk.out")
