@@ -35,20 +35,8 @@ count() {
 }
 
 NP=$(free_port)
-mkdir -p "$T/nginx"
-cat > "$T/nginx/nginx.conf" <<CONF
-master_process off;
-daemon off;
-worker_processes 1;
-pid $T/nginx/nginx.pid;
-error_log $T/nginx/error.log;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path $T/nginx/body;
-    server { listen 127.0.0.1:$NP; location / { return 204; } }
-}
-CONF
+. "$TOP/tests/bench/nginx204.sh"
+nginx_204_conf "$T/nginx" "$NP" 1
 read -r n_req n_ir < <(count nginx "$NP" nginx -c "$T/nginx/nginx.conf")
 
 BP=$(free_port)

@@ -13,18 +13,8 @@ free_port() { "$TOP/tests/harness/free_ports.py" 1; }
 
 # nginx: a static 204 for any method.
 NP=$(free_port)
-mkdir -p "$T/nginx"
-cat > "$T/nginx/nginx.conf" <<CONF
-worker_processes 2;
-pid $T/nginx/nginx.pid;
-error_log $T/nginx/error.log;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $T/nginx/body;
-    server { listen 127.0.0.1:$NP; location / { return 204; } }
-}
-CONF
+. "$TOP/tests/bench/nginx204.sh"
+nginx_204_conf "$T/nginx" "$NP" 2
 nginx -c "$T/nginx/nginx.conf" -g 'daemon off;' &
 PIDS+=($!)
 
