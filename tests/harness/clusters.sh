@@ -92,11 +92,16 @@ CONF
     echo "export SLURM_CONF=$dir/slurm.conf" > "$dir/env"
 }
 
-start_cluster() {
-    local scratch=$1 cluster=$2 dir=$1/$2
+start_slurmctld() {
+    local scratch=$1 dir=$1/$2
     SLURM_CONF=$dir/slurm.conf slurmctld -f "$dir/slurm.conf" -i
     sleep 0.2
     cat "$dir/run/slurmctld.pid" >> "$scratch/pids"
+}
+
+start_cluster() {
+    local scratch=$1 cluster=$2 dir=$1/$2
+    start_slurmctld "$scratch" "$cluster"
     for i in $(seq "$NODES"); do
         SLURM_CONF=$dir/slurm.conf slurmd -f "$dir/slurm.conf" -N "$cluster$i"
     done
@@ -211,11 +216,7 @@ heal() {
     local scratch=$1 c i dir
     for c in $(cat "$scratch/clusters"); do
         dir=$scratch/$c
-        if ! kill -0 "$(cat "$dir/run/slurmctld.pid" 2>/dev/null)" 2>/dev/null; then
-            SLURM_CONF=$dir/slurm.conf slurmctld -f "$dir/slurm.conf" -i
-            sleep 0.2
-            cat "$dir/run/slurmctld.pid" >> "$scratch/pids"
-        fi
+        kill -0 "$(cat "$dir/run/slurmctld.pid" 2>/dev/null)" 2>/dev/null || start_slurmctld "$scratch" "$c"
         for i in $(seq "$NODES"); do
             kill -0 "$(cat "$dir/run/slurmd.$c$i.pid" 2>/dev/null)" 2>/dev/null || start_node "$scratch" "$c" "$c$i"
         done
