@@ -13,6 +13,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 NODES=${SHARDNET_NODES:-2}
 TEST_USER=${SHARDNET_TEST_USER:-shardtest}
+OTHER_USER=${SHARDNET_OTHER_USER:-shardtest2}
 
 die() { echo "clusters.sh: $*" >&2; exit 1; }
 need_root() { [ "$(id -u)" = 0 ] || die "must run as root (it starts slurmctld, slurmd and munged)"; }
@@ -34,10 +35,15 @@ start_munge() {
     pgrep -u munge -x munged | head -1 > "$scratch/munged.pid"
 }
 
+# Two unprivileged users: the test user, and a second one (OTHER_USER) who
+# plays the hostile neighbour in the trust tests.
 make_user() {
-    id "$TEST_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$TEST_USER"
-    local home; home=$(getent passwd "$TEST_USER" | cut -d: -f6)
-    mkdir -p "$home"; chown "$TEST_USER": "$home"; chmod 755 "$home"
+    local u home
+    for u in "$TEST_USER" "$OTHER_USER"; do
+        id "$u" >/dev/null 2>&1 || useradd -m -s /bin/bash "$u"
+        home=$(getent passwd "$u" | cut -d: -f6)
+        mkdir -p "$home"; chown "$u": "$home"; chmod 755 "$home"
+    done
 }
 
 write_plugstack() {

@@ -4,6 +4,7 @@ set -euo pipefail
 HARNESS=$(cd "$(dirname "${BASH_SOURCE[0]}")/../harness" && pwd)
 TEST_USER=${SHARDNET_TEST_USER:-shardtest}
 TEST_HOME=$(getent passwd "$TEST_USER" | cut -d: -f6)
+OTHER_USER=${SHARDNET_OTHER_USER:-shardtest2}   # the hostile neighbour of the trust tests
 WORK=$(mktemp -d "$SCRATCH/work.XXXXXX"); chmod 777 "$WORK"
 RX_PIDS=()
 cleanup_lib() { for p in "${RX_PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; }
@@ -17,6 +18,11 @@ ok() { echo "ok: $*"; }
 as_user() {
     local c=$1; shift
     (cd "$WORK" && runuser -u "$TEST_USER" -- env SLURM_CONF="$SCRATCH/$c/slurm.conf" PATH=/usr/bin:/bin "$@")
+}
+# as_other CLUSTER CMD...: the same as the second unprivileged user.
+as_other() {
+    local c=$1; shift
+    (cd "$WORK" && runuser -u "$OTHER_USER" -- env SLURM_CONF="$SCRATCH/$c/slurm.conf" PATH=/usr/bin:/bin "$@")
 }
 slurm() { local c=$1; shift; SLURM_CONF="$SCRATCH/$c/slurm.conf" "$@"; }
 plugstack() { local c=$1; shift; "$HARNESS/clusters.sh" plugstack "$SCRATCH" "$c" "$*"; }
