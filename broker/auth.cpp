@@ -23,7 +23,7 @@ Auth::Verdict Auth::check(const std::string &bearer, const TokenEntry *&entry, d
     if (cache && cache->auth == this && cache->bearer.size() == bearer.size() &&
         CRYPTO_memcmp(cache->bearer.data(), bearer.data(), bearer.size()) == 0) {
         b = static_cast<Bucket *>(const_cast<void *>(cache->entry));
-    } else if (bearer.compare(0, 5, "snw1.") == 0) {
+    } else if (bearer.compare(0, 5, "snw2.") == 0) {
         b = derived(bearer);
         if (!b) return Verdict::invalid;
         if (cache) { cache->bearer = bearer; cache->entry = b; cache->auth = this; cache->window = -1; cache->prepaid = 0; }
@@ -59,10 +59,21 @@ Auth::Bucket *Auth::derived(const std::string &bearer) {
         if (verify_worker_token(k.key, claim)) signer = &k;
     if (!signer) return nullptr;
     std::lock_guard<std::mutex> lock(derived_mu_);
-    auto &slot = derived_[claim.run + '\0' + std::to_string(claim.attempt)];
+    // One bucket per job and attempt: the token's whole claim is the key.
+    auto &slot = derived_[bearer.substr(0, bearer.size() - claim.run.size() - 66) + '\0' + claim.run];
     if (!slot) {
         slot = std::make_unique<Bucket>();
-        slot->entry = TokenEntry{signer->name + "/" + claim.run, "", Scope::worker, claim.run, claim.attempt};
+        TokenEntry e;
+        e.name = signer->name + "/" + claim.cluster + "/" + std::to_string(claim.job);
+        e.scope = Scope::worker;
+        e.run = claim.run;
+        e.attempt = claim.attempt;
+        e.bound = true;
+        e.world = claim.world;
+        e.uid = claim.uid;
+        e.job = claim.job;
+        e.cluster = claim.cluster;
+        slot->entry = std::move(e);
     }
     return slot.get();
 }

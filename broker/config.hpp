@@ -15,6 +15,15 @@ struct TokenEntry {
     Scope scope = Scope::worker;
     std::string run;       // worker tokens may be tied to one run
     unsigned long long attempt = 0;  // and to one attempt (0: any)
+    // User tokens: the Unix account they act for (default: name). A run a
+    // user token creates belongs to that account's uid.
+    std::string user;
+    // Derived worker tokens (common/worker_token.hpp) only: the job the
+    // token was made for in slurmstepd. Static worker tokens have none and
+    // may only publish node descriptors.
+    bool bound = false;
+    unsigned long long world = 0, uid = 0, job = 0;
+    std::string cluster;
 };
 
 // A site key from which per-run, per-attempt worker tokens are derived (see

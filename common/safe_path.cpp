@@ -130,7 +130,7 @@ std::string make_user_dir(const std::string &path, const std::string &ckpt_root,
     return "'" + path + "' is outside " + where;
 }
 
-std::string read_small_file(const std::string &path, std::size_t max_bytes, std::string &out) {
+std::string read_small_file(const std::string &path, std::size_t max_bytes, std::string &out, struct stat *st_out) {
     out.clear();
     // O_NONBLOCK: opening a FIFO someone left there returns at once.
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -155,6 +155,7 @@ std::string read_small_file(const std::string &path, std::size_t max_bytes, std:
     }
     ::close(fd);
     if (!err.empty()) out.clear();
+    else if (st_out) *st_out = st;
     return err;
 }
 

@@ -2,6 +2,7 @@
 // about one thing: a user may only make ShardNet touch their own files.
 #pragma once
 #include <string>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <vector>
 
@@ -32,7 +33,8 @@ std::string make_user_dir(const std::string &path, const std::string &ckpt_root,
 
 // Reads a regular file of at most max_bytes into out, without following a
 // symlink at its last component and without blocking on a FIFO or device.
-// "" on success; else why not, naming the path.
-std::string read_small_file(const std::string &path, std::size_t max_bytes, std::string &out);
+// "" on success; else why not, naming the path. st_out, when given, gets
+// the file's status as it was read (owner, mode).
+std::string read_small_file(const std::string &path, std::size_t max_bytes, std::string &out, struct stat *st_out = nullptr);
 
 }  // namespace shardnet

@@ -1,10 +1,21 @@
-// Per-run, per-attempt worker tokens. The plugin (as root in slurmstepd)
-// derives one from the site's worker key and hands only that to the job
-// user's heartbeat agent; the broker, holding the same key, checks it
-// without a lookup. A stolen agent token reports for its own run and
-// attempt and nothing else, and an older attempt's token is fenced.
+// Per-job worker tokens. The plugin (as root in slurmstepd) derives one from
+// the site's worker key and hands only that to the job user's heartbeat
+// agent; the broker, holding the same key, checks it without a lookup.
 //
-//   snw1.<attempt>.<hex HMAC-SHA256(key, "shardnet-worker\0" run "\0" attempt)>.<run>
+// A token binds everything the broker acts on: the run and attempt, and the
+// job it was made for, taken in slurmstepd from Slurm's own items (job id,
+// the job's uid, the step's task count) and slurmstepd's own configuration
+// (the cluster's name), never from the job's environment. A stolen or
+// copied token reports for its own job and nothing else: it cannot name
+// another user's job, a larger or smaller world, or an attempt the broker
+// did not issue to that job (the broker checks the last against its own
+// record of what it submitted).
+//
+//   snw2.<attempt>.<world>.<uid>.<job>.<cluster>.<mac>.<run>
+//   mac = hex HMAC-SHA256(key, "shardnet-worker-v2\0" run "\0" attempt "\0"
+//                              world "\0" uid "\0" job "\0" cluster)
+// Numbers are decimal without leading zeros; cluster is 1-64 of
+// [A-Za-z0-9_-]; run is a safe name (common/parse_util.hpp).
 #pragma once
 #include <string>
 #include <string_view>
@@ -13,14 +24,27 @@ namespace shardnet {
 
 constexpr std::size_t kMinWorkerKeyBytes = 32;
 
-std::string derive_worker_token(std::string_view key, std::string_view run, unsigned long long attempt);
-
-struct WorkerTokenClaim {
+struct WorkerClaim {
     std::string run;
-    unsigned long long attempt = 0;
+    unsigned long long attempt = 0;   // 1 or more
+    unsigned long long world = 1;     // the step's task count (S_JOB_TOTAL_TASK_COUNT); 1 for a batch step
+    unsigned long long uid = 0;       // the job's owner (S_JOB_UID)
+    unsigned long long job = 0;       // the Slurm job id (S_JOB_ID)
+    std::string cluster;              // the Slurm cluster the job runs on
+};
+
+// "" when claim can be put in a token, else what is wrong with it.
+std::string worker_claim_error(const WorkerClaim &claim);
+bool is_cluster_name(std::string_view s);
+
+// The token for claim (which must be valid: see worker_claim_error).
+std::string derive_worker_token(std::string_view key, const WorkerClaim &claim);
+
+struct WorkerTokenClaim : WorkerClaim {
     std::string mac_hex;
 };
-// Splits a token of the form above; false when it is not one.
+// Splits a token of the form above; false when it is not one (including a
+// number that is not in canonical form).
 bool parse_worker_token(std::string_view token, WorkerTokenClaim &out);
 // True when token is exactly what key derives for its claim (constant time).
 bool verify_worker_token(std::string_view key, const WorkerTokenClaim &claim);

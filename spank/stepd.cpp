@@ -14,6 +14,10 @@
 
 extern "C" {
 #include <slurm/slurm.h>
+// slurmstepd's own parse of slurm.conf (libslurm's global, which slurmstepd
+// exports): the cluster's name as the site configured it. Weak, so that the
+// plugin still loads where no such symbol exists (srun, sbatch).
+extern slurm_conf_t slurm_conf __attribute__((weak));
 }
 
 #include "agent_link.hpp"
@@ -84,11 +88,32 @@ int broker_problem(const std::string &what) {
     return 0;
 }
 
+// The cluster's name from slurmstepd's slurm.conf; the job's environment
+// only where that is not to be had (then a user could name another cluster
+// of their own: the token still carries their uid, and the broker checks
+// the job's owner with that cluster's Slurm).
+std::string cluster_name(spank_t sp) {
+    if (&slurm_conf != nullptr && slurm_conf.cluster_name && is_cluster_name(slurm_conf.cluster_name))
+        return slurm_conf.cluster_name;
+    std::string env = job_env(sp, "SLURM_CLUSTER_NAME");
+    return is_cluster_name(env) ? env : "";
+}
+
 int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gid, const std::string &user) {
     AgentConfig ac;
     ac.url = g.cfg->broker_url;
+    ac.cluster = cluster_name(sp);
+    ac.world = stepid == SLURM_BATCH_SCRIPT ? 1 : std::max(1u, item<uint32_t>(sp, S_JOB_TOTAL_TASK_COUNT, 1));
     if (g_key[0]) {
-        ac.token = derive_worker_token(g_key, g.run, g.attempt);
+        // Everything in the claim comes from Slurm's items and slurmstepd's
+        // configuration: nothing the job's environment says.
+        const WorkerClaim claim{g.run, g.attempt, ac.world, uid, jobid, ac.cluster};
+        const std::string bad = worker_claim_error(claim);
+        if (!bad.empty()) {
+            explicit_bzero(g_key, sizeof g_key);
+            return broker_problem("no worker token for this step: " + bad);
+        }
+        ac.token = derive_worker_token(g_key, claim);
         explicit_bzero(g_key, sizeof g_key);
     } else {
         ac.token = g_token;
@@ -96,7 +121,6 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
     ac.ca_file = g.cfg->ca_file;
     ac.run = g.run;
     ac.attempt = g.attempt;
-    ac.cluster = job_env(sp, "SLURM_CLUSTER_NAME");
     // Several slurmd may share a host: the node's Slurm name comes from the
     // step's node list and our index in it (the agent expands the list).
     ac.nodelist = job_env(sp, stepid == SLURM_BATCH_SCRIPT ? "SLURM_JOB_NODELIST" : "SLURM_STEP_NODELIST");
@@ -111,7 +135,6 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
     ac.progress_dir = g.progress_dir;
     ac.requeue = requeue_name(g.job->requeue);
     ac.ckpt_dir = g.ckpt_dir;
-    ac.world = stepid == SLURM_BATCH_SCRIPT ? 1 : std::max(1u, item<uint32_t>(sp, S_JOB_TOTAL_TASK_COUNT, 1));
     // This node's tasks, local index -> global rank.
     uint32_t ntasks = g.local_tasks;
     for (uint32_t i = 0; i < ntasks; ++i) {
@@ -187,7 +210,7 @@ int stepd_user_init(spank_t sp) {
         return refuse("cannot look up job uid " + std::to_string(uid));
     const std::string user = pw.pw_name, home = pw.pw_dir;
 
-    std::string cluster = job_env(sp, "SLURM_CLUSTER_NAME");
+    const std::string cluster = cluster_name(sp);
     std::string run = !g.job->run.empty() ? g.job->run : (cluster.empty() ? "job" : cluster) + "." + std::to_string(jobid);
     if (!is_safe_name(run)) run = "job." + std::to_string(jobid);  // cluster names are site-chosen; stay safe
     auto attempt = parse_int(job_env(sp, "SHARDNET_ATTEMPT"), 1, 1000000);
@@ -205,8 +228,7 @@ int stepd_user_init(spank_t sp) {
     std::string step = stepid == SLURM_BATCH_SCRIPT ? "batch" : std::to_string(stepid);
     // Job ids repeat across clusters (and a cluster's restarts): the
     // cluster and the step's start make the directory this step's own.
-    std::string where = job_env(sp, "SLURM_CLUSTER_NAME");
-    if (!is_safe_name(where)) where = "cluster";
+    std::string where = cluster.empty() ? "cluster" : cluster;
     std::string progress = g.cfg->progress_root + "/shardnet." + std::to_string(uid) + "/" + where + "." + std::to_string(jobid) +
                            "." + step + ".n" + std::to_string(nodeid) + ".t" + std::to_string(std::time(nullptr));
     if (auto err = open_dir_below(g.cfg->progress_root, progress, uid, true, 0700); !err.empty())

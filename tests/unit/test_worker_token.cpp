@@ -1,6 +1,7 @@
 #include <cstdio>
 #include <doctest/doctest.h>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "worker_token.hpp"
@@ -11,37 +12,72 @@ namespace {
 const std::string kKey(40, 'k');
 }
 
-TEST_CASE("a derived worker token names its run and attempt and verifies with its key only") {
-    const std::string t = derive_worker_token(kKey, "beta.42", 3);
-    CHECK(t.rfind("snw1.3.", 0) == 0);
+namespace {
+WorkerClaim claim(const std::string &run = "beta.42", unsigned long long attempt = 3) {
+    return WorkerClaim{run, attempt, 2, 1001, 42, "beta"};
+}
+}  // namespace
+
+TEST_CASE("a derived worker token names its run, attempt, world, uid, job and cluster and verifies with its key only") {
+    const std::string t = derive_worker_token(kKey, claim());
+    CHECK(t.rfind("snw2.3.2.1001.42.beta.", 0) == 0);
     CHECK(t.substr(t.size() - 8) == ".beta.42");
     WorkerTokenClaim c;
     REQUIRE(parse_worker_token(t, c));
     CHECK(c.run == "beta.42");
     CHECK(c.attempt == 3);
+    CHECK(c.world == 2);
+    CHECK(c.uid == 1001);
+    CHECK(c.job == 42);
+    CHECK(c.cluster == "beta");
     CHECK(verify_worker_token(kKey, c));
     CHECK_FALSE(verify_worker_token(std::string(40, 'x'), c));
-    CHECK(derive_worker_token(kKey, "beta.42", 3) == t);   // deterministic
-    CHECK(derive_worker_token(kKey, "beta.42", 4) != t);   // per attempt
-    CHECK(derive_worker_token(kKey, "beta.43", 3) != t);   // per run
+    CHECK(derive_worker_token(kKey, claim()) == t);   // deterministic
+    CHECK(derive_worker_token(kKey, claim("beta.42", 4)) != t);   // per attempt
+    CHECK(derive_worker_token(kKey, claim("beta.43")) != t);   // per run
+    WorkerClaim other = claim();
+    other.uid = 1002;
+    CHECK(derive_worker_token(kKey, other) != t);   // per user
+    other = claim();
+    other.job = 43;
+    CHECK(derive_worker_token(kKey, other) != t);   // per job
 }
 
-TEST_CASE("a worker token with its claim changed does not verify") {
-    const std::string t = derive_worker_token(kKey, "r1", 1);
+TEST_CASE("a worker token with any part of its claim changed does not verify") {
+    const std::string t = derive_worker_token(kKey, claim("r1", 1));   // snw2.1.2.1001.42.beta.<mac>.r1
     WorkerTokenClaim c;
-    // Another attempt or run under the same MAC.
-    std::string other_attempt = "snw1.2." + t.substr(7);
-    REQUIRE(parse_worker_token(other_attempt, c));
-    CHECK_FALSE(verify_worker_token(kKey, c));
+    REQUIRE(parse_worker_token(t, c));
+    REQUIRE(verify_worker_token(kKey, c));
+    const std::string mac_and_run = t.substr(t.size() - 67);
+    for (const char *head : {"snw2.2.2.1001.42.beta.", "snw2.1.1.1001.42.beta.", "snw2.1.2.0.42.beta.", "snw2.1.2.1001.41.beta.",
+                             "snw2.1.2.1001.42.alpha."}) {
+        CAPTURE(head);
+        REQUIRE(parse_worker_token(head + mac_and_run, c));
+        CHECK_FALSE(verify_worker_token(kKey, c));
+    }
     std::string other_run = t.substr(0, t.size() - 2) + "r2";
     REQUIRE(parse_worker_token(other_run, c));
     CHECK_FALSE(verify_worker_token(kKey, c));
-    // Not tokens at all.
-    for (const char *bad : {"", "snw1.", "snw1.1.", "snw1.0.abc.r1", "snw2.1.00.r1", "snw1.x.00.r1",
-                            "snw1.1.ZZZZ.r1", "worker-t"})
+    // Not tokens at all, or not in canonical form (one token, one spelling).
+    const std::string mac(64, 'a');
+    for (std::string bad : {std::string(""), std::string("snw2."), std::string("worker-t"),
+                            "snw1.1." + mac + ".r1",                       // the old, unbound form
+                            "snw2.01.2.1001.42.beta." + mac + ".r1",       // leading zero
+                            "snw2.1.2.01001.42.beta." + mac + ".r1",
+                            "snw2.0.2.1001.42.beta." + mac + ".r1",        // attempt 0
+                            "snw2.1.0.1001.42.beta." + mac + ".r1",        // world 0
+                            "snw2.1.2.1001.0.beta." + mac + ".r1",         // job 0
+                            "snw2.1.2.4294967296.42.beta." + mac + ".r1",  // past uint32
+                            "snw2.1.2.1001.42.be/ta." + mac + ".r1",       // not a cluster name
+                            "snw2.1.2.1001.42.." + mac + ".r1",
+                            "snw2.1.2.1001.42.beta." + std::string(64, 'A') + ".r1",
+                            "snw2.1.2.1001.42.beta." + mac + "./etc",
+                            "snw2.1.2.1001.42.beta." + mac + "."}) {
+        CAPTURE(bad);
         CHECK_FALSE(parse_worker_token(bad, c));
-    std::string bad_run = "snw1.1." + std::string(64, 'a') + "./etc";
-    CHECK_FALSE(parse_worker_token(bad_run, c));
+    }
+    CHECK(worker_claim_error(WorkerClaim{"r1", 1, 1, 0, 1, "c\nurl=x"}).find("cluster") != std::string::npos);
+    CHECK(worker_claim_error(WorkerClaim{"../x", 1, 1, 0, 1, "c"}).find("run") != std::string::npos);
 }
 
 TEST_CASE("worker key files: short or missing keys are refused by name") {
@@ -57,6 +93,12 @@ TEST_CASE("worker key files: short or missing keys are refused by name") {
     FILE *f = std::fopen(tmpl, "w");
     std::fprintf(f, "%s\n", kKey.c_str());
     std::fclose(f);
+    // Readable by others: any job's user could derive any token.
+    REQUIRE(chmod(tmpl, 0644) == 0);
+    err.clear();
+    CHECK(read_worker_key(tmpl, err).empty());
+    CHECK(err.find("mode 0644") != std::string::npos);
+    REQUIRE(chmod(tmpl, 0600) == 0);
     err.clear();
     CHECK(read_worker_key(tmpl, err) == kKey);
     CHECK(err.empty());
