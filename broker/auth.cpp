@@ -17,6 +17,19 @@ Auth::Auth(const std::vector<TokenEntry> &tokens, double rate, double burst, con
     }
 }
 
+namespace {
+// A connection that changes its token forgets what the old one was allowed.
+void remember(ConnCache &c, const std::string &bearer, const void *bucket) {
+    c.bearer = bearer;
+    c.entry = bucket;
+    c.window = -1;
+    c.prepaid = 0;
+    c.run.clear();
+    c.run_attempt = 0;
+    c.run_generation = 0;
+}
+}  // namespace
+
 Auth::Verdict Auth::check(const std::string &bearer, const TokenEntry *&entry, double now, ConnCache *cache) {
     if (bearer.empty()) return Verdict::missing;
     Bucket *b = nullptr;
@@ -26,14 +39,14 @@ Auth::Verdict Auth::check(const std::string &bearer, const TokenEntry *&entry, d
     } else if (bearer.compare(0, 5, "snw2.") == 0) {
         b = derived(bearer);
         if (!b) return Verdict::invalid;
-        if (cache) { cache->bearer = bearer; cache->entry = b; cache->auth = this; cache->window = -1; cache->prepaid = 0; }
+        if (cache) { remember(*cache, bearer, b); cache->auth = this; }
     } else {
         const std::string h = sha256_hex(bearer);
         auto it = by_hash_.find(h);
         // The map finds by hash; the final comparison runs in constant time.
         if (it == by_hash_.end() || CRYPTO_memcmp(it->first.data(), h.data(), h.size()) != 0) return Verdict::invalid;
         b = it->second.get();
-        if (cache) { cache->bearer = bearer; cache->entry = b; cache->auth = this; cache->window = -1; cache->prepaid = 0; }
+        if (cache) { remember(*cache, bearer, b); cache->auth = this; }
     }
     const long long window = static_cast<long long>(now * 10);
     if (cache && cache->window == window && cache->prepaid > 0) {

@@ -70,7 +70,7 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
     Ctx c;
     const auto &o = root.as_object();
     if (!only_keys(c, "", o, {"listen", "plain_http", "tls", "database", "cluster", "threads", "limits", "detector", "tokens", "clusters",
-                            "worker_keys", "slurm", "broker_name", "peers"}))
+                            "worker_keys", "slurm", "broker_name", "peers", "requeue"}))
         return c.err;
     long long n = 0;
     if (auto *v = o.if_contains("listen")) {
@@ -221,7 +221,7 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
             std::string path = "tokens[" + std::to_string(i++) + "]";
             if (!t.is_object()) return path + ": expected an object";
             const auto &to = t.as_object();
-            if (!only_keys(c, path, to, {"name", "sha256", "scope", "run"})) return c.err;
+            if (!only_keys(c, path, to, {"name", "sha256", "scope", "run", "user"})) return c.err;
             TokenEntry e;
             std::string scope;
             if (!to.contains("name") || !to.contains("sha256") || !to.contains("scope")) return path + ": needs name, sha256 and scope";
@@ -235,7 +235,21 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
             else if (scope == "admin") e.scope = Scope::admin;
             else return path + ".scope: expected worker, user, peer or admin";
             if (auto *r = to.if_contains("run"); r && !get_str(c, path + ".run", *r, e.run)) return c.err;
+            if (auto *u = to.if_contains("user")) {
+                if (e.scope != Scope::user) return path + ".user: only user tokens act for a Unix user";
+                if (!get_str(c, path + ".user", *u, e.user)) return c.err;
+            }
+            if (e.scope == Scope::user && e.user.empty()) e.user = e.name;
             cfg.tokens.push_back(e);
+        }
+    }
+    if (auto *v = o.if_contains("requeue")) {
+        if (!v->is_object()) return "requeue: expected an object";
+        const auto &r = v->as_object();
+        if (!only_keys(c, "requeue", r, {"min_uid"})) return c.err;
+        if (auto *m = r.if_contains("min_uid")) {
+            if (!get_int(c, "requeue.min_uid", *m, 1, 4294967294LL, n)) return c.err;
+            cfg.min_uid = n;
         }
     }
     if (cfg.broker_name.empty()) cfg.broker_name = cfg.cluster;
@@ -257,8 +271,12 @@ std::string config_template() {
   "slurm": {"_doc": "every slurmctld call: answers reused for cache_ms, at most max_calls_per_second",
             "cache_ms": 1000, "max_calls_per_second": 20},
   "worker_keys": [],
+  "requeue": {"_doc": "jobs are submitted only as their real owner, never as uid 0, the SlurmUser or a uid below min_uid",
+              "min_uid": 1000},
   "tokens": [
-    {"_doc": "sha256 is `printf %s TOKEN | sha256sum`", "name": "site-agents", "scope": "worker",
+    {"_doc": "sha256 is `printf %s TOKEN | sha256sum`; a static worker token only publishes node descriptors",
+     "name": "site-probes", "scope": "worker", "sha256": "0000000000000000000000000000000000000000000000000000000000000000"},
+    {"_doc": "a user token acts for the Unix account 'user', by default its name", "name": "alice", "scope": "user", "user": "alice",
      "sha256": "0000000000000000000000000000000000000000000000000000000000000000"},
     {"name": "ops", "scope": "admin", "sha256": "0000000000000000000000000000000000000000000000000000000000000000"}
   ]

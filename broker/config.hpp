@@ -17,13 +17,13 @@ struct TokenEntry {
     unsigned long long attempt = 0;  // and to one attempt (0: any)
     // User tokens: the Unix account they act for (default: name). A run a
     // user token creates belongs to that account's uid.
-    std::string user;
+    std::string user{};
     // Derived worker tokens (common/worker_token.hpp) only: the job the
     // token was made for in slurmstepd. Static worker tokens have none and
     // may only publish node descriptors.
     bool bound = false;
     unsigned long long world = 0, uid = 0, job = 0;
-    std::string cluster;
+    std::string cluster{};
 };
 
 // A site key from which per-run, per-attempt worker tokens are derived (see
@@ -62,6 +62,8 @@ struct BrokerConfig {
     std::string broker_name;                 // default: the cluster name
     struct Peer { std::string name, url, token_file, token, ca_file; };
     std::vector<Peer> peers;
+    // Submitting as a job's owner: never uid 0 or the SlurmUser, never below this.
+    long long min_uid = 1000;
 };
 
 // "" and cfg filled, or an error naming the field ("limits.body_bytes: ...").

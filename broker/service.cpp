@@ -37,8 +37,11 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store)
     for (auto &r : store_->load_runs()) {
         RunInfo info{r.owner, r.state, r.attempt, r.world_size};
         info.manifest = r.manifest;
+        info.owner_uid = r.owner_uid;
         runs_[r.id] = std::move(info);
     }
+    for (auto &a : store_->load_attempts())
+        if (auto it = runs_.find(a.run); it != runs_.end()) it->second.jobs[a.attempt] = AttemptJob{a.cluster, a.job, a.world};
     // Decisions for peers left 'forwarding' (a crash after writing one) are
     // sent again: the peer applies each id at most once.
     if (!cfg_.peers.empty()) forwarder_ = std::thread([this] { forward_loop(); });
@@ -168,7 +171,7 @@ std::optional<ApiResponse> Service::follow_events(const ApiRequest &req, std::sh
 bool Service::may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const {
     switch (who.scope) {
     case Scope::admin: return true;
-    case Scope::user: return info && info->owner == who.name;
+    case Scope::user: return info && !who.user.empty() && info->owner == who.user;
     case Scope::worker: return !who.run.empty() && who.run == run;
     case Scope::peer: return false;
     }
@@ -257,9 +260,8 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     HeartbeatBody hb;
     BodyError bad;
     if (!read_heartbeat(req.body, hb, bad)) return reply(error_response(400, bad.code, bad.message, bad.field));
-    const std::string &run = hb.run, &node = hb.node, &jobstep = hb.step, &cluster = hb.cluster,
-                      &requeue_policy = hb.requeue, &state = hb.state;
-    const long long attempt = hb.attempt, interval = hb.interval, job = hb.job;
+    const std::string &run = hb.run, &node = hb.node, &jobstep = hb.step, &requeue_policy = hb.requeue, &state = hb.state;
+    const long long attempt = hb.attempt, interval = hb.interval;
     if (!is_safe_name(run)) return reply(error_response(400, "bad_field", "run: not a valid run id", "run"));
     if (node.empty() || node.size() > 256 || has_control_chars(node)) return reply(error_response(400, "bad_field", "node: not a node name", "node"));
     if (jobstep.size() > 32 || has_control_chars(jobstep)) return reply(error_response(400, "bad_field", "step: not a Slurm step id", "step"));
@@ -268,51 +270,78 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     if (!who.run.empty() && who.run != run) return reply(error_response(403, "forbidden", "this token may not report for run " + run));
     if (who.attempt && who.attempt != (unsigned long long)attempt)
         return reply(error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt"));
+    // Which job reports: a derived token's own (slurmstepd took it from
+    // Slurm); only an admin's word is taken from the body.
+    std::string cluster = hb.cluster;
+    long long job = hb.job;
+    if (who.bound) {
+        if ((!hb.cluster.empty() && hb.cluster != who.cluster) || (hb.job > 0 && (unsigned long long)hb.job != who.job))
+            return reply(error_response(403, "forbidden", "this token is for job " + who.cluster + "/" + std::to_string(who.job), "job"));
+        cluster = who.cluster;
+        job = (long long)who.job;
+    } else if (who.scope != Scope::admin) {
+        return reply(error_response(403, "forbidden", "heartbeats need a per-job worker token (derived from a worker key: "
+                                    "plugstack worker_key_file=) or an admin token; a shared worker token cannot be tied to a job"));
+    }
     count(c_heartbeats);
 
-    bool create = false, new_attempt = false, started = false, check_recovery = false;
+    bool create = false, new_attempt = false, started = false, check_recovery = false, claimed = false, recorded = false;
+    Store::AttemptRow attempt_row;
+    std::string owner_name;
     ConnCache *cc = req.conn_cache;
     const unsigned long long gen = runs_generation_.load(std::memory_order_acquire);
     if (cc && cc->run_generation == gen && cc->run == run && cc->run_attempt == attempt) {
-        // Same run and attempt as this connection's last heartbeat, and no
-        // run changed since: nothing to check under the lock.
+        // Same token, run and attempt as this connection's last heartbeat,
+        // and no run changed since: nothing to check under the lock.
     } else {
-        std::unique_lock lock(runs_mu_, std::defer_lock);
-        std::shared_lock rlock(runs_mu_);
+        std::unique_lock lock(runs_mu_);
         auto it = runs_.find(run);
-        if (it != runs_.end() && it->second.attempt > attempt) {
-            const long long current = it->second.attempt;
-            rlock.unlock();
-            cancel_stale(cluster, job);
+        RunInfo *info = it == runs_.end() ? nullptr : &it->second;
+        if (who.bound)
+            if (std::string why = refuse_worker(info, run, who, attempt); !why.empty()) {
+                lock.unlock();
+                count(c_refused);
+                return reply(error_response(403, "not_this_job", why, "attempt"));
+            }
+        if (info && info->attempt > attempt) {
+            const long long current = info->attempt;
+            // Only a job this broker recorded for that attempt is cancelled.
+            auto rec = info->jobs.find(attempt);
+            const bool ours = rec != info->jobs.end() && rec->second.cluster == cluster && rec->second.job == job;
+            lock.unlock();
+            if (ours || who.scope == Scope::admin) cancel_stale(cluster, job);
             return reply(error_response(409, "stale_attempt", "run " + run + " is at attempt " + std::to_string(current) +
                                         "; attempt " + std::to_string(attempt) + " is fenced", "attempt"));
         }
-        if (it == runs_.end() || it->second.attempt < attempt || it->second.state == "PENDING") {
-            rlock.unlock();
-            lock.lock();
-            auto &info = runs_[run];
-            if (info.owner.empty() && info.state.empty()) { create = true; info = RunInfo{"", "RUNNING", attempt, 0, requeue_policy, 0}; }
-            else if (info.state == "PENDING" && info.attempt == attempt) {  // created by its owner, now running
-                started = true;
-                info.state = "RUNNING";
-                info.requeue = requeue_policy;
-            }
-            else if (info.attempt < attempt) {
-                new_attempt = true;
-                info.attempt = attempt;
-                if (info.state != "RECOVERING") info.state = "RUNNING";
-            }
-            else if (info.attempt > attempt) return reply(error_response(409, "stale_attempt", "attempt fenced", "attempt"));
-            runs_generation_.fetch_add(1, std::memory_order_release);
+        if (!info) {
+            create = true;
+            info = &runs_[run];
+            *info = RunInfo{"", "RUNNING", attempt, 0, requeue_policy, 0};
+        } else if (info->state == "PENDING" && info->attempt == attempt) {  // created by its owner, now running
+            started = true;
+            info->state = "RUNNING";
+            info->requeue = requeue_policy;
+        } else if (info->attempt < attempt) {
+            new_attempt = true;
+            info->attempt = attempt;
+            if (info->state != "RECOVERING") info->state = "RUNNING";
         }
-        bool recovering = false;
-        if (lock.owns_lock()) lock.unlock();
-        if (rlock.owns_lock()) rlock.unlock();
-        {
-            std::shared_lock rl(runs_mu_);
-            auto it = runs_.find(run);
-            recovering = it != runs_.end() && it->second.state == "RECOVERING";
+        if (who.bound) {
+            if (info->owner_uid < 0) {   // the first job of a run claims it
+                claimed = true;
+                info->owner_uid = (long long)who.uid;
+                info->owner = owner_name = user_name((long long)who.uid);
+            }
+            auto &rec = info->jobs[attempt];
+            if (rec.job == 0 || rec.world < (long long)who.world) {
+                recorded = true;
+                rec = AttemptJob{who.cluster, (long long)who.job, std::max(rec.world, (long long)who.world)};
+                attempt_row = Store::AttemptRow{run, attempt, rec.cluster, rec.job, rec.world};
+            }
         }
+        const bool recovering = info->state == "RECOVERING";
+        if (create || started || new_attempt || claimed || recorded) runs_generation_.fetch_add(1, std::memory_order_release);
+        lock.unlock();
         // While a run recovers every heartbeat is looked at; after, the cache.
         if (cc && !create && !new_attempt && !recovering) { cc->run = run; cc->run_attempt = attempt; cc->run_generation = gen; }
         check_recovery = recovering;
@@ -355,19 +384,26 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     }
     // After the new attempt's own record, so that ATTEMPT precedes RECOVERED.
     const bool recovery = check_recovery && !batch;
-    if (!create && !new_attempt && !started && final_state.empty()) {
+    if (!create && !new_attempt && !started && !claimed && !recorded && final_state.empty()) {
         if (recovery) check_recovered(run, attempt, now);
         return reply(no_content());
     }
     if (new_attempt) workers_.fence(run, attempt);
-    // A run first seen, or a new attempt, is a durable record: ack after it is written.
-    on_store([this, run, attempt, create, new_attempt, started, final_state, final_cause, now, reply] {
+    // A run first seen, a new attempt, its owner or its job is a durable
+    // record: ack after it is written.
+    const long long owner_uid = claimed ? (long long)who.uid : -1;
+    on_store([this, run, attempt, create, new_attempt, started, claimed, recorded, owner_uid, owner_name, attempt_row,
+              final_state, final_cause, now, reply] {
         try {
             transact([&] {
                 if (create) {
-                    store_->insert_run(RunRow{run, "", "RUNNING", "{}", attempt, 0, now, now});
+                    store_->insert_run(RunRow{run, owner_name, "RUNNING", "{}", attempt, 0, now, now, owner_uid});
                     event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
-                } else if (started) {
+                } else if (claimed) {
+                    store_->set_run_owner(run, owner_name, owner_uid);
+                }
+                if (recorded) store_->upsert_attempt(attempt_row);
+                if (started) {
                     store_->update_run(run, "RUNNING", attempt, now);
                     event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
                 } else if (new_attempt) {
@@ -408,18 +444,28 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
                 return reply(error_response(400, "bad_field", "manifest." + err, "manifest." + err.substr(0, err.find(':'))));
         }
     std::string manifest_text = manifest ? json::serialize(*manifest) : "{}";
+    // A run belongs to a Unix account: a user token's own; an admin names
+    // one ("owner") or leaves the run to the first job that reports for it.
+    std::string owner = who.user;
+    if (who.scope == Scope::admin && !f.str("owner", owner, false)) return reply(bad_field(f));
+    long long owner_uid = -1;
+    if (!owner.empty() && (owner_uid = user_uid(owner)) < 0)
+        return reply(error_response(400, "bad_field", "owner: no account '" + owner + "' on this broker's host", "owner"));
+    if (std::string why = reserved_run_id(id); !why.empty()) return reply(error_response(400, "bad_field", why, "id"));
     {
         std::unique_lock lock(runs_mu_);
         if (runs_.count(id)) return reply(error_response(409, "exists", "run " + id + " exists", "id"));
-        runs_[id] = RunInfo{who.name, "PENDING", 1, world};
+        runs_[id] = RunInfo{owner, "PENDING", 1, world};
         runs_[id].manifest = manifest_text;
+        runs_[id].owner_uid = owner_uid;
         runs_generation_.fetch_add(1, std::memory_order_release);
     }
-    on_store([this, id, owner = who.name, manifest_text, world, now, reply] {
+    on_store([this, id, owner, owner_uid, manifest_text, world, now, reply] {
         try {
             transact([&] {
-                store_->insert_run(RunRow{id, owner, "PENDING", manifest_text, 1, world, now, now});
-                event(id, "PENDING", "run created by " + owner, manifest_text, now);
+                store_->insert_run(RunRow{id, owner, "PENDING", manifest_text, 1, world, now, now, owner_uid});
+                event(id, "PENDING", "run created" + (owner.empty() ? std::string(" for the first job to report") : " by " + owner),
+                      manifest_text, now);
             });
             reply(ok_json(201, run_json(id, owner, "PENDING", 1, world)));
         } catch (const std::exception &e) {
@@ -524,6 +570,7 @@ std::string Service::metrics() const {
     line("shardnet_seals_total", "checkpoints sealed", total(c_seals));
     line("shardnet_rate_limited_total", "requests answered 429", total(c_rate_limited));
     line("shardnet_auth_failures_total", "requests answered 401", total(c_auth_failures));
+    line("shardnet_worker_refusals_total", "worker reports refused: not the token's job, run or attempt", total(c_refused));
     line("shardnet_slurm_calls_total", "commands run against slurmctld", slurm_calls_.calls());
     line("shardnet_slurm_cache_hits_total", "Slurm queries answered from the cache", slurm_calls_.cache_hits());
     line("shardnet_workers_tracked", "workers in the failure detector", workers_.size(), "gauge");

@@ -75,14 +75,29 @@ public:
     std::string metrics() const;
 
 private:
+public:
+    // The job that runs an attempt of a run, as this broker recorded it: the
+    // first job to report attempt 1, the job it submitted for each later one.
+    struct AttemptJob {
+        std::string cluster;
+        long long job = 0;
+        long long world = 0;   // the largest step task count its tokens named
+    };
     struct RunInfo {
-        std::string owner, state;
+        std::string owner, state;   // owner: the Unix account ("" until a job claims it)
         long long attempt = 1, world_size = 0;
         std::string requeue = "federated";
         long long expected_nodes = 0;   // RECOVERING: nodes the new attempt runs on
         long long recover_to = 0;       // RECOVERING: the attempt that must heartbeat
         std::string manifest = "{}";    // as created (JSON), with "requires"
+        long long owner_uid = -1;       // -1: created by an admin for whoever runs it first
+        std::map<long long, AttemptJob> jobs{};   // attempt -> its job
     };
+    // Why a derived worker token (who) may not report for attempt of a run
+    // (info: null when the run is new), or "". See doc/trust-model.md.
+    std::string refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt) const;
+
+private:
     using Json = std::string;
 
     void heartbeats(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
@@ -98,6 +113,8 @@ private:
     void get_nodes(const std::string &host, const Reply &reply);
 
     bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const;
+    // "" or why a client may not create run id (a job's default id).
+    std::string reserved_run_id(const std::string &id) const;
     // Asks Slurm (on its own thread) before a suspected failure becomes FAULT.
     void confirm(Fault fault, double now);
     void raise_fault(const Fault &fault, const std::string &cause, boost::json::object evidence, double now);
@@ -126,9 +143,14 @@ private:
     std::shared_ptr<const std::map<std::string, NodeOffer>> offers_snapshot_;   // a copy of offers_, until it changes
     // sbatch of an attempt on a local cluster as the job's user; the new job
     // id, or 0 with err.
+    struct SubmitAs { long long uid = -1, gid = -1; };
     long long submit_attempt(const std::string &cluster, const boost::json::object &spec, const std::string &script,
                              const std::string &run, long long to, const std::string &resume,
-                             const std::vector<std::string> &nodes, const std::string &decision, std::string &err);
+                             const std::vector<std::string> &nodes, const std::string &decision, const SubmitAs &as,
+                             std::string &err);
+    // The job the broker submitted for an attempt: the only job whose
+    // tokens may report for it (memory and store; any thread but the store's).
+    void record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job);
     void capacity(const std::string &query, const Reply &reply);
     void receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply);
     // A fenced attempt's job that still runs: cancelled once, off the caller's
@@ -172,7 +194,7 @@ private:
     WorkerTable workers_;
     // Counters, one padded slot per thread: the hot path never shares a
     // cache line with another I/O thread.
-    enum Counter { c_requests, c_heartbeats, c_errors, c_faults, c_events, c_seals, c_rate_limited, c_auth_failures, n_counters };
+    enum Counter { c_requests, c_heartbeats, c_errors, c_faults, c_events, c_seals, c_rate_limited, c_auth_failures, c_refused, n_counters };
     struct alignas(64) Slot { std::atomic<unsigned long long> c[n_counters]{}; };
     static constexpr int kSlots = 16;
     Slot slots_[kSlots];

@@ -8,17 +8,21 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <filesystem>
-#include <fstream>
-#include <pwd.h>
+#include <unistd.h>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
 
 #include "http_client.hpp"
 #include "parse_util.hpp"
+#include "safe_path.hpp"
 #include "service.hpp"
 #include "service_util.hpp"
+#include "slurm_job.hpp"
 #include "slurm_view.hpp"
 
 namespace shardnet::broker {
@@ -28,25 +32,40 @@ using namespace detail;
 
 namespace {
 
-// "alice(1001)" -> {"alice", "1001"}
-std::pair<std::string, std::string> name_and_id(const std::string &v) {
-    auto a = v.find('('), b = v.find(')');
-    if (a == std::string::npos || b == std::string::npos || b < a) return {v, ""};
-    return {v.substr(0, a), v.substr(a + 1, b - a - 1)};
-}
-
 bool under(const std::string &path, const std::string &root) {
     if (path.compare(0, root.size(), root) != 0) return false;
     return path.size() == root.size() || root.back() == '/' || path[root.size()] == '/';
 }
 
 // Where batch scripts go on their way into and out of Slurm: beside the
-// broker's database.
-std::string decisions_dir(const std::string &database) {
+// broker's database, a directory of the broker's own (made 0700 if missing;
+// a symlink, another owner or a wider mode is refused, not repaired).
+std::string decisions_dir(const std::string &database, std::string &err) {
     const std::string dir = std::filesystem::path(database).parent_path().string() + "/decisions";
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) { err = "cannot make " + dir + ": " + std::strerror(errno); return ""; }
+    struct stat st;
+    if (lstat(dir.c_str(), &st) != 0) { err = "cannot stat " + dir + ": " + std::strerror(errno); return ""; }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+        err = dir + " is not a directory of the broker's own with mode 0700 (a symlink, another owner or a wider mode)";
+        return "";
+    }
     return dir;
+}
+
+// Writes a batch script for sbatch to read: a new file, never through a
+// symlink, 0600.
+std::string write_script(const std::string &path, const std::string &script) {
+    unlink(path.c_str());
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return "cannot create " + path + ": " + std::strerror(errno);
+    std::size_t done = 0;
+    while (done < script.size()) {
+        const ssize_t n = write(fd, script.data() + done, script.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) { close(fd); return "cannot write " + path + ": " + std::strerror(errno); }
+        done += std::size_t(n);
+    }
+    return close(fd) == 0 ? "" : "cannot write " + path + ": " + std::strerror(errno);
 }
 
 NodeOffer undescribed(const std::string &name) {
@@ -80,24 +99,41 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
                                                            std::string *batch_host) {
     const std::string &conf = cfg_.clusters.at(cluster);
     std::string out;
-    if (slurm_calls_.query(conf, {"scontrol", "-o", "show", "job", std::to_string(job)}, out) != 0) return std::nullopt;
-    auto [user, uid] = name_and_id(scontrol_field(out, "UserId"));
-    auto [group, gid] = name_and_id(scontrol_field(out, "GroupId"));
-    if (nodelist) *nodelist = scontrol_field(out, "NodeList");
-    if (batch_host) *batch_host = scontrol_field(out, "BatchHost");
-    json::object spec{{"user", user}, {"uid", uid}, {"gid", gid}, {"nodes", std::atoll(scontrol_field(out, "NumNodes").c_str())},
-                      {"tasks", std::atoll(scontrol_field(out, "NumTasks").c_str())}, {"workdir", scontrol_field(out, "WorkDir")},
-                      {"stdout", scontrol_field(out, "StdOut")}, {"ckpt_dir", ckpt_dir}, {"job", job}, {"cluster", cluster}};
-    const std::string path = decisions_dir(cfg_.database) + "/" + run + ".attempt-" + std::to_string(attempt) + ".job.sh";
+    if (slurm_calls_.fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) return std::nullopt;
+    SlurmJob j;
+    if (std::string err = find_slurm_job(out, job, j); !err.empty()) {
+        log_warn("job spec not captured", run, cluster + "/" + std::to_string(job) + ": " + err);
+        return std::nullopt;
+    }
+    // The job's owner, as Slurm numbers it, must be the run's.
+    long long owner = -1;
+    {
+        std::shared_lock lock(runs_mu_);
+        if (auto it = runs_.find(run); it != runs_.end()) owner = it->second.owner_uid;
+    }
+    if (owner >= 0 && j.uid != owner) {
+        log_warn("job spec refused", run, "Slurm says job " + std::to_string(job) + " on " + cluster + " runs as uid " +
+                 std::to_string(j.uid) + ", the run belongs to uid " + std::to_string(owner));
+        return std::nullopt;
+    }
+    if (nodelist) *nodelist = j.nodes;
+    if (batch_host) *batch_host = j.batch_host;
+    json::object spec{{"user", j.user}, {"uid", j.uid}, {"gid", j.gid}, {"nodes", j.node_count}, {"tasks", j.tasks},
+                      {"workdir", j.workdir}, {"stdout", output_for_next_attempt(j)}, {"ckpt_dir", ckpt_dir}, {"job", job},
+                      {"cluster", cluster}};
+    std::string err;
+    const std::string dir = decisions_dir(cfg_.database, err);
+    if (dir.empty()) { log_warn("job spec not captured", run, err); return std::nullopt; }
+    const std::string path = dir + "/" + run + ".attempt-" + std::to_string(attempt) + ".job.sh";
+    unlink(path.c_str());
     std::string ignored;
     // A read of Slurm's state (into a file): it must not drop the cluster's cached answers.
     if (slurm_calls_.fresh(conf, {"scontrol", "write", "batch_script", std::to_string(job), path}, ignored) != 0) return std::nullopt;
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-    Store::JobSpecRow row{cluster, job, json::serialize(spec), ss.str()};
+    std::string script;
+    err = read_small_file(path, 4 << 20, script);
+    unlink(path.c_str());
+    if (!err.empty()) { log_warn("job spec not captured", run, err); return std::nullopt; }
+    Store::JobSpecRow row{cluster, job, json::serialize(spec), script};
     store_wait([&] { store_->upsert_job_spec(run, attempt, row); return 0; });
     return row;
 }
@@ -149,46 +185,62 @@ std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
 
 long long Service::submit_attempt(const std::string &cluster, const json::object &spec, const std::string &script,
                                   const std::string &run, long long to, const std::string &resume,
-                                  const std::vector<std::string> &nodes, const std::string &decision, std::string &err) {
+                                  const std::vector<std::string> &nodes, const std::string &decision, const SubmitAs &as,
+                                  std::string &err) {
     auto str = [&](const char *k) { auto *v = spec.if_contains(k); return v && v->is_string() ? std::string(v->as_string()) : ""; };
     auto num = [&](const char *k) { auto *v = spec.if_contains(k); return v && v->is_int64() ? v->as_int64() : 0LL; };
-    std::string uid = str("uid"), gid = str("gid");
-    // Another site numbers its users its own way: the user's name decides.
-    if (const std::string user = str("user"); !user.empty()) {
-        passwd *pw = getpwnam(user.c_str());
-        if (!pw) { err = "user " + user + " is not known on this broker's host"; return 0; }
-        uid = std::to_string(pw->pw_uid);
-        gid = std::to_string(pw->pw_gid);
+    const std::string &conf = cfg_.clusters.at(cluster);
+    // Only ever as the job's real owner (resolved by the caller from Slurm
+    // or, for a peer's decision, from this host's own accounts), and never
+    // as root, the SlurmUser or a system account.
+    std::string show_config;
+    slurm_calls_.query(conf, {"scontrol", "show", "config"}, show_config);
+    if (std::string why = submit_identity_error(as.uid, as.gid, cfg_.min_uid, slurm_user_uid(show_config)); !why.empty()) {
+        err = why;
+        return 0;
     }
-    if (uid.empty() || gid.empty()) { err = "the job's user is unknown"; return 0; }
-    // A decision (from a peer, or a job's own record) never makes the
-    // broker submit as root.
-    if (uid == "0" || gid == "0") { err = "refusing to submit a job as root (uid or gid 0)"; return 0; }
-    const std::string path = decisions_dir(cfg_.database) + "/" + run + ".attempt-" + std::to_string(to) + ".sh";
-    {
-        std::ofstream f(path, std::ios::binary | std::ios::trunc);
-        f << script;
-        if (!f) { err = "cannot write " + path; return 0; }
-    }
-    chmod(path.c_str(), 0600);
-    std::vector<std::string> argv{"sbatch", "--parsable", "--uid=" + uid, "--gid=" + gid,
+    // Each value is one argv element (no shell), and still checked: a
+    // newline or a relative path has no business in a job's paths.
+    const std::string workdir = str("workdir"), output = str("stdout"), ckpt_dir = str("ckpt_dir");
+    for (const auto &[what, v] : {std::pair{"workdir", workdir}, {"stdout", output}, {"ckpt_dir", ckpt_dir}})
+        if (!v.empty())
+            if (std::string why = sbatch_path_error(std::string("the job's ") + what, v); !why.empty()) { err = why; return 0; }
+    if (!is_safe_name(run) || (resume != "latest" && !is_safe_name(resume, 128))) { err = "run or resume is not a safe name"; return 0; }
+    const std::string dir = decisions_dir(cfg_.database, err);
+    if (dir.empty()) return 0;
+    const std::string path = dir + "/" + run + ".attempt-" + std::to_string(to) + ".sh";
+    if (std::string why = write_script(path, script); !why.empty()) { err = why; return 0; }
+    std::vector<std::string> argv{"sbatch", "--parsable", "--uid=" + std::to_string(as.uid), "--gid=" + std::to_string(as.gid),
                                   "-N", std::to_string(nodes.size()), "--nodelist=" + join(nodes),
                                   // ALL: with a bare --export=VAR the batch step would not see
                                   // its --shardnet options (Slurm passes them in the environment).
                                   "--export=ALL,SHARDNET_ATTEMPT=" + std::to_string(to), "--shardnet=" + run,
                                   "--shardnet-resume=" + resume, "--comment=shardnet-decision:" + decision};
-    if (long long tasks = num("tasks"); tasks > 0) argv.push_back("--ntasks=" + std::to_string(tasks));
-    if (auto d = str("ckpt_dir"); !d.empty()) argv.push_back("--shardnet-ckpt-dir=" + d);
-    if (auto d = str("workdir"); !d.empty()) argv.push_back("--chdir=" + d);
-    if (auto d = str("stdout"); !d.empty()) argv.push_back("--output=" + d);
+    if (long long tasks = num("tasks"); tasks > 0 && tasks <= (1 << 24)) argv.push_back("--ntasks=" + std::to_string(tasks));
+    if (!ckpt_dir.empty()) argv.push_back("--shardnet-ckpt-dir=" + ckpt_dir);
+    if (!workdir.empty()) argv.push_back("--chdir=" + workdir);
+    if (!output.empty()) argv.push_back("--output=" + output);
     argv.push_back(path);
     std::string out;
-    if (slurm_calls_.change(cfg_.clusters.at(cluster), argv, out) != 0) {
+    const int rc = slurm_calls_.change(conf, argv, out);
+    unlink(path.c_str());
+    if (rc != 0) {
         while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
         err = "sbatch on " + cluster + " failed: " + out.substr(0, 300);
         return 0;
     }
-    return std::atoll(out.c_str());
+    auto job = parse_int(out.substr(0, out.find_first_of(";\n")), 1, 4294967295LL);
+    if (!job) { err = "sbatch on " + cluster + " answered no job id: " + out.substr(0, 100); return 0; }
+    return *job;
+}
+
+void Service::record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job) {
+    {
+        std::unique_lock lock(runs_mu_);
+        if (auto it = runs_.find(run); it != runs_.end()) it->second.jobs[attempt] = AttemptJob{cluster, job, 0};
+        runs_generation_.fetch_add(1, std::memory_order_release);
+    }
+    store_wait([&] { store_->upsert_attempt(Store::AttemptRow{run, attempt, cluster, job, 0}); return 0; });
 }
 
 void Service::capacity(const std::string &query, const Reply &reply) {
@@ -309,27 +361,33 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
     if (auto *r = v.as_object().if_contains("requires"); r && r->is_object())
         if (auto err = requirements_from_json(r->as_object(), want); !err.empty())
             return reply(error_response(400, "bad_field", err, "requires"));
-    boost::asio::post(slurm_thread_, [this, id, from, run, to, script, owner, resume, manifest, spec = spec_v->as_object(), want,
+    boost::asio::post(slurm_thread_, [this, id, from, run, to, script, resume, manifest, spec = spec_v->as_object(), want,
                                       by = who.name, reply] {
         const double now = wall_now();
+        // The user is resolved here, by name, on this host: another site's
+        // uid and gid numbers mean nothing here and are never used.
+        const std::string user = spec.if_contains("user") && spec.at("user").is_string() ? std::string(spec.at("user").as_string()) : "";
+        SubmitAs as;
+        if (!user.empty() && user.size() <= 64 && !has_control_chars(user)) as.uid = user_uid(user, &as.gid);
         const bool fresh = store_wait([&] { return store_->insert_received(id, from, run, to, now); });
         if (!fresh) {
             auto prev = store_wait([&] { return store_->get_received(id); });
             if (prev && prev->first != "received")  // answered before: the same answer again, nothing redone
                 return reply(ApiResponse{prev->first == "applied" ? 200u : 409u, prev->second, "application/json"});
             // Received, but this broker stopped before answering: Slurm knows
-            // whether the job was submitted (its comment names the decision).
-            for (const auto &[name, conf] : cfg_.clusters) {
-                std::string out;
-                if (slurm_calls_.fresh(conf, {"squeue", "-h", "-o", "%i %k"}, out) != 0) continue;
-                std::istringstream is(out);
-                for (std::string line; std::getline(is, line);)
-                    if (line.find(" shardnet-decision:" + id) != std::string::npos) {
-                        json::object res{{"accepted", true}, {"cluster", name}, {"job", std::atoll(line.c_str())}, {"redelivered", true}};
-                        store_wait([&] { store_->finish_received(id, "applied", json::serialize(res)); return 0; });
-                        return reply(ok_json(200, res));
-                    }
-            }
+            // whether the job was submitted. A comment is the user's to set,
+            // so only a job of the decision's own user counts.
+            if (as.uid >= 0)
+                for (const auto &[name, conf] : cfg_.clusters) {
+                    std::string out;
+                    if (slurm_calls_.fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) continue;
+                    const long long job = submitted_for(out, "shardnet-decision:" + id, as.uid);
+                    if (job <= 0) continue;
+                    record_attempt(run, to, name, job);
+                    json::object res{{"accepted", true}, {"cluster", name}, {"job", job}, {"redelivered", true}};
+                    store_wait([&] { store_->finish_received(id, "applied", json::serialize(res)); return 0; });
+                    return reply(ok_json(200, res));
+                }
         }
         auto nodes_v = spec.if_contains("nodes");
         Requirements req = want;
@@ -345,15 +403,25 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
             reply(ApiResponse{409, json::serialize(res), "application/json"});
         };
         if (p.cluster.empty()) return refuse("no compatible capacity at broker " + cfg_.broker_name);
+        if (as.uid < 0) return refuse("user '" + user + "' of the decision is not known on this broker's host");
         std::string err;
-        const long long job = submit_attempt(p.cluster, spec, script, run, to, resume, p.nodes, id, err);
+        {
+            // A run id already here belongs to whoever owns it here.
+            std::shared_lock lock(runs_mu_);
+            auto it = runs_.find(run);
+            if (it != runs_.end() && it->second.owner_uid >= 0 && it->second.owner_uid != as.uid)
+                return refuse("run " + run + " exists at broker " + cfg_.broker_name + " and belongs to another user");
+        }
+        const long long job = submit_attempt(p.cluster, spec, script, run, to, resume, p.nodes, id, as, err);
         if (!job) return refuse(err);
         bool known = false;
         {
             std::unique_lock lock(runs_mu_);
             RunInfo &info = runs_[run];
             known = !info.state.empty();
-            info.owner = owner;
+            info.owner = user;
+            info.owner_uid = as.uid;
+            info.jobs[to] = AttemptJob{p.cluster, job, 0};
             info.state = "RECOVERING";
             info.attempt = to;
             info.expected_nodes = (long long)p.nodes.size();
@@ -373,10 +441,12 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
                 transact([&] {
                     if (known) {
                         store_->update_run(run, "RECOVERING", to, now);
-                        store_->update_manifest(run, manifest.empty() ? "{}" : manifest, owner);
+                        store_->update_manifest(run, manifest.empty() ? "{}" : manifest, user);
                     } else {
-                        store_->insert_run(RunRow{run, owner, "RECOVERING", manifest.empty() ? "{}" : manifest, to, 0, now, now});
+                        store_->insert_run(RunRow{run, user, "RECOVERING", manifest.empty() ? "{}" : manifest, to, 0, now, now, as.uid});
                     }
+                    store_->set_run_owner(run, user, as.uid);
+                    store_->upsert_attempt(Store::AttemptRow{run, to, p.cluster, job, 0});
                     event(run, "RECEIVED", "decision " + id + " from broker " + from + " (peer " + by + ")", json::serialize(ev), now);
                     event(run, "PLACEMENT", p.cluster + " " + join(p.nodes) + ": job " + std::to_string(job) + ", attempt " +
                           std::to_string(to) + " (fabric " + p.fabric + ")", json::serialize(ev), now);

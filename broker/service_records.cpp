@@ -37,13 +37,29 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
         if (!ff.str("path", p) || !ff.str("sha256", h) || !ff.integer("bytes", 0, 1LL << 50, bytes))
             return reply(error_response(400, "bad_field", "files[]." + ff.err, "files"));
     }
+    if (!who.bound && who.scope != Scope::admin)
+        return reply(error_response(403, "forbidden", "commits need a per-job worker token (derived from a worker key) or an admin token"));
     {
         std::shared_lock lock(runs_mu_);
         auto it = runs_.find(id);
         if (it == runs_.end()) return reply(error_response(404, "no_run", "no run " + id));
+        if (who.bound)
+            if (std::string why = refuse_worker(&it->second, id, who, attempt); !why.empty()) {
+                count(c_refused);
+                return reply(error_response(403, "not_this_job", why, "attempt"));
+            }
         if (it->second.attempt != attempt)
             return reply(error_response(409, "stale_attempt", "run " + id + " is at attempt " + std::to_string(it->second.attempt) +
                                         "; a commit of attempt " + std::to_string(attempt) + " is refused", "attempt"));
+        // The seal waits for every rank of the attempt as the broker knows
+        // it (the largest step its tokens named), never for what a commit
+        // says: one rank claiming world_size=1 seals nothing.
+        if (who.bound) {
+            auto rec = it->second.jobs.find(attempt);
+            world = std::max<long long>(rec != it->second.jobs.end() ? rec->second.world : 0, (long long)who.world);
+            if (rank >= world)
+                return reply(error_response(400, "bad_field", "rank: this attempt has " + std::to_string(world) + " ranks", "rank"));
+        }
     }
     std::string files_text = json::serialize(*files);
     on_store([this, id, name, attempt, rank, world, files_text, now, reply] {

@@ -23,6 +23,7 @@ using detail::join;
 
 void Service::requeue(const Fault &fault) {
     std::string policy, manifest, owner;
+    long long owner_uid = -1;
     {
         std::shared_lock lock(runs_mu_);
         auto it = runs_.find(fault.run);
@@ -30,9 +31,10 @@ void Service::requeue(const Fault &fault) {
         policy = it->second.requeue;
         manifest = it->second.manifest;
         owner = it->second.owner;
+        owner_uid = it->second.owner_uid;
     }
     if (policy == "off" || !cfg_.clusters.count(fault.state.cluster) || fault.state.job <= 0) return;
-    boost::asio::post(slurm_thread_, [this, fault, policy, manifest, owner] {
+    boost::asio::post(slurm_thread_, [this, fault, policy, manifest, owner, owner_uid] {
         const std::string bad = fault.node.substr(0, fault.node.find('/'));
         const long long to = fault.attempt + 1;
         const std::string id = cfg_.broker_name + ":" + fault.run + "/attempt-" + std::to_string(to);
@@ -139,10 +141,19 @@ void Service::requeue(const Fault &fault) {
                    (policy == "local" ? " (requeue=local: no peer brokers)" : cfg_.peers.empty() ? " (no peer brokers)" : ""));
             return;
         }
-        // 6. The new attempt, on the chosen nodes.
+        // 6. The new attempt, on the chosen nodes, as the failed job's owner
+        // as Slurm numbered it when the attempt started (and the run's).
+        SubmitAs as;
+        if (auto *u = spec.if_contains("uid"); u && u->is_int64()) as.uid = u->as_int64();
+        if (auto *g = spec.if_contains("gid"); g && g->is_int64()) as.gid = g->as_int64();
+        if (owner_uid >= 0 && as.uid != owner_uid) {
+            record("refused", 0, "PLACEMENT", "not requeued: attempt " + std::to_string(fault.attempt) + "'s job ran as uid " +
+                   std::to_string(as.uid) + ", the run belongs to uid " + std::to_string(owner_uid));
+            return;
+        }
         cancel_old();
         std::string err;
-        const long long new_job = submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p.nodes, id, err);
+        const long long new_job = submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p.nodes, id, as, err);
         ev["target"] = p.cluster;
         ev["nodes"] = json::value_from(p.nodes);
         ev["fabric"] = p.fabric;
@@ -151,6 +162,7 @@ void Service::requeue(const Fault &fault) {
             return;
         }
         ev["new_job"] = new_job;
+        record_attempt(fault.run, to, p.cluster, new_job);
         {
             std::unique_lock lock(runs_mu_);
             auto it = runs_.find(fault.run);

@@ -82,6 +82,16 @@ inline long long query_int(const std::string &q, const std::string &key, long lo
     return n ? *n : dflt;
 }
 
+// One warning line on the broker's log (JSON, as every line there).
+inline void log_warn(const std::string &msg, const std::string &run, const std::string &why) {
+    std::fprintf(stderr, "%s\n", json::serialize(json::object{{"level", "warn"}, {"msg", msg}, {"run", run}, {"why", why}}).c_str());
+}
+
+// The account name of uid on this host ("uid:N" when it has none).
+std::string user_name(long long uid);
+// The uid of an account on this host, or -1.
+long long user_uid(const std::string &name, long long *gid = nullptr);
+
 inline std::string join(const std::vector<std::string> &v, const char *sep = ",") {
     std::string out;
     for (const auto &s : v) out += (out.empty() ? "" : sep) + s;

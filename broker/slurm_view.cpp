@@ -12,13 +12,16 @@
 #include <vector>
 
 #include "slurm_calls.hpp"
+#include "slurm_job.hpp"
 
 extern char **environ;
 
 namespace shardnet::broker {
 
 namespace {
-
+// squeue --json lists every job slurmctld holds (Slurm 22.05 ignores -j
+// there): a few KB each.
+constexpr std::size_t kMaxSlurmOutput = 64u << 20;
 }  // namespace
 
 int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std::string &out, bool with_stderr) {
@@ -42,7 +45,7 @@ int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std:
     char buf[4096];
     ssize_t n;
     while ((n = read(fds[0], buf, sizeof buf)) > 0)
-        if (out.size() < 65536) out.append(buf, size_t(n));
+        if (out.size() < kMaxSlurmOutput) out.append(buf, size_t(n));
     close(fds[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
@@ -106,10 +109,13 @@ SlurmView ask_slurm(SlurmCalls &calls, const std::string &slurm_conf, long long 
     };
     SlurmView v;
     std::string out;
-    int rc = run(slurm_conf, {"scontrol", "-o", "show", "job", std::to_string(job)}, out);
-    if (rc == 0) {
+    // The job's state from Slurm's JSON: in `scontrol show job` text the
+    // job's name (the user's to choose) comes first and could say JobState=.
+    int rc = run(slurm_conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out);
+    SlurmJob j;
+    if (rc == 0 && find_slurm_job(out, job, j).empty()) {
         v.controller_ok = true;
-        v.job_state = scontrol_field(out, "JobState");
+        v.job_state = j.state;
     } else {
         // A purged job and an unreachable controller both fail; ping tells them apart.
         std::string ping;

@@ -34,12 +34,23 @@ const char *const kMigrations[] = {
        CREATE TABLE received_decisions (id TEXT PRIMARY KEY, from_broker TEXT NOT NULL, run TEXT NOT NULL,
                                         to_attempt INTEGER NOT NULL, state TEXT NOT NULL, result TEXT NOT NULL,
                                         created REAL NOT NULL);)",
+    // 4: who owns a run (the uid its first job ran as, checked with Slurm)
+    // and which job runs each attempt, as this broker recorded it: a worker
+    // token must name that job to report for the attempt.
+    R"(ALTER TABLE runs ADD COLUMN owner_uid INTEGER NOT NULL DEFAULT -1;
+       CREATE TABLE attempts (run TEXT NOT NULL, attempt INTEGER NOT NULL, cluster TEXT NOT NULL, job INTEGER NOT NULL,
+                              world INTEGER NOT NULL, PRIMARY KEY (run, attempt));)",
 };
 
 struct Sql { const char *name; const char *text; };
 const Sql kStatements[] = {
-    {"load_runs", "SELECT id, owner, state, attempt, manifest, world_size, created, updated FROM runs"},
-    {"insert_run", "INSERT INTO runs (id, owner, state, attempt, manifest, world_size, created, updated) VALUES (?,?,?,?,?,?,?,?)"},
+    {"load_runs", "SELECT id, owner, state, attempt, manifest, world_size, created, updated, owner_uid FROM runs"},
+    {"insert_run", "INSERT INTO runs (id, owner, state, attempt, manifest, world_size, created, updated, owner_uid) "
+                   "VALUES (?,?,?,?,?,?,?,?,?)"},
+    {"set_owner", "UPDATE runs SET owner = ?, owner_uid = ? WHERE id = ?"},
+    {"upsert_attempt", "INSERT INTO attempts (run, attempt, cluster, job, world) VALUES (?,?,?,?,?) "
+                       "ON CONFLICT (run, attempt) DO UPDATE SET cluster = excluded.cluster, job = excluded.job, world = excluded.world"},
+    {"load_attempts", "SELECT run, attempt, cluster, job, world FROM attempts"},
     {"update_run", "UPDATE runs SET state = ?, attempt = ?, updated = ? WHERE id = ?"},
     {"insert_event", "INSERT INTO events (run, time, kind, cause, evidence) VALUES (?,?,?,?,?)"},
     {"list_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? AND id > ? ORDER BY id LIMIT ?"},
@@ -165,14 +176,38 @@ std::vector<RunRow> Store::load_runs() {
     std::vector<RunRow> out;
     while (sqlite3_step(s) == SQLITE_ROW)
         out.push_back(RunRow{col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 4), sqlite3_column_int64(s, 3),
-                             sqlite3_column_int64(s, 5), sqlite3_column_double(s, 6), sqlite3_column_double(s, 7)});
+                             sqlite3_column_int64(s, 5), sqlite3_column_double(s, 6), sqlite3_column_double(s, 7),
+                             sqlite3_column_int64(s, 8)});
+    return out;
+}
+
+void Store::set_run_owner(const std::string &id, const std::string &owner, long long owner_uid) {
+    auto *s = stmt("set_owner");
+    Binder(s).text(owner).integer(owner_uid).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("setting the owner of run " + id, rc);
+}
+
+void Store::upsert_attempt(const AttemptRow &a) {
+    auto *s = stmt("upsert_attempt");
+    Binder(s).text(a.run).integer(a.attempt).text(a.cluster).integer(a.job).integer(a.world);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("recording attempt " + std::to_string(a.attempt) + " of run " + a.run, rc);
+}
+
+std::vector<Store::AttemptRow> Store::load_attempts() {
+    auto *s = stmt("load_attempts");
+    Binder b(s);
+    std::vector<AttemptRow> out;
+    while (sqlite3_step(s) == SQLITE_ROW)
+        out.push_back(AttemptRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), sqlite3_column_int64(s, 3),
+                                 sqlite3_column_int64(s, 4)});
+    sqlite3_reset(s);
     return out;
 }
 
 void Store::insert_run(const RunRow &r) {
     auto *s = stmt("insert_run");
     Binder(s).text(r.id).text(r.owner).text(r.state).integer(r.attempt).text(r.manifest).integer(r.world_size)
-        .real(r.created).real(r.updated);
+        .real(r.created).real(r.updated).integer(r.owner_uid);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("inserting run " + r.id, rc);
 }
 

@@ -19,6 +19,7 @@ struct RunRow {
     long long attempt = 1;
     long long world_size = 0;
     double created = 0, updated = 0;
+    long long owner_uid = -1;   // -1: not known yet
 };
 
 struct EventRow {
@@ -78,6 +79,12 @@ public:
     std::optional<std::pair<std::string, std::string>> get_received(const std::string &id);  // state, result JSON
     void finish_received(const std::string &id, const std::string &state, const std::string &result);
     void update_manifest(const std::string &run, const std::string &manifest, const std::string &owner);
+    void set_run_owner(const std::string &id, const std::string &owner, long long owner_uid);
+    // The job that runs an attempt, as this broker recorded it (the first
+    // job of attempt 1; the job it submitted for every later one).
+    struct AttemptRow { std::string run; long long attempt = 0; std::string cluster; long long job = 0, world = 0; };
+    void upsert_attempt(const AttemptRow &a);
+    std::vector<AttemptRow> load_attempts();
 
     // Runs fn inside one transaction (all or nothing).
     void transaction(const std::function<void()> &fn);

@@ -41,7 +41,25 @@ TEST_CASE("the printed template is a valid config once plain or with TLS") {
     BrokerConfig c;
     CHECK(parse_broker_config(config_template(), c) == "");
     CHECK_FALSE(c.plain_http);
-    CHECK(c.tokens.size() == 2);
+    CHECK(c.tokens.size() == 3);
+    CHECK(c.tokens[1].user == "alice");
+    CHECK(c.min_uid == 1000);
+}
+
+TEST_CASE("requeue identity and user tokens' accounts") {
+    BrokerConfig c;
+    const std::string head = R"({"plain_http": true, )";
+    const std::string tok = R"("sha256": "0000000000000000000000000000000000000000000000000000000000000000")";
+    CHECK(parse_broker_config(head + R"("tokens": [{"name": "a", "scope": "user", )" + tok + "}]}", c) == "");
+    CHECK(c.tokens[0].user == "a");   // a user token acts for the account of its name by default
+    CHECK(parse_broker_config(head + R"("tokens": [{"name": "a", "scope": "user", "user": "alice", )" + tok + "}]}", c) == "");
+    CHECK(c.tokens[0].user == "alice");
+    CHECK(parse_broker_config(head + R"("tokens": [{"name": "a", "scope": "worker", "user": "alice", )" + tok + "}]}", c) ==
+          "tokens[0].user: only user tokens act for a Unix user");
+    CHECK(parse_broker_config(head + R"("requeue": {"min_uid": 500}})", c) == "");
+    CHECK(c.min_uid == 500);
+    CHECK(parse_broker_config(head + R"("requeue": {"min_uid": 0}})", c).find("requeue.min_uid") == 0);
+    CHECK(parse_broker_config(head + R"("requeue": {"as": "root"}})", c).find("requeue") == 0);
 }
 
 TEST_CASE("tokens: hashed lookup, scopes, rate limit") {
@@ -62,20 +80,26 @@ TEST_CASE("tokens: hashed lookup, scopes, rate limit") {
     CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
-TEST_CASE("derived worker tokens: one run and one attempt, signed by a configured key") {
+TEST_CASE("derived worker tokens: one job's run and attempt, signed by a configured key") {
     WorkerKey k{"site", "/k", std::string(48, 'q')};
     Auth auth({}, 1000, 1000, {k});
     const TokenEntry *who = nullptr;
-    const std::string tok = shardnet::derive_worker_token(k.key, "beta.7", 2);
+    const shardnet::WorkerClaim claim{"beta.7", 2, 4, 1001, 7, "beta"};
+    const std::string tok = shardnet::derive_worker_token(k.key, claim);
     REQUIRE(auth.check(tok, who, 1.0) == Auth::Verdict::ok);
     CHECK(who->scope == Scope::worker);
     CHECK(who->run == "beta.7");
     CHECK(who->attempt == 2);
-    CHECK(who->name == "site/beta.7");
+    CHECK(who->bound);
+    CHECK(who->world == 4);
+    CHECK(who->uid == 1001);
+    CHECK(who->job == 7);
+    CHECK(who->cluster == "beta");
+    CHECK(who->name == "site/beta/7");
     ConnCache cache;
     CHECK(auth.check(tok, who, 1.0, &cache) == Auth::Verdict::ok);
     CHECK(auth.check(tok, who, 1.0, &cache) == Auth::Verdict::ok);  // from the connection's cache
-    CHECK(auth.check(shardnet::derive_worker_token(std::string(48, 'z'), "beta.7", 2), who, 1.0) == Auth::Verdict::invalid);
+    CHECK(auth.check(shardnet::derive_worker_token(std::string(48, 'z'), claim), who, 1.0) == Auth::Verdict::invalid);
     Auth no_keys({}, 1000, 1000);
     CHECK(no_keys.check(tok, who, 1.0) == Auth::Verdict::invalid);
 }

@@ -29,8 +29,9 @@ struct Fixture {
         cfg.tokens = {TokenEntry{"ops", sha256_hex("admin-t"), Scope::admin, ""},
                       TokenEntry{"agents", sha256_hex("worker-t"), Scope::worker, ""},
                       TokenEntry{"r2-only", sha256_hex("r2-t"), Scope::worker, "r2"},
-                      TokenEntry{"alice", sha256_hex("alice-t"), Scope::user, ""},
-                      TokenEntry{"bob", sha256_hex("bob-t"), Scope::user, ""}};
+                      // User tokens act for real accounts of this host.
+                      TokenEntry{"alice", sha256_hex("alice-t"), Scope::user, "", 0, "daemon"},
+                      TokenEntry{"bob", sha256_hex("bob-t"), Scope::user, "", 0, "bin"}};
         cfg.worker_keys = {WorkerKey{"site", "/k", kWorkerKey}};
         svc = std::make_unique<Service>(cfg, std::make_unique<Store>(cfg.database));
     }
@@ -61,8 +62,8 @@ std::string commit(int attempt, int rank, int world) {
 
 TEST_CASE("heartbeats create the run and show in it") {
     Fixture f;
-    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a1", 5)).status == 204);
-    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a2", 6)).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", "admin-t", hb("r1", 1, "a1", 5)).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", "admin-t", hb("r1", 1, "a2", 6)).status == 204);
     auto r = f.call("GET", "/v1/runs/r1", "admin-t");
     REQUIRE(r.status == 200);
     auto v = Fixture::body(r).as_object();
@@ -73,8 +74,8 @@ TEST_CASE("heartbeats create the run and show in it") {
     REQUIRE(v.at("groups").as_array().size() == 1);
     CHECK(v.at("groups").as_array()[0].at("workers").as_int64() == 2);
     CHECK(v.at("groups").as_array()[0].at("healthy").as_int64() == 2);
-    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a1/batch", 6)).status == 204);
-    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a2", 7, "ended")).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", "admin-t", hb("r1", 1, "a1/batch", 6)).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", "admin-t", hb("r1", 1, "a2", 7, "ended")).status == 204);
     v = Fixture::body(f.call("GET", "/v1/runs/r1", "admin-t")).as_object();
     auto groups = v.at("groups").as_array();
     REQUIRE(groups.size() == 2);
@@ -92,15 +93,15 @@ TEST_CASE("bad input gets the right 4xx, naming the field") {
     CHECK(f.call("POST", "/v1/heartbeats", "", hb("r1", 1, "a1", 5)).status == 401);
     CHECK(f.call("POST", "/v1/heartbeats", "nope", hb("r1", 1, "a1", 5)).status == 401);
     CHECK(f.call("POST", "/v1/heartbeats", "alice-t", hb("r1", 1, "a1", 5)).status == 403);
-    auto r = f.call("POST", "/v1/heartbeats", "worker-t", "{not json");
+    auto r = f.call("POST", "/v1/heartbeats", "admin-t", "{not json");
     CHECK(r.status == 400);
     CHECK(r.body.find("bad_json") != std::string::npos);
-    r = f.call("POST", "/v1/heartbeats", "worker-t", R"({"run":"r1","attempt":"one","node":"a","ranks":[]})");
+    r = f.call("POST", "/v1/heartbeats", "admin-t", R"({"run":"r1","attempt":"one","node":"a","ranks":[]})");
     CHECK(r.status == 400);
     CHECK(Fixture::body(r).at("error").at("field").as_string() == "attempt");
-    r = f.call("POST", "/v1/heartbeats", "worker-t", R"({"run":"../etc","attempt":1,"node":"a","ranks":[]})");
+    r = f.call("POST", "/v1/heartbeats", "admin-t", R"({"run":"../etc","attempt":1,"node":"a","ranks":[]})");
     CHECK(Fixture::body(r).at("error").at("field").as_string() == "run");
-    r = f.call("POST", "/v1/heartbeats", "worker-t", R"({"run":"r1","attempt":1,"node":"a","ranks":{}})");
+    r = f.call("POST", "/v1/heartbeats", "admin-t", R"({"run":"r1","attempt":1,"node":"a","ranks":{}})");
     CHECK(Fixture::body(r).at("error").at("field").as_string() == "ranks");
     CHECK(f.call("GET", "/v1/nothing", "admin-t").status == 404);
     CHECK(f.call("POST", "/v1/heartbeats", "r2-t", hb("r1", 1, "a1", 5)).status == 403);  // token tied to r2
@@ -108,33 +109,33 @@ TEST_CASE("bad input gets the right 4xx, naming the field") {
 
 TEST_CASE("epoch fencing: an older attempt can neither heartbeat nor commit") {
     Fixture f;
-    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a1", 5)).status == 204);
-    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 2, "b1", 0)).status == 204);  // new attempt
-    auto r = f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a1", 6));
+    CHECK(f.call("POST", "/v1/heartbeats", "admin-t", hb("r1", 1, "a1", 5)).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", "admin-t", hb("r1", 2, "b1", 0)).status == 204);  // new attempt
+    auto r = f.call("POST", "/v1/heartbeats", "admin-t", hb("r1", 1, "a1", 6));
     CHECK(r.status == 409);
     CHECK(r.body.find("stale_attempt") != std::string::npos);
-    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "worker-t", commit(1, 0, 1)).status == 409);
-    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "worker-t", commit(2, 0, 1)).status == 200);
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "admin-t", commit(1, 0, 1)).status == 409);
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "admin-t", commit(2, 0, 1)).status == 200);
 }
 
 TEST_CASE("a checkpoint seals when every rank of the attempt committed, with lineage") {
     Fixture f;
-    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a1", 5)).status == 204);
-    auto r = Fixture::body(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "worker-t", commit(1, 0, 2)));
+    CHECK(f.call("POST", "/v1/heartbeats", "admin-t", hb("r1", 1, "a1", 5)).status == 204);
+    auto r = Fixture::body(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "admin-t", commit(1, 0, 2)));
     CHECK_FALSE(r.at("sealed").as_bool());
-    r = Fixture::body(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "worker-t", commit(1, 0, 2)));
+    r = Fixture::body(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "admin-t", commit(1, 0, 2)));
     CHECK_FALSE(r.at("sealed").as_bool());  // the same rank twice is one commit
-    r = Fixture::body(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "worker-t", commit(1, 1, 2)));
+    r = Fixture::body(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-001/commit", "admin-t", commit(1, 1, 2)));
     CHECK(r.at("sealed").as_bool());
     for (int rank = 0; rank < 2; ++rank)
-        f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-002/commit", "worker-t", commit(1, rank, 2));
+        f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-002/commit", "admin-t", commit(1, rank, 2));
     auto cps = Fixture::body(f.call("GET", "/v1/runs/r1/checkpoints", "admin-t")).at("checkpoints").as_array();
     REQUIRE(cps.size() == 2);
     CHECK(cps[1].at("parent").as_string() == "checkpoint-001");
     auto ev = Fixture::body(f.call("GET", "/v1/runs/r1/events?after=1", "admin-t")).at("events").as_array();
     REQUIRE(ev.size() == 2);
     CHECK(ev[0].at("kind").as_string() == "SEALED");
-    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/c/commit", "worker-t", R"({"attempt":1,"rank":3,"world_size":2,"files":[]})").status == 400);
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/c/commit", "admin-t", R"({"attempt":1,"rank":3,"world_size":2,"files":[]})").status == 400);
 }
 
 TEST_CASE("users see their own runs; FAULT events carry evidence") {
@@ -149,7 +150,7 @@ TEST_CASE("users see their own runs; FAULT events carry evidence") {
     CHECK(f.call("GET", "/v1/runs/alice-run", "bob-t").status == 404);
     CHECK(f.call("GET", "/v1/runs/alice-run", "alice-t").status == 200);
     CHECK(Fixture::body(f.call("GET", "/v1/runs", "bob-t")).at("runs").as_array().empty());
-    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", hb("alice-run", 1, "a1", 5)).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", "admin-t", hb("alice-run", 1, "a1", 5)).status == 204);
     f.svc->tick(wall_now() + 10);
     f.svc->drain();
     auto ev = Fixture::body(f.call("GET", "/v1/runs/alice-run/events", "alice-t")).at("events").as_array();
@@ -164,10 +165,10 @@ TEST_CASE("users see their own runs; FAULT events carry evidence") {
 
 TEST_CASE("the batch script's end ends the run with its status") {
     Fixture f;
-    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", R"({"run":"b1","attempt":1,"node":"a1","step":"batch","ranks":[{"rank":0,"exit":null}]})").status == 204);
-    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", R"({"run":"b1","attempt":1,"node":"a1","step":"batch","state":"ended","ranks":[{"rank":0,"exit":{"code":0,"signal":null}}]})").status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", "admin-t", R"({"run":"b1","attempt":1,"node":"a1","step":"batch","ranks":[{"rank":0,"exit":null}]})").status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", "admin-t", R"({"run":"b1","attempt":1,"node":"a1","step":"batch","state":"ended","ranks":[{"rank":0,"exit":{"code":0,"signal":null}}]})").status == 204);
     CHECK(Fixture::body(f.call("GET", "/v1/runs/b1", "admin-t")).at("state").as_string() == "SUCCEEDED");
-    CHECK(f.call("POST", "/v1/heartbeats", "worker-t", R"({"run":"b2","attempt":1,"node":"a1","step":"batch","state":"ended","ranks":[{"rank":0,"exit":{"code":null,"signal":9}}]})").status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", "admin-t", R"({"run":"b2","attempt":1,"node":"a1","step":"batch","state":"ended","ranks":[{"rank":0,"exit":{"code":null,"signal":9}}]})").status == 204);
     auto ev = Fixture::body(f.call("GET", "/v1/runs/b2/events", "admin-t")).at("events").as_array();
     REQUIRE(ev.size() == 2);
     CHECK(ev[1].at("kind").as_string() == "FAILED");
@@ -214,9 +215,16 @@ TEST_CASE("node descriptors of the wrong shape are refused, naming the part") {
     CHECK(Fixture::body(f.call("GET", "/v1/nodes", "admin-t")).at("nodes").as_array().size() == 2);
 }
 
+namespace {
+std::string wt(const std::string &run, unsigned long long attempt, unsigned long long job = 42, unsigned long long uid = 1001,
+               unsigned long long world = 1, const std::string &cluster = "alpha") {
+    return shardnet::derive_worker_token(kWorkerKey, shardnet::WorkerClaim{run, attempt, world, uid, job, cluster});
+}
+}  // namespace
+
 TEST_CASE("a derived worker token reports for its own run and attempt only") {
     Fixture f;
-    const std::string t1 = shardnet::derive_worker_token(kWorkerKey, "r7", 1);
+    const std::string t1 = wt("r7", 1);
     CHECK(f.call("POST", "/v1/heartbeats", t1, hb("r7", 1, "a1", 1)).status == 204);
     CHECK(f.call("POST", "/v1/runs/r7/checkpoints/c1/commit", t1, commit(1, 0, 1)).status == 200);
     auto other_run = f.call("POST", "/v1/heartbeats", t1, hb("r8", 1, "a1", 1));
@@ -225,10 +233,88 @@ TEST_CASE("a derived worker token reports for its own run and attempt only") {
     CHECK(next_attempt.status == 403);
     CHECK(next_attempt.body.find("attempt 1") != std::string::npos);
     CHECK(f.call("POST", "/v1/runs/r7/checkpoints/c2/commit", t1, commit(2, 0, 1)).status == 403);
-    // The next attempt's token moves the run on; the old one is then fenced.
-    const std::string t2 = shardnet::derive_worker_token(kWorkerKey, "r7", 2);
-    CHECK(f.call("POST", "/v1/heartbeats", t2, hb("r7", 2, "b1", 1)).status == 204);
-    CHECK(f.call("POST", "/v1/heartbeats", t1, hb("r7", 1, "a1", 2)).status == 409);
-    CHECK(f.call("GET", "/v1/runs/r7", t2).status == 200);
-    CHECK(f.call("GET", "/v1/runs/r1", t2).status == 404);
+    // Attempt 2 is the broker's to issue: a job it did not submit cannot
+    // claim it, whatever its environment said.
+    auto claimed = f.call("POST", "/v1/heartbeats", wt("r7", 2, 43), hb("r7", 2, "b1", 1));
+    CHECK(claimed.status == 403);
+    CHECK(claimed.body.find("not issued by this broker") != std::string::npos);
+    CHECK(Fixture::body(f.call("GET", "/v1/runs/r7", "admin-t")).at("attempt").as_int64() == 1);
+    CHECK(f.call("POST", "/v1/heartbeats", t1, hb("r7", 1, "a1", 2)).status == 204);   // not fenced
+    CHECK(f.call("GET", "/v1/runs/r7", t1).status == 200);
+    CHECK(f.call("GET", "/v1/runs/r1", t1).status == 404);
+}
+
+TEST_CASE("a shared worker token cannot report for a run; it publishes node descriptors only") {
+    Fixture f;
+    auto r = f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a1", 1));
+    CHECK(r.status == 403);
+    CHECK(r.body.find("per-job worker token") != std::string::npos);
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/c1/commit", "worker-t", commit(1, 0, 1)).status == 403);
+    CHECK(f.call("GET", "/v1/runs/r1", "admin-t").status == 404);   // nothing was created
+}
+
+TEST_CASE("another user's job cannot report under a run, fence it or take its attempt") {
+    Fixture f;
+    const std::string a = wt("victim", 1, 42, 1001, 2);
+    CHECK(f.call("POST", "/v1/heartbeats", a, hb("victim", 1, "a1", 5)).status == 204);
+    auto run = Fixture::body(f.call("GET", "/v1/runs/victim", "admin-t"));
+    CHECK(run.at("attempt").as_int64() == 1);
+    // User 1002, with tokens their own jobs really got (the attack needs no forgery).
+    for (unsigned long long attempt : {1ULL, 2ULL, 1000000ULL}) {
+        CAPTURE(attempt);
+        auto r = f.call("POST", "/v1/heartbeats", wt("victim", attempt, 77, 1002), hb("victim", (int)attempt, "b1", 1));
+        CHECK(r.status == 403);
+        CHECK(r.body.find("belongs to another user") != std::string::npos);
+        CHECK(f.call("POST", "/v1/runs/victim/checkpoints/c9/commit", wt("victim", attempt, 77, 1002), commit((int)attempt, 0, 1)).status == 403);
+    }
+    // The same user's second job cannot take attempt 1 either.
+    auto twin = f.call("POST", "/v1/heartbeats", wt("victim", 1, 43, 1001), hb("victim", 1, "a2", 1));
+    CHECK(twin.status == 403);
+    CHECK(twin.body.find("is job alpha/42") != std::string::npos);
+    // A body naming another job than the token's is refused.
+    auto lie = f.call("POST", "/v1/heartbeats", a, R"({"run":"victim","attempt":1,"node":"a1","cluster":"alpha","job":7,"ranks":[]})");
+    CHECK(lie.status == 403);
+    CHECK(lie.body.find("alpha/42") != std::string::npos);
+    run = Fixture::body(f.call("GET", "/v1/runs/victim", "admin-t"));
+    CHECK(run.at("attempt").as_int64() == 1);
+    CHECK(run.at("state").as_string() == "RUNNING");
+    CHECK(run.at("owner").as_string() != "");
+    // Nothing of it changed after a restart either.
+    f.svc->drain();
+    f.svc.reset();
+    BrokerConfig cfg;
+    cfg.plain_http = true;
+    cfg.database = f.dir + "/b.db";
+    cfg.tokens = {TokenEntry{"ops", sha256_hex("admin-t"), Scope::admin, ""}};
+    cfg.worker_keys = {WorkerKey{"site", "/k", kWorkerKey}};
+    f.svc = std::make_unique<Service>(cfg, std::make_unique<Store>(cfg.database));
+    CHECK(f.call("POST", "/v1/heartbeats", wt("victim", 1, 77, 1002), hb("victim", 1, "b1", 1)).status == 403);
+    CHECK(f.call("POST", "/v1/heartbeats", wt("victim", 1, 43, 1001), hb("victim", 1, "a2", 1)).status == 403);
+    CHECK(f.call("POST", "/v1/heartbeats", a, hb("victim", 1, "a1", 6)).status == 204);
+}
+
+TEST_CASE("a seal waits for the attempt's ranks as the broker knows them, not for a commit's world_size") {
+    Fixture f;
+    const std::string t = wt("w2", 1, 42, 1001, 2);   // a 2-rank step
+    CHECK(f.call("POST", "/v1/heartbeats", t, hb("w2", 1, "a1", 1)).status == 204);
+    auto one = Fixture::body(f.call("POST", "/v1/runs/w2/checkpoints/checkpoint-999/commit", t, commit(1, 0, 1)));
+    CHECK(one.at("sealed").as_bool() == false);
+    CHECK(one.at("of").as_int64() == 2);
+    // A smaller step of the same job does not lower it either.
+    auto small = Fixture::body(f.call("POST", "/v1/runs/w2/checkpoints/checkpoint-998/commit", wt("w2", 1, 42, 1001, 1), commit(1, 0, 1)));
+    CHECK(small.at("sealed").as_bool() == false);
+    CHECK(Fixture::body(f.call("GET", "/v1/runs/w2/checkpoints", "admin-t")).at("checkpoints").as_array().empty());
+    auto two = Fixture::body(f.call("POST", "/v1/runs/w2/checkpoints/checkpoint-999/commit", t, commit(1, 1, 2)));
+    CHECK(two.at("sealed").as_bool() == true);
+    CHECK(f.call("POST", "/v1/runs/w2/checkpoints/c/commit", t, commit(1, 2, 3)).status == 400);   // rank 2 of 2
+}
+
+TEST_CASE("a job's default run id cannot be taken by anyone else") {
+    Fixture f;
+    // (alpha is not a cluster of this fixture's broker: the plugin's own fallback prefix is.)
+    auto r = f.call("POST", "/v1/heartbeats", wt("job.42", 1, 77, 1002), hb("job.42", 1, "b1", 1));
+    CHECK(r.status == 403);
+    CHECK(r.body.find("default run id") != std::string::npos);
+    CHECK(f.call("POST", "/v1/heartbeats", wt("job.42", 1, 42, 1001), hb("job.42", 1, "a1", 1)).status == 204);
+    CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"job.43"})").status == 400);
 }

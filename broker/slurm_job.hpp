@@ -1,0 +1,48 @@
+// A Slurm job as Slurm itself describes it, from `squeue --json` (Slurm's
+// OpenAPI data, numbers as numbers). Never from `scontrol show job` text:
+// there a job name (which the user chooses) is printed raw before UserId=,
+// so `-J 'x UserId=(0)'` could pose as any account.
+#pragma once
+#include <string>
+
+namespace shardnet::broker {
+
+struct SlurmJob {
+    long long id = 0;
+    long long uid = -1, gid = -1;       // numeric, as Slurm resolved them
+    std::string user, name, state, cluster;
+    std::string workdir, stdout_pattern, nodes, batch_host, comment;
+    long long node_count = 0, tasks = 0;
+    double submit_time = 0;
+};
+
+// The squeue arguments whose JSON find_slurm_job reads. Slurm 22.05's
+// squeue ignores -j with --json, so the job is looked up in the answer.
+inline const char *const kSqueueJson[] = {"squeue", "--json"};
+
+// Finds job id in squeue's JSON. "" and out filled, else why not (a job
+// that is not there, or a field of the wrong type, named).
+std::string find_slurm_job(const std::string &squeue_json, long long id, SlurmJob &out);
+
+// The id of a job in squeue's JSON with exactly this comment and owned by
+// uid; 0 when there is none.
+long long submitted_for(const std::string &squeue_json, const std::string &comment, long long uid);
+
+// The job's output file for the next attempt: Slurm's pattern with what
+// names the old job filled in (%j, %A: the old job id; %u; %x; %%), so that
+// every attempt writes where the first one did. Slurm's default when the
+// job named none: WORKDIR/slurm-JOBID.out.
+std::string output_for_next_attempt(const SlurmJob &j);
+
+// Why the broker must not submit a job as uid/gid, or "": never root, never
+// the cluster's SlurmUser, never a uid below the site's min_uid.
+std::string submit_identity_error(long long uid, long long gid, long long min_uid, long long slurm_user_uid);
+
+// A value that becomes one sbatch argument (a path): absolute, no control
+// characters, at most 4096 bytes. "" or why not, naming what.
+std::string sbatch_path_error(const std::string &what, const std::string &value);
+
+// SlurmUser's uid from `scontrol show config` ("SlurmUser = slurm(64030)"); -1 when absent.
+long long slurm_user_uid(const std::string &show_config);
+
+}  // namespace shardnet::broker
