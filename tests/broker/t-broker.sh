@@ -48,18 +48,19 @@ echo '{"listen": "127.0.0.1:0", "plain_http": true, "limitz": {}}' > "$T/bad.jso
 
 start
 HB='{"run":"r1","attempt":1,"node":"n1","interval":1,"state":"running","ranks":[{"rank":0,"step":1}]}'
-expect "heartbeat" 204 "" -- POST /v1/heartbeats worker-t "$HB"
+expect "heartbeat" 204 "" -- POST /v1/heartbeats admin-t "$HB"
 expect "no token" 401 no_token -- POST /v1/heartbeats "" "$HB"
+expect "a shared worker token reports for no run" 403 "per-job worker token" -- POST /v1/heartbeats worker-t "$HB"
 expect "unknown token" 401 bad_token -- POST /v1/heartbeats wrong "$HB"
-expect "malformed JSON" 400 bad_json -- POST /v1/heartbeats worker-t '{"run":'
-expect "wrong type names the field" 400 '"field":"attempt"' -- POST /v1/heartbeats worker-t '{"run":"r1","attempt":[],"node":"n1","ranks":[]}'
-expect "attempt 2 starts" 204 "" -- POST /v1/heartbeats worker-t "${HB/\"attempt\":1/\"attempt\":2}"
-expect "attempt 1 is now stale" 409 stale_attempt -- POST /v1/heartbeats worker-t "$HB"
+expect "malformed JSON" 400 bad_json -- POST /v1/heartbeats admin-t '{"run":'
+expect "wrong type names the field" 400 '"field":"attempt"' -- POST /v1/heartbeats admin-t '{"run":"r1","attempt":[],"node":"n1","ranks":[]}'
+expect "attempt 2 starts" 204 "" -- POST /v1/heartbeats admin-t "${HB/\"attempt\":1/\"attempt\":2}"
+expect "attempt 1 is now stale" 409 stale_attempt -- POST /v1/heartbeats admin-t "$HB"
 expect "unknown route" 404 no_route -- GET /v1/nope admin-t
 expect "descriptor of the wrong shape" 400 '"field":"accelerators"' -- POST /v1/nodes worker-t '{"schema":"shardnet.node/1","host":"h1","hash":"x","accelerators":[1]}'
 expect "node list after it" 200 '"nodes":\[\]' -- GET /v1/nodes admin-t
 head -c 100000 /dev/zero | tr '\0' 'x' > "$T/big"
-expect "oversized body" 413 body_too_large -- POST /v1/heartbeats worker-t "@$T/big"
+expect "oversized body" 413 body_too_large -- POST /v1/heartbeats admin-t "@$T/big"
 # Slowloris: headers trickled in one byte at a time are cut off at the read deadline.
 /usr/bin/python3 - "$P" <<'PY' && ok "slowloris connection closed by the read deadline" || fail "slowloris kept open"
 import socket, sys, time
@@ -91,15 +92,15 @@ def talk(data, shut=False, pieces=0):
         if not d: break
         out += d
     return [l.decode() for l in out.split(b"\r\n") if l.startswith(b"HTTP/")], time.time() - start
-hb = b"POST /v1/heartbeats HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer worker-t\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+hb = b"POST /v1/heartbeats HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer admin-t\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
 got, _ = talk(hb * 3)
 assert got == ["HTTP/1.1 204 No Content"] * 3, got
-chunked = b"POST /v1/heartbeats HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer worker-t\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+chunked = b"POST /v1/heartbeats HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer admin-t\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
 got, _ = talk(chunked)
 assert got == ["HTTP/1.1 204 No Content"], got
 got, _ = talk(hb, pieces=7)
 assert got == ["HTTP/1.1 204 No Content"], got
-cut = b"POST /v1/heartbeats HTTP/1.1\r\nAuthorization: Bearer worker-t\r\nContent-Length: 100\r\n\r\n{\"run\""
+cut = b"POST /v1/heartbeats HTTP/1.1\r\nAuthorization: Bearer admin-t\r\nContent-Length: 100\r\n\r\n{\"run\""
 got, _ = talk(cut, shut=True)
 assert got == ["HTTP/1.1 400 Bad Request"], got
 got, took = talk(cut)  # no answer to half a request: closed at the 1 s read deadline
@@ -129,7 +130,7 @@ PY
 curl -s -N -H "Authorization: Bearer admin-t" "http://127.0.0.1:$P/v1/runs/r1/events?follow=1" > "$T/sse" &
 SSE=$!
 sleep 0.5
-req POST /v1/runs/r1/checkpoints/ck-sse/commit worker-t '{"attempt":2,"rank":0,"world_size":1,"files":[{"path":"s","sha256":"00","bytes":1}]}' >/dev/null
+req POST /v1/runs/r1/checkpoints/ck-sse/commit admin-t '{"attempt":2,"rank":0,"world_size":1,"files":[{"path":"s","sha256":"00","bytes":1}]}' >/dev/null
 sleep 0.5
 kill $SSE 2>/dev/null; wait $SSE 2>/dev/null
 grep -q '^event: RUNNING' "$T/sse" && grep -q '^event: ATTEMPT' "$T/sse" && grep -q '^event: SEALED' "$T/sse" \
@@ -169,7 +170,7 @@ def worker(w):
             c.request("POST", "/v1/runs/r1/checkpoints/%s/commit" % name,
                       json.dumps({"attempt": 2, "rank": 0, "world_size": 1,
                                   "files": [{"path": "s", "sha256": "00", "bytes": 1}]}),
-                      {"Authorization": "Bearer worker-t"})
+                      {"Authorization": "Bearer admin-t"})
             r = c.getresponse(); r.read()
             if r.status == 200:
                 with lock: acked.append(name)

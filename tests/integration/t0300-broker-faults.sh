@@ -5,7 +5,7 @@
 # FAULT (hang); a healthy job survives a 30 s broker restart without FAULT.
 . "$(dirname "$0")/lib.sh"
 start_broker 5
-plugstack beta "broker=$BROKER_URL token_file=$AGENT_TOKEN_FILE heartbeat_min=1"
+plugstack beta "broker=$BROKER_URL worker_key_file=$WORKER_KEY_FILE heartbeat_min=1"
 cat > "$WORK/train.sh" <<'SH'
 #!/bin/bash
 # Advances one step every 0.5 s for $1 seconds; "hang" stops advancing after 2 s.

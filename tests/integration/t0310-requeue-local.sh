@@ -37,15 +37,12 @@ grep -q "attempt=2 resume=" "$WORK/rq-$j.out" || fail "attempt 2 did not see SHA
 old_state=$(job_state beta "$j")
 case "$old_state" in RUNNING|PENDING) fail "the old job $j is still $old_state" ;; esac
 ok "node $victim killed: attempt 2 runs as job $new on $on; fault -> RECOVERED ${dt}s; old job $j $old_state"
-# The old attempt is fenced.
+# A shared worker token cannot report for a run at all.
 out=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $(cat "$AGENT_TOKEN_FILE")" "$BROKER_URL/v1/heartbeats" \
     -d '{"run":"rq-run","attempt":1,"node":"'"$victim"'","ranks":[]}')
-[ "$out" = 409 ] && ok "a heartbeat of attempt 1 is refused (409)" || fail "attempt 1 heartbeat answered $out"
-# What attempt 1's agent held: a token derived for rq-run attempt 1 only.
-old_token=$(/usr/bin/python3 -c 'import hmac, hashlib, sys
-key = open(sys.argv[1], "rb").read().rstrip(b"\r\n")
-mac = hmac.new(key, b"shardnet-worker\0rq-run\0" + b"1", hashlib.sha256).hexdigest()
-print("snw1.1." + mac + ".rq-run")' "$WORKER_KEY_FILE")
+[ "$out" = 403 ] && ok "a heartbeat with a shared worker token is refused (403)" || fail "shared-token heartbeat answered $out"
+# What attempt 1's agent held: a token derived for rq-run attempt 1 of job $j only.
+old_token=$("$HARNESS/worker_token.py" "$WORKER_KEY_FILE" rq-run 1 1 "$(id -u "$TEST_USER")" "$j" beta)
 post() { curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $old_token" "$BROKER_URL$1" -d "$2"; }
 hb1=$(post /v1/heartbeats '{"run":"rq-run","attempt":1,"node":"'"$victim"'","ranks":[]}')
 hb2=$(post /v1/heartbeats '{"run":"rq-run","attempt":2,"node":"'"$victim"'","ranks":[]}')
