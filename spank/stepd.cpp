@@ -144,7 +144,11 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
     }
     // Required mode waits for the first heartbeat: no grace period there.
     const bool required = g.cfg->mode == BrokerMode::required;
-    AgentSpawn spawn{g.cfg->agent_path, encode_agent_config(ac), job_env(sp, "SLURM_CONF"), uid, gid, user,
+    std::string config;
+    std::string bad = encode_agent_config(ac, config);
+    explicit_bzero(ac.token.data(), ac.token.size());
+    if (!bad.empty()) return broker_problem(bad);
+    AgentSpawn spawn{g.cfg->agent_path, std::move(config), job_env(sp, "SLURM_CONF"), uid, gid, user,
                      required ? 0 : g.cfg->start_grace_ms};
     if (spawn.slurm_conf.empty()) {
         const char *c = std::getenv("SLURM_CONF");
