@@ -69,7 +69,7 @@ int slurm_spank_task_exit(spank_t sp, int, char **) {
 
 int slurm_spank_exit(spank_t, int, char **) {
     return guarded("exit", [&] {
-        if (in_stepd() && g.active) stepd_exit();
+        if (in_stepd()) stepd_exit();  // also when inactive: secrets and the progress dir go
         delete g.job;
         delete g.cfg;
         g.job = nullptr;
