@@ -111,7 +111,9 @@ int refuse(const std::string &why) {
 int site_problem(const std::string &what) {
     if (g.cfg->mode == BrokerMode::required) return refuse(what + " (mode=required: the step does not start)");
     const std::string why = what + "; this step runs without ShardNet (mode=optional)";
-    slurm_error("shardnet: %s", why.c_str());
+    // Not slurm_error: slurmstepd copies errors to the job's stderr too, and
+    // the user is to see the reason once, from task_init.
+    slurm_info("shardnet: warning: %s", why.c_str());
     wipe_secrets();
     if (!g.warning[0]) {
         std::snprintf(g.warning, sizeof g.warning, "%s", why.c_str());
