@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
+#include <cstdlib>
 #include <fcntl.h>
 #include <memory>
 #include <pwd.h>
