@@ -1,14 +1,59 @@
 #include "agent_protocol.hpp"
 
+#include <cctype>
+#include <cstring>
+
 #include "parse_util.hpp"
+#include "safe_path.hpp"
 
 namespace shardnet {
 
-std::string encode_agent_config(const AgentConfig &c) {
-    std::string s;
-    auto kv = [&](const char *k, const std::string &v) { s += k; s += '='; s += v; s += '\n'; };
+namespace {
+
+bool all_of_set(const std::string &s, const char *extra) {
+    for (unsigned char ch : s)
+        if (!std::isalnum(ch) && !std::strchr(extra, ch)) return false;
+    return true;
+}
+
+bool split2(const std::string &v, char sep, std::string &a, std::string &b) {
+    auto p = v.find(sep);
+    if (p == std::string::npos) return false;
+    a = v.substr(0, p);
+    b = v.substr(p + 1);
+    return true;
+}
+
+}  // namespace
+
+bool is_hostlist(const std::string &s) { return all_of_set(s, "._-[],"); }
+
+std::string agent_config_value_error(const std::string &key, const std::string &v) {
+    const std::string k = "'" + key + "'";
+    if (v.size() > kMaxAgentValue) return "value of " + k + " is longer than " + std::to_string(kMaxAgentValue) + " bytes";
+    if (has_control_chars(v)) return "value of " + k + " has control characters";
+    if (key == "url" && ((v.rfind("http://", 0) != 0 && v.rfind("https://", 0) != 0) || v.find(' ') != std::string::npos))
+        return k + " is not an http(s) URL without spaces";
+    if (key == "token" && (v.empty() || v.find(' ') != std::string::npos)) return k + " is empty or has spaces";
+    if (key == "nodelist" && !is_hostlist(v)) return k + " is not a Slurm host list (only [A-Za-z0-9._-] and \"[],\")";
+    if (key == "node" && (v.empty() || !all_of_set(v, "._-"))) return k + " is not a host name ([A-Za-z0-9._-])";
+    if (key == "cluster" && !all_of_set(v, "_-")) return k + " is not a cluster name ([A-Za-z0-9_-])";
+    if (key == "run" && !is_safe_name(v)) return k + " is not a run id ([A-Za-z0-9._-], 1-64)";
+    if (key == "step" && v != "batch" && !parse_int(v, 0, 0xffffffffLL)) return k + " is not a step id or 'batch'";
+    if (key == "requeue" && v != "federated" && v != "local" && v != "off") return k + " is not federated, local or off";
+    if ((key == "progress_dir" || key == "ckpt_dir" || key == "ca_file") && !v.empty())
+        if (auto err = check_path_syntax(v); !err.empty()) return k + ": " + err;
+    return "";
+}
+
+std::string encode_agent_config(const AgentConfig &c, std::string &out) {
+    out.clear();
+    std::string body, err;
+    auto kv = [&](const char *k, const std::string &v) {
+        if (err.empty()) err = agent_config_value_error(k, v);
+        body += k; body += '='; body += v; body += '\n';
+    };
     kv("url", c.url);
-    if (!c.token.empty()) kv("token", c.token);
     if (!c.ca_file.empty()) kv("ca_file", c.ca_file);
     kv("run", c.run);
     kv("attempt", std::to_string(c.attempt));
@@ -26,24 +71,26 @@ std::string encode_agent_config(const AgentConfig &c) {
     if (!c.ckpt_dir.empty()) kv("ckpt_dir", c.ckpt_dir);
     kv("world", std::to_string(c.world));
     for (const auto &r : c.ranks) kv("rank", std::to_string(r.rank) + ":" + std::to_string(r.local_rank));
-    s += "end\n";
-    return s;
+    if (err.empty() && !c.token.empty()) err = agent_config_value_error("token", c.token);
+    if (!err.empty()) return "agent config refused: " + err;
+    // The token is copied once, into a buffer of its final size: no
+    // reallocation leaves a copy of it in freed memory.
+    out.reserve(body.size() + c.token.size() + 16);
+    if (!c.token.empty()) { out += "token="; out += c.token; out += '\n'; }
+    out += body;
+    out += "end\n";
+    return "";
 }
 
-namespace {
-bool split2(const std::string &v, char sep, std::string &a, std::string &b) {
-    auto p = v.find(sep);
-    if (p == std::string::npos) return false;
-    a = v.substr(0, p);
-    b = v.substr(p + 1);
-    return true;
-}
-}  // namespace
-
-std::string parse_agent_config_line(const std::string &line, AgentConfig &c, bool &done) {
-    if (line == "end") { done = true; return c.url.empty() || c.run.empty() ? "config lacks url or run" : ""; }
+std::string AgentConfigParser::feed(const std::string &line) {
+    AgentConfig &c = cfg_;
+    if (done_) return "config line after 'end'";
+    if (line == "end") { done_ = true; return c.url.empty() || c.run.empty() ? "config lacks url or run" : ""; }
     std::string k, v;
-    if (!split2(line, '=', k, v) || has_control_chars(v)) return "bad config line '" + k + "'";
+    if (!split2(line, '=', k, v) || k.empty() || !all_of_set(k, "_")) return "bad config line (expected key=value)";
+    if (auto err = agent_config_value_error(k, v); !err.empty()) return err;
+    // A second url= (or token=, node=...) must never win over the first.
+    if (k != "rank" && !seen_.insert(k).second) return "config key '" + k + "' given twice";
     auto num = [&](long long lo, long long hi) { return parse_int(v, lo, hi); };
     if (k == "url") c.url = v;
     else if (k == "token") c.token = v;

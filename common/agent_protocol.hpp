@@ -3,8 +3,15 @@
 // configuration as key=value lines ending with "end", then one line per
 // event ("pid=RANK:PID", "exit=RANK:WAITSTATUS"); end of file is the end of
 // the step. The agent trusts nothing in it beyond what parse_* accepts.
+//
+// Some values come from the job's environment (the node list) or from the
+// user (run, checkpoint dir): a newline in one of them would add a line of
+// its own choosing (a second url= that receives the agent's token). So
+// every value is checked on both sides by the same rules, and a key may
+// appear only once (rank lines excepted).
 #pragma once
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,11 +45,36 @@ struct AgentConfig {
     std::vector<AgentRank> ranks;
 };
 
-std::string encode_agent_config(const AgentConfig &c);
+// The longest value any config line may carry (paths fit PATH_MAX).
+constexpr std::size_t kMaxAgentValue = 4096;
 
-// Feeds one config line; returns "" or an error naming the line. Sets done
-// when the "end" line arrives.
-std::string parse_agent_config_line(const std::string &line, AgentConfig &c, bool &done);
+// "" when v may be the value of key in the agent's config, else why not
+// (naming the key, never echoing the value: it may be a token).
+std::string agent_config_value_error(const std::string &key, const std::string &v);
+
+// True when s is a Slurm host list as the job's environment spells one:
+// host names and ranges, [A-Za-z0-9._-] and "[],".
+bool is_hostlist(const std::string &s);
+
+// Writes c's lines into out; "" on success. A value that breaks the rules
+// above is refused (out is then empty) rather than written. out holds the
+// token: the caller wipes it.
+std::string encode_agent_config(const AgentConfig &c, std::string &out);
+
+// The agent's side: feed lines until done. Refuses a line that breaks the
+// value rules, an unknown key and a key given twice.
+class AgentConfigParser {
+public:
+    // "" or an error naming the line's key.
+    std::string feed(const std::string &line);
+    bool done() const { return done_; }
+    AgentConfig &config() { return cfg_; }
+
+private:
+    AgentConfig cfg_;
+    std::set<std::string> seen_;
+    bool done_ = false;
+};
 
 // Event lines after the config.
 struct AgentEvent {

@@ -15,7 +15,9 @@ struct PlugstackConfig {
     std::string worker_key_file; // site key: agents get a token for their run and attempt only
     std::string ca_file;         // CA bundle for an https broker
     std::string ckpt_root;       // site checkpoint root; empty: users' homes only
-    std::string progress_root = "/tmp";  // node-local dir for progress files
+    // Node-local root of the per-step progress dirs: root makes it (0755)
+    // and each step's dir in it, so no other user can squat a name there.
+    std::string progress_root = "/run/shardnet";
     std::string agent_path;      // the heartbeat agent binary
     int heartbeat_min = 1;
     int heartbeat_max = 600;

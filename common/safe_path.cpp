@@ -3,8 +3,12 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -128,6 +132,116 @@ std::string make_user_dir(const std::string &path, const std::string &ckpt_root,
     std::string where = ckpt_root.empty() ? "your home directory '" + home + "'"
                                           : "the site checkpoint root '" + ckpt_root + "' or your home directory '" + home + "'";
     return "'" + path + "' is outside " + where;
+}
+
+namespace {
+
+std::string mode_text(mode_t m) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "%04o", unsigned(m & 07777));
+    return buf;
+}
+
+// A random name part: another user cannot guess it to squat it first.
+std::string random_suffix() {
+    unsigned char b[8];
+    if (::getrandom(b, sizeof b, 0) != ssize_t(sizeof b)) {
+        const unsigned long long x = (unsigned long long)(::getpid()) * 2654435761ULL ^ (unsigned long long)(::time(nullptr));
+        std::memcpy(b, &x, sizeof b);
+    }
+    static const char hex[] = "0123456789abcdef";
+    std::string s;
+    for (unsigned char c : b) { s += hex[c >> 4]; s += hex[c & 15]; }
+    return s;
+}
+
+// Empties and removes parent_fd/name, a directory, depth-first through fds:
+// unlinkat removes a symlink itself, never what it points to.
+bool remove_tree_at(int parent_fd, const char *name, int depth) {
+    const int fd = ::openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return false;
+    DIR *d = ::fdopendir(fd);
+    if (!d) { ::close(fd); return false; }
+    int entries = 0;
+    while (dirent *e = ::readdir(d)) {
+        if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+        if (++entries > 100000) break;
+        if (::unlinkat(fd, e->d_name, 0) == 0) continue;
+        if ((errno == EISDIR || errno == EPERM) && depth < 16) remove_tree_at(fd, e->d_name, depth + 1);
+    }
+    ::closedir(d);
+    return ::unlinkat(parent_fd, name, AT_REMOVEDIR) == 0;
+}
+
+}  // namespace
+
+std::string open_step_root(const std::string &root, uid_t owner, bool create, int *fd_out) {
+    if (auto err = check_path_syntax(root); !err.empty()) return "progress root " + err;
+    Fd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    bool made = false;
+    if (fd.fd < 0 && errno == ENOENT && create) {
+        if (::mkdir(root.c_str(), 0755) != 0 && errno != EEXIST)
+            return "cannot create '" + root + "': " + errno_text(errno);
+        made = true;
+        fd.fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (fd.fd < 0) {
+        const int e = errno;
+        struct stat st;
+        if (::lstat(root.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) return "'" + root + "' is a symlink";
+        if (e == ENOTDIR) return "'" + root + "' is not a directory";
+        return "cannot open '" + root + "': " + errno_text(e);
+    }
+    struct stat st;
+    if (::fstat(fd.fd, &st) != 0) return "cannot stat '" + root + "': " + errno_text(errno);
+    if (st.st_uid != owner)
+        return "'" + root + "' belongs to uid " + std::to_string(st.st_uid) + ", not to uid " + std::to_string(owner);
+    // The umask may have narrowed what mkdir made.
+    if (made && (st.st_mode & 07777) != 0755 && ::fchmod(fd.fd, 0755) == 0) st.st_mode = (st.st_mode & ~07777) | 0755;
+    if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))
+        return "'" + root + "' is writable by group or others without the sticky bit (mode " + mode_text(st.st_mode) + ")";
+    if (!(st.st_mode & S_IXOTH))
+        return "'" + root + "' is not searchable by others (mode " + mode_text(st.st_mode) + "): job users could not reach their dirs";
+    if (fd_out) *fd_out = fd.release();
+    return "";
+}
+
+std::string make_step_dir(int root_fd, const std::string &prefix, uid_t uid, gid_t gid, StepDir &out) {
+    struct stat rst;
+    if (::fstat(root_fd, &rst) != 0) return std::string("cannot stat the progress root: ") + errno_text(errno);
+    for (int tries = 0; tries < 16; ++tries) {
+        const std::string name = prefix + "." + random_suffix();
+        if (::mkdirat(root_fd, name.c_str(), 0700) != 0) {
+            if (errno == EEXIST) continue;
+            return "cannot create '" + name + "': " + errno_text(errno);
+        }
+        Fd fd(::openat(root_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        struct stat st;
+        std::string err;
+        if (fd.fd < 0) err = "cannot open '" + name + "' just made: " + errno_text(errno);
+        else if (::fchown(fd.fd, uid, gid) != 0) err = "cannot hand '" + name + "' to uid " + std::to_string(uid) + ": " + errno_text(errno);
+        else if (::fchmod(fd.fd, 0700) != 0 || ::fstat(fd.fd, &st) != 0) err = "cannot set up '" + name + "': " + errno_text(errno);
+        if (!err.empty()) {
+            ::unlinkat(root_fd, name.c_str(), AT_REMOVEDIR);
+            return err;
+        }
+        out = StepDir{rst.st_dev, rst.st_ino, st.st_dev, st.st_ino, name};
+        return "";
+    }
+    return "cannot find a free name for '" + prefix + ".*'";
+}
+
+std::string remove_step_dir(const std::string &root, const StepDir &dir) {
+    if (dir.name.empty() || dir.name.find('/') != std::string::npos || dir.name[0] == '.') return "no step dir";
+    Fd rfd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st;
+    if (rfd.fd < 0 || ::fstat(rfd.fd, &st) != 0 || st.st_dev != dir.root_dev || st.st_ino != dir.root_ino)
+        return "'" + root + "' is no longer the directory the step's dir was made in";
+    if (::fstatat(rfd.fd, dir.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return errno == ENOENT ? "" : errno_text(errno);
+    if (!S_ISDIR(st.st_mode) || st.st_dev != dir.dev || st.st_ino != dir.ino)
+        return "'" + root + "/" + dir.name + "' is no longer the step's dir";
+    if (!remove_tree_at(rfd.fd, dir.name.c_str(), 0)) return "cannot remove '" + root + "/" + dir.name + "': " + errno_text(errno);
+    return "";
 }
 
 std::string read_small_file(const std::string &path, std::size_t max_bytes, std::string &out, struct stat *st_out) {

@@ -31,6 +31,35 @@ std::string open_dir_below(const std::string &anchor, const std::string &path, u
 std::string make_user_dir(const std::string &path, const std::string &ckpt_root,
                           const std::string &home, uid_t uid, bool create);
 
+// Per-step directories that root makes for a user below a node-local root
+// (progress files). Nobody but root can create anything in a good root, so
+// no other user can squat a step's name; and the step's name is made fresh
+// (exclusively, with a random part) even where the root is shared, like
+// /tmp.
+struct StepDir {
+    dev_t root_dev = 0;
+    ino_t root_ino = 0;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    std::string name;          // below the root
+};
+
+// Opens the root (O_PATH, never through a symlink at its last component),
+// first making it (mode 0755) when missing and create is set. Refused when
+// it is not a directory, not owned by owner (root), writable by group or
+// others without the sticky bit, or not searchable by others (the job users
+// could not reach their dirs). "" and *fd_out on success.
+std::string open_step_root(const std::string &root, uid_t owner, bool create, int *fd_out);
+
+// Makes root_fd/PREFIX.RANDOM with mode 0700, never an existing one, and
+// hands it to uid:gid. "" and out filled on success.
+std::string make_step_dir(int root_fd, const std::string &prefix, uid_t uid, gid_t gid, StepDir &out);
+
+// Removes what make_step_dir made, with what the user put in it, if root
+// and the dir are still the same inodes; never follows a symlink. "" or why
+// it was left.
+std::string remove_step_dir(const std::string &root, const StepDir &dir);
+
 // Reads a regular file of at most max_bytes into out, without following a
 // symlink at its last component and without blocking on a FIFO or device.
 // "" on success; else why not, naming the path. st_out, when given, gets

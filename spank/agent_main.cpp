@@ -290,18 +290,17 @@ int main() {
     ::fcntl(2, F_SETFL, ::fcntl(2, F_GETFL) | O_NONBLOCK);
 
     LineReader in(0);
-    AgentConfig cfg;
-    bool done = false;
+    AgentConfigParser parser;
     const auto deadline = Clock::now() + std::chrono::seconds(5);
     std::string line;
-    while (!done) {
-        while (!done && in.next(line)) {
-            if (auto err = parse_agent_config_line(line, cfg, done); !err.empty()) {
+    while (!parser.done()) {
+        while (!parser.done() && in.next(line)) {
+            if (auto err = parser.feed(line); !err.empty()) {
                 std::fprintf(stderr, "config from the plugin rejected: %s\n", err.c_str());
                 return 2;
             }
         }
-        if (done) break;
+        if (parser.done()) break;
         if (in.eof() || Clock::now() > deadline) {
             std::fprintf(stderr, "no complete config from the plugin\n");
             return 2;
@@ -310,6 +309,7 @@ int main() {
         ::poll(&p, 1, 100);
         in.fill();
     }
+    AgentConfig cfg = std::move(parser.config());
     if (cfg.node.empty()) cfg.node = nth_host(cfg.nodelist, cfg.nodeid);
     if (cfg.node.empty()) {
         char host[256] = {};

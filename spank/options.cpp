@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "contexts.hpp"
+#include "guard.hpp"
 #include "safe_path.hpp"
 #include "state.hpp"
 
@@ -20,7 +21,7 @@ namespace shardnet {
 
 namespace {
 
-int option_cb(int val, const char *optarg, int remote) {
+int record_option(int val, const char *optarg, int remote) {
     if (val < 0 || val >= static_cast<int>(Opt::count)) return -1;
     Opt o = static_cast<Opt>(val);
     RawOption &r = g.opt[val];
@@ -43,6 +44,12 @@ int option_cb(int val, const char *optarg, int remote) {
         }
     }
     return 0;
+}
+
+// Slurm calls this through a plain C function pointer, outside every other
+// entry point: it gets the same guard.
+int option_cb(int val, const char *optarg, int remote) noexcept {
+    return guarded("option", [&] { return record_option(val, optarg, remote); });
 }
 
 }  // namespace

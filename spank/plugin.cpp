@@ -1,15 +1,15 @@
 // SPANK entry points. Each one dispatches on spank_context() to the file
 // that owns that context: options.cpp (srun/sbatch/salloc and the option
-// callbacks), stepd.cpp (slurmstepd). No exception leaves this file.
+// callbacks), stepd.cpp (slurmstepd). No exception leaves this file:
+// every entry point runs through guarded() (guard.hpp).
 #include <cstring>
-#include <exception>
-#include <new>
 
 extern "C" {
 #include <slurm/spank.h>
 }
 
 #include "contexts.hpp"
+#include "guard.hpp"
 #include "state.hpp"
 
 // SPANK_PLUGIN() spelled out: in C++ a namespace-scope const has internal
@@ -28,20 +28,6 @@ PluginState g;
 using namespace shardnet;
 
 namespace {
-
-template <typename F>
-int guarded(const char *where, F &&fn) noexcept {
-    try {
-        return fn();
-    } catch (const std::bad_alloc &) {
-        slurm_error("shardnet: %s: out of memory", where);
-    } catch (const std::exception &e) {
-        slurm_error("shardnet: %s: %s", where, e.what());
-    } catch (...) {
-        slurm_error("shardnet: %s: unexpected error", where);
-    }
-    return -1;
-}
 
 bool in_stepd() { return spank_context() == S_CTX_REMOTE; }
 bool in_client() { return spank_context() == S_CTX_LOCAL || spank_context() == S_CTX_ALLOCATOR; }
@@ -83,7 +69,7 @@ int slurm_spank_task_exit(spank_t sp, int, char **) {
 
 int slurm_spank_exit(spank_t, int, char **) {
     return guarded("exit", [&] {
-        if (in_stepd() && g.active) stepd_exit();
+        if (in_stepd()) stepd_exit();  // also when inactive: secrets and the progress dir go
         delete g.job;
         delete g.cfg;
         g.job = nullptr;

@@ -9,6 +9,7 @@
 
 #include "job_options.hpp"
 #include "plugstack_config.hpp"
+#include "safe_path.hpp"
 
 namespace shardnet {
 
@@ -45,6 +46,12 @@ struct PluginState {
     // this message instead of slurmstepd failing the launch, which would
     // drain the node: a user's bad input must never take a node out.
     char refusal[1024];
+    // Set when a condition the user did not make (another user's squat, a
+    // site root that is missing or wrong) keeps ShardNet from this step in
+    // mode=optional: the step runs without it and says why on its stderr.
+    char warning[1024];
+    bool broker_off;        // no usable key or token: no agent for this step
+    StepDir *progress;      // the step's progress dir, removed at the end
 };
 
 extern PluginState g;

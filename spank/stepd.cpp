@@ -1,10 +1,16 @@
 // slurmstepd side: turns the job's options into the task environment
-// contract, makes the checkpoint and progress directories as the job user,
-// and runs the heartbeat agent for the step on this node.
+// contract, makes the step's progress directory (as root, for the job user)
+// and its checkpoint directory (as the job user), and runs the heartbeat
+// agent for the step on this node.
+//
+// Trust: slurmstepd runs us as root. What Slurm itself says (spank items,
+// slurmstepd's slurm.conf and environment) is believed; everything from the
+// user or the job's environment is checked before it is used, and never
+// reaches the agent's config unchecked (agent_protocol.hpp).
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
+#include <cstdlib>
 #include <fcntl.h>
 #include <memory>
 #include <pwd.h>
@@ -63,6 +69,7 @@ std::string read_token(const std::string &path, std::string &err) {
     std::string t = read_secret_file(path, 1, err);
     if (err.empty() && (has_control_chars(t) || t.find(' ') != std::string::npos)) {
         err = "token file '" + path + "' holds more than one token";
+        explicit_bzero(t.data(), t.size());
         return "";
     }
     return t;
@@ -71,12 +78,46 @@ std::string read_token(const std::string &path, std::string &err) {
 char g_token[1025];  // plain storage: wiped as soon as the agent has it
 char g_key[4097];    // the site's worker key, wiped likewise
 
+// Every path out of the step's setup ends here: the key and the token are
+// needed only to start the agent.
+void wipe_secrets() {
+    explicit_bzero(g_key, sizeof g_key);
+    explicit_bzero(g_token, sizeof g_token);
+}
+
+// Wipes a string's bytes when the scope ends, whichever way it ends.
+struct WipeOnExit {
+    std::string &s;
+    explicit WipeOnExit(std::string &str) : s(str) {}
+    WipeOnExit(const WipeOnExit &) = delete;
+    WipeOnExit &operator=(const WipeOnExit &) = delete;
+    ~WipeOnExit() { explicit_bzero(s.data(), s.size()); }
+};
+
 // Logs why and makes every task of the step fail with that message.
 int refuse(const std::string &why) {
     slurm_error("shardnet: %s", why.c_str());
+    wipe_secrets();
     if (!g.refusal[0]) {
         std::snprintf(g.refusal, sizeof g.refusal, "%s", why.c_str());
         g.active = true;  // task_init must run to deliver the refusal
+    }
+    return 0;
+}
+
+// A condition the user did not make (another user's squat, a site root
+// that is missing or wrong). Only mode=required makes it fatal; otherwise
+// the step runs without ShardNet and says why, once, on its stderr.
+int site_problem(const std::string &what) {
+    if (g.cfg->mode == BrokerMode::required) return refuse(what + " (mode=required: the step does not start)");
+    const std::string why = what + "; this step runs without ShardNet (mode=optional)";
+    // Not slurm_error: slurmstepd copies errors to the job's stderr too, and
+    // the user is to see the reason once, from task_init.
+    slurm_info("shardnet: warning: %s", why.c_str());
+    wipe_secrets();
+    if (!g.warning[0]) {
+        std::snprintf(g.warning, sizeof g.warning, "%s", why.c_str());
+        g.active = true;  // task_init must run to deliver the warning
     }
     return 0;
 }
@@ -85,7 +126,28 @@ int refuse(const std::string &why) {
 int broker_problem(const std::string &what) {
     if (g.cfg->mode == BrokerMode::required) return refuse(what + " (mode=required: the step does not start)");
     slurm_error("shardnet: %s; the job goes on without heartbeats", what.c_str());
+    wipe_secrets();
+    g.broker_off = true;
     return 0;
+}
+
+// This node's Slurm name: slurmstepd sets SLURMD_NODENAME in its own
+// environment from slurmd's configuration, out of the job's reach.
+std::string node_name() {
+    const char *n = std::getenv("SLURMD_NODENAME");
+    return n && agent_config_value_error("node", n).empty() ? n : "";
+}
+
+// The step's node list from the job's environment, which the job can set
+// to anything: only a well-formed host list is passed on.
+std::string step_nodelist(spank_t sp, bool batch) {
+    for (const char *name : {batch ? "SLURM_JOB_NODELIST" : "SLURM_STEP_NODELIST", "SLURM_NODELIST"}) {
+        const std::string v = job_env(sp, name);
+        if (v.empty()) continue;
+        if (auto err = agent_config_value_error("nodelist", v); err.empty()) return v;
+        else slurm_error("shardnet: %s in the job's environment is ignored: %s", name, err.c_str());
+    }
+    return "";
 }
 
 // The cluster's name from slurmstepd's slurm.conf; the job's environment
@@ -99,8 +161,20 @@ std::string cluster_name(spank_t sp) {
     return is_cluster_name(env) ? env : "";
 }
 
+// The agent's SLURM_CONF (for its time-limit queries, as the job user):
+// the job's, as a clean absolute path, else slurmstepd's own.
+std::string agent_slurm_conf(spank_t sp) {
+    std::string c = job_env(sp, "SLURM_CONF");
+    if (!c.empty() && check_path_syntax(c).empty()) return c;
+    if (!c.empty()) slurm_error("shardnet: SLURM_CONF in the job's environment is ignored: not a clean absolute path");
+    const char *own = std::getenv("SLURM_CONF");
+    return own ? own : "";
+}
+
 int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gid, const std::string &user) {
     AgentConfig ac;
+    std::string config;  // holds the token once encoded
+    WipeOnExit wipe_token{ac.token}, wipe_config{config};
     ac.url = g.cfg->broker_url;
     ac.cluster = cluster_name(sp);
     ac.world = stepid == SLURM_BATCH_SCRIPT ? 1 : std::max(1u, item<uint32_t>(sp, S_JOB_TOTAL_TASK_COUNT, 1));
@@ -121,10 +195,11 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
     ac.ca_file = g.cfg->ca_file;
     ac.run = g.run;
     ac.attempt = g.attempt;
-    // Several slurmd may share a host: the node's Slurm name comes from the
-    // step's node list and our index in it (the agent expands the list).
-    ac.nodelist = job_env(sp, stepid == SLURM_BATCH_SCRIPT ? "SLURM_JOB_NODELIST" : "SLURM_STEP_NODELIST");
-    if (ac.nodelist.empty()) ac.nodelist = job_env(sp, "SLURM_NODELIST");
+    // Several slurmd may share a host: the node's Slurm name comes from
+    // slurmstepd, else from the step's node list and our index in it (the
+    // agent expands the list).
+    ac.node = node_name();
+    ac.nodelist = step_nodelist(sp, stepid == SLURM_BATCH_SCRIPT);
     ac.nodeid = item<uint32_t>(sp, S_JOB_NODEID, 0);
     ac.job = jobid;
     ac.step = stepid == SLURM_BATCH_SCRIPT ? "batch" : std::to_string(stepid);
@@ -144,14 +219,12 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
     }
     // Required mode waits for the first heartbeat: no grace period there.
     const bool required = g.cfg->mode == BrokerMode::required;
-    AgentSpawn spawn{g.cfg->agent_path, encode_agent_config(ac), job_env(sp, "SLURM_CONF"), uid, gid, user,
+    std::string bad = encode_agent_config(ac, config);
+    wipe_secrets();
+    if (!bad.empty()) return broker_problem(bad);
+    AgentSpawn spawn{g.cfg->agent_path, std::move(config), agent_slurm_conf(sp), uid, gid, user,
                      required ? 0 : g.cfg->start_grace_ms};
-    if (spawn.slurm_conf.empty()) {
-        const char *c = std::getenv("SLURM_CONF");
-        spawn.slurm_conf = c ? c : "";
-    }
-    explicit_bzero(g_token, sizeof g_token);
-    explicit_bzero(ac.token.data(), ac.token.size());
+    WipeOnExit wipe_spawn{spawn.config};
     if (auto err = agent_start(spawn); !err.empty()) return broker_problem("heartbeat agent not started: " + err);
     if (required) {
         if (auto err = agent_wait_verdict(g.cfg->timeout_ms + 500); !err.empty()) {
@@ -164,6 +237,63 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
 
 }  // namespace
 
+namespace {
+
+// The step's progress dir, made here as root: below a root-owned root, with
+// a fresh name, handed to the job user. Nobody else can have made it first.
+std::string make_progress_dir(spank_t sp, uint32_t stepid) {
+    const uid_t uid = item<uid_t>(sp, S_JOB_UID, uid_t(-1));
+    const gid_t gid = item<gid_t>(sp, S_JOB_GID, gid_t(-1));
+    const uint32_t jobid = item<uint32_t>(sp, S_JOB_ID, 0);
+    if (uid == uid_t(-1) || gid == gid_t(-1) || jobid == 0) return "Slurm did not give the job's uid, gid or id";
+    const std::string &root = g.cfg->progress_root;
+    int fd = -1;
+    if (auto err = open_step_root(root, 0, true, &fd); !err.empty()) return "progress root refused: " + err;
+    // Job ids repeat across clusters (and a cluster's restarts), and several
+    // slurmd may share a host: the name says whose step it is, the random
+    // part makes it this step's own.
+    const std::string cluster = cluster_name(sp);
+    const std::string prefix = (cluster.empty() ? "cluster" : cluster) + "." + std::to_string(jobid) + "." +
+                               (stepid == SLURM_BATCH_SCRIPT ? "batch" : std::to_string(stepid)) + ".n" +
+                               std::to_string(item<uint32_t>(sp, S_JOB_NODEID, 0));
+    auto dir = std::make_unique<StepDir>();
+    std::string err = make_step_dir(fd, prefix, uid, gid, *dir);
+    ::close(fd);
+    if (!err.empty()) return "progress dir refused: " + err;
+    if (!copy_to(g.progress_dir, sizeof g.progress_dir, root + "/" + dir->name)) err = "progress dir path is too long";
+    delete g.progress;
+    g.progress = dir.release();
+    return err;
+}
+
+void remove_progress_dir() {
+    if (!g.progress || !g.cfg) return;
+    if (auto err = remove_step_dir(g.cfg->progress_root, *g.progress); !err.empty())
+        slurm_info("shardnet: progress dir left in place: %s", err.c_str());
+    delete g.progress;
+    g.progress = nullptr;
+}
+
+// As root, before user_init drops to the job user. The key never leaves
+// slurmstepd: the agent gets a token derived for its run and attempt once
+// those are known (user_init).
+void read_broker_secret() {
+    std::string err;
+    if (!g.cfg->worker_key_file.empty()) {
+        std::string key = read_worker_key(g.cfg->worker_key_file, err);
+        WipeOnExit wipe{key};
+        if (err.empty() && !copy_to(g_key, sizeof g_key, key)) err = "worker key '" + g.cfg->worker_key_file + "' is too long";
+    } else if (!g.cfg->token_file.empty()) {
+        std::string tok = read_token(g.cfg->token_file, err);
+        WipeOnExit wipe{tok};
+        if (err.empty() && !copy_to(g_token, sizeof g_token, tok))
+            err = "token file '" + g.cfg->token_file + "' holds more than " + std::to_string(sizeof g_token - 1) + " bytes";
+    }
+    if (!err.empty()) broker_problem(err);
+}
+
+}  // namespace
+
 int stepd_post_opt(spank_t sp) {
     auto raw = collect_raw([&](const char *name, std::string &out) {
         char buf[PATH_MAX];
@@ -172,33 +302,27 @@ int stepd_post_opt(spank_t sp) {
         return true;
     });
     if (!raw.enabled) return 0;
+    const uint32_t stepid = item<uint32_t>(sp, S_JOB_STEPID, 0);
+    if (stepid == SLURM_EXTERN_CONT) return 0;  // no tasks of the user's there
     auto job = std::make_unique<JobOptions>();
     if (auto err = resolve_job_options(raw, *g.cfg, *job); !err.empty()) return refuse(err);
-    if (!g.cfg->broker_url.empty() && !g.cfg->worker_key_file.empty()) {
-        // The key never leaves slurmstepd: the agent gets a token derived
-        // for its run and attempt once those are known (user_init).
-        std::string err, key = read_worker_key(g.cfg->worker_key_file, err);
-        if (!err.empty()) broker_problem(err);
-        copy_to(g_key, sizeof g_key, key);
-        explicit_bzero(key.data(), key.size());
-    } else if (!g.cfg->broker_url.empty() && !g.cfg->token_file.empty()) {
-        std::string err, tok = read_token(g.cfg->token_file, err);
-        if (!err.empty()) broker_problem(err);
-        copy_to(g_token, sizeof g_token, tok);
-    }
+    if (auto err = make_progress_dir(sp, stepid); !err.empty()) return site_problem(err);
+    if (!g.cfg->broker_url.empty()) read_broker_secret();
+    if (g.refusal[0]) return 0;
     delete g.job;
     g.job = job.release();
     return 0;
 }
 
-int stepd_user_init(spank_t sp) {
-    if (!g.job || g.refusal[0]) return 0;
+namespace {
+
+int user_init_step(spank_t sp) {
+    if (!g.job || g.refusal[0] || g.warning[0]) return 0;
     const uint32_t stepid = item<uint32_t>(sp, S_JOB_STEPID, 0);
     if (stepid == SLURM_EXTERN_CONT) return 0;
     const uint32_t jobid = item<uint32_t>(sp, S_JOB_ID, 0);
     const uid_t uid = item<uid_t>(sp, S_JOB_UID, uid_t(-1));
     const gid_t gid = item<gid_t>(sp, S_JOB_GID, gid_t(-1));
-    const uint32_t nodeid = item<uint32_t>(sp, S_JOB_NODEID, 0);
     const uint32_t restarts = item<uint32_t>(sp, S_SLURM_RESTART_COUNT, 0);
     g.local_tasks = item<uint32_t>(sp, S_JOB_LOCAL_TASK_COUNT, 1);
     g.exited_tasks = 0;
@@ -207,7 +331,7 @@ int stepd_user_init(spank_t sp) {
     struct passwd pw, *pwr = nullptr;
     char pwbuf[4096];
     if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &pwr) != 0 || !pwr)
-        return refuse("cannot look up job uid " + std::to_string(uid));
+        return site_problem("cannot look up job uid " + std::to_string(uid));
     const std::string user = pw.pw_name, home = pw.pw_dir;
 
     const std::string cluster = cluster_name(sp);
@@ -216,34 +340,39 @@ int stepd_user_init(spank_t sp) {
     auto attempt = parse_int(job_env(sp, "SHARDNET_ATTEMPT"), 1, 1000000);
     g.attempt = attempt ? unsigned(*attempt) : restarts + 1;
 
+    // A dir the user named is theirs to get right: refused. The default one
+    // fails only through others (a squatted or foreign ckpt_root/USER, a
+    // missing root, a home not theirs): a warning in mode=optional.
+    const bool named = !g.job->ckpt_dir.empty();
     std::string ckpt = g.job->ckpt_dir;
-    if (ckpt.empty())
+    if (!named)
         ckpt = g.cfg->ckpt_root.empty() ? home + "/.shardnet/checkpoints/" + run : g.cfg->ckpt_root + "/" + user + "/" + run;
     // We run with the job user's euid here: directories are made as them.
     if (auto err = make_user_dir(ckpt, g.cfg->ckpt_root, home, uid, true); !err.empty())
-        return refuse("checkpoint dir refused: " + err);
+        return named ? refuse("checkpoint dir refused: " + err) : site_problem("default checkpoint dir refused: " + err);
     std::string resume = resolve_resume(g.job->resume, ckpt);
     if (g.job->resume == "latest" && resume.empty())
         slurm_info("shardnet: --shardnet-resume=latest: no sealed checkpoint in %s yet; starting fresh", ckpt.c_str());
-    std::string step = stepid == SLURM_BATCH_SCRIPT ? "batch" : std::to_string(stepid);
-    // Job ids repeat across clusters (and a cluster's restarts): the
-    // cluster and the step's start make the directory this step's own.
-    std::string where = cluster.empty() ? "cluster" : cluster;
-    std::string progress = g.cfg->progress_root + "/shardnet." + std::to_string(uid) + "/" + where + "." + std::to_string(jobid) +
-                           "." + step + ".n" + std::to_string(nodeid) + ".t" + std::to_string(std::time(nullptr));
-    if (auto err = open_dir_below(g.cfg->progress_root, progress, uid, true, 0700); !err.empty())
-        return refuse("progress dir refused: " + err);
     if (!copy_to(g.run, sizeof g.run, run) || !copy_to(g.ckpt_dir, sizeof g.ckpt_dir, ckpt) ||
-        !copy_to(g.resume_from, sizeof g.resume_from, resume) || !copy_to(g.progress_dir, sizeof g.progress_dir, progress))
-        return refuse("a checkpoint or progress path is too long");
+        !copy_to(g.resume_from, sizeof g.resume_from, resume))
+        return refuse("a checkpoint path is too long");
     bool ok = set_env(sp, "SHARDNET_RUN", run) && set_env(sp, "SHARDNET_ATTEMPT", std::to_string(g.attempt)) &&
               set_env(sp, "SHARDNET_CKPT_DIR", ckpt) && set_env(sp, "SHARDNET_RESUME_FROM", resume) &&
               set_env(sp, "SHARDNET_CKPT_EVERY", g.job->ckpt_every) &&
               set_env(sp, "SHARDNET_REQUEUE", requeue_name(g.job->requeue));
     if (!ok) return refuse("cannot set the task environment");
     g.active = true;
-    if (g.cfg->broker_url.empty()) return 0;
+    if (g.cfg->broker_url.empty() || g.broker_off) return 0;
     return start_agent(sp, jobid, stepid, uid, gid, user);
+}
+
+}  // namespace
+
+int stepd_user_init(spank_t sp) {
+    // The key and token serve only to start the agent: gone after this,
+    // whichever way it returns.
+    struct Wipe { ~Wipe() { wipe_secrets(); } } wipe;
+    return user_init_step(sp);
 }
 
 int stepd_task_init(spank_t sp) {
@@ -252,6 +381,11 @@ int stepd_task_init(spank_t sp) {
         // end it here, with the reason on the job's stderr.
         dprintf(2, "shardnet: this step was refused: %s\n", g.refusal);
         _exit(1);
+    }
+    if (g.warning[0]) {
+        // Once per node, from its first task: the step goes on without us.
+        if (item<uint32_t>(sp, S_TASK_ID, 0) == 0) dprintf(2, "shardnet: warning: %s\n", g.warning);
+        return 0;
     }
     // The batch script is one process whatever the job's task count.
     const bool batch = item<uint32_t>(sp, S_JOB_STEPID, 0) == SLURM_BATCH_SCRIPT;
@@ -266,7 +400,7 @@ int stepd_task_init(spank_t sp) {
 }
 
 int stepd_task_post_fork(spank_t sp) {
-    if (g.refusal[0]) return 0;
+    if (g.refusal[0] || g.warning[0]) return 0;
     const uint32_t rank = item<uint32_t>(sp, S_TASK_GLOBAL_ID, 0);
     const pid_t pid = item<pid_t>(sp, S_TASK_PID, 0);
     if (pid > 0) agent_send("pid=" + std::to_string(rank) + ":" + std::to_string(pid) + "\n");
@@ -274,7 +408,7 @@ int stepd_task_post_fork(spank_t sp) {
 }
 
 int stepd_task_exit(spank_t sp) {
-    if (g.refusal[0]) return 0;
+    if (g.refusal[0] || g.warning[0]) return 0;
     const uint32_t rank = item<uint32_t>(sp, S_TASK_GLOBAL_ID, 0);
     const int status = item<int>(sp, S_TASK_EXIT_STATUS, 0);
     agent_send("exit=" + std::to_string(rank) + ":" + std::to_string(status) + "\n");
@@ -285,7 +419,9 @@ int stepd_task_exit(spank_t sp) {
 }
 
 void stepd_exit() {
+    wipe_secrets();
     if (g.cfg) agent_finish(g.cfg->exit_wait_ms);
+    remove_progress_dir();  // as root: the agent that read it has ended
     g.active = false;
 }
 

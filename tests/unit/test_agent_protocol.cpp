@@ -20,12 +20,16 @@ TEST_CASE("agent config round-trips through the line protocol") {
     c.prelimit_secs = 30;
     c.progress_dir = "/tmp/p";
     c.ranks = {{0, 0}, {5, 1}};
-    std::istringstream in(encode_agent_config(c));
-    AgentConfig d;
-    bool done = false;
+    c.nodelist = "alpha[1-2],beta-3.x_y";
+    std::string text;
+    REQUIRE(encode_agent_config(c, text) == "");
+    std::istringstream in(text);
+    AgentConfigParser p;
     std::string line;
-    while (!done && std::getline(in, line)) REQUIRE(parse_agent_config_line(line, d, done) == "");
-    CHECK(done);
+    while (!p.done() && std::getline(in, line)) REQUIRE(p.feed(line) == "");
+    CHECK(p.done());
+    const AgentConfig &d = p.config();
+    CHECK(d.nodelist == c.nodelist);
     CHECK(d.url == c.url);
     CHECK(d.token == "tok");
     CHECK(d.attempt == 3);
@@ -39,13 +43,91 @@ TEST_CASE("agent config round-trips through the line protocol") {
 }
 
 TEST_CASE("agent config rejects what it does not know") {
+    AgentConfigParser p;
+    CHECK(p.feed("colour=blue").find("unknown config key 'colour'") != std::string::npos);
+    CHECK(p.feed("interval=0") == "bad interval");
+    CHECK(p.feed("rank=1") == "bad rank");
+    CHECK(p.feed("noequals").find("bad config line") != std::string::npos);
+    CHECK(p.feed("end").find("lacks url") != std::string::npos);
+    CHECK(p.feed("url=http://x").find("after 'end'") != std::string::npos);
+}
+
+namespace {
+AgentConfig valid_config() {
     AgentConfig c;
-    bool done = false;
-    CHECK(parse_agent_config_line("colour=blue", c, done).find("unknown config key 'colour'") != std::string::npos);
-    CHECK(parse_agent_config_line("interval=0", c, done) == "bad interval");
-    CHECK(parse_agent_config_line("rank=1", c, done) == "bad rank");
-    CHECK(parse_agent_config_line("noequals", c, done).find("bad config line") != std::string::npos);
-    CHECK(parse_agent_config_line("end", c, done).find("lacks url") != std::string::npos);
+    c.url = "http://127.0.0.1:9";
+    c.token = "tok";
+    c.run = "alpha.12";
+    c.cluster = "alpha";
+    c.nodelist = "alpha[1-2]";
+    c.job = 12;
+    c.step = "0";
+    c.progress_dir = "/run/shardnet/p";
+    return c;
+}
+}  // namespace
+
+TEST_CASE("encode refuses a value that would add a line of its own") {
+    // The job's environment chooses the node list: a newline in it must not
+    // become a second url= that receives the agent's token.
+    const std::string evil = "alpha1\nurl=http://127.0.0.1:6666";
+    std::string out = "stale";
+    AgentConfig c = valid_config();
+    c.nodelist = evil;
+    std::string err = encode_agent_config(c, out);
+    CHECK(err.find("'nodelist'") != std::string::npos);
+    CHECK(err.find("control characters") != std::string::npos);
+    CHECK(err.find("6666") == std::string::npos);  // the error never echoes the value
+    CHECK(out.empty());
+    for (auto field : {&AgentConfig::cluster, &AgentConfig::run, &AgentConfig::step, &AgentConfig::progress_dir,
+                       &AgentConfig::ckpt_dir, &AgentConfig::ca_file, &AgentConfig::token, &AgentConfig::node,
+                       &AgentConfig::requeue, &AgentConfig::url}) {
+        AgentConfig d = valid_config();
+        d.*field = "/x\nurl=http://127.0.0.1:6666";
+        CHECK_MESSAGE(encode_agent_config(d, out) != "", "field accepted a newline");
+        CHECK(out.empty());
+        d.*field = std::string("/x\rurl=a", 9);
+        CHECK(encode_agent_config(d, out) != "");
+    }
+    c = valid_config();
+    c.nodelist = "alpha1 url=http://x";
+    CHECK(encode_agent_config(c, out).find("not a Slurm host list") != std::string::npos);
+    c.nodelist = std::string(kMaxAgentValue + 1, 'a');
+    CHECK(encode_agent_config(c, out).find("longer than") != std::string::npos);
+    c = valid_config();
+    c.token = "two words";
+    CHECK(encode_agent_config(c, out).find("'token'") != std::string::npos);
+    c = valid_config();
+    REQUIRE(encode_agent_config(c, out) == "");
+    CHECK(out.rfind("token=tok\n", 0) == 0);
+    CHECK(out.size() >= 4);
+    CHECK(out.substr(out.size() - 4) == "end\n");
+}
+
+TEST_CASE("the agent refuses a key given twice") {
+    AgentConfigParser p;
+    REQUIRE(p.feed("url=http://127.0.0.1:1") == "");
+    CHECK(p.feed("url=http://127.0.0.1:6666") == "config key 'url' given twice");
+    CHECK(p.config().url == "http://127.0.0.1:1");
+    REQUIRE(p.feed("token=a") == "");
+    CHECK(p.feed("token=b").find("given twice") != std::string::npos);
+    CHECK(p.config().token == "a");
+    // rank lines are the one key that repeats.
+    CHECK(p.feed("rank=0:0") == "");
+    CHECK(p.feed("rank=1:1") == "");
+    CHECK(p.config().ranks.size() == 2);
+}
+
+TEST_CASE("the agent applies the value rules too") {
+    AgentConfigParser p;
+    CHECK(p.feed(std::string("nodelist=a\rb")).find("control characters") != std::string::npos);
+    CHECK(p.feed("nodelist=a;b").find("not a Slurm host list") != std::string::npos);
+    CHECK(p.feed("url=file:///etc/passwd").find("not an http(s) URL") != std::string::npos);
+    CHECK(p.feed("progress_dir=../x").find("not absolute") != std::string::npos);
+    CHECK(p.feed("run=../x").find("not a run id") != std::string::npos);
+    CHECK(p.feed("bad\x01key=1").find("bad config line") != std::string::npos);
+    CHECK(p.feed("nodelist=" + std::string(kMaxAgentValue + 1, 'a')).find("longer than") != std::string::npos);
+    CHECK(p.feed("nodelist=alpha[1-3,5],beta7") == "");
 }
 
 TEST_CASE("events") {

@@ -115,3 +115,70 @@ TEST_CASE("read_small_file reads regular files only, whole and bounded") {
     CHECK(read_small_file(t.path, 1024, out).find("not a regular file") != std::string::npos);
     CHECK(read_small_file(t.path + "/none", 1024, out).find("'" + t.path + "/none'") != std::string::npos);
 }
+
+TEST_CASE("the step root: made when missing, refused when a symlink, foreign or open to all") {
+    TempDir t;
+    const uid_t me = geteuid();
+    const std::string root = t.path + "/run-shardnet";
+    int fd = -1;
+    REQUIRE(open_step_root(root, me, true, &fd) == "");
+    CHECK(fd >= 0);
+    close(fd);
+    struct stat st;
+    REQUIRE(stat(root.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0755);
+    CHECK(open_step_root(t.path + "/missing", me, false, nullptr).find("cannot open") != std::string::npos);
+
+    REQUIRE(symlink(root.c_str(), (t.path + "/link").c_str()) == 0);
+    CHECK(open_step_root(t.path + "/link", me, true, nullptr).find("is a symlink") != std::string::npos);
+    CHECK(open_step_root(root, me + 1, true, nullptr).find("belongs to uid") != std::string::npos);
+    REQUIRE(chmod(root.c_str(), 0777) == 0);
+    CHECK(open_step_root(root, me, true, nullptr).find("without the sticky bit") != std::string::npos);
+    REQUIRE(chmod(root.c_str(), 01777) == 0);  // like /tmp: fine, names are made exclusively
+    CHECK(open_step_root(root, me, true, nullptr) == "");
+    REQUIRE(chmod(root.c_str(), 0700) == 0);
+    CHECK(open_step_root(root, me, true, nullptr).find("not searchable") != std::string::npos);
+    REQUIRE(mkfifo((t.path + "/fifo").c_str(), 0644) == 0);
+    CHECK(open_step_root(t.path + "/fifo", me, true, nullptr) != "");
+}
+
+TEST_CASE("step dirs are fresh, private, handed to the user, and removed without following symlinks") {
+    TempDir t;
+    const uid_t me = geteuid();
+    const std::string root = t.path + "/r";
+    int fd = -1;
+    REQUIRE(open_step_root(root, me, true, &fd) == "");
+    StepDir a, b;
+    REQUIRE(make_step_dir(fd, "alpha.7.0.n0", me, getegid(), a) == "");
+    REQUIRE(make_step_dir(fd, "alpha.7.0.n0", me, getegid(), b) == "");
+    CHECK(a.name != b.name);  // the same step's prefix twice: two dirs, never a shared one
+    CHECK(a.name.rfind("alpha.7.0.n0.", 0) == 0);
+    struct stat st;
+    REQUIRE(stat((root + "/" + a.name).c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0700);
+    CHECK(st.st_uid == me);
+
+    // What the user leaves: files, a subdir, a symlink to something that must survive.
+    const std::string keep = t.path + "/keep";
+    REQUIRE(mkdir(keep.c_str(), 0755) == 0);
+    REQUIRE(close(open((keep + "/precious").c_str(), O_CREAT | O_WRONLY, 0644)) == 0);
+    const std::string d = root + "/" + a.name;
+    REQUIRE(close(open((d + "/rank-0").c_str(), O_CREAT | O_WRONLY, 0644)) == 0);
+    REQUIRE(mkdir((d + "/sub").c_str(), 0755) == 0);
+    REQUIRE(close(open((d + "/sub/f").c_str(), O_CREAT | O_WRONLY, 0644)) == 0);
+    REQUIRE(symlink(keep.c_str(), (d + "/link").c_str()) == 0);
+    REQUIRE(symlink(keep.c_str(), (d + "/sub/link").c_str()) == 0);
+    CHECK(remove_step_dir(root, a) == "");
+    CHECK(access(d.c_str(), F_OK) != 0);
+    CHECK(access((keep + "/precious").c_str(), F_OK) == 0);
+
+    // Replaced by something else (a symlink to keep): left alone.
+    REQUIRE(rmdir((root + "/" + b.name).c_str()) == 0);
+    REQUIRE(symlink(keep.c_str(), (root + "/" + b.name).c_str()) == 0);
+    CHECK(remove_step_dir(root, b).find("no longer the step's dir") != std::string::npos);
+    CHECK(access((keep + "/precious").c_str(), F_OK) == 0);
+    StepDir bad = b;
+    bad.name = "../keep";
+    CHECK(remove_step_dir(root, bad) == "no step dir");
+    close(fd);
+}
