@@ -33,7 +33,10 @@ std::string mac_hex(std::string_view key, const WorkerClaim &c) {
     uint8_t md[SHA256_DIGEST_SIZE];
     hmac_sha256_digest(&ctx, sizeof md, md);
     explicit_bzero(&ctx, sizeof ctx);
-    return to_hex(md, sizeof md);
+    explicit_bzero(msg.data(), msg.size());
+    std::string hex = to_hex(md, sizeof md);
+    explicit_bzero(md, sizeof md);
+    return hex;
 }
 
 // One dot-terminated decimal field in canonical form ("0", or no leading zero).
@@ -120,6 +123,7 @@ std::string read_secret_file(const std::string &path, std::size_t min_bytes, std
     }
     while (!k.empty() && (k.back() == '\n' || k.back() == '\r' || k.back() == ' ')) k.pop_back();
     if (k.size() < min_bytes) {
+        explicit_bzero(k.data(), k.size());
         err = "secret file '" + path + "' holds " + std::to_string(k.size()) + " bytes; at least " +
               std::to_string(min_bytes) + " are needed (e.g. openssl rand -hex 32)";
         return "";
