@@ -139,7 +139,10 @@ private:
     void forwarded(const Store::Forwarding &f, const std::string &answer, long status);
     // Runs fn on the store thread and waits for it.
     template <class F> auto store_wait(F fn) -> decltype(fn());
+    // Jobs for the store thread, under the guard (guard.hpp); the second
+    // answers its request 500 if it throws before answering.
     void on_store(std::function<void()> job);
+    void on_store(const Reply &reply, std::function<void(const Reply &)> job);
     void event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,
                double now);
     // A store transaction whose events reach the live streams once committed.

@@ -59,7 +59,7 @@ NodeOffer undescribed(const std::string &name) {
 
 void Service::capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
                            const std::string &ckpt_dir, int interval) {
-    boost::asio::post(slurm_thread_, [this, run, attempt, cluster, job, ckpt_dir, interval] {
+    post_guarded(slurm_thread_, "capture job spec", [this, run, attempt, cluster, job, ckpt_dir, interval] {
         std::string nodelist, batch_host;
         if (!capture_spec_now(run, attempt, cluster, job, ckpt_dir, &nodelist, &batch_host)) {
             std::lock_guard<std::mutex> lock(specs_mu_);  // try again at the next batch heartbeat
@@ -192,7 +192,7 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
 }
 
 void Service::capacity(const std::string &query, const Reply &reply) {
-    boost::asio::post(query_pool_, [this, query, reply] {
+    post_answering(query_pool_, "capacity", reply, [this, query](const Reply &reply) {
         Requirements req;
         const std::string cls = query_param(query, "class"), fabric = query_param(query, "fabric"),
                           region = query_param(query, "region"), cluster = query_param(query, "cluster");
@@ -309,8 +309,8 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
     if (auto *r = v.as_object().if_contains("requires"); r && r->is_object())
         if (auto err = requirements_from_json(r->as_object(), want); !err.empty())
             return reply(error_response(400, "bad_field", err, "requires"));
-    boost::asio::post(slurm_thread_, [this, id, from, run, to, script, owner, resume, manifest, spec = spec_v->as_object(), want,
-                                      by = who.name, reply] {
+    post_answering(slurm_thread_, "receive decision", reply, [this, id, from, run, to, script, owner, resume, manifest,
+                                                             spec = spec_v->as_object(), want, by = who.name](const Reply &reply) {
         const double now = wall_now();
         const bool fresh = store_wait([&] { return store_->insert_received(id, from, run, to, now); });
         if (!fresh) {
@@ -398,7 +398,7 @@ void Service::cancel_stale(const std::string &cluster, long long job) {
         std::lock_guard<std::mutex> lock(stale_mu_);
         if (!stale_cancelled_.insert(cluster + "/" + std::to_string(job)).second) return;
     }
-    boost::asio::post(slurm_thread_, [this, slurm_conf = conf->second, job] {
+    post_guarded(slurm_thread_, "cancel stale job", [this, slurm_conf = conf->second, job] {
         std::string ignored;
         slurm_calls_.change(slurm_conf, {"scancel", std::to_string(job)}, ignored);
     });

@@ -32,7 +32,7 @@ void Service::requeue(const Fault &fault) {
         owner = it->second.owner;
     }
     if (policy == "off" || !cfg_.clusters.count(fault.state.cluster) || fault.state.job <= 0) return;
-    boost::asio::post(slurm_thread_, [this, fault, policy, manifest, owner] {
+    detail::post_guarded(slurm_thread_, "requeue", [this, fault, policy, manifest, owner] {
         const std::string bad = fault.node.substr(0, fault.node.find('/'));
         const long long to = fault.attempt + 1;
         const std::string id = cfg_.broker_name + ":" + fault.run + "/attempt-" + std::to_string(to);
