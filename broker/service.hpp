@@ -22,6 +22,7 @@
 
 #include "auth.hpp"
 #include "config.hpp"
+#include "peer_answer.hpp"
 #include "slurm_calls.hpp"
 #include "placement.hpp"
 #include "store.hpp"
@@ -130,13 +131,23 @@ private:
                              const std::string &run, long long to, const std::string &resume,
                              const std::vector<std::string> &nodes, const std::string &decision, std::string &err);
     void capacity(const std::string &query, const Reply &reply);
+    // GET /v1/capacity?local=1 at every peer at once: their rows, and one
+    // entry per peer (ok, or unknown with the reason).
+    void peer_capacity(const std::string &query, boost::json::array &rows, boost::json::array &peers);
     void receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply);
     // A fenced attempt's job that still runs: cancelled once, off the caller's
     // thread (when a peer takes its successor, or when it shows up again).
     void cancel_stale(const std::string &cluster, long long job);
     // Sends decisions in state 'forwarding' to their peer until one answers.
     void forward_loop();
-    void forwarded(const Store::Forwarding &f, const std::string &answer, long status);
+    struct ForwardRetry {
+        double next = 0, delay = 0;   // the next try, and the backoff that led to it
+        int bad_answers = 0;          // answers from the peer that could not be read
+    };
+    void forward_one(HttpClient &client, const Store::Forwarding &f, ForwardRetry &retry);
+    void forwarded(const Store::Forwarding &f, const PeerDecision &answer);
+    // An answer that cannot be read: an event and a retry, until the decision ends.
+    void bad_answer(const Store::Forwarding &f, const PeerDecision &answer, ForwardRetry &retry);
     // Runs fn on the store thread and waits for it.
     template <class F> auto store_wait(F fn) -> decltype(fn());
     // Jobs for the store thread, under the guard (guard.hpp); the second
