@@ -204,6 +204,8 @@ template <class F>
 auto Service::store_wait(F fn) -> decltype(fn()) {
     std::packaged_task<decltype(fn())()> task(std::move(fn));
     auto result = task.get_future();
+    // No guard needed: the task keeps what fn throws for result.get(),
+    // which rethrows it on the waiting thread (itself a guarded job).
     boost::asio::post(store_thread_, [&task] { task(); });
     return result.get();
 }
