@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "thread_guard.hpp"
 #include "http_server.hpp"
 #include "service.hpp"
 
@@ -42,9 +43,16 @@ void every(asio::steady_timer &t, std::chrono::milliseconds period, std::functio
     t.expires_after(period);
     t.async_wait([&t, period, fn](boost::system::error_code ec) {
         if (ec) return;
-        fn();
+        guarded("timer", fn);   // a tick that threw must not stop the next ones
         every(t, period, fn);
     });
+}
+
+// An exception out of a handler leaves io_context::run(); the context can
+// run on, so the thread does (the request whose handler threw is dropped
+// with its connection).
+void run_guarded(asio::io_context &ctx) {
+    while (!guarded("I/O thread", [&ctx] { ctx.run(); })) {}
 }
 
 }  // namespace
@@ -137,9 +145,9 @@ int main(int argc, char **argv) {
         std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
         for (int i = 1; i < cfg.threads; ++i) {
             guards.push_back(asio::make_work_guard(*ios[i]));
-            pool.emplace_back([&ctx = *ios[i]] { ctx.run(); });
+            pool.emplace_back([&ctx = *ios[i]] { run_guarded(ctx); });
         }
-        io.run();
+        run_guarded(io);
         guards.clear();
         for (auto &t : pool) t.join();
         }

@@ -44,7 +44,12 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store)
         if (auto it = runs_.find(a.run); it != runs_.end()) it->second.jobs[a.attempt] = AttemptJob{a.cluster, a.job, a.world};
     // Decisions for peers left 'forwarding' (a crash after writing one) are
     // sent again: the peer applies each id at most once.
-    if (!cfg_.peers.empty()) forwarder_ = std::thread([this] { forward_loop(); });
+    // A forwarder that threw starts over (after its 200 ms wait), rather
+    // than leave the decisions unsent.
+    if (!cfg_.peers.empty())
+        forwarder_ = std::thread([this] {
+            while (!guarded("forwarder", [this] { forward_loop(); })) {}
+        });
 }
 
 Service::~Service() {
@@ -71,19 +76,12 @@ unsigned long long Service::total(Counter c) const {
     return n;
 }
 
-void Service::on_store(std::function<void()> job) {
-    // An exception out of a job would end the store thread, and with it the
-    // broker: it is logged and counted instead (the job's request then ends
-    // at its connection's deadline).
-    boost::asio::post(store_thread_, [this, job = std::move(job)] {
-        try {
-            job();
-        } catch (const std::exception &e) {
-            count(c_errors);
-            std::fprintf(stderr, "%s\n", json::serialize(json::object{{"t", wall_now()}, {"level", "error"},
-                                                                      {"msg", "store job failed"}, {"reason", e.what()}}).c_str());
-        }
-    });
+// An exception out of a job would end the store thread, and with it the
+// broker: the guard logs and counts it instead.
+void Service::on_store(std::function<void()> job) { post_guarded(store_thread_, "store", std::move(job)); }
+
+void Service::on_store(const Reply &reply, std::function<void(const Reply &)> job) {
+    post_answering(store_thread_, "store", reply, std::move(job));
 }
 
 void Service::drain() {
@@ -392,8 +390,8 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     // A run first seen, a new attempt, its owner or its job is a durable
     // record: ack after it is written.
     const long long owner_uid = claimed ? (long long)who.uid : -1;
-    on_store([this, run, attempt, create, new_attempt, started, claimed, recorded, owner_uid, owner_name, attempt_row,
-              final_state, final_cause, now, reply] {
+    on_store(reply, [this, run, attempt, create, new_attempt, started, claimed, recorded, owner_uid, owner_name, attempt_row,
+                     final_state, final_cause, now](const Reply &reply) {
         try {
             transact([&] {
                 if (create) {
@@ -460,7 +458,7 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
         runs_[id].owner_uid = owner_uid;
         runs_generation_.fetch_add(1, std::memory_order_release);
     }
-    on_store([this, id, owner, owner_uid, manifest_text, world, now, reply] {
+    on_store(reply, [this, id, owner, owner_uid, manifest_text, world, now](const Reply &reply) {
         try {
             transact([&] {
                 store_->insert_run(RunRow{id, owner, "PENDING", manifest_text, 1, world, now, now, owner_uid});
@@ -530,7 +528,7 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
         runs_generation_.fetch_add(1, std::memory_order_release);
         attempt = it->second.attempt;
     }
-    on_store([this, id, attempt, now, reply, by = who.name] {
+    on_store(reply, [this, id, attempt, now, by = who.name](const Reply &reply) {
         transact([&] {
             store_->update_run(id, "CANCELLED", attempt, now);
             event(id, "CANCELLED", "cancelled by " + by, "{}", now);
@@ -546,7 +544,7 @@ void Service::list_events(const std::string &id, const std::string &query, const
         if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
     }
     long long after = query_int(query, "after", 0), limit = std::min<long long>(query_int(query, "limit", 1000), 10000);
-    on_store([this, id, after, limit, reply] {
+    on_store(reply, [this, id, after, limit](const Reply &reply) {
         json::array out;
         for (const auto &e : store_->list_events(id, after, int(limit))) {
             json::error_code ec;
@@ -571,6 +569,7 @@ std::string Service::metrics() const {
     line("shardnet_rate_limited_total", "requests answered 429", total(c_rate_limited));
     line("shardnet_auth_failures_total", "requests answered 401", total(c_auth_failures));
     line("shardnet_worker_refusals_total", "worker reports refused: not the token's job, run or attempt", total(c_refused));
+    line("shardnet_failed_jobs_total", "jobs on the broker's threads that threw (logged, then dropped)", failed_jobs());
     line("shardnet_slurm_calls_total", "commands run against slurmctld", slurm_calls_.calls());
     line("shardnet_slurm_cache_hits_total", "Slurm queries answered from the cache", slurm_calls_.cache_hits());
     line("shardnet_workers_tracked", "workers in the failure detector", workers_.size(), "gauge");

@@ -22,6 +22,7 @@
 
 #include "auth.hpp"
 #include "config.hpp"
+#include "peer_answer.hpp"
 #include "slurm_calls.hpp"
 #include "placement.hpp"
 #include "store.hpp"
@@ -152,16 +153,29 @@ private:
     // tokens may report for it (memory and store; any thread but the store's).
     void record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job);
     void capacity(const std::string &query, const Reply &reply);
+    // GET /v1/capacity?local=1 at every peer at once: their rows, and one
+    // entry per peer (ok, or unknown with the reason).
+    void peer_capacity(const std::string &query, boost::json::array &rows, boost::json::array &peers);
     void receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply);
     // A fenced attempt's job that still runs: cancelled once, off the caller's
     // thread (when a peer takes its successor, or when it shows up again).
     void cancel_stale(const std::string &cluster, long long job);
     // Sends decisions in state 'forwarding' to their peer until one answers.
     void forward_loop();
-    void forwarded(const Store::Forwarding &f, const std::string &answer, long status);
+    struct ForwardRetry {
+        double next = 0, delay = 0;   // the next try, and the backoff that led to it
+        int bad_answers = 0;          // answers from the peer that could not be read
+    };
+    void forward_one(HttpClient &client, const Store::Forwarding &f, ForwardRetry &retry);
+    void forwarded(const Store::Forwarding &f, const PeerDecision &answer);
+    // An answer that cannot be read: an event and a retry, until the decision ends.
+    void bad_answer(const Store::Forwarding &f, const PeerDecision &answer, ForwardRetry &retry);
     // Runs fn on the store thread and waits for it.
     template <class F> auto store_wait(F fn) -> decltype(fn());
+    // Jobs for the store thread, under the guard (guard.hpp); the second
+    // answers its request 500 if it throws before answering.
     void on_store(std::function<void()> job);
+    void on_store(const Reply &reply, std::function<void(const Reply &)> job);
     void event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,
                double now);
     // A store transaction whose events reach the live streams once committed.
@@ -212,6 +226,8 @@ template <class F>
 auto Service::store_wait(F fn) -> decltype(fn()) {
     std::packaged_task<decltype(fn())()> task(std::move(fn));
     auto result = task.get_future();
+    // No guard needed: the task keeps what fn throws for result.get(),
+    // which rethrows it on the waiting thread (itself a guarded job).
     boost::asio::post(store_thread_, [&task] { task(); });
     return result.get();
 }

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include "service.hpp"
+#include "service_util.hpp"
 #include "slurm_view.hpp"
 
 namespace shardnet::broker {
@@ -30,7 +31,7 @@ void Service::confirm(Fault fault, double now) {
         // No Slurm to ask for this cluster: the broker's own evidence only.
         return raise_fault(fault, fault.cause, json::object{{"confirmed", false}}, now);
     }
-    boost::asio::post(slurm_thread_, [this, fault = std::move(fault), slurm_conf = conf->second, now] {
+    detail::post_guarded(slurm_thread_, "confirm fault", [this, fault = std::move(fault), slurm_conf = conf->second, now] {
         const std::string node = fault.node.substr(0, fault.node.find('/'));
         SlurmView v = ask_slurm(slurm_calls_, slurm_conf, fault.state.job, node);
         json::object ev{{"confirmed", true}, {"slurm_job_state", v.job_state}, {"slurm_node_state", v.node_state},

@@ -78,7 +78,7 @@ NodeOffer undescribed(const std::string &name) {
 
 void Service::capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
                            const std::string &ckpt_dir, int interval) {
-    boost::asio::post(slurm_thread_, [this, run, attempt, cluster, job, ckpt_dir, interval] {
+    post_guarded(slurm_thread_, "capture job spec", [this, run, attempt, cluster, job, ckpt_dir, interval] {
         std::string nodelist, batch_host;
         if (!capture_spec_now(run, attempt, cluster, job, ckpt_dir, &nodelist, &batch_host)) {
             std::lock_guard<std::mutex> lock(specs_mu_);  // try again at the next batch heartbeat
@@ -244,7 +244,7 @@ void Service::record_attempt(const std::string &run, long long attempt, const st
 }
 
 void Service::capacity(const std::string &query, const Reply &reply) {
-    boost::asio::post(query_pool_, [this, query, reply] {
+    post_answering(query_pool_, "capacity", reply, [this, query](const Reply &reply) {
         Requirements req;
         const std::string cls = query_param(query, "class"), fabric = query_param(query, "fabric"),
                           region = query_param(query, "region"), cluster = query_param(query, "cluster");
@@ -309,12 +309,21 @@ void Service::capacity(const std::string &query, const Reply &reply) {
             }
         }
         json::array peers;
-        if (query_param(query, "local") != "1") {
-            // Every peer at once, each with a deadline: a silent peer is
-            // unknown, never available.
-            std::vector<std::future<HttpResponse>> answers;
-            for (const auto &p : cfg_.peers)
-                answers.push_back(std::async(std::launch::async, [&p, query] {
+        if (query_param(query, "local") != "1") peer_capacity(query, rows, peers);
+        reply(ok_json(200, json::object{{"broker", cfg_.broker_name}, {"queried_at", now}, {"clusters", std::move(rows)},
+                                        {"peers", std::move(peers)}, {"local_idle_gpus", idle_gpus},
+                                        {"fits", gpus == 0 || idle_gpus >= gpus}}));
+    });
+}
+
+void Service::peer_capacity(const std::string &query, json::array &rows, json::array &peers) {
+    // Every peer at once, each with a deadline: a silent peer is unknown,
+    // never available; so is one whose answer cannot be read.
+    std::vector<std::future<HttpResponse>> answers;
+    for (const auto &p : cfg_.peers)
+        answers.push_back(std::async(std::launch::async, [&p, query] {
+            HttpResponse res;
+            if (!guarded("capacity: asking a peer", [&] {
                     HttpClient client;
                     HttpRequest r;
                     r.method = "GET";
@@ -322,25 +331,20 @@ void Service::capacity(const std::string &query, const Reply &reply) {
                     r.bearer = p.token;
                     r.ca_file = p.ca_file;
                     r.timeout_ms = 1500;
-                    return client.send(r);
-                }));
-            for (std::size_t i = 0; i < answers.size(); ++i) {
-                HttpResponse r = answers[i].get();
-                json::error_code ec;
-                json::value v = r.ok() ? json::parse(r.body, ec) : json::value();
-                if (!r.ok() || ec || !v.is_object() || !v.as_object().contains("clusters")) {
-                    peers.push_back(json::object{{"name", cfg_.peers[i].name}, {"status", "unknown"},
-                                                 {"reason", r.status ? "HTTP " + std::to_string(r.status) : r.error}});
-                    continue;
-                }
-                peers.push_back(json::object{{"name", cfg_.peers[i].name}, {"status", "ok"}});
-                for (auto &row : v.as_object()["clusters"].as_array()) rows.push_back(row);
-            }
+                    res = client.send(r);
+                }))
+                res.error = "the query failed (the broker's log says why)";
+            return res;
+        }));
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+        PeerCapacity c = parse_peer_capacity(answers[i].get());
+        if (!c.error.empty()) {
+            peers.push_back(json::object{{"name", cfg_.peers[i].name}, {"status", "unknown"}, {"reason", c.error}});
+            continue;
         }
-        reply(ok_json(200, json::object{{"broker", cfg_.broker_name}, {"queried_at", now}, {"clusters", std::move(rows)},
-                                        {"peers", std::move(peers)}, {"local_idle_gpus", idle_gpus},
-                                        {"fits", gpus == 0 || idle_gpus >= gpus}}));
-    });
+        peers.push_back(json::object{{"name", cfg_.peers[i].name}, {"status", "ok"}});
+        for (auto &row : c.rows) rows.push_back(std::move(row));
+    }
 }
 
 void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply) {
@@ -361,8 +365,8 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
     if (auto *r = v.as_object().if_contains("requires"); r && r->is_object())
         if (auto err = requirements_from_json(r->as_object(), want); !err.empty())
             return reply(error_response(400, "bad_field", err, "requires"));
-    boost::asio::post(slurm_thread_, [this, id, from, run, to, script, resume, manifest, spec = spec_v->as_object(), want,
-                                      by = who.name, reply] {
+    post_answering(slurm_thread_, "receive decision", reply, [this, id, from, run, to, script, resume, manifest,
+                                                             spec = spec_v->as_object(), want, by = who.name](const Reply &reply) {
         const double now = wall_now();
         // The user is resolved here, by name, on this host: another site's
         // uid and gid numbers mean nothing here and are never used.
@@ -468,14 +472,68 @@ void Service::cancel_stale(const std::string &cluster, long long job) {
         std::lock_guard<std::mutex> lock(stale_mu_);
         if (!stale_cancelled_.insert(cluster + "/" + std::to_string(job)).second) return;
     }
-    boost::asio::post(slurm_thread_, [this, slurm_conf = conf->second, job] {
+    post_guarded(slurm_thread_, "cancel stale job", [this, slurm_conf = conf->second, job] {
         std::string ignored;
         slurm_calls_.change(slurm_conf, {"scancel", std::to_string(job)}, ignored);
     });
 }
 
+namespace {
+
+// Answers from a peer that cannot be read before a decision ends. Not
+// passed on to the next peer: a bad 200 may still mean the peer submitted
+// the job, and two attempts must never run.
+constexpr int kMaxBadAnswers = 5;
+
+void back_off(double &next, double &delay) {
+    delay = std::min(std::max(delay * 2, 0.25), 8.0);   // 0.25, 0.5, 1, ... 8 s
+    next = wall_now() + delay;
+}
+
+void log_line(const char *level, const char *msg, json::object fields) {
+    fields["t"] = wall_now();
+    fields["level"] = level;
+    fields["msg"] = msg;
+    std::fprintf(stderr, "%s\n", json::serialize(fields).c_str());
+}
+
+// What a decision's payload (this broker's own JSON, read back from the
+// database) says; read without trusting its shape all the same.
+struct PayloadView {
+    long long from = 0, to = 0;
+    std::string local_rejected, old_cluster;
+    long long old_job = 0;
+};
+
+PayloadView read_payload(const std::string &text) {
+    PayloadView p;
+    json::error_code ec;
+    json::value v = json::parse(text, ec);
+    const json::object *o = ec ? nullptr : v.if_object();
+    if (!o) return p;
+    auto integer = [](const json::object &obj, const char *k) {
+        const json::value *x = obj.if_contains(k);
+        return x && x->is_int64() ? x->get_int64() : 0LL;
+    };
+    auto string = [](const json::object &obj, const char *k) {
+        const json::value *x = obj.if_contains(k);
+        return x && x->is_string() ? std::string(x->get_string()) : std::string();
+    };
+    p.to = integer(*o, "to_attempt");
+    p.from = integer(*o, "from_attempt");
+    if (p.from <= 0 && p.to > 1) p.from = p.to - 1;
+    p.local_rejected = string(*o, "local_rejected");
+    if (const json::value *spec = o->if_contains("spec"); spec && spec->is_object()) {
+        p.old_cluster = string(spec->get_object(), "cluster");
+        p.old_job = integer(spec->get_object(), "job");
+    }
+    return p;
+}
+
+}  // namespace
+
 void Service::forward_loop() {
-    std::map<std::string, std::pair<double, double>> backoff;   // id -> next try, delay
+    std::map<std::string, ForwardRetry> retries;   // by decision id
     HttpClient client;
     for (;;) {
         {
@@ -484,58 +542,101 @@ void Service::forward_loop() {
             if (stopping_) return;
         }
         std::vector<Store::Forwarding> pending;
-        try {
-            pending = store_wait([this] { return store_->forwarding_decisions(); });
-        } catch (...) {
+        if (!guarded("forwarder: reading decisions", [&] { pending = store_wait([this] { return store_->forwarding_decisions(); }); }))
             continue;
-        }
+        std::set<std::string> ids;
         for (const auto &f : pending) {
-            const double now = wall_now();
-            auto &b = backoff[f.id];
-            if (b.first > now) continue;
-            auto peer = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &p) { return p.name == f.peer; });
-            if (peer == cfg_.peers.end()) continue;
-            HttpRequest r;
-            r.url = peer->url + "/v1/decisions";
-            r.body = f.payload;
-            r.bearer = peer->token;
-            r.ca_file = peer->ca_file;
-            r.timeout_ms = 5000;
-            HttpResponse res = client.send(r);
-            if (res.status == 200 || res.status == 409) {
-                backoff.erase(f.id);
-                forwarded(f, res.body, res.status);
-                continue;
-            }
-            b.second = std::min(std::max(b.second * 2, 0.25), 8.0);   // 0.25, 0.5, 1, ... 8 s
-            b.first = wall_now() + b.second;
-            std::fprintf(stderr, "{\"level\":\"warn\",\"msg\":\"decision not delivered\",\"decision\":\"%s\",\"peer\":\"%s\",\"why\":\"%s\",\"retry_in\":%.2f}\n",
-                         f.id.c_str(), f.peer.c_str(), res.status ? ("HTTP " + std::to_string(res.status)).c_str() : res.error.c_str(), b.second);
+            ids.insert(f.id);
+            ForwardRetry &r = retries[f.id];
+            if (r.next > wall_now()) continue;
+            // One decision that fails (the store, a bug) waits its backoff
+            // like an undelivered one; the others go on.
+            if (!guarded("forwarder: decision " + f.id, [&] { forward_one(client, f, r); })) back_off(r.next, r.delay);
         }
+        std::erase_if(retries, [&](const auto &kv) { return !ids.count(kv.first); });
     }
 }
 
-void Service::forwarded(const Store::Forwarding &f, const std::string &answer, long status) {
-    json::error_code ec;
-    json::value v = json::parse(answer, ec);
-    json::object a = !ec && v.is_object() ? v.as_object() : json::object{};
-    json::value payload = json::parse(f.payload, ec);
-    const long long to = !ec && payload.is_object() && payload.as_object().contains("to_attempt")
-                             ? payload.as_object().at("to_attempt").as_int64() : 0;
-    std::string local_rejected;   // why this broker's own clusters could not take it
-    if (!ec && payload.is_object())
-        if (auto *l = payload.as_object().if_contains("local_rejected"); l && l->is_string()) local_rejected = std::string(l->as_string());
+void Service::forward_one(HttpClient &client, const Store::Forwarding &f, ForwardRetry &retry) {
+    auto peer = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &p) { return p.name == f.peer; });
+    if (peer == cfg_.peers.end()) return;
+    HttpRequest r;
+    r.url = peer->url + "/v1/decisions";
+    r.body = f.payload;
+    r.bearer = peer->token;
+    r.ca_file = peer->ca_file;
+    r.timeout_ms = 5000;
+    HttpResponse res = client.send(r);
+    // The peer answered (or sent more than is read): what it said decides.
+    if (res.status == 200 || res.status == 409 || res.too_large) {
+        PeerDecision answer = parse_peer_decision(res);
+        if (answer.kind == PeerDecision::Kind::bad) return bad_answer(f, answer, retry);
+        return forwarded(f, answer);
+    }
+    // No answer (down, slow, 5xx): it may come; resent until it does.
+    back_off(retry.next, retry.delay);
+    log_line("warn", "decision not delivered", {{"decision", f.id}, {"peer", f.peer},
+                                                {"why", res.status ? "HTTP " + std::to_string(res.status) : res.error},
+                                                {"retry_in", retry.delay}});
+}
+
+void Service::bad_answer(const Store::Forwarding &f, const PeerDecision &answer, ForwardRetry &retry) {
+    const int n = ++retry.bad_answers;
+    const PayloadView p = read_payload(f.payload);
     const double now = wall_now();
-    if (status == 200) {
-        // The successor has a place: the old attempt's job ends now.
-        if (!ec && payload.is_object())
-            if (auto *spec = payload.as_object().if_contains("spec"); spec && spec->is_object()) {
-                auto *cl = spec->as_object().if_contains("cluster");
-                auto *old = spec->as_object().if_contains("job");
-                if (cl && cl->is_string() && old && old->is_int64()) cancel_stale(std::string(cl->as_string()), old->as_int64());
+    json::object ev{{"decision", f.id}, {"peer", f.peer}, {"field", answer.field}, {"error", answer.error},
+                    {"bad_answers", n}, {"limit", kMaxBadAnswers}};
+    log_line("warn", "bad answer from a peer", ev);
+    if (n < kMaxBadAnswers) {
+        back_off(retry.next, retry.delay);
+        ev["retry_in"] = retry.delay;
+        char delay[32];
+        std::snprintf(delay, sizeof delay, "%.2f", retry.delay);
+        store_wait([&] {
+            transact([&] {
+                event(f.run, "DELIVERY", "broker " + f.peer + " answered decision " + f.id + " with " + answer.error + "; retry " +
+                      std::to_string(n) + " of " + std::to_string(kMaxBadAnswers - 1) + " in " + delay + " s", json::serialize(ev), now);
+            });
+            return 0;
+        });
+        return;
+    }
+    // The decision ends here, so that no restart ever sends it again; the
+    // run waits, DEGRADED, as with no placement.
+    long long attempt = p.from;
+    {
+        std::unique_lock lock(runs_mu_);
+        auto it = runs_.find(f.run);
+        if (it != runs_.end()) {
+            if (attempt <= 0) attempt = it->second.attempt;
+            if (it->second.state == "RECOVERING") {
+                it->second.state = "DEGRADED";
+                runs_generation_.fetch_add(1, std::memory_order_release);
             }
-        const long long job = a.contains("job") && a.at("job").is_int64() ? a.at("job").as_int64() : 0;
-        const std::string cluster = a.contains("cluster") && a.at("cluster").is_string() ? std::string(a.at("cluster").as_string()) : "";
+        }
+    }
+    store_wait([&] {
+        transact([&] {
+            store_->apply_decision(f.id, "failed", 0);
+            if (attempt > 0) store_->update_run(f.run, "DEGRADED", attempt, now);
+            event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(p.to) + ": broker " + f.peer + " answered decision " +
+                  f.id + " unreadably " + std::to_string(n) + " times (last: " + answer.error + "); the decision ends",
+                  json::serialize(ev), now);
+        });
+        return 0;
+    });
+}
+
+void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) {
+    const PayloadView p = read_payload(f.payload);
+    const long long to = p.to;
+    const double now = wall_now();
+    json::object ev = answer.evidence;
+    ev["decision"] = f.id;
+    ev["peer"] = f.peer;
+    if (answer.kind == PeerDecision::Kind::accepted) {
+        // The successor has a place: the old attempt's job ends now.
+        if (!p.old_cluster.empty() && p.old_job > 0) cancel_stale(p.old_cluster, p.old_job);
         {
             std::unique_lock lock(runs_mu_);
             auto it = runs_.find(f.run);
@@ -547,32 +648,24 @@ void Service::forwarded(const Store::Forwarding &f, const std::string &answer, l
         }
         store_wait([&] {
             transact([&] {
-                store_->apply_decision(f.id, "delivered", job);
+                store_->apply_decision(f.id, "delivered", answer.job);
                 store_->update_run(f.run, "MOVED", to, now);
-                a["decision"] = f.id;
-                a["peer"] = f.peer;
                 event(f.run, "MOVED", "run handed to broker " + f.peer + ": attempt " + std::to_string(to) + " runs as job " +
-                      std::to_string(job) + " on " + cluster, json::serialize(a), now);
+                      std::to_string(answer.job) + " on " + answer.cluster, json::serialize(ev), now);
             });
             return 0;
         });
         return;
     }
     // Refused: the next peer, else nowhere.
-    auto it = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &p) { return p.name == f.peer; });
+    auto it = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &peer) { return peer.name == f.peer; });
     const bool more = it != cfg_.peers.end() && std::next(it) != cfg_.peers.end();
-    std::string why = a.contains("error") && a.at("error").is_object() && a.at("error").as_object().contains("message")
-                          ? std::string(a.at("error").as_object().at("message").as_string()) : "refused";
-    if (auto *rj = a.if_contains("rejected"); rj && rj->is_array())
-        for (const auto &r : rj->as_array())
-            if (r.is_object() && r.as_object().contains("cluster") && r.as_object().contains("reason"))
-                why += "; " + std::string(r.as_object().at("cluster").as_string()) + " rejected: " +
-                       std::string(r.as_object().at("reason").as_string());
+    const std::string why = answer.why.empty() ? "refused" : answer.why;
     if (!more) {
         std::unique_lock lock(runs_mu_);
-        auto it = runs_.find(f.run);
-        if (it != runs_.end() && it->second.state == "RECOVERING") {
-            it->second.state = "DEGRADED";
+        auto r = runs_.find(f.run);
+        if (r != runs_.end() && r->second.state == "RECOVERING") {
+            r->second.state = "DEGRADED";
             runs_generation_.fetch_add(1, std::memory_order_release);
         }
     }
@@ -581,12 +674,12 @@ void Service::forwarded(const Store::Forwarding &f, const std::string &answer, l
             if (more) {
                 store_->forward_decision(f.id, std::next(it)->name, f.payload);
                 event(f.run, "PLACEMENT", "broker " + f.peer + " refused (" + why + "); trying broker " + std::next(it)->name,
-                      json::serialize(a), now);
+                      json::serialize(ev), now);
             } else {
                 store_->apply_decision(f.id, "unplaced", 0);
                 store_->update_run(f.run, "DEGRADED", to - 1, now);
-                event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(to) + local_rejected + "; broker " + f.peer +
-                      " refused (" + why + ")", json::serialize(a), now);
+                event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(to) + p.local_rejected + "; broker " + f.peer +
+                      " refused (" + why + ")", json::serialize(ev), now);
             }
         });
         return 0;

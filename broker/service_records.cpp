@@ -62,7 +62,7 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
         }
     }
     std::string files_text = json::serialize(*files);
-    on_store([this, id, name, attempt, rank, world, files_text, now, reply] {
+    on_store(reply, [this, id, name, attempt, rank, world, files_text, now](const Reply &reply) {
         try {
             bool sealed = false;
             long long count = 0;
@@ -93,7 +93,7 @@ void Service::list_checkpoints(const std::string &id, const TokenEntry &who, con
         auto it = runs_.find(id);
         if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
     }
-    on_store([this, id, reply] {
+    on_store(reply, [this, id](const Reply &reply) {
         json::array out;
         for (const auto &c : store_->list_checkpoints(id))
             out.push_back(json::object{{"name", c.name}, {"attempt", c.attempt}, {"ranks", c.ranks},
@@ -115,7 +115,7 @@ void Service::put_node(const ApiRequest &req, const Reply &reply, double now) {
     std::string field;
     if (auto why = descriptor_shape_error(v.as_object(), field); !why.empty())
         return reply(error_response(400, "bad_field", why, field));
-    on_store([this, host, hash, body = req.body, now, reply, offer = offer_from_descriptor(host, v.as_object())] {
+    on_store(reply, [this, host, hash, body = req.body, now, offer = offer_from_descriptor(host, v.as_object())](const Reply &reply) {
         store_->upsert_node(host, hash, body, now);
         if (offers_loaded_) {
             offers_[host] = offer;
@@ -126,7 +126,7 @@ void Service::put_node(const ApiRequest &req, const Reply &reply, double now) {
 }
 
 void Service::get_nodes(const std::string &host, const Reply &reply) {
-    on_store([this, host, reply] {
+    on_store(reply, [this, host](const Reply &reply) {
         json::array out;
         for (auto &n : store_->list_nodes(host)) {
             json::error_code ec;

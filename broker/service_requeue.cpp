@@ -34,7 +34,7 @@ void Service::requeue(const Fault &fault) {
         owner_uid = it->second.owner_uid;
     }
     if (policy == "off" || !cfg_.clusters.count(fault.state.cluster) || fault.state.job <= 0) return;
-    boost::asio::post(slurm_thread_, [this, fault, policy, manifest, owner, owner_uid] {
+    detail::post_guarded(slurm_thread_, "requeue", [this, fault, policy, manifest, owner, owner_uid] {
         const std::string bad = fault.node.substr(0, fault.node.find('/'));
         const long long to = fault.attempt + 1;
         const std::string id = cfg_.broker_name + ":" + fault.run + "/attempt-" + std::to_string(to);

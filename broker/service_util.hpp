@@ -1,11 +1,15 @@
 // Small helpers the service's handlers share (internal to broker/).
 #pragma once
+#include <atomic>
+#include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 #include <cstdio>
+#include <memory>
 #include <openssl/rand.h>
 #include <string>
 #include <vector>
 
+#include "thread_guard.hpp"
 #include "parse_util.hpp"
 #include "service.hpp"
 
@@ -41,6 +45,33 @@ struct Fields {
         return true;
     }
 };
+
+// A Reply that answers at most once: the guard's 500 for a job that threw
+// after it had answered is dropped.
+inline Reply reply_once(Reply r) {
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    return [r = std::move(r), done](ApiResponse a) {
+        if (!done->exchange(true)) r(std::move(a));
+    };
+}
+
+// Every job posted to one of the broker's thread pools goes through one of
+// these two: under the guard (guard.hpp), so that no exception ends a thread.
+template <class Executor, class F>
+void post_guarded(Executor &ex, const char *where, F fn) {
+    boost::asio::post(ex, [where, fn = std::move(fn)]() mutable { guarded(where, fn); });
+}
+
+// A job that owes a request its answer gets it as its argument; when the
+// job throws before answering, the request is answered 500 (instead of
+// waiting for its connection's deadline).
+template <class Executor, class F>
+void post_answering(Executor &ex, const char *where, const Reply &reply, F fn) {
+    boost::asio::post(ex, [where, reply = reply_once(reply), fn = std::move(fn)]() mutable {
+        if (!guarded(where, [&] { fn(reply); }))
+            guarded(where, [&] { reply(error_response(500, "internal", std::string(where) + " failed; the broker's log says why")); });
+    });
+}
 
 inline ApiResponse bad_field(const Fields &f) { return error_response(400, "bad_field", f.err, f.field); }
 

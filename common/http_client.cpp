@@ -1,6 +1,7 @@
 #include "http_client.hpp"
 
 #include <chrono>
+#include <string>
 #include <curl/curl.h>
 #include <poll.h>
 
@@ -49,11 +50,20 @@ const CurlApi *load_curl() {
     return api;
 }
 
+struct Sink {
+    std::string *body;
+    std::size_t max;
+    bool over = false;
+};
+
 size_t collect(char *data, size_t size, size_t n, void *user) {
-    auto *out = static_cast<std::string *>(user);
+    auto *sink = static_cast<Sink *>(user);
     // The broker's answers are small; never let a hostile server grow us.
-    if (out->size() + size * n > (1u << 20)) return 0;
-    out->append(data, size * n);
+    if (sink->body->size() + size * n > sink->max) {
+        sink->over = true;
+        return 0;   // libcurl ends the transfer
+    }
+    sink->body->append(data, size * n);
     return size * n;
 }
 }  // namespace
@@ -98,7 +108,8 @@ HttpResponse HttpClient::send(const HttpRequest &req, int watch_fd, const std::f
     c->easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
     c->easy_setopt(easy, CURLOPT_FOLLOWLOCATION, 0L);
     c->easy_setopt(easy, CURLOPT_WRITEFUNCTION, collect);
-    c->easy_setopt(easy, CURLOPT_WRITEDATA, &res.body);
+    Sink sink{&res.body, req.max_body};
+    c->easy_setopt(easy, CURLOPT_WRITEDATA, &sink);
     c->easy_setopt(easy, CURLOPT_USERAGENT, "shardnet/" PACKAGE_VERSION);
     if (!req.ca_file.empty()) c->easy_setopt(easy, CURLOPT_CAINFO, req.ca_file.c_str());
 
@@ -129,6 +140,14 @@ HttpResponse HttpClient::send(const HttpRequest &req, int watch_fd, const std::f
     }
     c->multi_remove_handle(multi, easy);
     c->slist_free_all(headers);
+    if (sink.over) {
+        res.status = 0;
+        res.too_large = true;
+        res.body.clear();
+        res.error = "answer larger than " + std::to_string(req.max_body) + " bytes (" +
+                    (req.max_body % (1 << 20) == 0 ? std::to_string(req.max_body >> 20) + " MiB" : std::to_string(req.max_body) + " B") +
+                    "): not read";
+    }
     if (res.status == 0 && res.error.empty()) res.error = "no answer";
     return res;
 }

@@ -3,6 +3,7 @@
 // libcurl is loaded on the first request (and globally initialised then):
 // make the first request before starting threads.
 #pragma once
+#include <cstddef>
 #include <functional>
 #include <string>
 
@@ -15,6 +16,9 @@ struct HttpRequest {
     std::string bearer;        // Authorization: Bearer ...
     std::string ca_file;       // extra CA bundle for https
     long timeout_ms = 2000;    // whole request, connect included
+    // The most of an answer's body that is read: a larger one ends the
+    // request (too_large), so that no server can make the caller grow.
+    std::size_t max_body = std::size_t(1) << 20;
 };
 
 struct HttpResponse {
@@ -22,6 +26,7 @@ struct HttpResponse {
     std::string body;
     std::string error;         // libcurl's reason when status == 0
     bool cancelled = false;
+    bool too_large = false;    // the body passed max_body: status stays 0
     bool ok() const { return status >= 200 && status < 300; }
 };
 

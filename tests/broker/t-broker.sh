@@ -1,7 +1,8 @@
 #!/bin/bash
 # The broker as a real process: bad input over the wire, slowloris, TLS,
 # SIGHUP with a bad and a good config, SIGTERM drain, and kill -9 during a
-# burst of checkpoint commits (every acknowledged one must be there after).
+# burst of checkpoint commits (every acknowledged one must be there after);
+# then a hostile peer: answers of the wrong shape, type or size, or too slow.
 # Run by `make check` with BROKER and HARNESS set.
 set -uo pipefail
 BROKER=${BROKER:?}; HARNESS=${HARNESS:?}; DOC=${DOC:?}
@@ -254,6 +255,136 @@ out=$(curl -s --cacert "$T/cert.pem" -H "Authorization: Bearer admin-t" "https:/
 grep -q '"runs"' <<<"$out" && ok "TLS: https with the broker's certificate" || fail "TLS: $out"
 curl -s -m 2 "http://127.0.0.1:$P/v1/health" | grep -q '"ok"' && fail "plain HTTP answered on a TLS port" || ok "TLS port refuses plain HTTP"
 kill -TERM $PID; wait $PID; PID=""
+
+# A hostile peer (tests/harness/hostile_peer.py) as this broker's only peer:
+# its answers are untrusted input. Capacity: in every mode the peer is
+# unknown, with a reason naming what was wrong, and the broker serves on.
+HP=""
+trap '[ -n "$PID" ] && kill -9 $PID 2>/dev/null; [ -n "$HP" ] && kill $HP 2>/dev/null; rm -rf "$T"' EXIT
+printf '%s\n' "$(hash peer-secret)" > "$T/peer.token"; chmod 600 "$T/peer.token"
+echo ok > "$T/hp.mode"
+/usr/bin/python3 "$HARNESS/hostile_peer.py" --port-file "$T/hp.port" --mode-file "$T/hp.mode" --log "$T/hp.log" --slow-seconds 7 &
+HP=$!
+for _ in $(seq 100); do [ -s "$T/hp.port" ] && break; sleep 0.05; done
+cat > "$T/broker.json" <<CONF
+{"listen": "127.0.0.1:0", "plain_http": true, "database": "$T/hostile.db", "broker_name": "home",
+ "limits": {"body_bytes": 65536, "read_timeout_ms": 5000},
+ "tokens": [{"name": "ops", "scope": "admin", "sha256": "$(hash admin-t)"}],
+ "peers": [{"name": "hostile", "url": "http://127.0.0.1:$(cat "$T/hp.port")", "token_file": "$T/peer.token"}]}
+CONF
+start
+capacity_is() {  # MODE PEER-STATUS REASON-TEXT
+    echo "$1" > "$T/hp.mode"
+    local t0=$SECONDS out; out=$(req GET /v1/capacity admin-t)
+    /usr/bin/python3 - "$out" "$2" "$3" <<'PY' && kill -0 $PID 2>/dev/null && [ $((SECONDS - t0)) -le 4 ] \
+        && ok "capacity, peer answers $1: 200, peer $2${3:+ ($3)}" || fail "capacity, peer answers $1: $out"
+import json, sys
+status, _, body = sys.argv[1].partition(" ")
+assert status == "200", status
+v = json.loads(body)
+peer = v["peers"][0]
+assert peer["name"] == "hostile" and peer["status"] == sys.argv[2], peer
+assert sys.argv[3] in peer.get("reason", ""), peer
+rows = [r for r in v["clusters"] if r["broker"] == "hostile"]
+assert (len(rows) == 1) == (sys.argv[2] == "ok"), rows   # an unknown peer offers nothing
+PY
+}
+capacity_is ok ok ""
+capacity_is clusters-number unknown "clusters: expected an array"
+capacity_is clusters-mixed unknown "clusters[0]: expected an object"
+capacity_is job-string unknown "clusters: missing"
+capacity_is message-number unknown "HTTP 409"
+capacity_is not-json unknown "body: not JSON"
+capacity_is huge unknown "larger than 1048576 bytes"
+capacity_is slow unknown "imeout"
+echo ok > "$T/hp.mode"
+
+# Decisions: one 'forwarding' decision per hostile mode, addressed to the
+# peer, written straight into the database (as a crash after a requeue
+# leaves them). Every one must end (failed, the run DEGRADED, a PLACEMENT
+# event naming the field) and the broker must live through it, also when
+# killed -9 half-way and started again on the same database.
+kill -9 $PID; wait $PID 2>/dev/null; PID=""
+DMODES="clusters-number message-number job-string rejected-mixed not-json huge"
+seed_decisions() {  # MODE...
+    /usr/bin/python3 - "$T/hostile.db" "$@" <<'PY'
+import json, sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1])
+now = time.time()
+for mode in sys.argv[2:]:
+    run, did = "hp-" + mode, "home:hp-%s/attempt-2" % mode
+    payload = {"id": did, "from_broker": "home", "run": run, "from_attempt": 1, "to_attempt": 2,
+               "spec": {"user": "nobody", "nodes": 1, "tasks": 1, "cluster": "gone", "job": 5}, "script": "#!/bin/sh\ntrue\n",
+               "owner": "ops", "resume": "latest", "manifest": "{}", "requires": {}, "local_rejected": ""}
+    db.execute("INSERT INTO runs (id, owner, state, attempt, manifest, world_size, created, updated) "
+               "VALUES (?, 'ops', 'RECOVERING', 1, '{}', 1, ?, ?)", (run, now, now))
+    db.execute("INSERT INTO decisions (id, run, from_attempt, to_attempt, cluster, exclude, old_job, new_job, state, created, peer, payload) "
+               "VALUES (?, ?, 1, 2, 'gone', '', 5, NULL, 'forwarding', ?, 'hostile', ?)", (did, run, now, json.dumps(payload)))
+db.commit()
+PY
+}
+# events_check MODE PYTHON-CONDITION-ON-EVENTS: true when it holds
+events_check() {
+    /usr/bin/python3 - "$(req GET "/v1/runs/hp-$1/events" admin-t)" "$2" <<'PY'
+import json, sys
+status, _, body = sys.argv[1].partition(" ")
+events = json.loads(body)["events"] if status == "200" else []
+sys.exit(0 if eval(sys.argv[2]) else 1)
+PY
+}
+seed_decisions $DMODES
+echo "decisions=by-run" > "$T/hp.mode"
+start
+for _ in $(seq 100); do  # the first bad answer of each
+    all=1; for m in $DMODES; do events_check $m 'any(e["kind"] == "DELIVERY" for e in events)' || all=0; done
+    [ $all = 1 ] && break; sleep 0.1
+done
+[ $all = 1 ] && ok "decisions: every bad answer recorded as a DELIVERY event, retried" || fail "no DELIVERY events: $(req GET /v1/runs/hp-huge/events admin-t)"
+kill -9 $PID; wait $PID 2>/dev/null; PID=""
+start
+ended='any(e["kind"] == "PLACEMENT" and "the decision ends" in e["cause"] and e["evidence"]["peer"] == "hostile" for e in events)'
+for _ in $(seq 150); do
+    all=1; for m in $DMODES; do events_check $m "$ended" || all=0; done
+    [ $all = 1 ] && break; sleep 0.1
+done
+kill -0 $PID 2>/dev/null && ok "decisions: broker up after 5 bad answers per mode and a kill -9 between" || fail "broker died: $(tail -5 "$T/log")"
+decision_ended() {  # MODE FIELD
+    events_check "$1" "$ended and any(e['evidence'].get('field') == '$2' and '$2' in e['cause'] for e in events if e['kind'] == 'PLACEMENT')" \
+        && req GET "/v1/runs/hp-$1" admin-t | grep -q '"state":"DEGRADED"' \
+        && ok "decision answered $1: ended, run DEGRADED, PLACEMENT event names $2" \
+        || fail "decision answered $1: $(req GET "/v1/runs/hp-$1/events" admin-t)"
+}
+decision_ended clusters-number accepted
+decision_ended message-number error.message
+decision_ended job-string accepted
+decision_ended rejected-mixed "rejected[0]"
+decision_ended not-json body
+decision_ended huge body
+/usr/bin/python3 - "$T/hostile.db" <<'PY' && ok "decisions: all failed in the database, none left forwarding" || fail "decisions in the database"
+import sqlite3, sys
+rows = dict(sqlite3.connect(sys.argv[1]).execute("SELECT run, state FROM decisions"))
+assert all(s == "failed" for s in rows.values()), rows
+PY
+# Started again, the broker sends none of them again.
+kill -9 $PID; wait $PID 2>/dev/null; PID=""
+sent=$(grep -c decisions "$T/hp.log")
+start
+sleep 1
+[ "$(grep -c decisions "$T/hp.log")" = "$sent" ] && kill -0 $PID 2>/dev/null && expect "restarted after the bad peer" 200 '"ok":true' -- GET /v1/health "" \
+    || fail "decisions sent again after a restart"
+# A peer that answers too slowly has not answered: the decision is resent
+# (backoff), the broker serves meanwhile, and it is not ended.
+kill -9 $PID; wait $PID 2>/dev/null; PID=""
+seed_decisions slow
+start
+sleep 6
+expect "serving while a peer is slow" 200 '"ok":true' -- GET /v1/health ""
+grep '"decision not delivered"' "$T/log" | grep -q '"peer":"hostile"' && \
+    [ "$(/usr/bin/python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT state FROM decisions WHERE run = ?", ("hp-slow",)).fetchone()[0])' "$T/hostile.db")" = forwarding ] \
+    && ok "a slow peer: decision not delivered (logged), still forwarding, to be resent" || fail "slow peer: $(tail -3 "$T/log")"
+kill -TERM $PID; wait $PID; rc=$?; PID=""
+[ $rc = 0 ] && ok "SIGTERM with a slow peer: exit 0" || fail "SIGTERM with a slow peer: exit $rc"
+kill $HP 2>/dev/null; wait $HP 2>/dev/null; HP=""
 
 echo "# broker: $fails failed"
 [ $fails = 0 ]
