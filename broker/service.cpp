@@ -230,7 +230,7 @@ void Service::handle(const ApiRequest &req, const Reply &reply) {
     }
     if (is({"v1", "capacity"}) && get) {
         if (who->scope == Scope::worker) return reply(error_response(403, "forbidden", "capacity needs a user, peer or admin token"));
-        return capacity(query, reply);
+        return capacity(query, who->scope != Scope::peer, reply);   // a peer asks for this broker's own clusters
     }
     if (is({"v1", "decisions"}) && post) {
         if (who->scope != Scope::peer && who->scope != Scope::admin)

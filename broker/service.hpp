@@ -152,7 +152,8 @@ private:
     // The job the broker submitted for an attempt: the only job whose
     // tokens may report for it (memory and store; any thread but the store's).
     void record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job);
-    void capacity(const std::string &query, const Reply &reply);
+    // fan_out: also ask the peers (never for a peer's own question).
+    void capacity(const std::string &query, bool fan_out, const Reply &reply);
     // GET /v1/capacity?local=1 at every peer at once: their rows, and one
     // entry per peer (ok, or unknown with the reason).
     void peer_capacity(const std::string &query, boost::json::array &rows, boost::json::array &peers);

@@ -243,11 +243,14 @@ void Service::record_attempt(const std::string &run, long long attempt, const st
     store_wait([&] { store_->upsert_attempt(Store::AttemptRow{run, attempt, cluster, job, 0}); return 0; });
 }
 
-void Service::capacity(const std::string &query, const Reply &reply) {
-    post_answering(query_pool_, "capacity", reply, [this, query](const Reply &reply) {
+void Service::capacity(const std::string &query, bool fan_out, const Reply &reply) {
+    post_answering(query_pool_, "capacity", reply, [this, query, fan_out](const Reply &reply) {
         Requirements req;
         const std::string cls = query_param(query, "class"), fabric = query_param(query, "fabric"),
                           region = query_param(query, "region"), cluster = query_param(query, "cluster");
+        for (const auto &[k, v] : {std::pair{"class", cls}, {"fabric", fabric}, {"region", region}, {"cluster", cluster}})
+            if (!v.empty() && !is_safe_name(v))
+                return reply(error_response(400, "bad_field", std::string(k) + ": 1-64 of [A-Za-z0-9._-]", k));
         req.accel_class = cls;
         req.fabric = fabric;
         unsigned bit = 0;
@@ -309,7 +312,15 @@ void Service::capacity(const std::string &query, const Reply &reply) {
             }
         }
         json::array peers;
-        if (query_param(query, "local") != "1") peer_capacity(query, rows, peers);
+        // A peer is asked for its own clusters only (local=1 first: the value
+        // that counts), with the filters checked above and nothing else of
+        // the caller's, so brokers can never ask each other in a circle.
+        if (fan_out && query_param(query, "local") != "1") {
+            std::string forwarded = "local=1";
+            for (const char *k : {"class", "fabric", "region", "cluster", "gpus_per_node", "gpu_memory_gb", "gpus"})
+                if (auto v = query_param(query, k); !v.empty()) forwarded += std::string("&") + k + "=" + v;
+            peer_capacity(forwarded, rows, peers);
+        }
         reply(ok_json(200, json::object{{"broker", cfg_.broker_name}, {"queried_at", now}, {"clusters", std::move(rows)},
                                         {"peers", std::move(peers)}, {"local_idle_gpus", idle_gpus},
                                         {"fits", gpus == 0 || idle_gpus >= gpus}}));
@@ -327,7 +338,7 @@ void Service::peer_capacity(const std::string &query, json::array &rows, json::a
                     HttpClient client;
                     HttpRequest r;
                     r.method = "GET";
-                    r.url = p.url + "/v1/capacity?" + query + (query.empty() ? "" : "&") + "local=1";
+                    r.url = p.url + "/v1/capacity?" + query;
                     r.bearer = p.token;
                     r.ca_file = p.ca_file;
                     r.timeout_ms = 1500;
@@ -373,19 +384,32 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
         const std::string user = spec.if_contains("user") && spec.at("user").is_string() ? std::string(spec.at("user").as_string()) : "";
         SubmitAs as;
         if (!user.empty() && user.size() <= 64 && !has_control_chars(user)) as.uid = user_uid(user, &as.gid);
-        const bool fresh = store_wait([&] { return store_->insert_received(id, from, run, to, now); });
+        // The job this decision makes carries a nonce in its comment, kept
+        // here before sbatch: after a crash between the two, only a job with
+        // it counts as submitted (a comment is the user's to set, the nonce
+        // is not theirs to know).
+        std::string nonce = random_id().substr(4);
+        const bool fresh = store_wait([&] {
+            return store_->insert_received(id, from, run, to, now, json::serialize(json::object{{"nonce", nonce}}));
+        });
         if (!fresh) {
             auto prev = store_wait([&] { return store_->get_received(id); });
+            if (prev) {
+                json::error_code pec;
+                json::value pv = json::parse(prev->second, pec);
+                const json::value *n = !pec && pv.is_object() ? pv.as_object().if_contains("nonce") : nullptr;
+                nonce = n && n->is_string() ? std::string(n->as_string()) : "";
+            }
             if (prev && prev->first != "received")  // answered before: the same answer again, nothing redone
                 return reply(ApiResponse{prev->first == "applied" ? 200u : 409u, prev->second, "application/json"});
             // Received, but this broker stopped before answering: Slurm knows
             // whether the job was submitted. A comment is the user's to set,
             // so only a job of the decision's own user counts.
-            if (as.uid >= 0)
+            if (as.uid >= 0 && !nonce.empty())
                 for (const auto &[name, conf] : cfg_.clusters) {
                     std::string out;
                     if (slurm_calls_.fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) continue;
-                    const long long job = submitted_for(out, "shardnet-decision:" + id, as.uid);
+                    const long long job = submitted_for(out, "shardnet-decision:" + id + ":" + nonce, as.uid);
                     if (job <= 0) continue;
                     record_attempt(run, to, name, job);
                     json::object res{{"accepted", true}, {"cluster", name}, {"job", job}, {"redelivered", true}};
@@ -416,7 +440,7 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
             if (it != runs_.end() && it->second.owner_uid >= 0 && it->second.owner_uid != as.uid)
                 return refuse("run " + run + " exists at broker " + cfg_.broker_name + " and belongs to another user");
         }
-        const long long job = submit_attempt(p.cluster, spec, script, run, to, resume, p.nodes, id, as, err);
+        const long long job = submit_attempt(p.cluster, spec, script, run, to, resume, p.nodes, id + ":" + nonce, as, err);
         if (!job) return refuse(err);
         bool known = false;
         {

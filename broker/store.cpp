@@ -73,7 +73,7 @@ const Sql kStatements[] = {
     {"upsert_job_spec", "INSERT OR REPLACE INTO job_specs (run, attempt, cluster, job, spec, script) VALUES (?,?,?,?,?,?)"},
     {"get_job_spec", "SELECT cluster, job, spec, script FROM job_specs WHERE run = ? AND attempt = ?"},
     {"insert_received", "INSERT OR IGNORE INTO received_decisions (id, from_broker, run, to_attempt, state, result, created) "
-                        "VALUES (?,?,?,?,'received','{}',?)"},
+                        "VALUES (?,?,?,?,'received',?,?)"},
     {"get_received", "SELECT state, result FROM received_decisions WHERE id = ?"},
     {"finish_received", "UPDATE received_decisions SET state = ?, result = ? WHERE id = ?"},
     {"update_manifest", "UPDATE runs SET manifest = ?, owner = ? WHERE id = ?"},
@@ -329,9 +329,10 @@ std::optional<Store::JobSpecRow> Store::get_job_spec(const std::string &run, lon
     return JobSpecRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), col_text(s, 3)};
 }
 
-bool Store::insert_received(const std::string &id, const std::string &from, const std::string &run, long long to, double now) {
+bool Store::insert_received(const std::string &id, const std::string &from, const std::string &run, long long to, double now,
+                            const std::string &result) {
     auto *s = stmt("insert_received");
-    Binder(s).text(id).text(from).text(run).integer(to).real(now);
+    Binder(s).text(id).text(from).text(run).integer(to).text(result).real(now);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("writing received decision " + id, rc);
     return sqlite3_changes(db_) == 1;
 }

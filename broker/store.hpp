@@ -75,7 +75,10 @@ public:
     void upsert_job_spec(const std::string &run, long long attempt, const JobSpecRow &j);
     std::optional<JobSpecRow> get_job_spec(const std::string &run, long long attempt);
     // Decisions from peer brokers: false when this id was received before.
-    bool insert_received(const std::string &id, const std::string &from, const std::string &run, long long to, double now);
+    // result holds, until the decision is answered, what the broker will
+    // mark its job with (a nonce in its comment).
+    bool insert_received(const std::string &id, const std::string &from, const std::string &run, long long to, double now,
+                         const std::string &result = "{}");
     std::optional<std::pair<std::string, std::string>> get_received(const std::string &id);  // state, result JSON
     void finish_received(const std::string &id, const std::string &state, const std::string &result);
     void update_manifest(const std::string &run, const std::string &manifest, const std::string &owner);

@@ -29,6 +29,19 @@ using namespace shardnet;
 
 namespace {
 
+// The reason in a broker's error answer ({"error":{"message":...}}), on one
+// line and bounded, for the log: a refusal names what was wrong.
+std::string broker_says(const std::string &body) {
+    const auto k = body.find("\"message\":\"");
+    if (k == std::string::npos) return "";
+    std::string msg;
+    for (std::size_t i = k + 11; i < body.size() && body[i] != '"' && msg.size() < 300; ++i) {
+        if (body[i] == '\\' && i + 1 < body.size()) ++i;
+        msg += (static_cast<unsigned char>(body[i]) < 0x20) ? ' ' : body[i];
+    }
+    return msg.empty() ? "" : ": " + msg;
+}
+
 double wall_now() {
     timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -225,11 +238,11 @@ private:
         bool ok = res.ok();
         if (ok != broker_ok_ || first_) {
             if (!ok) log("broker " + cfg_.url + " " +
-                         (res.status ? "answered HTTP " + std::to_string(res.status) : "unreachable: " + res.error));
+                         (res.status ? "answered HTTP " + std::to_string(res.status) + broker_says(res.body) : "unreachable: " + res.error));
             else if (!first_) log("broker " + cfg_.url + " answers again");
         }
         if (first_) {  // the plugin's verdict: wait for a final report or not
-            std::string verdict = ok ? "O\n" : "F" + (res.status ? "HTTP " + std::to_string(res.status) : res.error) + "\n";
+            std::string verdict = ok ? "O\n" : "F" + (res.status ? "HTTP " + std::to_string(res.status) + broker_says(res.body) : res.error) + "\n";
             (void)!::write(1, verdict.data(), verdict.size());
             ::close(1);
         }

@@ -296,6 +296,13 @@ capacity_is job-string unknown "clusters: missing"
 capacity_is message-number unknown "HTTP 409"
 capacity_is not-json unknown "body: not JSON"
 capacity_is huge unknown "larger than 1048576 bytes"
+# A caller's own local=0 (or anything else) never reaches a peer: it is asked
+# for its own clusters, with the known filters only.
+echo ok > "$T/hp.mode"
+expect "capacity with a caller's local=0" 200 '"status":"ok"' -- GET "/v1/capacity?local=0&class=H100&x=y" admin-t
+tail -1 "$T/hp.log" | grep -q '"query": "local=1&class=H100"' && ok "the peer was asked: $(tail -1 "$T/hp.log")" \
+    || fail "the peer was asked: $(tail -1 "$T/hp.log")"
+expect "capacity filter of the wrong form" 400 '"field":"class"' -- GET "/v1/capacity?class=a%26local%3D0" admin-t
 capacity_is slow unknown "imeout"
 echo ok > "$T/hp.mode"
 

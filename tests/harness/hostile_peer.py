@@ -18,7 +18,7 @@ to a mode, read from MODE_FILE at each request:
 
 MODE_FILE holds one mode for every route, or "ROUTE=MODE" words
 (capacity=..., decisions=..., health=...; a route not named answers ok).
-Each request is appended to --log as one JSON line: {"route", "mode", "run"}.
+Each request is appended to --log as one JSON line: {"route", "mode", "run", "query"}.
 Usage: hostile_peer.py --port-file F --mode-file M [--log L] [--cert C --key K]
 """
 import argparse, json, os, ssl, threading, time
@@ -82,7 +82,7 @@ class Handler(BaseHTTPRequestHandler):
                 pass
             if mode == "by-run":
                 mode = run[3:] if isinstance(run, str) and run.startswith("hp-") else "ok"
-        self.server.record({"route": route, "mode": mode, "run": run})
+        self.server.record({"route": route, "mode": mode, "run": run, "query": self.path.partition("?")[2]})
         if mode == "slow":
             time.sleep(self.server.slow_seconds)
             mode = "ok"

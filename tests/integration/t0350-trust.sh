@@ -27,7 +27,7 @@ run_field() { broker_get "/v1/runs/$1" | /usr/bin/python3 -c "import json,sys; v
 # The victim: the test user's 2-rank job, everything Slurm prints as text
 # spelled to pose as root.
 dir="$WORK/dir UserId=(00) x"; mkdir -p "$dir"; chmod 777 "$dir"
-evil_name=$'x UserId=(00) GroupId=(00) x\nUserId=(0)'
+evil_name="x UserId=(00) GroupId=(00) x"$'\n'"UserId=$OTHER_USER($B_UID) GroupId=$OTHER_USER($B_UID)"
 j=$(as_user beta sbatch --parsable -N1 -n2 -J "$evil_name" -D "$dir" -o "$dir/out UserId=(00) %j.log" \
     --comment 'UserId=(00) GroupId=(00) shardnet-decision:beta-broker:victim/attempt-2' \
     --shardnet=victim --shardnet-heartbeat=1 --wrap "srun $WORK/train.sh" 2>&1) \
@@ -53,7 +53,10 @@ refused=$(metric shardnet_worker_refusals_total)
 [ "$(run_field victim attempt) $(run_field victim state) $(run_field victim owner)" = "1 RUNNING $TEST_USER" ] \
     || fail "the victim's run changed: $(broker_get /v1/runs/victim)"
 broker_get /v1/runs/victim/events | grep -q '"ATTEMPT"\|"FAULT"\|"CANCELLED"' && fail "events on the victim's run: $(broker_get /v1/runs/victim/events)"
-grep -q '"belongs to another user\|belongs to another user' "$WORK/broker.log" || true
+# They are told why: each refused agent logs the broker's reason (slurmd's log;
+# at the user's terminal in mode=required).
+grep -h "shardnet: agent: broker .* answered HTTP 403: run victim belongs to another user" "$SCRATCH"/beta/log/slurmd.beta*.log \
+    | head -1 | grep -q . || fail "no refusal reason in slurmd's log: $(grep -h 'shardnet: agent' "$SCRATCH"/beta/log/slurmd.beta*.log | tail -3)"
 ok "$OTHER_USER's claims refused ($((refused - refused0)) reports): victim job $j RUNNING, run at attempt 1, no ATTEMPT/FAULT"
 
 # (c) The second user's own valid token (what their agent held), naming the victim's job.
