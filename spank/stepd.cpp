@@ -94,14 +94,20 @@ struct WipeOnExit {
     ~WipeOnExit() { explicit_bzero(s.data(), s.size()); }
 };
 
+// Keeps the first message of its kind for the tasks; task_init must then
+// run to deliver it.
+template <std::size_t N>
+void keep_for_tasks(char (&slot)[N], const std::string &why) {
+    if (slot[0]) return;
+    std::snprintf(slot, N, "%s", why.c_str());
+    g.active = true;
+}
+
 // Logs why and makes every task of the step fail with that message.
 int refuse(const std::string &why) {
     slurm_error("shardnet: %s", why.c_str());
     wipe_secrets();
-    if (!g.refusal[0]) {
-        std::snprintf(g.refusal, sizeof g.refusal, "%s", why.c_str());
-        g.active = true;  // task_init must run to deliver the refusal
-    }
+    keep_for_tasks(g.refusal, why);
     return 0;
 }
 
@@ -115,10 +121,7 @@ int site_problem(const std::string &what) {
     // the user is to see the reason once, from task_init.
     slurm_info("shardnet: warning: %s", why.c_str());
     wipe_secrets();
-    if (!g.warning[0]) {
-        std::snprintf(g.warning, sizeof g.warning, "%s", why.c_str());
-        g.active = true;  // task_init must run to deliver the warning
-    }
+    keep_for_tasks(g.warning, why);
     return 0;
 }
 

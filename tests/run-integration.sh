@@ -23,6 +23,8 @@ for t in "${tests[@]}"; do
     if SCRATCH=$SCRATCH BUILD=$BUILD timeout 300 bash "$t" >"$out" 2>&1; then
         printf 'PASS: %-28s %5.1fs\n' "$name" "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')"
         pass=$((pass + 1))
+        # SHARDNET_KEEP_OUTPUT=1: a passing test's output is kept too (its figures).
+        [ -z "${SHARDNET_KEEP_OUTPUT:-}" ] || { mkdir -p "$LOGS/$name"; cp "$out" "$LOGS/$name/"; }
     else
         printf 'FAIL: %-28s (output and Slurm logs in %s)\n' "$name" "$LOGS/$name"
         mkdir -p "$LOGS/$name"; cp "$out" "$LOGS/$name/"
