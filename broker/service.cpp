@@ -170,7 +170,10 @@ bool Service::may_see(const TokenEntry &who, const std::string &run, const RunIn
     switch (who.scope) {
     case Scope::admin: return true;
     case Scope::user: return info && !who.user.empty() && info->owner == who.user;
-    case Scope::worker: return !who.run.empty() && who.run == run;
+    // A job's token sees its own run, and only while the run is its user's:
+    // naming someone else's run in --shardnet shows nothing of it.
+    case Scope::worker:
+        return !who.run.empty() && who.run == run && (!who.bound || !info || info->owner_uid < 0 || (unsigned long long)info->owner_uid == who.uid);
     case Scope::peer: return false;
     }
     return false;
@@ -218,7 +221,10 @@ void Service::handle(const ApiRequest &req, const Reply &reply) {
         return heartbeats(req, *who, reply, now);
     }
     if (is({"v1", "nodes"}) && post) {
-        if (!worker_ok) return reply(error_response(403, "forbidden", "node descriptors need a worker or admin token"));
+        // The inventory placement trusts: the site's probe token, not a job's
+        // (a user's agent could otherwise describe any node as it likes).
+        if (!worker_ok || who->bound)
+            return reply(error_response(403, "forbidden", "node descriptors need the site's worker token (shardnet-probe) or an admin token"));
         return put_node(req, reply, now);
     }
     if (is({"v1", "nodes"}) && get) return get_nodes("", reply);

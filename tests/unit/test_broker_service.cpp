@@ -267,6 +267,11 @@ TEST_CASE("another user's job cannot report under a run, fence it or take its at
         CHECK(r.body.find("belongs to another user") != std::string::npos);
         CHECK(f.call("POST", "/v1/runs/victim/checkpoints/c9/commit", wt("victim", attempt, 77, 1002), commit((int)attempt, 0, 1)).status == 403);
     }
+    // Nor read the run, its workers or events, nor describe nodes.
+    CHECK(f.call("GET", "/v1/runs/victim", wt("victim", 1, 77, 1002)).status == 404);
+    CHECK(f.call("GET", "/v1/runs/victim/events", wt("victim", 1, 77, 1002)).status == 404);
+    CHECK(f.call("GET", "/v1/runs/victim", a).status == 200);
+    CHECK(f.call("POST", "/v1/nodes", a, R"({"schema":"shardnet.node/1","host":"h1","hash":"x"})").status == 403);
     // The same user's second job cannot take attempt 1 either.
     auto twin = f.call("POST", "/v1/heartbeats", wt("victim", 1, 43, 1001), hb("victim", 1, "a2", 1));
     CHECK(twin.status == 403);
