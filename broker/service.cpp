@@ -310,8 +310,10 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         if (info && info->attempt > attempt) {
             const long long current = info->attempt;
             // Only a job this broker recorded for that attempt is cancelled.
-            auto rec = info->jobs.find(attempt);
-            const bool ours = rec != info->jobs.end() && rec->second.cluster == cluster && rec->second.job == job;
+            // (Not when Slurm requeued that same job: it runs the current attempt.)
+            auto rec = info->jobs.find(attempt), now_rec = info->jobs.find(current);
+            const bool ours = rec != info->jobs.end() && rec->second.cluster == cluster && rec->second.job == job &&
+                              !(now_rec != info->jobs.end() && now_rec->second.cluster == cluster && now_rec->second.job == job);
             lock.unlock();
             if (ours || who.scope == Scope::admin) cancel_stale(cluster, job);
             return reply(error_response(409, "stale_attempt", "run " + run + " is at attempt " + std::to_string(current) +

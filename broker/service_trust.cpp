@@ -39,10 +39,14 @@ std::string Service::refuse_worker(const RunInfo *info, const std::string &run, 
                    "; this token is for job " + job_name(who.cluster, (long long)who.job);
         return "";
     }
-    if (attempt != 1)
-        return "attempt " + std::to_string(attempt) + " of run " + run + " was not issued by this broker to job " +
-               job_name(who.cluster, (long long)who.job);
-    return "";
+    if (attempt == 1) return "";
+    // Slurm's own requeue restarts the same job, which then counts its
+    // restarts (S_SLURM_RESTART_COUNT): a later attempt of a job that ran an
+    // earlier one of this run is that job's.
+    for (const auto &[n, rec] : info->jobs)
+        if (n < attempt && rec.cluster == who.cluster && (unsigned long long)rec.job == who.job) return "";
+    return "attempt " + std::to_string(attempt) + " of run " + run + " was not issued by this broker to job " +
+           job_name(who.cluster, (long long)who.job);
 }
 
 std::string Service::reserved_run_id(const std::string &id) const {

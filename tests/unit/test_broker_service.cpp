@@ -240,8 +240,12 @@ TEST_CASE("a derived worker token reports for its own run and attempt only") {
     CHECK(claimed.body.find("not issued by this broker") != std::string::npos);
     CHECK(Fixture::body(f.call("GET", "/v1/runs/r7", "admin-t")).at("attempt").as_int64() == 1);
     CHECK(f.call("POST", "/v1/heartbeats", t1, hb("r7", 1, "a1", 2)).status == 204);   // not fenced
+    // Slurm's own requeue of the same job counts its restarts: that is the job's.
+    CHECK(f.call("POST", "/v1/heartbeats", wt("r7", 2, 42), hb("r7", 2, "a1", 1)).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", t1, hb("r7", 1, "a1", 3)).status == 409);
     CHECK(f.call("GET", "/v1/runs/r7", t1).status == 200);
     CHECK(f.call("GET", "/v1/runs/r1", t1).status == 404);
+    CHECK(Fixture::body(f.call("GET", "/v1/runs/r7", "admin-t")).at("attempt").as_int64() == 2);
 }
 
 TEST_CASE("a shared worker token cannot report for a run; it publishes node descriptors only") {
