@@ -44,6 +44,9 @@ struct BrokerConfig {
     std::size_t body_bytes = 1 << 20;
     int read_timeout_ms = 10000;
     int sse_keepalive_ms = 15000;  // comment lines on idle event streams
+    // How long a store write waits for a database another process locked;
+    // then the request is answered 500 (well inside its deadline).
+    int store_busy_ms = 2000;
     int max_connections = 10000;
     double rate_per_token = 100000;    // requests per second, per token
     double rate_burst = 200000;

@@ -83,7 +83,7 @@ int main(int argc, char **argv) {
     if (check_only) { std::puts("config ok"); return 0; }
 
     try {
-        auto service = std::make_unique<Service>(cfg, std::make_unique<Store>(cfg.database));
+        auto service = std::make_unique<Service>(cfg, std::make_unique<Store>(cfg.database, cfg.store_busy_ms));
         std::vector<std::unique_ptr<asio::io_context>> ios;
         // One thread per context, and a socket's I/O only ever on its own
         // context's thread (the acceptor hands each new socket over before

@@ -35,7 +35,8 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store)
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
     for (auto &r : store_->load_runs()) {
-        RunInfo info{r.owner, r.state, r.attempt, r.world_size};
+        RunInfo info{r.owner, state_from_name(r.state).value_or(RunState::failed), r.attempt, r.world_size};
+        if (!state_from_name(r.state)) log_warn("unknown run state in the database, read as FAILED", r.id, r.state);
         info.manifest = r.manifest;
         info.owner_uid = r.owner_uid;
         runs_[r.id] = std::move(info);
@@ -290,6 +291,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     count(c_heartbeats);
 
     bool create = false, new_attempt = false, started = false, check_recovery = false, claimed = false, recorded = false;
+    std::optional<RunInfo> before;
     Store::AttemptRow attempt_row;
     std::string owner_name;
     ConnCache *cc = req.conn_cache;
@@ -319,18 +321,20 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
             return reply(error_response(409, "stale_attempt", "run " + run + " is at attempt " + std::to_string(current) +
                                         "; attempt " + std::to_string(attempt) + " is fenced", "attempt"));
         }
+        if (info) before = *info;   // what a failed store write puts back
         if (!info) {
             create = true;
             info = &runs_[run];
-            *info = RunInfo{"", "RUNNING", attempt, 0, requeue_policy, 0};
-        } else if (info->state == "PENDING" && info->attempt == attempt) {  // created by its owner, now running
-            started = true;
-            info->state = "RUNNING";
-            info->requeue = requeue_policy;
+            *info = RunInfo{"", RunState::running, attempt, 0, requeue_policy, 0};
+        } else if (info->state == RunState::pending && info->attempt == attempt) {  // created by its owner, now running
+            started = set_state(run, *info, RunState::running);
+            if (started) info->requeue = requeue_policy;
         } else if (info->attempt < attempt) {
+            // The newer attempt fences the older ones whatever the state; a
+            // final run stays final.
             new_attempt = true;
             info->attempt = attempt;
-            if (info->state != "RECOVERING") info->state = "RUNNING";
+            if (info->state != RunState::recovering && !is_final(info->state)) set_state(run, *info, RunState::running);
         }
         if (who.bound) {
             if (info->owner_uid < 0) {   // the first job of a run claims it
@@ -345,7 +349,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
                 attempt_row = Store::AttemptRow{run, attempt, rec.cluster, rec.job, rec.world};
             }
         }
-        const bool recovering = info->state == "RECOVERING";
+        const bool recovering = info->state == RunState::recovering;
         if (create || started || new_attempt || claimed || recorded) runs_generation_.fetch_add(1, std::memory_order_release);
         lock.unlock();
         // While a run recovers every heartbeat is looked at; after, the cache.
@@ -370,27 +374,29 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     }
 
     // The batch script's end is the job's end: the run ends with its status.
-    std::string final_state, final_cause;
+    std::optional<RunState> final_state;
+    std::string final_cause;
     if (ended && batch) {
-        if (hb.exit_code && *hb.exit_code == 0) final_state = "SUCCEEDED", final_cause = "batch script exited 0 on " + node;
-        else if (hb.exit_code) final_state = "FAILED", final_cause = "batch script exited " + std::to_string(*hb.exit_code) + " on " + node;
-        else if (hb.exit_signal) final_state = "FAILED", final_cause = "batch script killed by signal " + std::to_string(*hb.exit_signal) + " on " + node;
+        if (hb.exit_code && *hb.exit_code == 0) final_state = RunState::succeeded, final_cause = "batch script exited 0 on " + node;
+        else if (hb.exit_code) final_state = RunState::failed, final_cause = "batch script exited " + std::to_string(*hb.exit_code) + " on " + node;
+        else if (hb.exit_signal) final_state = RunState::failed, final_cause = "batch script killed by signal " + std::to_string(*hb.exit_signal) + " on " + node;
     }
-    if (!final_state.empty()) {
+    if (final_state) {
         std::unique_lock lock(runs_mu_);
         auto it = runs_.find(run);
         // Not the run's end when a failure is being handled: cancelling the
         // old attempt's job is part of its recovery.
-        const bool handling = it != runs_.end() && (it->second.state == "RECOVERING" ||
-                              (it->second.state == "DEGRADED" && it->second.requeue != "off"));
-        if (it == runs_.end() || it->second.state == final_state || it->second.state == "CANCELLED" || handling ||
-            it->second.attempt != attempt)
-            final_state.clear();
-        else { it->second.state = final_state; runs_generation_.fetch_add(1, std::memory_order_release); }
+        const bool handling = it != runs_.end() && (it->second.state == RunState::recovering ||
+                              (it->second.state == RunState::degraded && it->second.requeue != "off"));
+        if (it == runs_.end() || handling || it->second.attempt != attempt) final_state.reset();
+        else {
+            if (!before) before = it->second;
+            if (!set_state(run, it->second, *final_state)) final_state.reset();
+        }
     }
     // After the new attempt's own record, so that ATTEMPT precedes RECOVERED.
     const bool recovery = check_recovery && !batch;
-    if (!create && !new_attempt && !started && !claimed && !recorded && final_state.empty()) {
+    if (!create && !new_attempt && !started && !claimed && !recorded && !final_state) {
         if (recovery) check_recovered(run, attempt, now);
         return reply(no_content());
     }
@@ -398,8 +404,13 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     // A run first seen, a new attempt, its owner or its job is a durable
     // record: ack after it is written.
     const long long owner_uid = claimed ? (long long)who.uid : -1;
+    std::string state_now = "RUNNING";
+    {
+        std::shared_lock lock(runs_mu_);
+        if (auto it = runs_.find(run); it != runs_.end()) state_now = state_name(it->second.state);
+    }
     on_store(reply, [this, run, attempt, create, new_attempt, started, claimed, recorded, owner_uid, owner_name, attempt_row,
-                     final_state, final_cause, now](const Reply &reply) {
+                     final_state, final_cause, state_now, before, now](const Reply &reply) {
         try {
             transact([&] {
                 if (create) {
@@ -413,21 +424,31 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
                     store_->update_run(run, "RUNNING", attempt, now);
                     event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
                 } else if (new_attempt) {
-                    store_->update_run(run, "RUNNING", attempt, now);
+                    store_->update_run(run, final_state ? "RUNNING" : state_now, attempt, now);
                     event(run, "ATTEMPT", "attempt " + std::to_string(attempt) + " heartbeats; older attempts fenced",
                           json::serialize(json::object{{"attempt", attempt}}), now);
                 }
-                if (!final_state.empty()) {
-                    store_->update_run(run, final_state, attempt, now);
-                    event(run, final_state, final_cause, json::serialize(json::object{{"attempt", attempt}}), now);
+                if (final_state) {
+                    store_->update_run(run, state_name(*final_state), attempt, now);
+                    event(run, state_name(*final_state), final_cause, json::serialize(json::object{{"attempt", attempt}}), now);
                 }
             });
             reply(no_content());
         } catch (const std::exception &e) {
+            // Memory goes back to what the database still says.
+            undo_run(run, create ? std::nullopt : before);
             reply(error_response(500, "store", e.what()));
         }
     });
     if (recovery) check_recovered(run, attempt, now);
+}
+
+void Service::undo_run(const std::string &run, const std::optional<RunInfo> &before) {
+    std::unique_lock lock(runs_mu_);
+    if (before) runs_[run] = *before;
+    else runs_.erase(run);
+    runs_generation_.fetch_add(1, std::memory_order_release);
+    log_warn("run change not written; memory put back as the database has it", run, "");
 }
 
 void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
@@ -461,7 +482,7 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
     {
         std::unique_lock lock(runs_mu_);
         if (runs_.count(id)) return reply(error_response(409, "exists", "run " + id + " exists", "id"));
-        runs_[id] = RunInfo{owner, "PENDING", 1, world};
+        runs_[id] = RunInfo{owner, RunState::pending, 1, world};
         runs_[id].manifest = manifest_text;
         runs_[id].owner_uid = owner_uid;
         runs_generation_.fetch_add(1, std::memory_order_release);
@@ -475,6 +496,7 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
             });
             reply(ok_json(201, run_json(id, owner, "PENDING", 1, world)));
         } catch (const std::exception &e) {
+            undo_run(id, std::nullopt);   // the id is free again: nothing of it was kept
             reply(error_response(500, "store", e.what()));
         }
     });
@@ -484,7 +506,7 @@ void Service::list_runs(const TokenEntry &who, const Reply &reply) {
     json::array out;
     std::shared_lock lock(runs_mu_);
     for (const auto &[id, info] : runs_)
-        if (may_see(who, id, &info)) out.push_back(run_json(id, info.owner, info.state, info.attempt, info.world_size));
+        if (may_see(who, id, &info)) out.push_back(run_json(id, info.owner, state_name(info.state), info.attempt, info.world_size));
     lock.unlock();
     reply(ok_json(200, json::object{{"runs", std::move(out)}}));
 }
@@ -497,7 +519,7 @@ void Service::get_run(const std::string &id, const TokenEntry &who, const Reply 
         if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
         info = it->second;
     }
-    json::object r = run_json(id, info.owner, info.state, info.attempt, info.world_size);
+    json::object r = run_json(id, info.owner, state_name(info.state), info.attempt, info.world_size);
     json::array workers;
     // Worker groups: one per attempt and role ("batch": the batch script's
     // node; "step": the nodes of srun steps, which carry the ranks).
@@ -526,21 +548,33 @@ void Service::get_run(const std::string &id, const TokenEntry &who, const Reply 
 }
 
 void Service::cancel_run(const std::string &id, const TokenEntry &who, const Reply &reply, double now) {
-    long long attempt = 0;
     {
-        std::unique_lock lock(runs_mu_);
+        std::shared_lock lock(runs_mu_);
         auto it = runs_.find(id);
         if (it == runs_.end() || !may_see(who, id, &it->second) || who.scope == Scope::worker)
             return reply(error_response(404, "no_run", "no run " + id));
-        it->second.state = "CANCELLED";
-        runs_generation_.fetch_add(1, std::memory_order_release);
-        attempt = it->second.attempt;
+        if (!transition_allowed(it->second.state, RunState::cancelled))
+            return reply(error_response(409, "final", "run " + id + " is " + state_name(it->second.state) + " already"));
     }
-    on_store(reply, [this, id, attempt, now, by = who.name](const Reply &reply) {
+    // The database first; memory only once it holds the change.
+    on_store(reply, [this, id, now, by = who.name](const Reply &reply) {
+        long long attempt = 0;
+        {
+            std::shared_lock lock(runs_mu_);
+            auto it = runs_.find(id);
+            if (it == runs_.end()) return reply(error_response(404, "no_run", "no run " + id));
+            if (!transition_allowed(it->second.state, RunState::cancelled))
+                return reply(error_response(409, "final", "run " + id + " is " + state_name(it->second.state) + " already"));
+            attempt = it->second.attempt;
+        }
         transact([&] {
             store_->update_run(id, "CANCELLED", attempt, now);
             event(id, "CANCELLED", "cancelled by " + by, "{}", now);
         });
+        {
+            std::unique_lock lock(runs_mu_);
+            if (auto it = runs_.find(id); it != runs_.end()) set_state(id, it->second, RunState::cancelled);
+        }
         reply(ok_json(200, json::object{{"id", id}, {"state", "CANCELLED"}}));
     });
 }

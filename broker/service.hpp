@@ -25,6 +25,7 @@
 #include "peer_answer.hpp"
 #include "slurm_calls.hpp"
 #include "placement.hpp"
+#include "run_state.hpp"
 #include "store.hpp"
 #include "workers.hpp"
 
@@ -85,7 +86,8 @@ public:
         long long world = 0;   // the largest step task count its tokens named
     };
     struct RunInfo {
-        std::string owner, state;   // owner: the Unix account ("" until a job claims it)
+        std::string owner;          // the Unix account ("" until a job claims it)
+        RunState state = RunState::pending;
         long long attempt = 1, world_size = 0;
         std::string requeue = "federated";
         long long expected_nodes = 0;   // RECOVERING: nodes the new attempt runs on
@@ -114,13 +116,27 @@ private:
     void get_nodes(const std::string &host, const Reply &reply);
 
     bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const;
+    // The one place a run's state changes in memory (under runs_mu_, held
+    // exclusively): checked against the lifecycle (run_state.hpp). False,
+    // and logged, when the table has no such transition; nothing changes.
+    bool set_state(const std::string &run, RunInfo &info, RunState to);
+    // After a store write failed: the run as it was (none: not known).
+    void undo_run(const std::string &run, const std::optional<RunInfo> &before);
+    // A recovery handed to peers that ended nowhere: RECOVERING -> DEGRADED.
+    void back_to_degraded(const std::string &run);
     // "" or why a client may not create run id (a job's default id).
     std::string reserved_run_id(const std::string &id) const;
     // Asks Slurm (on its own thread) before a suspected failure becomes FAULT.
     void confirm(Fault fault, double now);
-    void raise_fault(const Fault &fault, const std::string &cause, boost::json::object evidence, double now);
+    void raise_fault(const Fault &fault, const std::string &cause, boost::json::object evidence, double now, int tries = 0);
+    // Work to do again later (a store write that failed), run from tick().
+    void retry_later(double delay, const char *what, std::function<void()> fn);
+    void run_retries(double now);
+    struct Retry { double at; const char *what; std::function<void()> fn; };
+    std::mutex retry_mu_;
+    std::vector<Retry> retries_;
     // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
-    void requeue(const Fault &fault);
+    void requeue(const Fault &fault, int tries = 0);
     void check_recovered(const std::string &run, long long attempt, double now);
 
     // Federation (service_federation.cpp).

@@ -11,18 +11,34 @@
 namespace shardnet::broker {
 
 namespace json = boost::json;
+using detail::log_warn;
 
 void Service::tick(double now) {
     for (auto &fault : workers_.expire(now)) {
         {
             std::shared_lock lock(runs_mu_);
             auto it = runs_.find(fault.run);
-            if (it == runs_.end() || it->second.attempt != fault.attempt || it->second.state == "CANCELLED" ||
-                it->second.state == "SUCCEEDED" || it->second.state == "FAILED")
-                continue;
+            if (it == runs_.end() || it->second.attempt != fault.attempt || is_final(it->second.state)) continue;
         }
         confirm(std::move(fault), now);
     }
+    run_retries(now);
+}
+
+void Service::retry_later(double delay, const char *what, std::function<void()> fn) {
+    std::lock_guard<std::mutex> lock(retry_mu_);
+    retries_.push_back(Retry{wall_now() + delay, what, std::move(fn)});
+}
+
+void Service::run_retries(double now) {
+    std::vector<Retry> due;
+    {
+        std::lock_guard<std::mutex> lock(retry_mu_);
+        for (auto it = retries_.begin(); it != retries_.end();)
+            if (it->at <= now) { due.push_back(std::move(*it)); it = retries_.erase(it); }
+            else ++it;
+    }
+    for (auto &r : due) guarded(r.what, r.fn);
 }
 
 void Service::confirm(Fault fault, double now) {
@@ -70,15 +86,14 @@ void Service::confirm(Fault fault, double now) {
     });
 }
 
-void Service::raise_fault(const Fault &fault, const std::string &cause, json::object evidence, double now) {
-    count(c_faults);
+void Service::raise_fault(const Fault &fault, const std::string &cause, json::object evidence, double now, int tries) {
     {
-        std::unique_lock lock(runs_mu_);
+        std::shared_lock lock(runs_mu_);
         auto it = runs_.find(fault.run);
-        if (it == runs_.end() || it->second.attempt != fault.attempt || it->second.state == "CANCELLED") return;
-        it->second.state = "DEGRADED";
-        runs_generation_.fetch_add(1, std::memory_order_release);
+        if (it == runs_.end() || it->second.attempt != fault.attempt || !transition_allowed(it->second.state, RunState::degraded))
+            return;
     }
+    if (tries == 0) count(c_faults);
     evidence["node"] = fault.node;
     evidence["attempt"] = fault.attempt;
     evidence["last_seen"] = fault.state.last_seen;
@@ -86,13 +101,26 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
     evidence["silent_for"] = now - fault.state.last_seen;
     if (fault.state.step >= 0) evidence["last_step"] = fault.state.step;
     if (fault.state.job > 0) evidence["job"] = fault.state.job;
-    on_store([this, fault, cause, ev = json::serialize(evidence), now] {
-        transact([&] {
-            store_->update_run(fault.run, "DEGRADED", fault.attempt, now);
-            event(fault.run, "FAULT", "worker " + fault.node + " " + cause, ev, now);
-        });
+    // The database first: the FAULT and DEGRADED, then memory, then the
+    // requeue. A store that fails is tried again (the FAULT is not lost).
+    on_store([this, fault, cause, evidence, now, tries] {
+        try {
+            transact([&] {
+                store_->update_run(fault.run, "DEGRADED", fault.attempt, now);
+                event(fault.run, "FAULT", "worker " + fault.node + " " + cause, json::serialize(evidence), now);
+            });
+        } catch (const std::exception &e) {
+            log_warn("FAULT not written; tried again in 1 s", fault.run, e.what());
+            if (tries < 600) retry_later(1.0, "FAULT retry", [=, this] { raise_fault(fault, cause, evidence, now, tries + 1); });
+            return;
+        }
+        {
+            std::unique_lock lock(runs_mu_);
+            auto it = runs_.find(fault.run);
+            if (it == runs_.end() || it->second.attempt != fault.attempt || !set_state(fault.run, it->second, RunState::degraded)) return;
+        }
+        requeue(fault);
     });
-    requeue(fault);
 }
 
 void Service::summarise() {

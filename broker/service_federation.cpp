@@ -439,23 +439,15 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
             auto it = runs_.find(run);
             if (it != runs_.end() && it->second.owner_uid >= 0 && it->second.owner_uid != as.uid)
                 return refuse("run " + run + " exists at broker " + cfg_.broker_name + " and belongs to another user");
+            if (it != runs_.end() && !transition_allowed(it->second.state, RunState::recovering))
+                return refuse("run " + run + " is " + state_name(it->second.state) + " at broker " + cfg_.broker_name);
         }
         const long long job = submit_attempt(p.cluster, spec, script, run, to, resume, p.nodes, id + ":" + nonce, as, err);
         if (!job) return refuse(err);
         bool known = false;
         {
-            std::unique_lock lock(runs_mu_);
-            RunInfo &info = runs_[run];
-            known = !info.state.empty();
-            info.owner = user;
-            info.owner_uid = as.uid;
-            info.jobs[to] = AttemptJob{p.cluster, job, 0};
-            info.state = "RECOVERING";
-            info.attempt = to;
-            info.expected_nodes = (long long)p.nodes.size();
-            info.recover_to = to;
-            info.manifest = manifest.empty() ? "{}" : manifest;
-            runs_generation_.fetch_add(1, std::memory_order_release);
+            std::shared_lock lock(runs_mu_);
+            known = runs_.count(run) > 0;
         }
         json::object res{{"accepted", true}, {"broker", cfg_.broker_name}, {"cluster", p.cluster}, {"job", job},
                          {"nodes", json::value_from(p.nodes)}, {"fabric", p.fabric}};
@@ -482,9 +474,28 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
                           json::serialize(ev), now);
                     store_->finish_received(id, "applied", json::serialize(res));
                 });
-            } catch (...) {}
+            } catch (const std::exception &e) {
+                // The job runs; the peer's resend finds it by its nonce.
+                log_warn("decision " + id + " applied (job " + std::to_string(job) + ") but not written", run, e.what());
+                throw;
+            }
             return 0;
         });
+        // Memory after the database holds it.
+        {
+            std::unique_lock lock(runs_mu_);
+            RunInfo &info = runs_[run];
+            if (!known) info.state = RunState::recovering;   // a new run: (new) -> RECOVERING
+            else set_state(run, info, RunState::recovering);
+            info.owner = user;
+            info.owner_uid = as.uid;
+            info.jobs[to] = AttemptJob{p.cluster, job, 0};
+            info.attempt = to;
+            info.expected_nodes = (long long)p.nodes.size();
+            info.recover_to = to;
+            info.manifest = manifest.empty() ? "{}" : manifest;
+            runs_generation_.fetch_add(1, std::memory_order_release);
+        }
         reply(ok_json(200, res));
     });
 }
@@ -628,17 +639,11 @@ void Service::bad_answer(const Store::Forwarding &f, const PeerDecision &answer,
     // The decision ends here, so that no restart ever sends it again; the
     // run waits, DEGRADED, as with no placement.
     long long attempt = p.from;
-    {
-        std::unique_lock lock(runs_mu_);
-        auto it = runs_.find(f.run);
-        if (it != runs_.end()) {
-            if (attempt <= 0) attempt = it->second.attempt;
-            if (it->second.state == "RECOVERING") {
-                it->second.state = "DEGRADED";
-                runs_generation_.fetch_add(1, std::memory_order_release);
-            }
-        }
+    if (attempt <= 0) {
+        std::shared_lock lock(runs_mu_);
+        if (auto it = runs_.find(f.run); it != runs_.end()) attempt = it->second.attempt;
     }
+    // The database first (a store_wait that throws leaves memory alone).
     store_wait([&] {
         transact([&] {
             store_->apply_decision(f.id, "failed", 0);
@@ -649,6 +654,13 @@ void Service::bad_answer(const Store::Forwarding &f, const PeerDecision &answer,
         });
         return 0;
     });
+    back_to_degraded(f.run);
+}
+
+void Service::back_to_degraded(const std::string &run) {
+    std::unique_lock lock(runs_mu_);
+    if (auto it = runs_.find(run); it != runs_.end() && it->second.state == RunState::recovering)
+        set_state(run, it->second, RunState::degraded);
 }
 
 void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) {
@@ -661,15 +673,6 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
     if (answer.kind == PeerDecision::Kind::accepted) {
         // The successor has a place: the old attempt's job ends now.
         if (!p.old_cluster.empty() && p.old_job > 0) cancel_stale(p.old_cluster, p.old_job);
-        {
-            std::unique_lock lock(runs_mu_);
-            auto it = runs_.find(f.run);
-            if (it != runs_.end()) {
-                it->second.state = "MOVED";
-                it->second.attempt = std::max(it->second.attempt, to);
-                runs_generation_.fetch_add(1, std::memory_order_release);
-            }
-        }
         store_wait([&] {
             transact([&] {
                 store_->apply_decision(f.id, "delivered", answer.job);
@@ -679,20 +682,15 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
             });
             return 0;
         });
+        std::unique_lock lock(runs_mu_);
+        if (auto it = runs_.find(f.run); it != runs_.end() && set_state(f.run, it->second, RunState::moved))
+            it->second.attempt = std::max(it->second.attempt, to);
         return;
     }
     // Refused: the next peer, else nowhere.
     auto it = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &peer) { return peer.name == f.peer; });
     const bool more = it != cfg_.peers.end() && std::next(it) != cfg_.peers.end();
     const std::string why = answer.why.empty() ? "refused" : answer.why;
-    if (!more) {
-        std::unique_lock lock(runs_mu_);
-        auto r = runs_.find(f.run);
-        if (r != runs_.end() && r->second.state == "RECOVERING") {
-            r->second.state = "DEGRADED";
-            runs_generation_.fetch_add(1, std::memory_order_release);
-        }
-    }
     store_wait([&] {
         transact([&] {
             if (more) {
@@ -708,6 +706,7 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
         });
         return 0;
     });
+    if (!more) back_to_degraded(f.run);
 }
 
 }  // namespace shardnet::broker

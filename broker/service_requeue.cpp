@@ -20,8 +20,9 @@ namespace shardnet::broker {
 namespace json = boost::json;
 
 using detail::join;
+using detail::log_warn;
 
-void Service::requeue(const Fault &fault) {
+void Service::requeue(const Fault &fault, int tries) {
     std::string policy, manifest, owner;
     long long owner_uid = -1;
     {
@@ -34,35 +35,48 @@ void Service::requeue(const Fault &fault) {
         owner_uid = it->second.owner_uid;
     }
     if (policy == "off" || !cfg_.clusters.count(fault.state.cluster) || fault.state.job <= 0) return;
-    detail::post_guarded(slurm_thread_, "requeue", [this, fault, policy, manifest, owner, owner_uid] {
+    detail::post_guarded(slurm_thread_, "requeue", [this, fault, policy, manifest, owner, owner_uid, tries] {
         const std::string bad = fault.node.substr(0, fault.node.find('/'));
         const long long to = fault.attempt + 1;
         const std::string id = cfg_.broker_name + ":" + fault.run + "/attempt-" + std::to_string(to);
         const double now = wall_now();
         // 1. The decision, durable, before any action.
+        std::string store_error;
         const bool fresh = store_wait([&] {
             bool inserted = false;
             try {
                 store_->transaction([&] {
                     inserted = store_->insert_decision(id, fault.run, fault.attempt, to, fault.state.cluster, bad, fault.state.job, now);
                 });
-            } catch (...) {}
+            } catch (const std::exception &e) {
+                store_error = e.what();
+            }
             return inserted;
         });
+        if (!store_error.empty()) {
+            // Not "decided already": the decision could not be written. It is
+            // tried again; the event follows once the store takes writes.
+            log_warn("requeue decision not written; tried again in 1 s", fault.run, store_error);
+            if (tries < 600) retry_later(1.0, "requeue retry", [this, fault, tries] { requeue(fault, tries + 1); });
+            return;
+        }
         if (!fresh) return;  // another worker of this attempt decided already
 
         json::object ev{{"decision", id}, {"from_cluster", fault.state.cluster}, {"excluded", bad}, {"old_job", fault.state.job}};
         auto record = [&](const std::string &state, long long new_job, const std::string &kind, const std::string &cause,
                           const std::string &run_state = "") {
-            store_wait([&] {
+            return store_wait([&] {
                 try {
                     transact([&] {
                         store_->apply_decision(id, state, new_job);
                         event(fault.run, kind, cause, json::serialize(ev), wall_now());
                         if (!run_state.empty()) store_->update_run(fault.run, run_state, fault.attempt, wall_now());
                     });
-                } catch (...) {}
-                return 0;
+                } catch (const std::exception &e) {
+                    log_warn("requeue decision " + id + " (" + state + ") not written", fault.run, e.what());
+                    return false;
+                }
+                return true;
             });
         };
         // 2. What the failed attempt's job was: kept when it started, so that
@@ -116,24 +130,26 @@ void Service::requeue(const Fault &fault) {
                                      {"local_rejected", others}};
                 const std::string peer = cfg_.peers.front().name;
                 ev["peer"] = peer;
+                const bool written = store_wait([&] {
+                    try {
+                        transact([&] {
+                            store_->forward_decision(id, peer, json::serialize(payload));
+                            store_->update_run(fault.run, "RECOVERING", fault.attempt, wall_now());
+                            event(fault.run, "PLACEMENT", "no local capacity for attempt " + std::to_string(to) + others +
+                                  "; decision " + id + " goes to broker " + peer, json::serialize(ev), wall_now());
+                        });
+                    } catch (const std::exception &e) {
+                        log_warn("decision " + id + " for broker " + peer + " not written; the run stays DEGRADED", fault.run, e.what());
+                        return false;
+                    }
+                    return true;
+                });
+                if (!written) return;
                 {
                     std::unique_lock lock(runs_mu_);
                     auto it = runs_.find(fault.run);
-                    if (it != runs_.end()) {
-                        it->second.state = "RECOVERING";
-                        it->second.recover_to = to;
-                        runs_generation_.fetch_add(1, std::memory_order_release);
-                    }
+                    if (it != runs_.end() && set_state(fault.run, it->second, RunState::recovering)) it->second.recover_to = to;
                 }
-                store_wait([&] {
-                    transact([&] {
-                        store_->forward_decision(id, peer, json::serialize(payload));
-                        store_->update_run(fault.run, "RECOVERING", fault.attempt, wall_now());
-                        event(fault.run, "PLACEMENT", "no local capacity for attempt " + std::to_string(to) + others +
-                              "; decision " + id + " goes to broker " + peer, json::serialize(ev), wall_now());
-                    });
-                    return 0;
-                });
                 forward_cv_.notify_all();
                 return;
             }
@@ -163,22 +179,20 @@ void Service::requeue(const Fault &fault) {
         }
         ev["new_job"] = new_job;
         record_attempt(fault.run, to, p.cluster, new_job);
-        {
-            std::unique_lock lock(runs_mu_);
-            auto it = runs_.find(fault.run);
-            if (it != runs_.end()) {
-                it->second.state = "RECOVERING";
-                it->second.expected_nodes = (long long)p.nodes.size();
-                it->second.recover_to = to;
-                runs_generation_.fetch_add(1, std::memory_order_release);
-            }
-        }
         const std::string matched = req.needs_hardware() ? " (" + std::string(req.accel_class.empty() ? "" : "class, ") +
                                     (req.fabric.empty() ? "" : "fabric, ") + (req.memory_gb > 0 ? "memory, " : "") + "shape matched)" : "";
         record("applied", new_job, "PLACEMENT", p.cluster + " " + join(p.nodes) + (p.cluster == fault.state.cluster ? " without " + bad : "") +
                ": job " + std::to_string(new_job) + ", attempt " + std::to_string(to) + matched + others);
-        record("applied", new_job, "RECOVERING", "attempt " + std::to_string(to) + " submitted with --shardnet-resume=" + resume,
-               "RECOVERING");
+        const bool written = record("applied", new_job, "RECOVERING",
+                                    "attempt " + std::to_string(to) + " submitted with --shardnet-resume=" + resume, "RECOVERING");
+        std::unique_lock lock(runs_mu_);
+        auto it = runs_.find(fault.run);
+        // Memory follows the database; the new attempt is recorded either way
+        // (its job runs), so its heartbeats move the run on.
+        if (it != runs_.end() && written && set_state(fault.run, it->second, RunState::recovering)) {
+            it->second.expected_nodes = (long long)p.nodes.size();
+            it->second.recover_to = to;
+        }
     });
 }
 
@@ -188,7 +202,7 @@ void Service::check_recovered(const std::string &run, long long attempt, double 
         std::shared_lock lock(runs_mu_);
         auto it = runs_.find(run);
         // Only the new attempt's heartbeats count; the old one's may still arrive.
-        if (it == runs_.end() || it->second.state != "RECOVERING" || it->second.recover_to != attempt) return;
+        if (it == runs_.end() || it->second.state != RunState::recovering || it->second.recover_to != attempt) return;
         need = it->second.expected_nodes;
     }
     long long up = 0;
@@ -196,18 +210,27 @@ void Service::check_recovered(const std::string &run, long long attempt, double 
         if (w.attempt == attempt && worker.find("/batch") == std::string::npos && !w.ended && !w.faulted) ++up;
     if (up < need) return;
     {
+        // Claimed here, once: later heartbeats do not write a second RECOVERED.
         std::unique_lock lock(runs_mu_);
         auto it = runs_.find(run);
-        if (it == runs_.end() || it->second.state != "RECOVERING") return;
-        it->second.state = "RUNNING";
-        runs_generation_.fetch_add(1, std::memory_order_release);
+        if (it == runs_.end() || it->second.state != RunState::recovering || it->second.recover_to != attempt) return;
+        it->second.recover_to = 0;
     }
     on_store([this, run, attempt, up, now] {
-        transact([&] {
-            store_->update_run(run, "RUNNING", attempt, now);
-            event(run, "RECOVERED", "attempt " + std::to_string(attempt) + " heartbeats from all " + std::to_string(up) + " node(s)",
-                  json::serialize(json::object{{"attempt", attempt}, {"nodes", up}}), now);
-        });
+        try {
+            transact([&] {
+                store_->update_run(run, "RUNNING", attempt, now);
+                event(run, "RECOVERED", "attempt " + std::to_string(attempt) + " heartbeats from all " + std::to_string(up) + " node(s)",
+                      json::serialize(json::object{{"attempt", attempt}, {"nodes", up}}), now);
+            });
+        } catch (const std::exception &e) {
+            log_warn("RECOVERED not written; the next heartbeat tries again", run, e.what());
+            std::unique_lock lock(runs_mu_);
+            if (auto it = runs_.find(run); it != runs_.end() && it->second.state == RunState::recovering) it->second.recover_to = attempt;
+            return;
+        }
+        std::unique_lock lock(runs_mu_);
+        if (auto it = runs_.find(run); it != runs_.end()) set_state(run, it->second, RunState::running);
     });
 }
 

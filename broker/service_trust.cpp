@@ -49,6 +49,16 @@ std::string Service::refuse_worker(const RunInfo *info, const std::string &run, 
            job_name(who.cluster, (long long)who.job);
 }
 
+bool Service::set_state(const std::string &run, RunInfo &info, RunState to) {
+    if (!transition_allowed(info.state, to)) {
+        detail::log_warn("state change refused", run, std::string(state_name(info.state)) + " -> " + state_name(to) + " is not in the run lifecycle");
+        return false;
+    }
+    info.state = to;
+    runs_generation_.fetch_add(1, std::memory_order_release);
+    return true;
+}
+
 std::string Service::reserved_run_id(const std::string &id) const {
     // CLUSTER.JOBID is what a job reports under when it names no run: such
     // an id is the job's, and nobody may create it ahead of the job.

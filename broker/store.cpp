@@ -82,6 +82,14 @@ const Sql kStatements[] = {
     {"rollback", "ROLLBACK"},
 };
 
+// Resets a statement when it goes out of scope: a SELECT stepped to its
+// first row only would otherwise hold its read transaction open (and pin
+// the WAL), and the next BEGIN would fail.
+struct Done {
+    sqlite3_stmt *s;
+    ~Done() { sqlite3_reset(s); }
+};
+
 class Binder {
 public:
     Binder(sqlite3_stmt *s) : s_(s) { sqlite3_reset(s_); sqlite3_clear_bindings(s_); }
@@ -100,11 +108,11 @@ std::string col_text(sqlite3_stmt *s, int i) {
 
 }  // namespace
 
-Store::Store(const std::string &path) {
+Store::Store(const std::string &path, int busy_ms) {
     int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) fail("cannot open database '" + path + "'", rc);
     sqlite3_extended_result_codes(db_, 1);
-    sqlite3_busy_timeout(db_, 5000);
+    sqlite3_busy_timeout(db_, busy_ms);
     exec("PRAGMA journal_mode=WAL");
     exec("PRAGMA synchronous=FULL");  // acknowledged means on disk
     exec("PRAGMA foreign_keys=ON");
@@ -157,21 +165,36 @@ void Store::migrate() {
 sqlite3_stmt *Store::stmt(const char *name) { return prepared_.at(name); }
 
 void Store::transaction(const std::function<void()> &fn) {
-    Binder(stmt("begin"));
-    if (int rc = sqlite3_step(stmt("begin")); rc != SQLITE_DONE) fail("BEGIN", rc);
+    auto rollback = [this] {
+        Done d{stmt("rollback")};
+        sqlite3_step(stmt("rollback"));
+    };
+    {
+        Done d{stmt("begin")};
+        sqlite3_reset(stmt("begin"));
+        if (int rc = sqlite3_step(stmt("begin")); rc != SQLITE_DONE) fail("BEGIN", rc);
+    }
     try {
         fn();
     } catch (...) {
-        sqlite3_reset(stmt("rollback"));
-        sqlite3_step(stmt("rollback"));
+        rollback();
         throw;
     }
+    Done d{stmt("commit")};
     sqlite3_reset(stmt("commit"));
-    if (int rc = sqlite3_step(stmt("commit")); rc != SQLITE_DONE) fail("COMMIT", rc);
+    if (int rc = sqlite3_step(stmt("commit")); rc != SQLITE_DONE) {
+        // A COMMIT that failed (SQLITE_BUSY) leaves the transaction open:
+        // without this every later BEGIN fails ("within a transaction").
+        std::string why;
+        try { fail("COMMIT", rc); } catch (const std::exception &e) { why = e.what(); }
+        rollback();
+        throw std::runtime_error(why);
+    }
 }
 
 std::vector<RunRow> Store::load_runs() {
     auto *s = stmt("load_runs");
+    Done done{s};
     Binder b(s);
     std::vector<RunRow> out;
     while (sqlite3_step(s) == SQLITE_ROW)
@@ -183,18 +206,21 @@ std::vector<RunRow> Store::load_runs() {
 
 void Store::set_run_owner(const std::string &id, const std::string &owner, long long owner_uid) {
     auto *s = stmt("set_owner");
+    Done done{s};
     Binder(s).text(owner).integer(owner_uid).text(id);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("setting the owner of run " + id, rc);
 }
 
 void Store::upsert_attempt(const AttemptRow &a) {
     auto *s = stmt("upsert_attempt");
+    Done done{s};
     Binder(s).text(a.run).integer(a.attempt).text(a.cluster).integer(a.job).integer(a.world);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("recording attempt " + std::to_string(a.attempt) + " of run " + a.run, rc);
 }
 
 std::vector<Store::AttemptRow> Store::load_attempts() {
     auto *s = stmt("load_attempts");
+    Done done{s};
     Binder b(s);
     std::vector<AttemptRow> out;
     while (sqlite3_step(s) == SQLITE_ROW)
@@ -206,6 +232,7 @@ std::vector<Store::AttemptRow> Store::load_attempts() {
 
 void Store::insert_run(const RunRow &r) {
     auto *s = stmt("insert_run");
+    Done done{s};
     Binder(s).text(r.id).text(r.owner).text(r.state).integer(r.attempt).text(r.manifest).integer(r.world_size)
         .real(r.created).real(r.updated).integer(r.owner_uid);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("inserting run " + r.id, rc);
@@ -213,12 +240,14 @@ void Store::insert_run(const RunRow &r) {
 
 void Store::update_run(const std::string &id, const std::string &state, long long attempt, double now) {
     auto *s = stmt("update_run");
+    Done done{s};
     Binder(s).text(state).integer(attempt).real(now).text(id);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating run " + id, rc);
 }
 
 long long Store::insert_event(const EventRow &e) {
     auto *s = stmt("insert_event");
+    Done done{s};
     Binder(s).text(e.run).real(e.time).text(e.kind).text(e.cause).text(e.evidence);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("inserting event", rc);
     return sqlite3_last_insert_rowid(db_);
@@ -226,6 +255,7 @@ long long Store::insert_event(const EventRow &e) {
 
 std::vector<EventRow> Store::list_events(const std::string &run, long long after_id, int limit) {
     auto *s = stmt("list_events");
+    Done done{s};
     Binder(s).text(run).integer(after_id).integer(limit);
     std::vector<EventRow> out;
     while (sqlite3_step(s) == SQLITE_ROW)
@@ -236,12 +266,14 @@ std::vector<EventRow> Store::list_events(const std::string &run, long long after
 
 void Store::upsert_node(const std::string &host, const std::string &hash, const std::string &descriptor, double now) {
     auto *s = stmt("upsert_node");
+    Done done{s};
     Binder(s).text(host).text(hash).text(descriptor).real(now);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing node " + host, rc);
 }
 
 std::vector<Store::NodeRow> Store::list_nodes(const std::string &host) {
     auto *s = stmt("list_nodes");
+    Done done{s};
     Binder(s).text(host);
     std::vector<NodeRow> out;
     while (sqlite3_step(s) == SQLITE_ROW)
@@ -252,27 +284,32 @@ std::vector<Store::NodeRow> Store::list_nodes(const std::string &host) {
 long long Store::insert_commit(const std::string &run, long long attempt, const std::string &name, long long rank,
                                const std::string &files, double now) {
     auto *s = stmt("insert_commit");
+    Done done{s};
     Binder(s).text(run).integer(attempt).text(name).integer(rank).text(files).real(now);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing commit", rc);
     auto *c = stmt("count_commits");
+    Done done_c{c};
     Binder(c).text(run).integer(attempt).text(name);
     return sqlite3_step(c) == SQLITE_ROW ? sqlite3_column_int64(c, 0) : 0;
 }
 
 bool Store::checkpoint_sealed(const std::string &run, const std::string &name) {
     auto *s = stmt("is_sealed");
+    Done done{s};
     Binder(s).text(run).text(name);
     return sqlite3_step(s) == SQLITE_ROW;
 }
 
 void Store::seal_checkpoint(const CheckpointRow &c) {
     auto *s = stmt("seal");
+    Done done{s};
     Binder(s).text(c.run).text(c.name).integer(c.attempt).integer(c.ranks).text(c.parent).real(c.sealed_at);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("sealing " + c.name, rc);
 }
 
 std::vector<CheckpointRow> Store::list_checkpoints(const std::string &run) {
     auto *s = stmt("list_checkpoints");
+    Done done{s};
     Binder(s).text(run);
     std::vector<CheckpointRow> out;
     while (sqlite3_step(s) == SQLITE_ROW)
@@ -284,6 +321,7 @@ std::vector<CheckpointRow> Store::list_checkpoints(const std::string &run) {
 void Store::upsert_worker(const std::string &run, long long attempt, const std::string &node, const std::string &ranks,
                           double last_seen, long long last_step) {
     auto *s = stmt("upsert_worker");
+    Done done{s};
     Binder(s).text(run).integer(attempt).text(node).text(ranks).real(last_seen).integer(last_step);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing worker summary", rc);
 }
@@ -291,6 +329,7 @@ void Store::upsert_worker(const std::string &run, long long attempt, const std::
 bool Store::insert_decision(const std::string &id, const std::string &run, long long from, long long to,
                             const std::string &cluster, const std::string &exclude, long long old_job, double now) {
     auto *s = stmt("insert_decision");
+    Done done{s};
     Binder(s).text(id).text(run).integer(from).integer(to).text(cluster).text(exclude).integer(old_job).real(now);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("writing decision " + id, rc);
     return sqlite3_changes(db_) == 1;
@@ -298,18 +337,21 @@ bool Store::insert_decision(const std::string &id, const std::string &run, long 
 
 void Store::apply_decision(const std::string &id, const std::string &state, long long new_job) {
     auto *s = stmt("apply_decision");
+    Done done{s};
     Binder(s).text(state).integer(new_job).text(id);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating decision " + id, rc);
 }
 
 void Store::forward_decision(const std::string &id, const std::string &peer, const std::string &payload) {
     auto *s = stmt("forward_decision");
+    Done done{s};
     Binder(s).text(peer).text(payload).text(id);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating decision " + id, rc);
 }
 
 std::vector<Store::Forwarding> Store::forwarding_decisions() {
     auto *s = stmt("forwarding_decisions");
+    Done done{s};
     Binder b(s);
     std::vector<Forwarding> out;
     while (sqlite3_step(s) == SQLITE_ROW) out.push_back({col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3)});
@@ -318,12 +360,14 @@ std::vector<Store::Forwarding> Store::forwarding_decisions() {
 
 void Store::upsert_job_spec(const std::string &run, long long attempt, const JobSpecRow &j) {
     auto *s = stmt("upsert_job_spec");
+    Done done{s};
     Binder(s).text(run).integer(attempt).text(j.cluster).integer(j.job).text(j.spec).text(j.script);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing the job of " + run, rc);
 }
 
 std::optional<Store::JobSpecRow> Store::get_job_spec(const std::string &run, long long attempt) {
     auto *s = stmt("get_job_spec");
+    Done done{s};
     Binder(s).text(run).integer(attempt);
     if (sqlite3_step(s) != SQLITE_ROW) return std::nullopt;
     return JobSpecRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), col_text(s, 3)};
@@ -332,6 +376,7 @@ std::optional<Store::JobSpecRow> Store::get_job_spec(const std::string &run, lon
 bool Store::insert_received(const std::string &id, const std::string &from, const std::string &run, long long to, double now,
                             const std::string &result) {
     auto *s = stmt("insert_received");
+    Done done{s};
     Binder(s).text(id).text(from).text(run).integer(to).text(result).real(now);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("writing received decision " + id, rc);
     return sqlite3_changes(db_) == 1;
@@ -339,6 +384,7 @@ bool Store::insert_received(const std::string &id, const std::string &from, cons
 
 std::optional<std::pair<std::string, std::string>> Store::get_received(const std::string &id) {
     auto *s = stmt("get_received");
+    Done done{s};
     Binder(s).text(id);
     if (sqlite3_step(s) != SQLITE_ROW) return std::nullopt;
     return std::make_pair(col_text(s, 0), col_text(s, 1));
@@ -346,12 +392,14 @@ std::optional<std::pair<std::string, std::string>> Store::get_received(const std
 
 void Store::finish_received(const std::string &id, const std::string &state, const std::string &result) {
     auto *s = stmt("finish_received");
+    Done done{s};
     Binder(s).text(state).text(result).text(id);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating received decision " + id, rc);
 }
 
 void Store::update_manifest(const std::string &run, const std::string &manifest, const std::string &owner) {
     auto *s = stmt("update_manifest");
+    Done done{s};
     Binder(s).text(manifest).text(owner).text(run);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating run " + run, rc);
 }

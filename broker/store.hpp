@@ -40,7 +40,7 @@ class Store {
 public:
     // Opens (creating and migrating) the database; throws with SQLite's
     // extended error code and message on failure.
-    explicit Store(const std::string &path);
+    explicit Store(const std::string &path, int busy_ms = 2000);
     ~Store();
 
     std::vector<RunRow> load_runs();

@@ -207,6 +207,58 @@ all_acked_sealed "$T/acked" && ok "kill -9 mid-burst: all $n acknowledged commit
     || fail "lost acknowledged commits"
 start
 expect "restarted broker serves the run" 200 '"id":"r1"' -- GET /v1/runs/r1 admin-t
+
+# Another process holds the database (BEGIN EXCLUSIVE) past store_busy_ms
+# while a run is created, one cancelled, a checkpoint committed and a new
+# run's first heartbeat arrives: each is answered 500 within its deadline,
+# memory and database agree (nothing of them kept), also after a restart,
+# and the broker serves normally once the lock is gone.
+kill -TERM $PID; wait $PID 2>/dev/null; PID=""
+cp "$T/broker.json" "$T/broker.json.main"
+sed -i 's/"sse_keepalive_ms": 300}/"sse_keepalive_ms": 300, "store_busy_ms": 300, "read_timeout_ms": 5000}/; s/"read_timeout_ms": 1000, //' "$T/broker.json"
+start
+expect "a run to cancel" 201 "" -- POST /v1/runs admin-t '{"id":"lk-cancel"}'
+expect "a run to commit to" 204 "" -- POST /v1/heartbeats admin-t '{"run":"lk-commit","attempt":1,"node":"n1","ranks":[]}'
+/usr/bin/python3 -c 'import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+c.execute("BEGIN EXCLUSIVE"); open(sys.argv[2], "w").close(); time.sleep(4); c.execute("ROLLBACK")' "$T/broker.db" "$T/locked" &
+LOCKER=$!
+for _ in $(seq 100); do [ -e "$T/locked" ] && break; sleep 0.05; done
+locked_req() {  # NAME METHOD PATH BODY: status and seconds into $T/lk-NAME
+    curl -s -o "$T/lk-$1.body" -m 5 -w '%{http_code} %{time_total}' -X "$2" -H "Authorization: Bearer admin-t" --data-binary "$4" \
+        "http://127.0.0.1:$P$3" > "$T/lk-$1"
+}
+LK=()
+locked_req create POST /v1/runs '{"id":"lk-new"}' & LK+=($!)
+locked_req cancel POST /v1/runs/lk-cancel/cancel '' & LK+=($!)
+locked_req commit POST /v1/runs/lk-commit/checkpoints/c1/commit '{"attempt":1,"rank":0,"world_size":1,"files":[{"path":"a","sha256":"00","bytes":1}]}' & LK+=($!)
+locked_req first POST /v1/heartbeats '{"run":"lk-first","attempt":1,"node":"n1","ranks":[]}' & LK+=($!)
+wait "${LK[@]}"
+for r in create cancel commit first; do
+    read -r code secs < "$T/lk-$r"
+    [ "$code" = 500 ] && grep -q '"code":"store"' "$T/lk-$r.body" && ok "locked database, $r: 500 in ${secs}s ($(cut -c1-80 "$T/lk-$r.body"))" \
+        || fail "locked database, $r: $code in ${secs}s $(cat "$T/lk-$r.body")"
+done
+wait $LOCKER
+agree() {  # WHEN
+    local a b c d
+    a=$(req GET /v1/runs/lk-new admin-t); b=$(req GET /v1/runs/lk-cancel admin-t)
+    c=$(req GET /v1/runs/lk-commit/checkpoints admin-t); d=$(req GET /v1/runs/lk-first admin-t)
+    [ "${a%% *}" = 404 ] && grep -q '"state":"PENDING"' <<<"$b" && grep -q '"checkpoints":\[\]' <<<"$c" && [ "${d%% *}" = 404 ] \
+        && ok "$1: nothing of the refused requests is kept (lk-new 404, lk-cancel PENDING, no checkpoint, lk-first 404)" \
+        || fail "$1: lk-new $a; lk-cancel $b; checkpoints $c; lk-first $d"
+}
+agree "lock gone"
+kill -9 $PID; wait $PID 2>/dev/null; PID=""
+start
+agree "after a restart"
+expect "serves normally once the lock is gone: create" 201 "" -- POST /v1/runs admin-t '{"id":"lk-new"}'
+expect "serves normally: cancel" 200 CANCELLED -- POST /v1/runs/lk-cancel/cancel admin-t ''
+expect "serves normally: commit" 200 '"sealed":true' -- POST /v1/runs/lk-commit/checkpoints/c1/commit admin-t '{"attempt":1,"rank":0,"world_size":1,"files":[{"path":"a","sha256":"00","bytes":1}]}'
+expect "serves normally: first heartbeat" 204 "" -- POST /v1/heartbeats admin-t '{"run":"lk-first","attempt":1,"node":"n1","ranks":[]}'
+kill -TERM $PID; wait $PID 2>/dev/null; PID=""
+cp "$T/broker.json.main" "$T/broker.json"
+start
 # Answers larger than the socket takes at once: pipelined requests for the
 # checkpoint list (4 MB of answers in all) from a client with a small
 # receive window that reads late. What did not fit is sent when it can, in order.
