@@ -222,7 +222,7 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
             std::string path = "tokens[" + std::to_string(i++) + "]";
             if (!t.is_object()) return path + ": expected an object";
             const auto &to = t.as_object();
-            if (!only_keys(c, path, to, {"name", "sha256", "scope", "run", "user"})) return c.err;
+            if (!only_keys(c, path, to, {"name", "sha256", "scope", "run", "user", "users"})) return c.err;
             TokenEntry e;
             std::string scope;
             if (!to.contains("name") || !to.contains("sha256") || !to.contains("scope")) return path + ": needs name, sha256 and scope";
@@ -241,6 +241,15 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
                 if (!get_str(c, path + ".user", *u, e.user)) return c.err;
             }
             if (e.scope == Scope::user && e.user.empty()) e.user = e.name;
+            if (auto *us = to.if_contains("users")) {
+                if (e.scope != Scope::peer) return path + ".users: only peer tokens name the accounts they may submit for";
+                if (!us->is_array()) return path + ".users: expected an array of account names";
+                for (const auto &u : us->as_array()) {
+                    if (!u.is_string() || u.as_string().empty() || u.as_string().size() > 64)
+                        return path + ".users: expected account names";
+                    e.users.emplace_back(u.as_string());
+                }
+            }
             cfg.tokens.push_back(e);
         }
     }

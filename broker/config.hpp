@@ -18,6 +18,9 @@ struct TokenEntry {
     // User tokens: the Unix account they act for (default: name). A run a
     // user token creates belongs to that account's uid.
     std::string user{};
+    // Peer tokens: the local accounts a peer's decisions may run as (empty:
+    // any ordinary account, see requeue.min_uid).
+    std::vector<std::string> users{};
     // Derived worker tokens (common/worker_token.hpp) only: the job the
     // token was made for in slurmstepd. Static worker tokens have none and
     // may only publish node descriptors.

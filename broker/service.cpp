@@ -124,12 +124,20 @@ void Service::transact(const std::function<void()> &fn) {
         throw;
     }
     if (pending_events_.empty()) return;
+    std::shared_lock runs_lock(runs_mu_);
     std::lock_guard<std::mutex> lock(sinks_mu_);
     for (const auto &e : pending_events_) {
         auto [b, end] = sinks_.equal_range(e.run);
+        const auto run = runs_.find(e.run);
         for (auto it = b; it != end;) {
             auto sink = it->second.lock();
-            if (!sink || !sink->open) { it = sinks_.erase(it); continue; }
+            // A follower that may no longer see the run (its owner changed)
+            // gets nothing more of it.
+            if (!sink || !sink->open || !may_see(sink->who, e.run, run == runs_.end() ? nullptr : &run->second)) {
+                if (sink) sink->open = false;
+                it = sinks_.erase(it);
+                continue;
+            }
             sink->push(sse_message(e));
             ++it;
         }
@@ -157,6 +165,7 @@ std::optional<ApiResponse> Service::follow_events(const ApiRequest &req, std::sh
         if (it == runs_.end() || !may_see(*who, id, &it->second)) return error_response(404, "no_run", "no run " + id);
     }
     const long long after = query_int(query, "after", 0);
+    sink->who = *who;
     // Backlog and registration in one store-thread job: events are only
     // written there, so the stream has no gap and no repeat.
     on_store([this, id, after, sink] {
@@ -567,10 +576,14 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
                 return reply(error_response(409, "final", "run " + id + " is " + state_name(it->second.state) + " already"));
             attempt = it->second.attempt;
         }
-        transact([&] {
-            store_->update_run(id, "CANCELLED", attempt, now);
-            event(id, "CANCELLED", "cancelled by " + by, "{}", now);
-        });
+        try {
+            transact([&] {
+                store_->update_run(id, "CANCELLED", attempt, now);
+                event(id, "CANCELLED", "cancelled by " + by, "{}", now);
+            });
+        } catch (const std::exception &e) {
+            return reply(error_response(500, "store", e.what()));   // nothing changed, here or there
+        }
         {
             std::unique_lock lock(runs_mu_);
             if (auto it = runs_.find(id); it != runs_.end()) set_state(id, it->second, RunState::cancelled);

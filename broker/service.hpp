@@ -55,6 +55,7 @@ using Reply = std::function<void(ApiResponse)>;
 struct EventSink {
     std::function<void(std::string)> push;   // one SSE message; must not block
     std::atomic<bool> open{true};
+    TokenEntry who;   // who follows: asked again before each event (a run's owner can change)
 };
 
 class Service {
@@ -174,6 +175,9 @@ private:
     // entry per peer (ok, or unknown with the reason).
     void peer_capacity(const std::string &query, boost::json::array &rows, boost::json::array &peers);
     void receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply);
+    // "" when a peer's decision may start or take back run at attempt to
+    // for uid, else why not.
+    std::string peer_may_take(const std::string &run, long long to, long long uid) const;
     // A fenced attempt's job that still runs: cancelled once, off the caller's
     // thread (when a peer takes its successor, or when it shows up again).
     void cancel_stale(const std::string &cluster, long long job);

@@ -52,22 +52,6 @@ std::string decisions_dir(const std::string &database, std::string &err) {
     return dir;
 }
 
-// Writes a batch script for sbatch to read: a new file, never through a
-// symlink, 0600.
-std::string write_script(const std::string &path, const std::string &script) {
-    unlink(path.c_str());
-    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return "cannot create " + path + ": " + std::strerror(errno);
-    std::size_t done = 0;
-    while (done < script.size()) {
-        const ssize_t n = write(fd, script.data() + done, script.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) { close(fd); return "cannot write " + path + ": " + std::strerror(errno); }
-        done += std::size_t(n);
-    }
-    return close(fd) == 0 ? "" : "cannot write " + path + ": " + std::strerror(errno);
-}
-
 NodeOffer undescribed(const std::string &name) {
     NodeOffer n;
     n.name = name;
@@ -206,12 +190,9 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
         if (!v.empty())
             if (std::string why = sbatch_path_error(std::string("the job's ") + what, v); !why.empty()) { err = why; return 0; }
     if (!is_safe_name(run) || (resume != "latest" && !is_safe_name(resume, 128))) { err = "run or resume is not a safe name"; return 0; }
-    const std::string dir = decisions_dir(cfg_.database, err);
-    if (dir.empty()) return 0;
-    const std::string path = dir + "/" + run + ".attempt-" + std::to_string(to) + ".sh";
-    if (std::string why = write_script(path, script); !why.empty()) { err = why; return 0; }
-    std::vector<std::string> argv{"sbatch", "--parsable", "--uid=" + std::to_string(as.uid), "--gid=" + std::to_string(as.gid),
-                                  "-N", std::to_string(nodes.size()), "--nodelist=" + join(nodes),
+    // sbatch runs as the job's owner, the script on its stdin: Slurm then
+    // judges every #SBATCH line of it with the user's rights, not root's.
+    std::vector<std::string> argv{"sbatch", "--parsable", "-N", std::to_string(nodes.size()), "--nodelist=" + join(nodes),
                                   // ALL: with a bare --export=VAR the batch step would not see
                                   // its --shardnet options (Slurm passes them in the environment).
                                   "--export=ALL,SHARDNET_ATTEMPT=" + std::to_string(to), "--shardnet=" + run,
@@ -220,16 +201,17 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
     if (!ckpt_dir.empty()) argv.push_back("--shardnet-ckpt-dir=" + ckpt_dir);
     if (!workdir.empty()) argv.push_back("--chdir=" + workdir);
     if (!output.empty()) argv.push_back("--output=" + output);
-    argv.push_back(path);
     std::string out;
-    const int rc = slurm_calls_.change(conf, argv, out);
-    unlink(path.c_str());
+    const int rc = slurm_calls_.change_as(conf, argv, RunAs{as.uid, as.gid, script}, out);
     if (rc != 0) {
         while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-        err = "sbatch on " + cluster + " failed: " + out.substr(0, 300);
+        err = "sbatch on " + cluster + " (as uid " + std::to_string(as.uid) + ") failed: " + out.substr(0, 300);
         return 0;
     }
-    auto job = parse_int(out.substr(0, out.find_first_of(";\n")), 1, 4294967295LL);
+    // --parsable: "JOBID[;CLUSTER]" on a line of its own (warnings may come first).
+    std::optional<long long> job;
+    std::istringstream lines(out);
+    for (std::string line; !job && std::getline(lines, line);) job = parse_int(line.substr(0, line.find(';')), 1, 4294967295LL);
     if (!job) { err = "sbatch on " + cluster + " answered no job id: " + out.substr(0, 100); return 0; }
     return *job;
 }
@@ -372,12 +354,25 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
     if (id.size() > 200 || has_control_chars(id)) return reply(error_response(400, "bad_field", "id: not a decision id", "id"));
     auto *spec_v = v.as_object().if_contains("spec");
     if (!spec_v || !spec_v->is_object()) return reply(error_response(400, "bad_field", "spec: expected an object", "spec"));
+    // The manifest is kept for later requeues: checked like a created run's.
+    if (!manifest.empty()) {
+        json::error_code mec;
+        json::value mv = json::parse(manifest, mec);
+        if (mec || !mv.is_object()) return reply(error_response(400, "bad_field", "manifest: expected a JSON object", "manifest"));
+        if (auto *mr = mv.as_object().if_contains("requires")) {
+            Requirements r;
+            if (!mr->is_object()) return reply(error_response(400, "bad_field", "manifest.requires: expected an object", "manifest"));
+            if (auto err = requirements_from_json(mr->as_object(), r); !err.empty())
+                return reply(error_response(400, "bad_field", "manifest." + err, "manifest"));
+        }
+    }
     Requirements want;
     if (auto *r = v.as_object().if_contains("requires"); r && r->is_object())
         if (auto err = requirements_from_json(r->as_object(), want); !err.empty())
             return reply(error_response(400, "bad_field", err, "requires"));
     post_answering(slurm_thread_, "receive decision", reply, [this, id, from, run, to, script, resume, manifest,
-                                                             spec = spec_v->as_object(), want, by = who.name](const Reply &reply) {
+                                                             spec = spec_v->as_object(), want, by = who.name,
+                                                             peer_users = who.users](const Reply &reply) {
         const double now = wall_now();
         // The user is resolved here, by name, on this host: another site's
         // uid and gid numbers mean nothing here and are never used.
@@ -430,18 +425,12 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
             store_wait([&] { store_->finish_received(id, "refused", json::serialize(res)); return 0; });
             reply(ApiResponse{409, json::serialize(res), "application/json"});
         };
-        if (p.cluster.empty()) return refuse("no compatible capacity at broker " + cfg_.broker_name);
         if (as.uid < 0) return refuse("user '" + user + "' of the decision is not known on this broker's host");
+        if (!peer_users.empty() && std::find(peer_users.begin(), peer_users.end(), user) == peer_users.end())
+            return refuse("peer " + by + " may not submit for user '" + user + "' here (tokens[].users)");
+        if (std::string why = peer_may_take(run, to, as.uid); !why.empty()) return refuse(why);
+        if (p.cluster.empty()) return refuse("no compatible capacity at broker " + cfg_.broker_name);
         std::string err;
-        {
-            // A run id already here belongs to whoever owns it here.
-            std::shared_lock lock(runs_mu_);
-            auto it = runs_.find(run);
-            if (it != runs_.end() && it->second.owner_uid >= 0 && it->second.owner_uid != as.uid)
-                return refuse("run " + run + " exists at broker " + cfg_.broker_name + " and belongs to another user");
-            if (it != runs_.end() && !transition_allowed(it->second.state, RunState::recovering))
-                return refuse("run " + run + " is " + state_name(it->second.state) + " at broker " + cfg_.broker_name);
-        }
         const long long job = submit_attempt(p.cluster, spec, script, run, to, resume, p.nodes, id + ":" + nonce, as, err);
         if (!job) return refuse(err);
         bool known = false;
@@ -498,6 +487,27 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
         }
         reply(ok_json(200, res));
     });
+}
+
+std::string Service::peer_may_take(const std::string &run, long long to, long long uid) const {
+    // A peer may start a run id this broker does not know (but not a local
+    // job's default id), or take back one this broker handed away (MOVED),
+    // at a later attempt; never a run that lives here.
+    std::shared_lock lock(runs_mu_);
+    auto it = runs_.find(run);
+    if (it == runs_.end()) {
+        const std::string why = reserved_run_id(run);
+        return why.empty() ? "" : "run " + why.substr(4);
+    }
+    if (it->second.state != RunState::moved)
+        return "run " + run + " is " + state_name(it->second.state) + " at broker " + cfg_.broker_name +
+               ": a peer may only hand back a run that this broker moved to it";
+    if (it->second.owner_uid >= 0 && it->second.owner_uid != uid)
+        return "run " + run + " exists at broker " + cfg_.broker_name + " and belongs to another user";
+    if (to <= it->second.attempt)
+        return "run " + run + " is at attempt " + std::to_string(it->second.attempt) + " here; attempt " + std::to_string(to) +
+               " is not later";
+    return "";
 }
 
 void Service::cancel_stale(const std::string &cluster, long long job) {

@@ -43,11 +43,17 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
         std::shared_lock lock(runs_mu_);
         auto it = runs_.find(id);
         if (it == runs_.end()) return reply(error_response(404, "no_run", "no run " + id));
-        if (who.bound)
-            if (std::string why = refuse_worker(&it->second, id, who, attempt); !why.empty()) {
+        if (who.bound) {
+            std::string why = refuse_worker(&it->second, id, who, attempt);
+            // A commit never claims a run: only a job the broker already
+            // recorded for the attempt (its heartbeat came first) may commit.
+            if (why.empty() && (it->second.owner_uid < 0 || !it->second.jobs.count(attempt)))
+                why = "run " + id + " has no job of this token's recorded for attempt " + std::to_string(attempt) + "; a heartbeat comes first";
+            if (!why.empty()) {
                 count(c_refused);
                 return reply(error_response(403, "not_this_job", why, "attempt"));
             }
+        }
         if (it->second.attempt != attempt)
             return reply(error_response(409, "stale_attempt", "run " + id + " is at attempt " + std::to_string(it->second.attempt) +
                                         "; a commit of attempt " + std::to_string(attempt) + " is refused", "attempt"));

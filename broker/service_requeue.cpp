@@ -96,8 +96,10 @@ void Service::requeue(const Fault &fault, int tries) {
         json::value mv = json::parse(manifest.empty() ? "{}" : manifest, ec);
         if (!ec && mv.is_object())
             if (auto *r = mv.as_object().if_contains("requires"); r && r->is_object()) requirements_from_json(r->as_object(), req);
-        if (auto *n = spec.if_contains("nodes"); n && n->is_int64() && n->as_int64() > 0 &&
-            !(mv.is_object() && mv.as_object().contains("requires") && mv.as_object().at("requires").as_object().contains("nodes")))
+        const json::object *mreq = nullptr;
+        if (const json::object *mo = mv.if_object())
+            if (auto *r = mo->if_contains("requires")) mreq = r->if_object();
+        if (auto *n = spec.if_contains("nodes"); n && n->is_int64() && n->as_int64() > 0 && !(mreq && mreq->contains("nodes")))
             req.nodes = int(n->as_int64());
         const std::string ckpt = spec.contains("ckpt_dir") && spec.at("ckpt_dir").is_string() ? std::string(spec.at("ckpt_dir").as_string()) : "";
         const auto sealed = store_wait([&] { return store_->list_checkpoints(fault.run); });

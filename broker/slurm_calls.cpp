@@ -44,6 +44,19 @@ int SlurmCalls::change(const std::string &slurm_conf, const std::vector<std::str
     return rc;
 }
 
+int SlurmCalls::change_as(const std::string &slurm_conf, const std::vector<std::string> &argv, const RunAs &as, std::string &out) {
+    if (ping_first_ && !controller_up(slurm_conf)) {
+        out = "slurmctld is down (scontrol ping)";
+        return -1;
+    }
+    calls_.fetch_add(1, std::memory_order_relaxed);
+    const int rc = run_slurm_as(slurm_conf, argv, as, out);
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = cache_.begin(); it != cache_.end();)
+        it = it->first.first == slurm_conf ? cache_.erase(it) : std::next(it);
+    return rc;
+}
+
 bool SlurmCalls::controller_up(const std::string &slurm_conf) {
     {
         std::lock_guard<std::mutex> lock(mu_);

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "slurm_view.hpp"
+
 namespace shardnet::broker {
 
 class SlurmCalls {
@@ -31,6 +33,9 @@ public:
     // cached, and it drops the cluster's cached answers.
     // out has its stderr after its stdout (sbatch's reasons).
     int change(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out);
+
+    // change(), run as a user (slurm_view.hpp, RunAs): sbatch of a requeue.
+    int change_as(const std::string &slurm_conf, const std::vector<std::string> &argv, const RunAs &as, std::string &out);
 
     unsigned long long calls() const { return calls_.load(std::memory_order_relaxed); }
     unsigned long long cache_hits() const { return hits_.load(std::memory_order_relaxed); }

@@ -22,6 +22,16 @@ struct SlurmView {
 // stdout in out (and stderr too when with_stderr: for error messages).
 int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std::string &out, bool with_stderr = false);
 
+// The same as the user uid/gid (with that user's groups), with input on
+// stdin: a command that must have no more than the user's own rights. sbatch
+// run as root with --uid would still judge the script's #SBATCH lines with
+// root's (a RootOnly partition, a negative nice).
+struct RunAs {
+    long long uid = -1, gid = -1;
+    std::string input;
+};
+int run_slurm_as(const std::string &slurm_conf, const std::vector<std::string> &argv, const RunAs &as, std::string &out);
+
 class SlurmCalls;
 SlurmView ask_slurm(SlurmCalls &calls, const std::string &slurm_conf, long long job, const std::string &node,
                     int connect_timeout_ms = 1000);

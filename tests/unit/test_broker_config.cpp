@@ -56,6 +56,12 @@ TEST_CASE("requeue identity and user tokens' accounts") {
     CHECK(c.tokens[0].user == "alice");
     CHECK(parse_broker_config(head + R"("tokens": [{"name": "a", "scope": "worker", "user": "alice", )" + tok + "}]}", c) ==
           "tokens[0].user: only user tokens act for a Unix user");
+    CHECK(parse_broker_config(head + R"("tokens": [{"name": "p", "scope": "peer", "users": ["alice", "bob"], )" + tok + "}]}", c) == "");
+    CHECK(c.tokens[0].users.size() == 2);
+    CHECK(parse_broker_config(head + R"("tokens": [{"name": "p", "scope": "user", "users": ["alice"], )" + tok + "}]}", c)
+              .find("only peer tokens") != std::string::npos);
+    CHECK(parse_broker_config(head + R"("tokens": [{"name": "p", "scope": "peer", "users": [5], )" + tok + "}]}", c)
+              .find("account names") != std::string::npos);
     CHECK(parse_broker_config(head + R"("requeue": {"min_uid": 500}})", c) == "");
     CHECK(c.min_uid == 500);
     CHECK(parse_broker_config(head + R"("requeue": {"min_uid": 0}})", c).find("requeue.min_uid") == 0);

@@ -31,7 +31,8 @@ struct Fixture {
                       TokenEntry{"r2-only", sha256_hex("r2-t"), Scope::worker, "r2"},
                       // User tokens act for real accounts of this host.
                       TokenEntry{"alice", sha256_hex("alice-t"), Scope::user, "", 0, "daemon"},
-                      TokenEntry{"bob", sha256_hex("bob-t"), Scope::user, "", 0, "bin"}};
+                      TokenEntry{"bob", sha256_hex("bob-t"), Scope::user, "", 0, "bin"},
+                      TokenEntry{"beta-broker", sha256_hex("peer-t"), Scope::peer, ""}};
         cfg.worker_keys = {WorkerKey{"site", "/k", kWorkerKey}};
         svc = std::make_unique<Service>(cfg, std::make_unique<Store>(cfg.database));
     }
@@ -326,4 +327,62 @@ TEST_CASE("a job's default run id cannot be taken by anyone else") {
     CHECK(r.body.find("default run id") != std::string::npos);
     CHECK(f.call("POST", "/v1/heartbeats", wt("job.42", 1, 42, 1001), hb("job.42", 1, "a1", 1)).status == 204);
     CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"job.43"})").status == 400);
+}
+
+TEST_CASE("another user's job cannot commit to a run nobody has claimed yet") {
+    Fixture f;
+    CHECK(f.call("POST", "/v1/runs", "admin-t", R"({"id":"train-a","world_size":4})").status == 201);
+    auto r = f.call("POST", "/v1/runs/train-a/checkpoints/step-999999/commit", wt("train-a", 1, 501, 1002), commit(1, 0, 1));
+    CHECK(r.status == 403);
+    CHECK(r.body.find("a heartbeat comes first") != std::string::npos);
+    CHECK(Fixture::body(f.call("GET", "/v1/runs/train-a/checkpoints", "admin-t")).at("checkpoints").as_array().empty());
+    // Its owner's job claims it with a heartbeat, then commits.
+    const std::string a = wt("train-a", 1, 500, 1001);
+    CHECK(f.call("POST", "/v1/heartbeats", a, hb("train-a", 1, "a1", 1)).status == 204);
+    CHECK(f.call("POST", "/v1/runs/train-a/checkpoints/step-1/commit", a, commit(1, 0, 1)).status == 200);
+    CHECK(f.call("POST", "/v1/runs/train-a/checkpoints/step-2/commit", wt("train-a", 1, 501, 1002), commit(1, 0, 1)).status == 403);
+}
+
+TEST_CASE("a follower that may no longer see a run gets none of its events") {
+    Fixture f;
+    CHECK(f.call("POST", "/v1/runs", "admin-t", R"({"id":"train-d"})").status == 201);
+    auto sink = std::make_shared<EventSink>();
+    std::mutex mu;
+    std::vector<std::string> got;
+    sink->push = [&](std::string m) { std::lock_guard<std::mutex> l(mu); got.push_back(std::move(m)); };
+    // Another user's job token names the run while nobody owns it.
+    const std::string bob = wt("train-d", 1, 601, 1002);
+    CHECK_FALSE(f.svc->follow_events(ApiRequest{"GET", "/v1/runs/train-d/events?follow=1", bob, "", nullptr}, sink));
+    f.svc->drain();
+    const std::size_t backlog = got.size();
+    CHECK(backlog == 1);   // PENDING
+    // Its owner's job claims it: nothing of the run reaches the other user any more.
+    CHECK(f.call("POST", "/v1/heartbeats", wt("train-d", 1, 600, 1001), hb("train-d", 1, "a1", 1)).status == 204);
+    CHECK(f.call("POST", "/v1/runs/train-d/checkpoints/alice-ckpt-7/commit", wt("train-d", 1, 600, 1001), commit(1, 0, 1)).status == 200);
+    f.svc->drain();
+    std::lock_guard<std::mutex> l(mu);
+    CHECK(got.size() == backlog);
+    CHECK_FALSE(sink->open);
+}
+
+TEST_CASE("a peer's decision cannot take a run that lives here, nor a local job's default id") {
+    Fixture f;
+    CHECK(f.call("POST", "/v1/heartbeats", wt("train-x", 1, 800, 1001), hb("train-x", 1, "a1", 1)).status == 204);
+    auto decision = [](const std::string &run, const std::string &extra = "") {
+        return R"({"id":"evil:)" + run + R"(","from_broker":"evil","run":")" + run + R"(","to_attempt":2,"resume":"latest",)"
+               R"("spec":{"user":"daemon","nodes":1,"tasks":1},"script":"#!/bin/bash\nid\n")" + extra + "}";
+    };
+    auto r = f.call("POST", "/v1/decisions", "peer-t", decision("train-x"));
+    CAPTURE(r.body);
+    CHECK(r.status == 409);
+    CHECK(r.body.find("may only hand back a run that this broker moved") != std::string::npos);
+    r = f.call("POST", "/v1/decisions", "peer-t", decision("job.4242"));
+    CHECK(r.status == 409);
+    CHECK(r.body.find("default run id") != std::string::npos);
+    // A manifest of the wrong shape is refused before anything is kept.
+    r = f.call("POST", "/v1/decisions", "peer-t", decision("new-run", R"(,"manifest":"{\"requires\":5}")"));
+    CHECK(r.status == 400);
+    CHECK(r.body.find("manifest") != std::string::npos);
+    CHECK(Fixture::body(f.call("GET", "/v1/runs/train-x", "admin-t")).at("attempt").as_int64() == 1);
+    CHECK(Fixture::body(f.call("GET", "/v1/runs/train-x", "admin-t")).at("state").as_string() == "RUNNING");
 }
