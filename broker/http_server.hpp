@@ -1,4 +1,5 @@
-// HTTP/1.1 (plain or TLS) in front of Service: Beast sessions on strands,
+// HTTP/1.1 (plain or TLS) in front of Service: Beast sessions, each on the
+// one thread of its I/O context (so no strands are needed),
 // a deadline on every read, header and body limits answered 431/413, a
 // connection cap, one request in flight per connection (pipelined requests
 // wait their turn in the read buffer, never in an unbounded queue).

@@ -74,7 +74,7 @@ void Service::confirm(Fault fault, double now) {
                                "'s allocation, no worker there yet) down: " + down_why, ev, wall_now());
         }
         if (node_down) return raise_fault(fault, fault.cause + "; node " + node + " " + down_why, ev, wall_now());
-        if (fault.cause == "progress stalled")  // node and job are fine: the trainer hangs
+        if (fault.kind == FaultKind::stalled)  // node and job are fine: the trainer hangs
             return raise_fault(fault, fault.cause + "; node " + node + " and job healthy in Slurm", ev, wall_now());
         if (!fault.state.suspected) {
             // Silent, but Slurm and slurmd say the node is fine: a network or

@@ -4,6 +4,15 @@
 
 namespace shardnet::broker {
 
+const char *fault_words(FaultKind k) {
+    switch (k) {
+    case FaultKind::silent: return "missed heartbeats";
+    case FaultKind::stalled: return "progress stalled";
+    case FaultKind::no_worker: return "has no worker yet";
+    }
+    return "suspected";
+}
+
 void WorkerTable::file(long long slot, std::string key) {
     std::lock_guard<std::mutex> lock(wheel_mu_);
     wheel_[slot].push_back(std::move(key));
@@ -141,7 +150,8 @@ std::vector<Fault> WorkerTable::expire(double now) {
         auto nl = key.find('\n');
         bool missed = w.last_seen + double(w.interval) * misses_ <= now;
         faults.push_back(Fault{key.substr(0, nl), key.substr(nl + 1), w.attempt,
-                               w.watch_only ? "has no worker yet" : missed ? "missed heartbeats" : "progress stalled", w});
+                               fault_words(w.watch_only ? FaultKind::no_worker : missed ? FaultKind::silent : FaultKind::stalled), w,
+                               w.watch_only ? FaultKind::no_worker : missed ? FaultKind::silent : FaultKind::stalled});
     }
     if (!refile.empty()) {
         std::lock_guard<std::mutex> lock(wheel_mu_);

@@ -36,11 +36,16 @@ struct WorkerState {
     bool watch_only = false;
 };
 
+// Why the detector suspects a worker: a kind to decide on, and its words.
+enum class FaultKind { silent, stalled, no_worker };
+const char *fault_words(FaultKind k);
+
 struct Fault {
     std::string run, node;
     long long attempt;
-    std::string cause;          // "missed heartbeats" or "progress stalled"
+    std::string cause;          // fault_words(kind), as events show it
     WorkerState state;
+    FaultKind kind = FaultKind::silent;
 };
 
 class WorkerTable {

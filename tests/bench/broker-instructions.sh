@@ -12,7 +12,9 @@ T=$(mktemp -d); chmod 755 "$T"
 VP=""
 trap '[ -n "$VP" ] && kill "$VP" 2>/dev/null; sleep 0.2; rm -rf "$T"' EXIT
 free_port() { "$TOP/tests/harness/free_ports.py" 1; }
-TOKEN=bench-token-$RANDOM
+# A job's token, as slurmstepd derives it (the broker takes heartbeats from no other).
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/worker.key"; chmod 600 "$T/worker.key"
+TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" bench 1 1 "$(id -u)" 1 alpha)
 export SHARDNET_BENCH_TOKEN=$TOKEN   # read by heartbeat.lua
 
 # count NAME PORT CMD...: starts CMD under callgrind with instrumentation
@@ -43,7 +45,7 @@ BP=$(free_port)
 cat > "$T/broker.json" <<CONF
 {"listen": "127.0.0.1:$BP", "plain_http": true, "database": "$T/broker.db", "threads": 2,
  "limits": {"rate_per_token": 100000000, "rate_burst": 100000000},
- "tokens": [{"name": "bench", "scope": "worker", "sha256": "$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)"}]}
+ "worker_keys": [{"name": "bench", "key_file": "$T/worker.key"}]}
 CONF
 read -r b_req b_ir < <(count broker "$BP" "$BUILD/broker/shardnet-broker" --config "$T/broker.json")
 

@@ -8,12 +8,14 @@ BUILD=$(cd "${1:-build}" && pwd)
 N=${N:-1000000}
 T=$(mktemp -d); PID=""
 trap '[ -n "$PID" ] && kill $PID 2>/dev/null; rm -rf "$T"' EXIT
-TOKEN=mem-$RANDOM
+# A job's token, as slurmstepd derives it (the broker takes heartbeats from no other).
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/worker.key"; chmod 600 "$T/worker.key"
+TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" mem 1 1 "$(id -u)" 1 alpha)
 cat > "$T/broker.json" <<CONF
 {"listen": "127.0.0.1:0", "plain_http": true, "database": "$T/broker.db", "threads": 2,
  "detector": {"misses": 100, "stall_seconds": 604800, "summary_seconds": 3600},
  "limits": {"rate_per_token": 100000000, "rate_burst": 100000000},
- "tokens": [{"name": "mem", "scope": "worker", "sha256": "$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)"}]}
+ "worker_keys": [{"name": "mem", "key_file": "$T/worker.key"}]}
 CONF
 "$BUILD/broker/shardnet-broker" --config "$T/broker.json" --port-file "$T/port" 2> "$T/log" &
 PID=$!
@@ -22,7 +24,7 @@ P=$(cat "$T/port")
 rss() { awk '/^VmRSS/ {print $2 * 1024}' "/proc/$PID/status"; }
 # One run, so that only the per-worker state grows.
 curl -s -X POST -H "Authorization: Bearer $TOKEN" "127.0.0.1:$P/v1/heartbeats" \
-    -d '{"run":"mem","attempt":1,"node":"warm","interval":60,"ranks":[]}' >/dev/null
+    -d '{"run":"mem","attempt":1,"cluster":"alpha","job":1,"node":"warm","interval":60,"ranks":[]}' >/dev/null
 before=$(rss)
 cat > "$T/w.lua" <<LUA
 local n = 0
@@ -31,7 +33,7 @@ setup = function(thread) thread:set("tid", threads); threads = threads + 1 end
 request = function()
   n = n + 1
   local w = (n * 2 + tid) % $N
-  local body = '{"run":"mem","attempt":1,"cluster":"alpha","node":"node' .. string.format("%07d", w) ..
+  local body = '{"run":"mem","attempt":1,"cluster":"alpha","job":1,"node":"node' .. string.format("%07d", w) ..
     '","step":"0","interval":60,"state":"running","ranks":[{"rank":' .. w .. ',"local_rank":0,"step":' .. n .. '}]}'
   return wrk.format("POST", "/v1/heartbeats", {["Authorization"]="Bearer $TOKEN"}, body)
 end

@@ -19,11 +19,13 @@ nginx -c "$T/nginx/nginx.conf" -g 'daemon off;' &
 PIDS+=($!)
 
 # The broker, plain HTTP on loopback, with a worker token.
-TOKEN=bench-token-$RANDOM
+# A job's token, as slurmstepd derives it (the broker takes heartbeats from no other).
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/worker.key"; chmod 600 "$T/worker.key"
+TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" bench 1 1 "$(id -u)" 1 alpha)
 cat > "$T/broker.json" <<CONF
 {"listen": "127.0.0.1:0", "plain_http": true, "database": "$T/broker.db", "threads": $BROKER_THREADS,
  "limits": {"rate_per_token": 100000000, "rate_burst": 100000000},
- "tokens": [{"name": "bench", "scope": "worker", "sha256": "$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)"}]}
+ "worker_keys": [{"name": "bench", "key_file": "$T/worker.key"}]}
 CONF
 "$BUILD/broker/shardnet-broker" --config "$T/broker.json" --port-file "$T/port" 2> "$T/broker.log" &
 PIDS+=($!)
