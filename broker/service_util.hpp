@@ -69,7 +69,12 @@ template <class Executor, class F>
 void post_answering(Executor &ex, const char *where, const Reply &reply, F fn) {
     boost::asio::post(ex, [where, reply = reply_once(reply), fn = std::move(fn)]() mutable {
         if (!guarded(where, [&] { fn(reply); }))
-            guarded(where, [&] { reply(error_response(500, "internal", std::string(where) + " failed; the broker's log says why")); });
+            guarded(where, [&] {
+                // A store job's failure is the store's (a locked or full
+                // database): its stable code says so.
+                const bool store = std::string_view(where) == "store";
+                reply(error_response(500, store ? "store" : "internal", std::string(where) + " failed; the broker's log says why"));
+            });
     });
 }
 

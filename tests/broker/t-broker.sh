@@ -233,8 +233,9 @@ locked_req create POST /v1/runs '{"id":"lk-new"}' & LK+=($!)
 locked_req cancel POST /v1/runs/lk-cancel/cancel '' & LK+=($!)
 locked_req commit POST /v1/runs/lk-commit/checkpoints/c1/commit '{"attempt":1,"rank":0,"world_size":1,"files":[{"path":"a","sha256":"00","bytes":1}]}' & LK+=($!)
 locked_req first POST /v1/heartbeats '{"run":"lk-first","attempt":1,"node":"n1","ranks":[]}' & LK+=($!)
+locked_req node POST /v1/nodes '{"schema":"shardnet.node/1","host":"lk-node","hash":"h"}' & LK+=($!)
 wait "${LK[@]}"
-for r in create cancel commit first; do
+for r in create cancel commit first node; do
     read -r code secs < "$T/lk-$r"
     [ "$code" = 500 ] && grep -q '"code":"store"' "$T/lk-$r.body" && ok "locked database, $r: 500 in ${secs}s ($(cut -c1-80 "$T/lk-$r.body"))" \
         || fail "locked database, $r: $code in ${secs}s $(cat "$T/lk-$r.body")"
@@ -256,6 +257,7 @@ expect "serves normally once the lock is gone: create" 201 "" -- POST /v1/runs a
 expect "serves normally: cancel" 200 CANCELLED -- POST /v1/runs/lk-cancel/cancel admin-t ''
 expect "serves normally: commit" 200 '"sealed":true' -- POST /v1/runs/lk-commit/checkpoints/c1/commit admin-t '{"attempt":1,"rank":0,"world_size":1,"files":[{"path":"a","sha256":"00","bytes":1}]}'
 expect "serves normally: first heartbeat" 204 "" -- POST /v1/heartbeats admin-t '{"run":"lk-first","attempt":1,"node":"n1","ranks":[]}'
+expect "serves normally: node descriptor" 200 lk-node -- POST /v1/nodes admin-t '{"schema":"shardnet.node/1","host":"lk-node","hash":"h"}'
 kill -TERM $PID; wait $PID 2>/dev/null; PID=""
 cp "$T/broker.json.main" "$T/broker.json"
 start
