@@ -36,19 +36,19 @@ Auth::Verdict Auth::check(const std::string &bearer, const TokenEntry *&entry, d
     // The connection's own last token: what it is compared with is what this
     // client sent before, no secret of anyone else's, so a plain (fast)
     // comparison leaks nothing. A new token is checked in full below.
-    if (cache && cache->auth == this && cache->bearer == bearer) {
+    if (cache && cache->auth == this && cache->epoch == epoch_.load(std::memory_order_acquire) && cache->bearer == bearer) {
         b = static_cast<Bucket *>(const_cast<void *>(cache->entry));
     } else if (bearer.compare(0, 5, "snw2.") == 0) {
-        b = derived(bearer);
+        b = derived(bearer, now);
         if (!b) return Verdict::invalid;
-        if (cache) { remember(*cache, bearer, b); cache->auth = this; }
+        if (cache) { remember(*cache, bearer, b); cache->auth = this; cache->epoch = epoch_.load(std::memory_order_acquire); }
     } else {
         const std::string h = sha256_hex(bearer);
         auto it = by_hash_.find(h);
         // The map finds by hash; the final comparison runs in constant time.
         if (it == by_hash_.end() || CRYPTO_memcmp(it->first.data(), h.data(), h.size()) != 0) return Verdict::invalid;
         b = it->second.get();
-        if (cache) { remember(*cache, bearer, b); cache->auth = this; }
+        if (cache) { remember(*cache, bearer, b); cache->auth = this; cache->epoch = epoch_.load(std::memory_order_acquire); }
     }
     const long long window = static_cast<long long>(now * 10);
     if (cache && cache->window == window && cache->prepaid > 0) {
@@ -66,7 +66,30 @@ Auth::Verdict Auth::check(const std::string &bearer, const TokenEntry *&entry, d
     return Verdict::ok;
 }
 
-Auth::Bucket *Auth::derived(const std::string &bearer) {
+void Auth::sweep(double now, std::size_t keep, double idle_seconds) {
+    std::lock_guard<std::mutex> lock(derived_mu_);
+    if (derived_.size() <= keep || now - last_sweep_ < 60) return;
+    last_sweep_ = now;
+    retired_before_ = std::move(retired_);
+    retired_.clear();
+    const long long idle_window = static_cast<long long>((now - idle_seconds) * 10);
+    for (auto it = derived_.begin(); it != derived_.end();) {
+        if (it->second->window.load(std::memory_order_relaxed) < idle_window) {
+            retired_.push_back(std::move(it->second));
+            it = derived_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    epoch_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+std::size_t Auth::derived_tokens() {
+    std::lock_guard<std::mutex> lock(derived_mu_);
+    return derived_.size();
+}
+
+Auth::Bucket *Auth::derived(const std::string &bearer, double now) {
     WorkerTokenClaim claim;
     if (!parse_worker_token(bearer, claim)) return nullptr;
     const WorkerKey *signer = nullptr;
@@ -78,6 +101,7 @@ Auth::Bucket *Auth::derived(const std::string &bearer) {
     auto &slot = derived_[bearer.substr(0, bearer.size() - claim.run.size() - 66) + '\0' + claim.run];
     if (!slot) {
         slot = std::make_unique<Bucket>();
+        slot->window.store(static_cast<long long>(now * 10), std::memory_order_relaxed);   // never idle when new
         TokenEntry e;
         e.name = signer->name + "/" + claim.cluster + "/" + std::to_string(claim.job);
         e.scope = Scope::worker;

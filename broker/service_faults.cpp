@@ -23,6 +23,7 @@ void Service::tick(double now) {
         confirm(std::move(fault), now);
     }
     run_retries(now);
+    auth_.load(std::memory_order_acquire)->sweep(now);
 }
 
 void Service::retry_later(double delay, const char *what, std::function<void()> fn) {

@@ -106,6 +106,19 @@ TEST_CASE("derived worker tokens: one job's run and attempt, signed by a configu
     CHECK(auth.check(tok, who, 1.0, &cache) == Auth::Verdict::ok);
     CHECK(auth.check(tok, who, 1.0, &cache) == Auth::Verdict::ok);  // from the connection's cache
     CHECK(auth.check(shardnet::derive_worker_token(std::string(48, 'z'), claim), who, 1.0) == Auth::Verdict::invalid);
+    // Idle job tokens are forgotten once many are known; a connection that
+    // cached one looks it up again, and it still verifies.
+    for (unsigned long long job = 100; job < 120; ++job)
+        CHECK(auth.check(shardnet::derive_worker_token(k.key, shardnet::WorkerClaim{"r", 1, 1, 1001, job, "beta"}), who, 1.0) ==
+              Auth::Verdict::ok);
+    CHECK(auth.derived_tokens() == 21);
+    auth.sweep(2000.0, 10, 600);
+    CHECK(auth.derived_tokens() == 0);
+    CHECK(auth.check(tok, who, 2000.0, &cache) == Auth::Verdict::ok);   // re-verified, not from a freed bucket
+    CHECK(who->job == 7);
+    CHECK(auth.derived_tokens() == 1);
+    auth.sweep(2010.0, 0, 600);   // a minute has not passed: nothing happens
+    CHECK(auth.derived_tokens() == 1);
     Auth no_keys({}, 1000, 1000);
     CHECK(no_keys.check(tok, who, 1.0) == Auth::Verdict::invalid);
 }
