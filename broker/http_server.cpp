@@ -1,4 +1,7 @@
 #include "http_server.hpp"
+
+#include <atomic>
+#include <cstdio>
 #include "request_parser.hpp"
 
 #include <boost/asio/post.hpp>
@@ -28,6 +31,20 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// The one reporter of a connection's failures: a JSON line on the log, at
+// most one a second (a port scan must not flood it), with how many were not said.
+void fail(const beast::error_code &ec, const char *what) {
+    static std::atomic<long long> last{0}, unsaid{0};
+    const long long now = std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
+    long long seen = last.load(std::memory_order_relaxed);
+    if (seen == now || !last.compare_exchange_strong(seen, now)) { unsaid.fetch_add(1, std::memory_order_relaxed); return; }
+    std::string reason = ec.message();
+    for (char &c : reason)
+        if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = ' ';
+    std::fprintf(stderr, "{\"level\":\"warn\",\"msg\":\"connection failed\",\"what\":\"%s\",\"reason\":\"%s\",\"not_logged_since\":%lld}\n",
+                 what, reason.c_str(), unsaid.exchange(0));
+}
+
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
 public:
@@ -40,7 +57,14 @@ public:
         if constexpr (std::is_same_v<Stream, TlsStream>) {
             arm_deadline();
             stream_.async_handshake(asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
-                if (!ec) self->do_read();
+                if (!ec) return self->do_read();
+                // A failed handshake (plain HTTP to the TLS port, a client
+                // that distrusts our certificate) is said, and its socket
+                // goes now, not at the deadline.
+                fail(ec, "TLS handshake");
+                beast::error_code ignored;
+                beast::get_lowest_layer(self->stream_).close(ignored);
+                self->timer_.cancel();
             });
         } else {
             beast::error_code ec;

@@ -308,6 +308,16 @@ start
 out=$(curl -s --cacert "$T/cert.pem" -H "Authorization: Bearer admin-t" "https://127.0.0.1:$P/v1/runs")
 grep -q '"runs"' <<<"$out" && ok "TLS: https with the broker's certificate" || fail "TLS: $out"
 curl -s -m 2 "http://127.0.0.1:$P/v1/health" | grep -q '"ok"' && fail "plain HTTP answered on a TLS port" || ok "TLS port refuses plain HTTP"
+# ... and says so, and lets the socket go at once (not at read_timeout_ms).
+t0=$(date +%s.%N)
+/usr/bin/python3 -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+s.settimeout(5); s.recv(100); s.recv(100)' "$P" 2>/dev/null || true
+held=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b-a}')
+grep -q '"what":"TLS handshake"' "$T/log" && awk -v h="$held" 'BEGIN{exit !(h < 0.9)}' \
+    && ok "a failed handshake is logged ($(grep -o '"reason":"[^"]*"' "$T/log" | tail -1)) and its socket closed after ${held}s" \
+    || fail "failed handshake: held ${held}s, log: $(grep -c 'TLS handshake' "$T/log") lines"
 kill -TERM $PID; wait $PID; PID=""
 
 # A hostile peer (tests/harness/hostile_peer.py) as this broker's only peer:
