@@ -138,6 +138,7 @@ private:
         if (ec == http::error::header_limit)
             return refuse(431, "headers_too_large", "request headers exceed " + std::to_string(srv_.limits.header_bytes) + " bytes");
         if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) return;  // closed by the deadline
+        if (ec && parser_->refusal_status) return refuse(parser_->refusal_status, "bad_request", parser_->refusal);
         if (ec) {
             if (buffer_.size() > 0 || parser_->got_some()) return refuse(400, "bad_request", "malformed HTTP: " + ec.message());
             return close();

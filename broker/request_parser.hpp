@@ -23,6 +23,10 @@ public:
         out_.body.clear();
     }
     unsigned version = 11;
+    // Set when the header is one the broker must not act on (RFC 9112): the
+    // answer's status and why; the connection then closes.
+    unsigned refusal_status = 0;
+    const char *refusal = "";
 
 private:
     using string_view = boost::beast::string_view;
@@ -35,11 +39,46 @@ private:
     }
     void on_response_impl(int, string_view, int, error_code &) override {}
     void on_field_impl(boost::beast::http::field f, string_view, string_view value, error_code &) override {
-        if (f == boost::beast::http::field::authorization && value.size() > 7 &&
-            boost::beast::iequals(value.substr(0, 7), "Bearer "))
+        using boost::beast::http::field;
+        if (f == field::authorization && value.size() > 7 && boost::beast::iequals(value.substr(0, 7), "Bearer "))
             out_.bearer.assign(value.data() + 7, value.size() - 7);
+        else if (f == field::host) ++hosts_;
+        else if (f == field::transfer_encoding) {
+            for (std::size_t start = 0; start <= value.size();) {   // "gzip, chunked": one coding each
+                auto comma = value.find(',', start);
+                if (comma == string_view::npos) comma = value.size();
+                const string_view coding = trim(value.substr(start, comma - start));
+                ++te_codings_;
+                te_last_chunked_ = boost::beast::iequals(coding, "chunked");
+                if (te_last_chunked_) ++te_chunked_;
+                start = comma + 1;
+            }
+        }
     }
-    void on_header_impl(error_code &) override {}
+    // A Transfer-Encoding other than exactly "chunked" (one field) is how a
+    // request is smuggled past a proxy that reads it differently: refused
+    // before its body, and the connection closed. So is an HTTP/1.1 request
+    // without exactly one Host.
+    void on_header_impl(error_code &ec) override {
+        if (te_codings_ > 0 && (!te_last_chunked_ || te_chunked_ > 1)) {   // RFC 9112 6.3: the length is unknown
+            refusal_status = 400;
+            refusal = "Transfer-Encoding: chunked must be the last coding, once";
+            ec = boost::beast::http::error::bad_transfer_encoding;
+        } else if (te_codings_ > 1) {   // gzip, deflate, ... before chunked
+            refusal_status = 501;
+            refusal = "Transfer-Encoding: only chunked is implemented";
+            ec = boost::beast::http::error::bad_transfer_encoding;
+        } else if (version == 11 && hosts_ != 1) {
+            refusal_status = 400;
+            refusal = hosts_ == 0 ? "Host: an HTTP/1.1 request needs one" : "Host: given more than once";
+            ec = boost::beast::http::error::bad_field;
+        }
+    }
+    static string_view trim(string_view v) {
+        while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+        while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+        return v;
+    }
     // The base has checked the length against body_limit before this.
     void on_body_init_impl(const boost::optional<std::uint64_t> &length, error_code &) override {
         if (length) out_.body.reserve(std::size_t(*length));
@@ -56,6 +95,8 @@ private:
     void on_finish_impl(error_code &) override {}
 
     ApiRequest &out_;
+    int hosts_ = 0, te_codings_ = 0, te_chunked_ = 0;
+    bool te_last_chunked_ = false;
 };
 
 }  // namespace shardnet::broker

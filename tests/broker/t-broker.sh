@@ -77,7 +77,7 @@ except (BrokenPipeError, ConnectionResetError):
 PY
 # HTTP framing on the wire: pipelined requests answered in order, a chunked
 # body, a body trickled in small pieces, and requests cut short.
-/usr/bin/python3 - "$P" "${HB/\"attempt\":1/\"attempt\":2}" <<'PY' && ok "framing: pipelined, chunked, trickled; cut short: 400 at EOF, closed at the deadline" || fail "framing"
+/usr/bin/python3 - "$P" "${HB/\"attempt\":1/\"attempt\":2}" <<'PY' && ok "framing: pipelined, chunked, trickled; cut short: 400 at EOF, closed at the deadline; a Transfer-Encoding other than one final chunked, or no or two Hosts: 400/501 and closed, the smuggled request never runs" || fail "framing"
 import socket, sys, time
 port, body = int(sys.argv[1]), sys.argv[2].encode()
 def talk(data, shut=False, pieces=0):
@@ -101,11 +101,32 @@ got, _ = talk(chunked)
 assert got == ["HTTP/1.1 204 No Content"], got
 got, _ = talk(hb, pieces=7)
 assert got == ["HTTP/1.1 204 No Content"], got
-cut = b"POST /v1/heartbeats HTTP/1.1\r\nAuthorization: Bearer admin-t\r\nContent-Length: 100\r\n\r\n{\"run\""
+cut = b"POST /v1/heartbeats HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer admin-t\r\nContent-Length: 100\r\n\r\n{\"run\""
 got, _ = talk(cut, shut=True)
 assert got == ["HTTP/1.1 400 Bad Request"], got
 got, took = talk(cut)  # no answer to half a request: closed at the 1 s read deadline
 assert got == [] and 0.8 < took < 3, (got, took)
+# Framing the broker must not guess at (RFC 9112): a Transfer-Encoding that
+# is not a final, single chunked, or a request without exactly one Host, is
+# refused and the connection closed, so the request after it on the same
+# connection (what a proxy would have read as the body) never runs.
+health = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+def framed(te):
+    return (b"POST /v1/heartbeats HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer admin-t\r\nTransfer-Encoding: " + te +
+            b"\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+for te, want in [(b"xchunked", 400), (b"identity", 400), (b"chunked, identity", 400), (b"gzip", 400),
+                 (b"gzip, chunked", 501), (b"chunked, chunked", 400)]:
+    got, _ = talk(framed(te) + health, shut=True)
+    assert len(got) == 1 and got[0].startswith("HTTP/1.1 %d" % want), (te, got)
+s2 = b"POST /v1/heartbeats HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer admin-t\r\nTransfer-Encoding: chunked\r\n" \
+     b"Transfer-Encoding: identity\r\n\r\n0\r\n\r\n"
+got, _ = talk(s2 + health, shut=True)
+assert len(got) == 1 and got[0].startswith("HTTP/1.1 400"), ("two TE fields", got)
+for req in [b"GET /v1/health HTTP/1.1\r\n\r\n", b"GET /v1/health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"]:
+    got, _ = talk(req + health, shut=True)
+    assert len(got) == 1 and got[0].startswith("HTTP/1.1 400"), (req, got)
+got, _ = talk(b"GET /v1/health HTTP/1.0\r\n\r\n", shut=True)   # HTTP/1.0 has no Host rule
+assert len(got) == 1 and " 200 " in got[0], got
 PY
 expect "still serving after all that" 200 '"ok":true' -- GET /v1/health ""
 expect "metrics" 200 shardnet_heartbeats_total -- GET /metrics ""
