@@ -58,8 +58,12 @@ Auth::Verdict Auth::check(const std::string &bearer, const TokenEntry *&entry, d
     }
     long long seen = b->window.load(std::memory_order_relaxed);
     if (seen != window && b->window.compare_exchange_strong(seen, window)) b->used.store(0, std::memory_order_relaxed);
-    // Take a small batch for this connection (at most 1/64 of the window).
-    const int batch = cache ? int(std::clamp<long long>(per_window_ / 64, 1, 32)) : 1;
+    // Take a small batch for this connection (at most 1/64 of the window),
+    // but only once it has shown it sends more than one: a connection's
+    // first request takes one, so that clients that connect per request
+    // are not charged for requests they never make.
+    const bool again = cache && cache->window >= 0;
+    const int batch = again ? int(std::clamp<long long>(per_window_ / 64, 1, 32)) : 1;
     if (b->used.fetch_add(batch, std::memory_order_relaxed) + batch > per_window_) return Verdict::rate_limited;
     if (cache) { cache->window = window; cache->prepaid = batch - 1; }
     entry = &b->entry;

@@ -76,11 +76,11 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
                 if (store_->checkpoint_sealed(id, name)) { sealed = true; count = world; return; }
                 count = store_->insert_commit(id, attempt, name, rank, files_text, now);
                 if (count >= world) {
-                    auto prev = store_->list_checkpoints(id);
-                    store_->seal_checkpoint(CheckpointRow{id, name, attempt, world, prev.empty() ? "" : prev.back().name, now});
+                    const std::string parent = store_->last_checkpoint(id);
+                    store_->seal_checkpoint(CheckpointRow{id, name, attempt, world, parent, now});
                     event(id, "SEALED", name + " committed by all " + std::to_string(world) + " ranks",
                           json::serialize(json::object{{"checkpoint", name}, {"attempt", attempt}, {"ranks", world},
-                                                       {"parent", prev.empty() ? json::value(nullptr) : json::value(prev.back().name)}}),
+                                                       {"parent", parent.empty() ? json::value(nullptr) : json::value(parent)}}),
                           now);
                     sealed = true;
                     this->count(c_seals);

@@ -102,8 +102,8 @@ void Service::requeue(const Fault &fault, int tries) {
         if (auto *n = spec.if_contains("nodes"); n && n->is_int64() && n->as_int64() > 0 && !(mreq && mreq->contains("nodes")))
             req.nodes = int(n->as_int64());
         const std::string ckpt = spec.contains("ckpt_dir") && spec.at("ckpt_dir").is_string() ? std::string(spec.at("ckpt_dir").as_string()) : "";
-        const auto sealed = store_wait([&] { return store_->list_checkpoints(fault.run); });
-        const std::string resume = sealed.empty() ? "latest" : sealed.back().name;
+        const std::string last = store_wait([&] { return store_->last_checkpoint(fault.run); });
+        const std::string resume = last.empty() ? "latest" : last;
         ev["requires"] = requirements_to_json(req);
         ev["resume"] = resume;
         // 4. Where: this broker's clusters first.

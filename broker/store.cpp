@@ -40,6 +40,9 @@ const char *const kMigrations[] = {
     R"(ALTER TABLE runs ADD COLUMN owner_uid INTEGER NOT NULL DEFAULT -1;
        CREATE TABLE attempts (run TEXT NOT NULL, attempt INTEGER NOT NULL, cluster TEXT NOT NULL, job INTEGER NOT NULL,
                               world INTEGER NOT NULL, PRIMARY KEY (run, attempt));)",
+    // 5: a run's newest sealed checkpoint is one index step, however long
+    // its history (a seal names its parent; a requeue resumes from it).
+    R"(CREATE INDEX checkpoints_run_sealed ON checkpoints (run, sealed_at);)",
 };
 
 struct Sql { const char *name; const char *text; };
@@ -62,6 +65,7 @@ const Sql kStatements[] = {
     {"is_sealed", "SELECT 1 FROM checkpoints WHERE run = ? AND name = ?"},
     {"seal", "INSERT INTO checkpoints (run, name, attempt, ranks, parent, sealed_at) VALUES (?,?,?,?,?,?)"},
     {"list_checkpoints", "SELECT run, name, attempt, ranks, parent, sealed_at FROM checkpoints WHERE run = ? ORDER BY sealed_at"},
+    {"last_checkpoint", "SELECT name FROM checkpoints WHERE run = ? ORDER BY sealed_at DESC LIMIT 1"},
     {"upsert_worker", "INSERT INTO workers (run, attempt, node, ranks, last_seen, last_step) VALUES (?,?,?,?,?,?) "
                       "ON CONFLICT (run, attempt, node) DO UPDATE SET ranks = excluded.ranks, "
                       "last_seen = excluded.last_seen, last_step = excluded.last_step"},
@@ -291,6 +295,13 @@ long long Store::insert_commit(const std::string &run, long long attempt, const 
     Done done_c{c};
     Binder(c).text(run).integer(attempt).text(name);
     return sqlite3_step(c) == SQLITE_ROW ? sqlite3_column_int64(c, 0) : 0;
+}
+
+std::string Store::last_checkpoint(const std::string &run) {
+    auto *s = stmt("last_checkpoint");
+    Done done{s};
+    Binder(s).text(run);
+    return sqlite3_step(s) == SQLITE_ROW ? col_text(s, 0) : "";
 }
 
 bool Store::checkpoint_sealed(const std::string &run, const std::string &name) {

@@ -57,6 +57,8 @@ public:
     bool checkpoint_sealed(const std::string &run, const std::string &name);
     void seal_checkpoint(const CheckpointRow &c);
     std::vector<CheckpointRow> list_checkpoints(const std::string &run);
+    // The run's newest sealed checkpoint's name ("" when none).
+    std::string last_checkpoint(const std::string &run);
     void upsert_worker(const std::string &run, long long attempt, const std::string &node, const std::string &ranks,
                        double last_seen, long long last_step);
     std::string integrity_check();

@@ -86,6 +86,26 @@ TEST_CASE("tokens: hashed lookup, scopes, rate limit") {
     CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
+TEST_CASE("rate limit: a connection that makes one request is charged one") {
+    TokenEntry admin{"ops", sha256_hex("s3cret"), Scope::admin, ""};
+    Auth auth({admin}, 10000, 10000);   // 1000 per 100 ms window: batches of 15 for busy connections
+    const TokenEntry *who = nullptr;
+    // 1000 connections of one request each, in one window: all answered.
+    int ok = 0;
+    for (int i = 0; i < 1000; ++i) {
+        ConnCache fresh;
+        ok += auth.check("s3cret", who, 5.0, &fresh) == Auth::Verdict::ok;
+    }
+    CHECK(ok == 1000);
+    CHECK(auth.check("s3cret", who, 5.0) == Auth::Verdict::rate_limited);
+    // A busy connection takes batches, and still within the limit.
+    ConnCache busy;
+    int taken = 0;
+    for (int i = 0; i < 2000; ++i) taken += auth.check("s3cret", who, 6.0, &busy) == Auth::Verdict::ok;
+    CHECK(taken >= 985);
+    CHECK(taken <= 1000);
+}
+
 TEST_CASE("derived worker tokens: one job's run and attempt, signed by a configured key") {
     WorkerKey k{"site", "/k", std::string(48, 'q')};
     Auth auth({}, 1000, 1000, {k});
