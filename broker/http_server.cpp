@@ -155,6 +155,7 @@ private:
             return start_stream(ar, version);
         }
         in_handle_ = true;
+        head_ = ar.method == "HEAD";
         keep_ = keep;
         version_ = version;
         // The reply captures a plain pointer, which std::function keeps
@@ -184,6 +185,7 @@ private:
     // A request that cannot be read: answered, and the connection closed.
     void refuse(unsigned status, const std::string &code, const std::string &message) {
         ++counts_.busy;
+        head_ = false;
         send(error_response(status, code, message), false, 11);
     }
 
@@ -228,6 +230,7 @@ private:
         out_ += "\r\nServer: shardnet-broker\r\n";
         if (!keep) out_ += "Connection: close\r\n";
         else if (version == 10) out_ += "Connection: keep-alive\r\n";
+        if (r.allow) { out_ += "Allow: "; out_ += r.allow; out_ += "\r\n"; }
         if (r.status != 204 && r.status != 304) {
             if (!r.body.empty()) { out_ += "Content-Type: "; out_ += r.content_type; out_ += "\r\n"; }
             out_ += "Content-Length: ";
@@ -235,7 +238,8 @@ private:
             out_ += "\r\n";
         }
         out_ += "\r\n";
-        if (r.status != 204 && r.status != 304) out_ += r.body;
+        // HEAD: the same header, Content-Length included, and no body.
+        if (r.status != 204 && r.status != 304 && !head_) out_ += r.body;
     }
 
     // Server-Sent Events: the response stays open; the service pushes events.
@@ -309,6 +313,7 @@ private:
     char scrap_[512];
     ConnCache conn_cache_;
     bool in_handle_ = false;
+    bool head_ = false;   // the request in hand is a HEAD: its answer has no body
     bool keep_ = true;
     unsigned version_ = 11;
     std::optional<ApiResponse> ready_;

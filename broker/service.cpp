@@ -197,7 +197,8 @@ void Service::handle(const ApiRequest &req, const Reply &reply) {
     const std::string_view target = req.target, method = req.method;
     const std::size_t q = target.find('?');
     const std::string_view path_sv = target.substr(0, q);
-    const bool get = method == "GET"sv, post = method == "POST"sv;
+    // HEAD is GET without the body (the HTTP layer drops it).
+    const bool get = method == "GET"sv || method == "HEAD"sv, post = method == "POST"sv;
     if (get && path_sv == "/v1/health"sv) return reply(ok_json(200, json::object{{"ok", true}}));
     if (get && path_sv == "/metrics"sv) return reply(ApiResponse{200, metrics(), "text/plain; version=0.0.4"});
 
@@ -267,7 +268,32 @@ void Service::handle(const ApiRequest &req, const Reply &reply) {
         return commit(parts[2], parts[4], req, *who, reply, now);
     }
     count(c_errors);
+    if (const char *allow = allowed_methods(parts)) {
+        ApiResponse r = error_response(405, "method_not_allowed", req.method + " " + path + ": this resource takes " + allow);
+        r.allow = allow;
+        return reply(std::move(r));
+    }
     return reply(error_response(404, "no_route", req.method + " " + path + " is not part of API v1"));
+}
+
+const char *Service::allowed_methods(const std::vector<std::string> &p) {
+    constexpr const char *get = "GET, HEAD", *post = "POST", *both = "GET, HEAD, POST";
+    const std::size_t n = p.size();
+    if (n == 1 && p[0] == "metrics") return get;
+    if (n < 2 || p[0] != "v1") return nullptr;
+    const std::string &r = p[1];
+    if (n == 2) {
+        if (r == "health" || r == "clusters" || r == "capacity") return get;
+        if (r == "heartbeats" || r == "decisions") return post;
+        if (r == "nodes" || r == "runs") return both;
+        return nullptr;
+    }
+    if (r == "nodes") return n == 3 ? get : nullptr;
+    if (r != "runs") return nullptr;
+    if (n == 3) return get;
+    if (n == 4) return p[3] == "cancel" ? post : (p[3] == "events" || p[3] == "checkpoints") ? get : nullptr;
+    if (n == 6 && p[3] == "checkpoints" && p[5] == "commit") return post;
+    return nullptr;
 }
 
 void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {

@@ -45,6 +45,7 @@ struct ApiResponse {
     unsigned status = 200;
     std::string body;
     const char *content_type = "application/json";   // a literal: a 204 then allocates nothing
+    const char *allow = nullptr;   // 405: the methods the resource takes (a literal)
 };
 
 // Called exactly once per request, on the calling thread or later from
@@ -117,6 +118,8 @@ private:
     void get_nodes(const std::string &host, const Reply &reply);
 
     bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const;
+    // The methods a known resource takes (for 405's Allow), or null.
+    static const char *allowed_methods(const std::vector<std::string> &path_parts);
     // The one place a run's state changes in memory (under runs_mu_, held
     // exclusively): checked against the lifecycle (run_state.hpp). False,
     // and logged, when the table has no such transition; nothing changes.

@@ -58,6 +58,19 @@ expect "wrong type names the field" 400 '"field":"attempt"' -- POST /v1/heartbea
 expect "attempt 2 starts" 204 "" -- POST /v1/heartbeats admin-t "${HB/\"attempt\":1/\"attempt\":2}"
 expect "attempt 1 is now stale" 409 stale_attempt -- POST /v1/heartbeats admin-t "$HB"
 expect "unknown route" 404 no_route -- GET /v1/nope admin-t
+expect "a known resource, another method" 405 method_not_allowed -- DELETE /v1/runs/r1 admin-t
+curl -s -D "$T/h405" -o /dev/null -X PUT -H "Authorization: Bearer admin-t" "http://127.0.0.1:$P/v1/runs"
+grep -qi '^Allow: GET, HEAD, POST' "$T/h405" && ok "405 says what the resource takes: $(grep -i '^Allow' "$T/h405" | tr -d '\r')" \
+    || fail "405 without Allow: $(cat "$T/h405")"
+head_out=$(curl -s -I -m 3 "http://127.0.0.1:$P/v1/health" | tr -d '\r')
+get_len=$(curl -s "http://127.0.0.1:$P/v1/health" | wc -c)
+grep -q "^HTTP/1.1 200" <<<"$head_out" && grep -qi "^Content-Length: $get_len\$" <<<"$head_out" \
+    && [ "$(/usr/bin/python3 -c 'import socket,sys
+s=socket.create_connection(("127.0.0.1",int(sys.argv[1]))); s.sendall(b"HEAD /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+d=b""
+while (c:=s.recv(4096)): d+=c
+print(len(d.split(b"\r\n\r\n",1)[1]))' "$P")" = 0 ] \
+    && ok "HEAD: the GET's status and Content-Length ($get_len), no body" || fail "HEAD: $head_out"
 expect "descriptor of the wrong shape" 400 '"field":"accelerators"' -- POST /v1/nodes worker-t '{"schema":"shardnet.node/1","host":"h1","hash":"x","accelerators":[1]}'
 expect "node list after it" 200 '"nodes":\[\]' -- GET /v1/nodes admin-t
 head -c 100000 /dev/zero | tr '\0' 'x' > "$T/big"
