@@ -1,6 +1,7 @@
 #include "http_server.hpp"
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include "request_parser.hpp"
 
@@ -344,6 +345,7 @@ HttpServer::HttpServer(std::vector<std::unique_ptr<asio::io_context>> &ios, cons
 void HttpServer::start() { do_accept(); }
 
 void HttpServer::shutdown() {
+    accept_pause_.reset();
     acceptor_.reset();
     for (auto &ctx : ios_) ctx.reset();
 }
@@ -352,6 +354,7 @@ void HttpServer::stop() {
     asio::post(acceptor_->get_executor(), [this] {
         beast::error_code ec;
         acceptor_->close(ec);
+        if (accept_pause_) accept_pause_->cancel();
     });
 }
 
@@ -368,9 +371,17 @@ int HttpServer::busy_sessions() const {
 }
 
 void HttpServer::do_accept() {
+    if (!acceptor_ || !acceptor_->is_open()) return;   // stopped
     const std::size_t i = next_++ % ios_.size();
     acceptor_->async_accept(*ios_[i], [this, i](beast::error_code ec, Socket socket) {
         if (ec == asio::error::operation_aborted) return;
+        if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space || ec == asio::error::no_memory ||
+            ec.value() == ENFILE) {
+            fail(ec, "accept (waiting 100 ms)");
+            if (!accept_pause_) accept_pause_.emplace(acceptor_->get_executor());
+            accept_pause_->expires_after(std::chrono::milliseconds(100));
+            return accept_pause_->async_wait([this](beast::error_code e) { if (!e) do_accept(); });
+        }
         if (!ec) {
             if (open_sessions() >= limits.max_connections) {
                 beast::error_code ignored;

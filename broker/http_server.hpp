@@ -7,6 +7,7 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <memory>
 #include <optional>
@@ -53,6 +54,9 @@ private:
     std::size_t next_ = 0;
     std::vector<Counts> counts_;
     std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
+    // Out of file descriptors (or memory), accept fails at once and would
+    // fail again at once: the acceptor waits a little instead of spinning.
+    std::optional<boost::asio::steady_timer> accept_pause_;
     unsigned short port_ = 0;
 };
 

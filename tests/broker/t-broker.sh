@@ -491,5 +491,34 @@ kill -TERM $PID; wait $PID; rc=$?; PID=""
 [ $rc = 0 ] && ok "SIGTERM with a slow peer: exit 0" || fail "SIGTERM with a slow peer: exit $rc"
 kill $HP 2>/dev/null; wait $HP 2>/dev/null; HP=""
 
+# Out of file descriptors: the broker waits between accepts instead of
+# spinning a core, says so, and serves again once connections go.
+write_config ""
+rm -f "$T/port"
+(ulimit -n 48; exec "$BROKER" --config "$T/broker.json" --port-file "$T/port" 2>> "$T/log") &
+PID=$!
+for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
+P=$(cat "$T/port")
+/usr/bin/python3 - "$P" "$PID" <<'PY' && ok "out of descriptors: $(grep -c 'accept (waiting 100 ms)' "$T/log") accept waits logged, little CPU, serving again after" || fail "out of descriptors"
+import socket, sys, time, urllib.request
+port, pid = int(sys.argv[1]), sys.argv[2]
+def cpu():
+    f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / 100.0   # utime + stime, in s
+held = []
+for _ in range(80):
+    held.append(socket.create_connection(("127.0.0.1", port)))
+time.sleep(0.3)
+c0, t0 = cpu(), time.time()
+time.sleep(2)
+used = cpu() - c0
+assert used < 0.5, "the broker used %.2f s of CPU in 2 s with no descriptors left" % used
+for s in held: s.close()
+time.sleep(0.5)
+assert b'"ok"' in urllib.request.urlopen("http://127.0.0.1:%d/v1/health" % port, timeout=3).read()
+print("cpu in 2 s while out of descriptors: %.2f s" % used)
+PY
+kill -TERM $PID; wait $PID; PID=""
+
 echo "# broker: $fails failed"
 [ $fails = 0 ]
