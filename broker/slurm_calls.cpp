@@ -37,11 +37,15 @@ int SlurmCalls::fresh(const std::string &slurm_conf, const std::vector<std::stri
 }
 
 int SlurmCalls::change(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out) {
-    int rc = call(slurm_conf, argv, out, true);
+    const int rc = call(slurm_conf, argv, out, true);
+    drop_cache(slurm_conf);
+    return rc;
+}
+
+void SlurmCalls::drop_cache(const std::string &slurm_conf) {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = cache_.begin(); it != cache_.end();)
         it = it->first.first == slurm_conf ? cache_.erase(it) : std::next(it);
-    return rc;
 }
 
 int SlurmCalls::change_as(const std::string &slurm_conf, const std::vector<std::string> &argv, const RunAs &as, std::string &out) {
@@ -51,9 +55,7 @@ int SlurmCalls::change_as(const std::string &slurm_conf, const std::vector<std::
     }
     calls_.fetch_add(1, std::memory_order_relaxed);
     const int rc = run_slurm_as(slurm_conf, argv, as, out);
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = cache_.begin(); it != cache_.end();)
-        it = it->first.first == slurm_conf ? cache_.erase(it) : std::next(it);
+    drop_cache(slurm_conf);
     return rc;
 }
 

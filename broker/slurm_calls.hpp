@@ -42,6 +42,8 @@ public:
 
 private:
     int call(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out, bool with_stderr);
+    // A change was made: the cluster's cached answers are stale.
+    void drop_cache(const std::string &slurm_conf);
 
     struct Answer { double at; int rc; std::string out; };
     int cache_ms_, max_per_second_;
