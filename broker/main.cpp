@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "thread_guard.hpp"
-#include "http_server.hpp"
-#include "service.hpp"
+#include "broker/util/thread_guard.hpp"
+#include "broker/http/http_server.hpp"
+#include "broker/service.hpp"
 
 using namespace shardnet::broker;
 namespace asio = boost::asio;

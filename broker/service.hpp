@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 #include <shared_mutex>
 #include <string>
@@ -20,14 +21,15 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "auth.hpp"
-#include "config.hpp"
-#include "peer_answer.hpp"
-#include "slurm_calls.hpp"
-#include "placement.hpp"
-#include "run_state.hpp"
-#include "store.hpp"
-#include "workers.hpp"
+#include "broker/api/routes.hpp"
+#include "broker/trust/auth.hpp"
+#include "broker/config/config.hpp"
+#include "broker/federation/peer_answer.hpp"
+#include "broker/slurm/slurm_calls.hpp"
+#include "broker/inventory/placement.hpp"
+#include "broker/runs/run_state.hpp"
+#include "broker/store/store.hpp"
+#include "broker/detector/workers.hpp"
 
 namespace shardnet::broker {
 
@@ -117,9 +119,13 @@ private:
     void put_node(const ApiRequest &req, const Reply &reply, double now);
     void get_nodes(const std::string &host, const Reply &reply);
 
+    void list_clusters(const Reply &reply);
     bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const;
-    // The methods a known resource takes (for 405's Allow), or null.
-    static const char *allowed_methods(const std::vector<std::string> &path_parts);
+    // The route table (api/routes.cpp): each API resource and its handler.
+    struct Call;
+    struct Route;
+    static std::span<const Route> routes();
+    friend std::span<const RouteSpec> api_routes();
     // The one place a run's state changes in memory (under runs_mu_, held
     // exclusively): checked against the lifecycle (run_state.hpp). False,
     // and logged, when the table has no such transition; nothing changes.
@@ -143,7 +149,7 @@ private:
     void requeue(const Fault &fault, int tries = 0);
     void check_recovered(const std::string &run, long long attempt, double now);
 
-    // Federation (service_federation.cpp).
+    // Federation (federation/: inbox.cpp, forwarder.cpp) and recovery (recovery/attempts.cpp).
     // The first batch-step heartbeat of an attempt: keep its Slurm job spec
     // and batch script, so that a requeue needs nothing from that cluster.
     // It also starts watching the allocation's other nodes (WorkerTable::watch):

@@ -1,10 +1,10 @@
-#include "agent_protocol.hpp"
+#include "common/agent_protocol.hpp"
 
 #include <cctype>
 #include <cstring>
 
-#include "parse_util.hpp"
-#include "safe_path.hpp"
+#include "common/parse_util.hpp"
+#include "common/safe_path.hpp"
 
 namespace shardnet {
 

@@ -1,4 +1,4 @@
-#include "checkpoint_layout.hpp"
+#include "common/checkpoint_layout.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

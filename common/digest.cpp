@@ -1,4 +1,4 @@
-#include "digest.hpp"
+#include "common/digest.hpp"
 
 #include <nettle/sha2.h>
 

@@ -1,11 +1,11 @@
-#include "http_client.hpp"
+#include "common/http_client.hpp"
 
 #include <chrono>
 #include <string>
 #include <curl/curl.h>
 #include <poll.h>
 
-#include "dl_library.hpp"
+#include "common/dl_library.hpp"
 
 namespace shardnet {
 

@@ -1,7 +1,7 @@
-#include "job_options.hpp"
+#include "common/job_options.hpp"
 
-#include "parse_util.hpp"
-#include "safe_path.hpp"
+#include "common/parse_util.hpp"
+#include "common/safe_path.hpp"
 
 namespace shardnet {
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "plugstack_config.hpp"
+#include "common/plugstack_config.hpp"
 
 namespace shardnet {
 

@@ -1,4 +1,4 @@
-#include "parse_util.hpp"
+#include "common/parse_util.hpp"
 
 #include <charconv>
 #include <csignal>

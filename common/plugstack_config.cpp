@@ -1,10 +1,10 @@
-#include "plugstack_config.hpp"
+#include "common/plugstack_config.hpp"
 
 #include <functional>
 #include <map>
 
-#include "parse_util.hpp"
-#include "safe_path.hpp"
+#include "common/parse_util.hpp"
+#include "common/safe_path.hpp"
 
 namespace shardnet {
 

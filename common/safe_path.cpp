@@ -1,4 +1,4 @@
-#include "safe_path.hpp"
+#include "common/safe_path.hpp"
 
 #include <cerrno>
 #include <climits>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "parse_util.hpp"
+#include "common/parse_util.hpp"
 
 namespace shardnet {
 

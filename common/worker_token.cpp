@@ -1,4 +1,4 @@
-#include "worker_token.hpp"
+#include "common/worker_token.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -7,9 +7,9 @@
 #include <nettle/hmac.h>
 #include <nettle/memops.h>
 
-#include "digest.hpp"
-#include "parse_util.hpp"
-#include "safe_path.hpp"
+#include "common/digest.hpp"
+#include "common/parse_util.hpp"
+#include "common/safe_path.hpp"
 
 namespace shardnet {
 

@@ -1,4 +1,4 @@
-#include "accel_class.hpp"
+#include "hwloc-probe/accel_class.hpp"
 
 #include <algorithm>
 #include <cctype>

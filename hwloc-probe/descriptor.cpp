@@ -1,5 +1,5 @@
-#include "descriptor.hpp"
-#include "digest.hpp"
+#include "hwloc-probe/descriptor.hpp"
+#include "common/digest.hpp"
 
 #include <algorithm>
 #include <cstdio>

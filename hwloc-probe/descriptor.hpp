@@ -4,7 +4,7 @@
 #include <boost/json.hpp>
 #include <string>
 
-#include "node_info.hpp"
+#include "hwloc-probe/node_info.hpp"
 
 namespace shardnet::probe {
 

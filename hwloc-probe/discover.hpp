@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "node_info.hpp"
+#include "hwloc-probe/node_info.hpp"
 
 namespace shardnet::probe {
 

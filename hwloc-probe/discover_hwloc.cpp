@@ -8,8 +8,8 @@
 #include <memory>
 #include <sys/stat.h>
 
-#include "accel_class.hpp"
-#include "discover.hpp"
+#include "hwloc-probe/accel_class.hpp"
+#include "hwloc-probe/discover.hpp"
 
 namespace shardnet::probe {
 

@@ -10,8 +10,8 @@
 #include <uct/api/uct.h>
 #include <ucp/api/ucp.h>
 
-#include "discover.hpp"
-#include "dl_library.hpp"
+#include "hwloc-probe/discover.hpp"
+#include "common/dl_library.hpp"
 
 namespace shardnet::probe {
 

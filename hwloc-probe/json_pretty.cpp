@@ -1,4 +1,4 @@
-#include "json_pretty.hpp"
+#include "hwloc-probe/json_pretty.hpp"
 
 namespace shardnet::probe {
 

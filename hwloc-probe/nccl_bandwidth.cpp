@@ -1,10 +1,10 @@
-#include "nccl_bandwidth.hpp"
+#include "hwloc-probe/nccl_bandwidth.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <vector>
 
-#include "dl_library.hpp"
+#include "common/dl_library.hpp"
 
 namespace shardnet::probe {
 

@@ -13,12 +13,12 @@
 #include <thread>
 #include <unistd.h>
 
-#include "accel_class.hpp"
-#include "descriptor.hpp"
-#include "discover.hpp"
-#include "http_client.hpp"
-#include "json_pretty.hpp"
-#include "nccl_bandwidth.hpp"
+#include "hwloc-probe/accel_class.hpp"
+#include "hwloc-probe/descriptor.hpp"
+#include "hwloc-probe/discover.hpp"
+#include "common/http_client.hpp"
+#include "hwloc-probe/json_pretty.hpp"
+#include "hwloc-probe/nccl_bandwidth.hpp"
 
 using namespace shardnet::probe;
 

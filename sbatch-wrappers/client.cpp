@@ -1,10 +1,10 @@
-#include "client.hpp"
+#include "sbatch-wrappers/client.hpp"
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
-#include "http_client.hpp"
+#include "common/http_client.hpp"
 
 namespace shardnet::cli {
 

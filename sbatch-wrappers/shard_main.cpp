@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include <vector>
 
-#include "client.hpp"
-#include "spec.hpp"
-#include "submit.hpp"
+#include "sbatch-wrappers/client.hpp"
+#include "sbatch-wrappers/spec.hpp"
+#include "sbatch-wrappers/submit.hpp"
 
 using namespace shardnet::cli;
 namespace json = boost::json;

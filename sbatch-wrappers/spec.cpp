@@ -1,4 +1,4 @@
-#include "spec.hpp"
+#include "sbatch-wrappers/spec.hpp"
 
 #include <algorithm>
 #include <cctype>

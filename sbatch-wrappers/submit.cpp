@@ -1,4 +1,4 @@
-#include "submit.hpp"
+#include "sbatch-wrappers/submit.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "spec.hpp"
+#include "sbatch-wrappers/spec.hpp"
 
 namespace shardnet::cli {
 

@@ -1,4 +1,4 @@
-#include "agent_link.hpp"
+#include "spank/agent_link.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -18,7 +18,7 @@ extern "C" {
 #include <slurm/spank.h>
 }
 
-#include "state.hpp"
+#include "spank/state.hpp"
 
 namespace shardnet {
 

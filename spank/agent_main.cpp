@@ -18,12 +18,12 @@
 #include <string>
 #include <unistd.h>
 
-#include "agent_protocol.hpp"
-#include "checkpoint_layout.hpp"
-#include "heartbeat.hpp"
-#include "http_client.hpp"
-#include "safe_path.hpp"
-#include "slurm_query.hpp"
+#include "common/agent_protocol.hpp"
+#include "common/checkpoint_layout.hpp"
+#include "spank/heartbeat.hpp"
+#include "common/http_client.hpp"
+#include "common/safe_path.hpp"
+#include "spank/slurm_query.hpp"
 
 using namespace shardnet;
 

@@ -3,7 +3,7 @@
 #include <functional>
 #include <string>
 
-#include "job_options.hpp"
+#include "common/job_options.hpp"
 extern "C" {
 #include <slurm/spank.h>
 }

@@ -1,4 +1,4 @@
-#include "heartbeat.hpp"
+#include "spank/heartbeat.hpp"
 
 #include <boost/json.hpp>
 #include <cstdio>
@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "parse_util.hpp"
+#include "common/parse_util.hpp"
 
 namespace shardnet {
 

@@ -6,7 +6,7 @@
 #include <sys/types.h>
 #include <vector>
 
-#include "agent_protocol.hpp"
+#include "common/agent_protocol.hpp"
 
 namespace shardnet {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <unistd.h>
 
-#include "contexts.hpp"
-#include "guard.hpp"
-#include "safe_path.hpp"
-#include "state.hpp"
+#include "spank/contexts.hpp"
+#include "spank/guard.hpp"
+#include "common/safe_path.hpp"
+#include "spank/state.hpp"
 
 #ifndef SHARDNET_AGENT_PATH
 #define SHARDNET_AGENT_PATH "/usr/libexec/shardnet/shardnet-agent"

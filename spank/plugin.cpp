@@ -8,9 +8,9 @@ extern "C" {
 #include <slurm/spank.h>
 }
 
-#include "contexts.hpp"
-#include "guard.hpp"
-#include "state.hpp"
+#include "spank/contexts.hpp"
+#include "spank/guard.hpp"
+#include "spank/state.hpp"
 
 // SPANK_PLUGIN() spelled out: in C++ a namespace-scope const has internal
 // linkage, and Slurm must find these by name.

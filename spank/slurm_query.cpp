@@ -1,4 +1,4 @@
-#include "slurm_query.hpp"
+#include "spank/slurm_query.hpp"
 
 #include <cstdlib>
 

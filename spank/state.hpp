@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <sys/types.h>
 
-#include "job_options.hpp"
-#include "plugstack_config.hpp"
-#include "safe_path.hpp"
+#include "common/job_options.hpp"
+#include "common/plugstack_config.hpp"
+#include "common/safe_path.hpp"
 
 namespace shardnet {
 

@@ -26,14 +26,14 @@ extern "C" {
 extern slurm_conf_t slurm_conf __attribute__((weak));
 }
 
-#include "agent_link.hpp"
-#include "agent_protocol.hpp"
-#include "checkpoint_layout.hpp"
-#include "contexts.hpp"
-#include "parse_util.hpp"
-#include "safe_path.hpp"
-#include "state.hpp"
-#include "worker_token.hpp"
+#include "spank/agent_link.hpp"
+#include "common/agent_protocol.hpp"
+#include "common/checkpoint_layout.hpp"
+#include "spank/contexts.hpp"
+#include "common/parse_util.hpp"
+#include "common/safe_path.hpp"
+#include "spank/state.hpp"
+#include "common/worker_token.hpp"
 
 namespace shardnet {
 

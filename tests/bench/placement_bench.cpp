@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <random>
 
-#include "placement.hpp"
+#include "broker/inventory/placement.hpp"
 
 using namespace shardnet::broker;
 

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include "accel_class.hpp"
-#include "descriptor.hpp"
+#include "hwloc-probe/accel_class.hpp"
+#include "hwloc-probe/descriptor.hpp"
 
 using namespace shardnet::probe;
 

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 #include <sstream>
 
-#include "agent_protocol.hpp"
+#include "common/agent_protocol.hpp"
 
 using namespace shardnet;
 

@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
-#include "auth.hpp"
-#include "worker_token.hpp"
-#include "config.hpp"
+#include "broker/trust/auth.hpp"
+#include "common/worker_token.hpp"
+#include "broker/config/config.hpp"
 
 using namespace shardnet::broker;
 

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "workers.hpp"
+#include "broker/detector/workers.hpp"
 
 using namespace shardnet::broker;
 
@@ -54,7 +54,7 @@ TEST_CASE("a heartbeat never refiles; a due slot refiles live workers once") {
     CHECK(t.size() == 10000);
 }
 
-#include "slurm_view.hpp"
+#include "broker/slurm/slurm_view.hpp"
 
 TEST_CASE("reading Slurm's own answers") {
     const std::string job = "JobId=12 JobName=wrap UserId=u(1) JobState=RUNNING Reason=None NodeList=beta[1-2]";

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "heartbeat_body.hpp"
+#include "broker/api/heartbeat_body.hpp"
 
 using namespace shardnet::broker;
 

@@ -2,8 +2,8 @@
 
 #include <boost/json.hpp>
 
-#include "thread_guard.hpp"
-#include "peer_answer.hpp"
+#include "broker/util/thread_guard.hpp"
+#include "broker/federation/peer_answer.hpp"
 
 using namespace shardnet;
 using namespace shardnet::broker;

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "placement.hpp"
+#include "broker/inventory/placement.hpp"
 
 using namespace shardnet::broker;
 namespace json = boost::json;

@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include "run_state.hpp"
+#include "broker/runs/run_state.hpp"
 
 using namespace shardnet::broker;
 using S = RunState;

@@ -6,9 +6,9 @@
 #include <future>
 #include <unistd.h>
 
-#include "auth.hpp"
-#include "service.hpp"
-#include "worker_token.hpp"
+#include "broker/trust/auth.hpp"
+#include "broker/service.hpp"
+#include "common/worker_token.hpp"
 
 using namespace shardnet::broker;
 namespace json = boost::json;

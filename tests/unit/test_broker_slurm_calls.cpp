@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
-#include "slurm_calls.hpp"
+#include "broker/slurm/slurm_calls.hpp"
 
 using namespace shardnet::broker;
 

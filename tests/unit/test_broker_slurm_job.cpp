@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 #include <string>
 
-#include "slurm_job.hpp"
+#include "broker/slurm/slurm_job.hpp"
 
 using namespace shardnet::broker;
 

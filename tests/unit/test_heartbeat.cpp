@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
-#include "heartbeat.hpp"
+#include "spank/heartbeat.hpp"
 
 using namespace shardnet;
 

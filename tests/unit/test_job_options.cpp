@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "job_options.hpp"
+#include "common/job_options.hpp"
 
 using namespace shardnet;
 

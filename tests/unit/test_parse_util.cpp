@@ -1,7 +1,7 @@
 #include <csignal>
 #include <doctest/doctest.h>
 
-#include "parse_util.hpp"
+#include "common/parse_util.hpp"
 
 using namespace shardnet;
 

@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 #include <vector>
 
-#include "plugstack_config.hpp"
+#include "common/plugstack_config.hpp"
 
 using namespace shardnet;
 

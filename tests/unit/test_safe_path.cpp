@@ -5,8 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "checkpoint_layout.hpp"
-#include "safe_path.hpp"
+#include "common/checkpoint_layout.hpp"
+#include "common/safe_path.hpp"
 
 using namespace shardnet;
 

@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 #include <string>
 
-#include "spec.hpp"
-#include "submit.hpp"
+#include "sbatch-wrappers/spec.hpp"
+#include "sbatch-wrappers/submit.hpp"
 
 using namespace shardnet::cli;
 

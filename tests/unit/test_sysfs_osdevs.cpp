@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "discover.hpp"
+#include "hwloc-probe/discover.hpp"
 
 using namespace shardnet::probe;
 

@@ -4,7 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "worker_token.hpp"
+#include "common/worker_token.hpp"
 
 using namespace shardnet;
 

@@ -1,0 +1,198 @@
+// API v1: the route table and the dispatch of a request to its handler.
+#include "broker/api/routes.hpp"
+
+#include "broker/service.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <map>
+#include <openssl/rand.h>
+
+#include "broker/api/heartbeat_body.hpp"
+#include "common/parse_util.hpp"
+#include "broker/api/api_util.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+using namespace std::literals;
+
+namespace {
+
+// The next non-empty segment of s from i on; i moves past it.
+std::string_view next_segment(std::string_view s, std::size_t &i) {
+    while (i < s.size() && s[i] == '/') ++i;
+    const std::size_t start = i;
+    while (i < s.size() && s[i] != '/') ++i;
+    return s.substr(start, i - start);
+}
+
+}  // namespace
+
+// A handler sees the request, its caller, and the pattern's parameters.
+struct Service::Call {
+    const ApiRequest &req;
+    const TokenEntry &who;
+    const Reply &reply;
+    double now;
+    RouteParams params;
+    std::string query;
+    std::string p(int i) const { return std::string(params.p[i]); }
+};
+
+bool path_matches(std::string_view pattern, std::string_view path, RouteParams &params) {
+    params.n = 0;
+    std::size_t i = 0, j = 0;
+    for (;;) {
+        const std::string_view want = next_segment(pattern, i), got = next_segment(path, j);
+        if (want.empty() || got.empty()) return want.empty() && got.empty();
+        if (want.front() == '{') {
+            if (params.n == RouteParams::kMax) return false;
+            params.p[params.n++] = got;
+        } else if (want != got) {
+            return false;
+        }
+    }
+}
+
+// One row per resource and method. scopes: who may call it (RouteScope).
+// The handlers are Service's (they reach its modules); a handler checks
+// what is finer than a scope (a run's owner, a bound token) itself.
+struct Service::Route {
+    RouteSpec spec;
+    void (*run)(Service &, const Call &);
+};
+
+std::span<const Service::Route> Service::routes() {
+    static const Route table[] = {
+        // The hot path first: one comparison of two segments.
+        {{"POST", "/v1/heartbeats", r_worker | r_admin, "heartbeats need a worker or admin token"},
+         [](Service &s, const Call &c) { s.heartbeats(c.req, c.who, c.reply, c.now); }},
+        {{"GET", "/v1/health", r_public, ""}, [](Service &, const Call &c) { c.reply(ok_json(200, json::object{{"ok", true}})); }},
+        {{"GET", "/metrics", r_public, ""},
+         [](Service &s, const Call &c) { c.reply(ApiResponse{200, s.metrics(), "text/plain; version=0.0.4"}); }},
+        // The inventory placement trusts: the site's probe token, not a job's
+        // (a user's agent could otherwise describe any node as it likes).
+        {{"POST", "/v1/nodes", r_worker | r_admin, "node descriptors need the site's worker token (shardnet-probe) or an admin token"},
+         [](Service &s, const Call &c) {
+             if (c.who.bound)
+                 return c.reply(error_response(403, "forbidden", "node descriptors need the site's worker token (shardnet-probe) or an admin token"));
+             s.put_node(c.req, c.reply, c.now);
+         }},
+        {{"GET", "/v1/nodes", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.get_nodes("", c.reply); }},
+        {{"GET", "/v1/nodes/{host}", r_worker | r_user | r_peer | r_admin, ""},
+         [](Service &s, const Call &c) { s.get_nodes(c.p(0), c.reply); }},
+        {{"GET", "/v1/clusters", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.list_clusters(c.reply); }},
+        // A peer asks for this broker's own clusters only (no fan-out).
+        {{"GET", "/v1/capacity", r_user | r_peer | r_admin, "capacity needs a user, peer or admin token"},
+         [](Service &s, const Call &c) { s.capacity(c.query, c.who.scope != Scope::peer, c.reply); }},
+        {{"POST", "/v1/decisions", r_peer | r_admin, "decisions come from peer brokers (peer or admin token)"},
+         [](Service &s, const Call &c) { s.receive_decision(c.req, c.who, c.reply); }},
+        {{"POST", "/v1/runs", r_user | r_admin, "creating runs needs a user or admin token"},
+         [](Service &s, const Call &c) { s.create_run(c.req, c.who, c.reply, c.now); }},
+        {{"GET", "/v1/runs", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.list_runs(c.who, c.reply); }},
+        {{"GET", "/v1/runs/{id}", r_worker | r_user | r_peer | r_admin, ""},
+         [](Service &s, const Call &c) { s.get_run(c.p(0), c.who, c.reply); }},
+        {{"POST", "/v1/runs/{id}/cancel", r_worker | r_user | r_peer | r_admin, ""},
+         [](Service &s, const Call &c) { s.cancel_run(c.p(0), c.who, c.reply, c.now); }},
+        {{"GET", "/v1/runs/{id}/events", r_worker | r_user | r_peer | r_admin, ""},
+         [](Service &s, const Call &c) { s.list_events(c.p(0), c.query, c.who, c.reply); }},
+        {{"GET", "/v1/runs/{id}/checkpoints", r_worker | r_user | r_peer | r_admin, ""},
+         [](Service &s, const Call &c) { s.list_checkpoints(c.p(0), c.who, c.reply); }},
+        {{"POST", "/v1/runs/{id}/checkpoints/{name}/commit", r_worker | r_admin, "commits need a worker or admin token"},
+         [](Service &s, const Call &c) { s.commit(c.p(0), c.p(1), c.req, c.who, c.reply, c.now); }},
+    };
+    return table;
+}
+
+std::span<const RouteSpec> api_routes() {
+    static const std::vector<RouteSpec> specs = [] {
+        std::vector<RouteSpec> v;
+        for (const auto &r : Service::routes()) v.push_back(r.spec);
+        return v;
+    }();
+    return specs;
+}
+
+const char *route_methods(std::string_view path) {
+    bool get = false, post = false;
+    RouteParams ignored;
+    for (const auto &r : api_routes())
+        if (path_matches(r.pattern, path, ignored)) (r.method == "GET"sv ? get : post) = true;
+    return get && post ? "GET, HEAD, POST" : get ? "GET, HEAD" : post ? "POST" : nullptr;
+}
+
+namespace {
+
+unsigned scope_bit(Scope s) {
+    switch (s) {
+    case Scope::worker: return r_worker;
+    case Scope::user: return r_user;
+    case Scope::peer: return r_peer;
+    case Scope::admin: return r_admin;
+    }
+    return 0;
+}
+
+}  // namespace
+
+void Service::list_clusters(const Reply &reply) {
+    json::array cs;
+    for (const auto &[name, conf] : cfg_.clusters) cs.push_back(json::object{{"name", name}, {"local", true}});
+    reply(ok_json(200, json::object{{"broker_cluster", cfg_.cluster}, {"clusters", std::move(cs)}}));
+}
+
+void Service::handle(const ApiRequest &req, const Reply &reply) {
+    count(c_requests);
+    const double now = wall_now();
+    // Compared as views with their lengths known: the hot path copies and
+    // measures nothing.
+    const std::string_view target = req.target, method = req.method;
+    const std::size_t q = target.find('?');
+    const std::string_view path = target.substr(0, q);
+    // HEAD is GET without the body (the HTTP layer drops it).
+    const std::string_view as = method == "HEAD"sv ? "GET"sv : method;
+    const Route *route = nullptr;
+    RouteParams params;
+    for (const auto &r : routes())
+        if (as == r.spec.method && path_matches(r.spec.pattern, path, params)) { route = &r; break; }
+
+    const TokenEntry *who = nullptr;
+    static const TokenEntry nobody{};
+    if (route && route->spec.scopes == r_public) {
+        who = &nobody;
+    } else {
+        switch (auth_.load(std::memory_order_acquire)->check(req.bearer, who, now, req.conn_cache)) {
+        case Auth::Verdict::ok: break;
+        case Auth::Verdict::missing:
+            count(c_auth_failures);
+            return reply(error_response(401, "no_token", "an Authorization: Bearer token is required"));
+        case Auth::Verdict::rate_limited:
+            count(c_rate_limited);
+            return reply(error_response(429, "rate_limited", "too many requests for this token"));
+        default:
+            count(c_auth_failures);
+            return reply(error_response(401, "bad_token", "the bearer token is not known to this broker"));
+        }
+    }
+    if (route) {
+        if (route->spec.scopes != r_public && !(route->spec.scopes & scope_bit(who->scope)))
+            return reply(error_response(403, "forbidden", route->spec.forbidden));
+        const Call call{req, *who, reply, now, params, q == std::string_view::npos ? std::string() : std::string(target.substr(q + 1))};
+        return route->run(*this, call);
+    }
+    count(c_errors);
+    const std::string p(path);
+    if (const char *allow = route_methods(path)) {
+        ApiResponse r = error_response(405, "method_not_allowed", req.method + " " + p + ": this resource takes " + allow);
+        r.allow = allow;
+        return reply(std::move(r));
+    }
+    return reply(error_response(404, "no_route", req.method + " " + p + " is not part of API v1"));
+}
+
+}  // namespace shardnet::broker

@@ -1,0 +1,216 @@
+// API: the runs resource (create, list, read, cancel, events).
+#include "broker/service.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <map>
+#include <openssl/rand.h>
+
+#include "broker/api/heartbeat_body.hpp"
+#include "common/parse_util.hpp"
+#include "broker/api/api_util.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+
+std::optional<ApiResponse> Service::follow_events(const ApiRequest &req, std::shared_ptr<EventSink> sink) {
+    count(c_requests);
+    const TokenEntry *who = nullptr;
+    switch (auth_.load(std::memory_order_acquire)->check(req.bearer, who, wall_now(), req.conn_cache)) {
+    case Auth::Verdict::ok: break;
+    case Auth::Verdict::rate_limited: return error_response(429, "rate_limited", "too many requests for this token");
+    default: return error_response(401, "bad_token", "a known bearer token is required");
+    }
+    std::string path = req.target, query;
+    if (auto q = path.find('?'); q != std::string::npos) { query = path.substr(q + 1); path.resize(q); }
+    auto parts = split_path(path);
+    if (parts.size() != 4 || parts[0] != "v1" || parts[1] != "runs" || parts[3] != "events")
+        return error_response(404, "no_route", "GET " + path + " cannot be followed");
+    const std::string id = parts[2];
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end() || !may_see(*who, id, &it->second)) return error_response(404, "no_run", "no run " + id);
+    }
+    const long long after = query_int(query, "after", 0);
+    sink->who = *who;
+    // Backlog and registration in one store-thread job: events are only
+    // written there, so the stream has no gap and no repeat.
+    on_store([this, id, after, sink] {
+        for (const auto &e : store_->list_events(id, after, 1000000)) sink->push(sse_message(e));
+        std::lock_guard<std::mutex> lock(sinks_mu_);
+        sinks_.emplace(id, sink);
+    });
+    return std::nullopt;
+}
+
+bool Service::may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const {
+    switch (who.scope) {
+    case Scope::admin: return true;
+    case Scope::user: return info && !who.user.empty() && info->owner == who.user;
+    // A job's token sees its own run, and only while the run is its user's:
+    // naming someone else's run in --shardnet shows nothing of it.
+    case Scope::worker:
+        return !who.run.empty() && who.run == run && (!who.bound || !info || info->owner_uid < 0 || (unsigned long long)info->owner_uid == who.uid);
+    case Scope::peer: return false;
+    }
+    return false;
+}
+
+void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
+    json::error_code ec;
+    json::value v = json::parse(req.body, ec);
+    if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
+    Fields f{v.as_object(), {}, {}};
+    std::string id;
+    long long world = 0;
+    if (!f.str("id", id, false) || !f.integer("world_size", 0, 1 << 24, world, false)) return reply(bad_field(f));
+    if (id.empty()) id = random_id();
+    if (!is_safe_name(id)) return reply(error_response(400, "bad_field", "id: 1-64 of [A-Za-z0-9._-]", "id"));
+    auto *manifest = v.as_object().if_contains("manifest");
+    if (manifest && !manifest->is_object()) return reply(error_response(400, "bad_field", "manifest: expected an object", "manifest"));
+    if (manifest)
+        if (auto *reqs = manifest->as_object().if_contains("requires")) {
+            Requirements r;
+            if (!reqs->is_object()) return reply(error_response(400, "bad_field", "manifest.requires: expected an object", "manifest.requires"));
+            if (auto err = requirements_from_json(reqs->as_object(), r); !err.empty())
+                return reply(error_response(400, "bad_field", "manifest." + err, "manifest." + err.substr(0, err.find(':'))));
+        }
+    std::string manifest_text = manifest ? json::serialize(*manifest) : "{}";
+    // A run belongs to a Unix account: a user token's own; an admin names
+    // one ("owner") or leaves the run to the first job that reports for it.
+    std::string owner = who.user;
+    if (who.scope == Scope::admin && !f.str("owner", owner, false)) return reply(bad_field(f));
+    long long owner_uid = -1;
+    if (!owner.empty() && (owner_uid = user_uid(owner)) < 0)
+        return reply(error_response(400, "bad_field", "owner: no account '" + owner + "' on this broker's host", "owner"));
+    if (std::string why = reserved_run_id(id); !why.empty()) return reply(error_response(400, "bad_field", why, "id"));
+    {
+        std::unique_lock lock(runs_mu_);
+        if (runs_.count(id)) return reply(error_response(409, "exists", "run " + id + " exists", "id"));
+        runs_[id] = RunInfo{owner, RunState::pending, 1, world};
+        runs_[id].manifest = manifest_text;
+        runs_[id].owner_uid = owner_uid;
+        runs_generation_.fetch_add(1, std::memory_order_release);
+    }
+    on_store(reply, [this, id, owner, owner_uid, manifest_text, world, now](const Reply &reply) {
+        try {
+            transact([&] {
+                store_->insert_run(RunRow{id, owner, "PENDING", manifest_text, 1, world, now, now, owner_uid});
+                event(id, "PENDING", "run created" + (owner.empty() ? std::string(" for the first job to report") : " by " + owner),
+                      manifest_text, now);
+            });
+            reply(ok_json(201, run_json(id, owner, "PENDING", 1, world)));
+        } catch (const std::exception &e) {
+            undo_run(id, std::nullopt);   // the id is free again: nothing of it was kept
+            reply(error_response(500, "store", e.what()));
+        }
+    });
+}
+
+void Service::list_runs(const TokenEntry &who, const Reply &reply) {
+    json::array out;
+    std::shared_lock lock(runs_mu_);
+    for (const auto &[id, info] : runs_)
+        if (may_see(who, id, &info)) out.push_back(run_json(id, info.owner, state_name(info.state), info.attempt, info.world_size));
+    lock.unlock();
+    reply(ok_json(200, json::object{{"runs", std::move(out)}}));
+}
+
+void Service::get_run(const std::string &id, const TokenEntry &who, const Reply &reply) {
+    RunInfo info;
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
+        info = it->second;
+    }
+    json::object r = run_json(id, info.owner, state_name(info.state), info.attempt, info.world_size);
+    json::array workers;
+    // Worker groups: one per attempt and role ("batch": the batch script's
+    // node; "step": the nodes of srun steps, which carry the ranks).
+    std::map<std::pair<long long, std::string>, json::object> groups;
+    const double now = wall_now();
+    for (const auto &[node, w] : workers_.of_run(id)) {
+        const std::string role = node.size() > 6 && node.compare(node.size() - 6, 6, "/batch") == 0 ? "batch" : "step";
+        const char *health = w.faulted ? "faulted" : w.ended ? "ended" : w.suspected ? "suspect"
+                           : now - w.last_seen > 2.0 * w.interval ? "late" : "healthy";
+        json::object o{{"node", node}, {"role", role}, {"attempt", w.attempt}, {"ranks", w.ranks},
+                       {"health", health}, {"last_seen", w.last_seen}, {"interval", w.interval},
+                       {"ended", w.ended}, {"faulted", w.faulted}};
+        if (w.step >= 0) o["step"] = w.step; else o["step"] = nullptr;
+        workers.push_back(std::move(o));
+        auto &g = groups[{w.attempt, role}];
+        if (g.empty()) g = json::object{{"attempt", w.attempt}, {"role", role}, {"workers", 0}, {"ranks", 0}, {"healthy", 0}};
+        g["workers"] = g["workers"].as_int64() + 1;
+        g["ranks"] = g["ranks"].as_int64() + w.ranks;
+        if (std::string_view(health) == "healthy") g["healthy"] = g["healthy"].as_int64() + 1;
+    }
+    json::array gs;
+    for (auto &[k, g] : groups) gs.push_back(std::move(g));
+    r["workers"] = std::move(workers);
+    r["groups"] = std::move(gs);
+    reply(ok_json(200, r));
+}
+
+void Service::cancel_run(const std::string &id, const TokenEntry &who, const Reply &reply, double now) {
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end() || !may_see(who, id, &it->second) || who.scope == Scope::worker)
+            return reply(error_response(404, "no_run", "no run " + id));
+        if (!transition_allowed(it->second.state, RunState::cancelled))
+            return reply(error_response(409, "final", "run " + id + " is " + state_name(it->second.state) + " already"));
+    }
+    // The database first; memory only once it holds the change.
+    on_store(reply, [this, id, now, by = who.name](const Reply &reply) {
+        long long attempt = 0;
+        {
+            std::shared_lock lock(runs_mu_);
+            auto it = runs_.find(id);
+            if (it == runs_.end()) return reply(error_response(404, "no_run", "no run " + id));
+            if (!transition_allowed(it->second.state, RunState::cancelled))
+                return reply(error_response(409, "final", "run " + id + " is " + state_name(it->second.state) + " already"));
+            attempt = it->second.attempt;
+        }
+        try {
+            transact([&] {
+                store_->update_run(id, "CANCELLED", attempt, now);
+                event(id, "CANCELLED", "cancelled by " + by, "{}", now);
+            });
+        } catch (const std::exception &e) {
+            return reply(error_response(500, "store", e.what()));   // nothing changed, here or there
+        }
+        {
+            std::unique_lock lock(runs_mu_);
+            if (auto it = runs_.find(id); it != runs_.end()) set_state(id, it->second, RunState::cancelled);
+        }
+        reply(ok_json(200, json::object{{"id", id}, {"state", "CANCELLED"}}));
+    });
+}
+
+void Service::list_events(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply) {
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
+    }
+    long long after = query_int(query, "after", 0), limit = std::min<long long>(query_int(query, "limit", 1000), 10000);
+    on_store(reply, [this, id, after, limit](const Reply &reply) {
+        json::array out;
+        for (const auto &e : store_->list_events(id, after, int(limit))) {
+            json::error_code ec;
+            json::value ev = json::parse(e.evidence, ec);
+            out.push_back(json::object{{"id", e.id}, {"time", e.time}, {"kind", e.kind}, {"cause", e.cause},
+                                       {"evidence", ec ? json::value(e.evidence) : ev}});
+        }
+        reply(ok_json(200, json::object{{"events", std::move(out)}}));
+    });
+}
+
+}  // namespace shardnet::broker

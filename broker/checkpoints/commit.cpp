@@ -1,0 +1,112 @@
+// Checkpoints: a rank's commit (POST .../commit) and the seal, once every
+// rank of the attempt's world has committed; the list of a run's checkpoints.
+#include <boost/json.hpp>
+
+#include "common/parse_util.hpp"
+#include "broker/service.hpp"
+#include "broker/api/api_util.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+
+void Service::commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
+                     const Reply &reply, double now) {
+    if (!is_safe_name(name, 128)) return reply(error_response(400, "bad_field", "checkpoint name: 1-128 of [A-Za-z0-9._-]", "name"));
+    if (!who.run.empty() && who.run != id) return reply(error_response(403, "forbidden", "this token may not commit for run " + id));
+    json::error_code ec;
+    json::value v = json::parse(req.body, ec);
+    if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
+    Fields f{v.as_object(), {}, {}};
+    long long attempt = 0, rank = 0, world = 0;
+    if (!f.integer("attempt", 1, 1000000, attempt) || !f.integer("rank", 0, 1 << 24, rank) ||
+        !f.integer("world_size", 1, 1 << 24, world))
+        return reply(bad_field(f));
+    if (rank >= world) return reply(error_response(400, "bad_field", "rank: must be below world_size", "rank"));
+    if (who.attempt && who.attempt != (unsigned long long)attempt)
+        return reply(error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt"));
+    auto *files = v.as_object().if_contains("files");
+    if (!files || !files->is_array() || files->as_array().empty())
+        return reply(error_response(400, "bad_field", "files: expected a non-empty array of {path, sha256, bytes}", "files"));
+    for (const auto &fv : files->as_array()) {
+        if (!fv.is_object()) return reply(error_response(400, "bad_field", "files: expected objects", "files"));
+        Fields ff{fv.as_object(), {}, {}};
+        std::string p, h;
+        long long bytes = 0;
+        if (!ff.str("path", p) || !ff.str("sha256", h) || !ff.integer("bytes", 0, 1LL << 50, bytes))
+            return reply(error_response(400, "bad_field", "files[]." + ff.err, "files"));
+    }
+    if (!who.bound && who.scope != Scope::admin)
+        return reply(error_response(403, "forbidden", "commits need a per-job worker token (derived from a worker key) or an admin token"));
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end()) return reply(error_response(404, "no_run", "no run " + id));
+        if (who.bound) {
+            std::string why = refuse_worker(&it->second, id, who, attempt);
+            // A commit never claims a run: only a job the broker already
+            // recorded for the attempt (its heartbeat came first) may commit.
+            if (why.empty() && (it->second.owner_uid < 0 || !it->second.jobs.count(attempt)))
+                why = "run " + id + " has no job of this token's recorded for attempt " + std::to_string(attempt) + "; a heartbeat comes first";
+            if (!why.empty()) {
+                count(c_refused);
+                return reply(error_response(403, "not_this_job", why, "attempt"));
+            }
+        }
+        if (it->second.attempt != attempt)
+            return reply(error_response(409, "stale_attempt", "run " + id + " is at attempt " + std::to_string(it->second.attempt) +
+                                        "; a commit of attempt " + std::to_string(attempt) + " is refused", "attempt"));
+        // The seal waits for every rank of the attempt as the broker knows
+        // it (the largest step its tokens named), never for what a commit
+        // says: one rank claiming world_size=1 seals nothing.
+        if (who.bound) {
+            auto rec = it->second.jobs.find(attempt);
+            world = std::max<long long>(rec != it->second.jobs.end() ? rec->second.world : 0, (long long)who.world);
+            if (rank >= world)
+                return reply(error_response(400, "bad_field", "rank: this attempt has " + std::to_string(world) + " ranks", "rank"));
+        }
+    }
+    std::string files_text = json::serialize(*files);
+    on_store(reply, [this, id, name, attempt, rank, world, files_text, now](const Reply &reply) {
+        try {
+            bool sealed = false;
+            long long count = 0;
+            transact([&] {
+                if (store_->checkpoint_sealed(id, name)) { sealed = true; count = world; return; }
+                count = store_->insert_commit(id, attempt, name, rank, files_text, now);
+                if (count >= world) {
+                    const std::string parent = store_->last_checkpoint(id);
+                    store_->seal_checkpoint(CheckpointRow{id, name, attempt, world, parent, now});
+                    event(id, "SEALED", name + " committed by all " + std::to_string(world) + " ranks",
+                          json::serialize(json::object{{"checkpoint", name}, {"attempt", attempt}, {"ranks", world},
+                                                       {"parent", parent.empty() ? json::value(nullptr) : json::value(parent)}}),
+                          now);
+                    sealed = true;
+                    this->count(c_seals);
+                }
+            });
+            reply(ok_json(200, json::object{{"checkpoint", name}, {"committed", count}, {"of", world}, {"sealed", sealed}}));
+        } catch (const std::exception &e) {
+            reply(error_response(500, "store", e.what()));
+        }
+    });
+}
+
+void Service::list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply) {
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
+    }
+    on_store(reply, [this, id](const Reply &reply) {
+        json::array out;
+        for (const auto &c : store_->list_checkpoints(id))
+            out.push_back(json::object{{"name", c.name}, {"attempt", c.attempt}, {"ranks", c.ranks},
+                                       {"parent", c.parent.empty() ? json::value(nullptr) : json::value(c.parent)},
+                                       {"sealed_at", c.sealed_at}});
+        reply(ok_json(200, json::object{{"checkpoints", std::move(out)}}));
+    });
+}
+
+}  // namespace shardnet::broker

@@ -1,0 +1,297 @@
+#include "broker/config/config.hpp"
+
+#include <boost/json.hpp>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "common/worker_token.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+
+const char *scope_name(Scope s) {
+    switch (s) {
+    case Scope::worker: return "worker";
+    case Scope::user: return "user";
+    case Scope::peer: return "peer";
+    case Scope::admin: return "admin";
+    }
+    return "worker";
+}
+
+namespace {
+
+struct Ctx {
+    std::string err;
+    bool fail(const std::string &path, const std::string &why) {
+        if (err.empty()) err = path + ": " + why;
+        return false;
+    }
+};
+
+bool only_keys(Ctx &c, const std::string &path, const json::object &o, std::set<std::string> allowed) {
+    for (const auto &kv : o)
+        if (!allowed.count(std::string(kv.key())) && std::string(kv.key()) != "_doc")
+            return c.fail(path.empty() ? std::string(kv.key()) : path + "." + std::string(kv.key()), "unknown key");
+    return true;
+}
+
+bool get_int(Ctx &c, const std::string &path, const json::value &v, long long lo, long long hi, long long &out) {
+    if (!v.is_int64() && !v.is_uint64()) return c.fail(path, "expected an integer");
+    long long n = v.is_int64() ? v.as_int64() : static_cast<long long>(v.as_uint64());
+    if (n < lo || n > hi) return c.fail(path, "expected " + std::to_string(lo) + ".." + std::to_string(hi));
+    out = n;
+    return true;
+}
+
+bool get_str(Ctx &c, const std::string &path, const json::value &v, std::string &out) {
+    if (!v.is_string() || v.as_string().empty()) return c.fail(path, "expected a non-empty string");
+    out = std::string(v.as_string());
+    return true;
+}
+
+bool is_hex64(const std::string &s) {
+    if (s.size() != 64) return false;
+    for (char ch : s)
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) return false;
+    return true;
+}
+
+}  // namespace
+
+std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
+    cfg = BrokerConfig{};
+    json::error_code ec;
+    json::value root = json::parse(text, ec);
+    if (ec) return "config is not valid JSON: " + ec.message();
+    if (!root.is_object()) return "config: expected a JSON object";
+    Ctx c;
+    const auto &o = root.as_object();
+    if (!only_keys(c, "", o, {"listen", "plain_http", "tls", "database", "cluster", "threads", "limits", "detector", "tokens", "clusters",
+                            "worker_keys", "slurm", "broker_name", "peers", "requeue"}))
+        return c.err;
+    long long n = 0;
+    if (auto *v = o.if_contains("listen")) {
+        std::string l;
+        if (!get_str(c, "listen", *v, l)) return c.err;
+        auto colon = l.rfind(':');
+        if (colon == std::string::npos || colon == 0) return "listen: expected HOST:PORT";
+        cfg.listen_host = l.substr(0, colon);
+        if (cfg.listen_host.front() == '[' && cfg.listen_host.back() == ']') cfg.listen_host = cfg.listen_host.substr(1, cfg.listen_host.size() - 2);
+        try {
+            std::size_t used = 0;
+            long p = std::stol(l.substr(colon + 1), &used);
+            if (used != l.size() - colon - 1 || p < 0 || p > 65535) throw std::out_of_range("port");
+            cfg.listen_port = static_cast<unsigned short>(p);
+        } catch (...) {
+            return "listen: port must be 0..65535";
+        }
+    }
+    if (auto *v = o.if_contains("plain_http")) {
+        if (!v->is_bool()) return "plain_http: expected true or false";
+        cfg.plain_http = v->as_bool();
+    }
+    if (auto *v = o.if_contains("tls")) {
+        if (!v->is_object()) return "tls: expected an object";
+        const auto &t = v->as_object();
+        if (!only_keys(c, "tls", t, {"cert", "key"})) return c.err;
+        if (!t.contains("cert") || !t.contains("key")) return "tls: needs cert and key";
+        if (!get_str(c, "tls.cert", t.at("cert"), cfg.tls_cert) || !get_str(c, "tls.key", t.at("key"), cfg.tls_key)) return c.err;
+    }
+    if (!cfg.plain_http && cfg.tls_cert.empty()) return "tls: required (or say \"plain_http\": true, for tests on loopback)";
+    if (cfg.plain_http && !cfg.tls_cert.empty()) return "plain_http: true together with tls: choose one";
+    if (auto *v = o.if_contains("database"); v && !get_str(c, "database", *v, cfg.database)) return c.err;
+    if (auto *v = o.if_contains("cluster"); v && !get_str(c, "cluster", *v, cfg.cluster)) return c.err;
+    if (auto *v = o.if_contains("threads")) {
+        if (!get_int(c, "threads", *v, 1, 256, n)) return c.err;
+        cfg.threads = int(n);
+    }
+    if (auto *v = o.if_contains("limits")) {
+        if (!v->is_object()) return "limits: expected an object";
+        const auto &l = v->as_object();
+        if (!only_keys(c, "limits", l, {"header_bytes", "body_bytes", "read_timeout_ms", "max_connections", "rate_per_token", "rate_burst",
+                                       "sse_keepalive_ms", "store_busy_ms"}))
+            return c.err;
+        struct F { const char *k; long long lo, hi; std::function<void(long long)> set; };
+        for (const F &f : {F{"header_bytes", 1024, 1 << 20, [&](long long x) { cfg.header_bytes = std::size_t(x); }},
+                           F{"body_bytes", 1024, 64 << 20, [&](long long x) { cfg.body_bytes = std::size_t(x); }},
+                           F{"read_timeout_ms", 100, 600000, [&](long long x) { cfg.read_timeout_ms = int(x); }},
+                           F{"max_connections", 1, 1000000, [&](long long x) { cfg.max_connections = int(x); }},
+                           F{"rate_per_token", 1, 100000000, [&](long long x) { cfg.rate_per_token = double(x); }},
+                           F{"rate_burst", 1, 100000000, [&](long long x) { cfg.rate_burst = double(x); }},
+                           F{"sse_keepalive_ms", 100, 3600000, [&](long long x) { cfg.sse_keepalive_ms = int(x); }},
+                           F{"store_busy_ms", 10, 60000, [&](long long x) { cfg.store_busy_ms = int(x); }}})
+            if (auto *x = l.if_contains(f.k)) {
+                if (!get_int(c, std::string("limits.") + f.k, *x, f.lo, f.hi, n)) return c.err;
+                f.set(n);
+            }
+    }
+    if (auto *v = o.if_contains("detector")) {
+        if (!v->is_object()) return "detector: expected an object";
+        const auto &d = v->as_object();
+        if (!only_keys(c, "detector", d, {"misses", "stall_seconds", "summary_seconds"})) return c.err;
+        if (auto *x = d.if_contains("misses")) { if (!get_int(c, "detector.misses", *x, 1, 100, n)) return c.err; cfg.detector_misses = int(n); }
+        if (auto *x = d.if_contains("stall_seconds")) { if (!get_int(c, "detector.stall_seconds", *x, 1, 86400 * 7, n)) return c.err; cfg.stall_seconds = int(n); }
+        if (auto *x = d.if_contains("summary_seconds")) { if (!get_int(c, "detector.summary_seconds", *x, 1, 3600, n)) return c.err; cfg.summary_seconds = int(n); }
+    }
+    if (auto *v = o.if_contains("slurm")) {
+        if (!v->is_object()) return "slurm: expected an object";
+        const auto &s = v->as_object();
+        if (!only_keys(c, "slurm", s, {"cache_ms", "max_calls_per_second"})) return c.err;
+        if (auto *x = s.if_contains("cache_ms")) { if (!get_int(c, "slurm.cache_ms", *x, 0, 60000, n)) return c.err; cfg.slurm_cache_ms = int(n); }
+        if (auto *x = s.if_contains("max_calls_per_second")) {
+            if (!get_int(c, "slurm.max_calls_per_second", *x, 1, 10000, n)) return c.err;
+            cfg.slurm_max_per_second = int(n);
+        }
+    }
+    if (auto *v = o.if_contains("clusters")) {
+        if (!v->is_object()) return "clusters: expected an object of NAME: {slurm_conf}";
+        for (const auto &kv : v->as_object()) {
+            std::string path = "clusters." + std::string(kv.key());
+            if (!kv.value().is_object()) return path + ": expected {\"slurm_conf\": PATH}";
+            const auto &co = kv.value().as_object();
+            if (!only_keys(c, path, co, {"slurm_conf", "region", "ckpt_roots"})) return c.err;
+            if (!co.contains("slurm_conf")) return path + ": needs slurm_conf";
+            std::string conf;
+            if (!get_str(c, path + ".slurm_conf", co.at("slurm_conf"), conf)) return c.err;
+            if (conf[0] != '/') return path + ".slurm_conf: expected an absolute path";
+            cfg.clusters[std::string(kv.key())] = conf;
+            BrokerConfig::ClusterInfo info;
+            if (auto *r = co.if_contains("region"); r && !get_str(c, path + ".region", *r, info.region)) return c.err;
+            if (auto *r = co.if_contains("ckpt_roots")) {
+                if (!r->is_array()) return path + ".ckpt_roots: expected an array of absolute paths";
+                for (const auto &e : r->as_array()) {
+                    if (!e.is_string() || e.as_string().empty() || e.as_string()[0] != '/')
+                        return path + ".ckpt_roots: expected an array of absolute paths";
+                    info.ckpt_roots.emplace_back(e.as_string());
+                }
+            }
+            cfg.cluster_info[std::string(kv.key())] = std::move(info);
+        }
+    }
+    if (auto *v = o.if_contains("broker_name"); v && !get_str(c, "broker_name", *v, cfg.broker_name)) return c.err;
+    if (auto *v = o.if_contains("peers")) {
+        if (!v->is_array()) return "peers: expected an array";
+        std::size_t i = 0;
+        for (const auto &p : v->as_array()) {
+            std::string path = "peers[" + std::to_string(i++) + "]";
+            if (!p.is_object()) return path + ": expected an object";
+            const auto &po = p.as_object();
+            if (!only_keys(c, path, po, {"name", "url", "token_file", "ca_file"})) return c.err;
+            if (!po.contains("name") || !po.contains("url") || !po.contains("token_file"))
+                return path + ": needs name, url and token_file";
+            BrokerConfig::Peer peer;
+            if (!get_str(c, path + ".name", po.at("name"), peer.name) || !get_str(c, path + ".url", po.at("url"), peer.url) ||
+                !get_str(c, path + ".token_file", po.at("token_file"), peer.token_file))
+                return c.err;
+            if (auto *ca = po.if_contains("ca_file"); ca && !get_str(c, path + ".ca_file", *ca, peer.ca_file)) return c.err;
+            if (peer.url.rfind("https://", 0) != 0 && !(cfg.plain_http && peer.url.rfind("http://", 0) == 0))
+                return path + ".url: expected https:// (plain http only when this broker is plain_http too)";
+            while (!peer.url.empty() && peer.url.back() == '/') peer.url.pop_back();
+            std::string err;
+            peer.token = read_worker_key(peer.token_file, err);  // a file holding one secret, read the same way
+            if (!err.empty()) return path + ".token_file: " + err;
+            cfg.peers.push_back(std::move(peer));
+        }
+    }
+    if (auto *v = o.if_contains("worker_keys")) {
+        if (!v->is_array()) return "worker_keys: expected an array";
+        std::size_t i = 0;
+        for (const auto &k : v->as_array()) {
+            std::string path = "worker_keys[" + std::to_string(i++) + "]";
+            if (!k.is_object()) return path + ": expected an object";
+            const auto &ko = k.as_object();
+            if (!only_keys(c, path, ko, {"name", "key_file"})) return c.err;
+            if (!ko.contains("name") || !ko.contains("key_file")) return path + ": needs name and key_file";
+            WorkerKey wk;
+            if (!get_str(c, path + ".name", ko.at("name"), wk.name) || !get_str(c, path + ".key_file", ko.at("key_file"), wk.key_file))
+                return c.err;
+            if (wk.key_file[0] != '/') return path + ".key_file: expected an absolute path";
+            std::string err;
+            wk.key = read_worker_key(wk.key_file, err);
+            if (!err.empty()) return path + ".key_file: " + err;
+            cfg.worker_keys.push_back(std::move(wk));
+        }
+    }
+    if (auto *v = o.if_contains("tokens")) {
+        if (!v->is_array()) return "tokens: expected an array";
+        std::size_t i = 0;
+        for (const auto &t : v->as_array()) {
+            std::string path = "tokens[" + std::to_string(i++) + "]";
+            if (!t.is_object()) return path + ": expected an object";
+            const auto &to = t.as_object();
+            if (!only_keys(c, path, to, {"name", "sha256", "scope", "run", "user", "users"})) return c.err;
+            TokenEntry e;
+            std::string scope;
+            if (!to.contains("name") || !to.contains("sha256") || !to.contains("scope")) return path + ": needs name, sha256 and scope";
+            if (!get_str(c, path + ".name", to.at("name"), e.name) || !get_str(c, path + ".sha256", to.at("sha256"), e.sha256) ||
+                !get_str(c, path + ".scope", to.at("scope"), scope))
+                return c.err;
+            if (!is_hex64(e.sha256)) return path + ".sha256: expected 64 lower-case hex digits (sha256sum of the token)";
+            if (scope == "worker") e.scope = Scope::worker;
+            else if (scope == "user") e.scope = Scope::user;
+            else if (scope == "peer") e.scope = Scope::peer;
+            else if (scope == "admin") e.scope = Scope::admin;
+            else return path + ".scope: expected worker, user, peer or admin";
+            if (auto *r = to.if_contains("run"); r && !get_str(c, path + ".run", *r, e.run)) return c.err;
+            if (auto *u = to.if_contains("user")) {
+                if (e.scope != Scope::user) return path + ".user: only user tokens act for a Unix user";
+                if (!get_str(c, path + ".user", *u, e.user)) return c.err;
+            }
+            if (e.scope == Scope::user && e.user.empty()) e.user = e.name;
+            if (auto *us = to.if_contains("users")) {
+                if (e.scope != Scope::peer) return path + ".users: only peer tokens name the accounts they may submit for";
+                if (!us->is_array()) return path + ".users: expected an array of account names";
+                for (const auto &u : us->as_array()) {
+                    if (!u.is_string() || u.as_string().empty() || u.as_string().size() > 64)
+                        return path + ".users: expected account names";
+                    e.users.emplace_back(u.as_string());
+                }
+            }
+            cfg.tokens.push_back(e);
+        }
+    }
+    if (auto *v = o.if_contains("requeue")) {
+        if (!v->is_object()) return "requeue: expected an object";
+        const auto &r = v->as_object();
+        if (!only_keys(c, "requeue", r, {"min_uid"})) return c.err;
+        if (auto *m = r.if_contains("min_uid")) {
+            if (!get_int(c, "requeue.min_uid", *m, 1, 4294967294LL, n)) return c.err;
+            cfg.min_uid = n;
+        }
+    }
+    if (cfg.broker_name.empty()) cfg.broker_name = cfg.cluster;
+    return "";
+}
+
+std::string config_template() {
+    return R"({
+  "_doc": "shardnet-broker configuration; see shardnet-broker(8). Unknown keys are errors.",
+  "listen": "0.0.0.0:8443",
+  "tls": {"cert": "/etc/shardnet/broker.crt", "key": "/etc/shardnet/broker.key"},
+  "database": "/var/lib/shardnet/broker.db",
+  "cluster": "alpha",
+  "threads": 2,
+  "limits": {"header_bytes": 8192, "body_bytes": 1048576, "read_timeout_ms": 10000,
+             "max_connections": 10000, "rate_per_token": 100000, "rate_burst": 200000,
+             "sse_keepalive_ms": 15000, "store_busy_ms": 2000},
+  "detector": {"misses": 3, "stall_seconds": 600, "summary_seconds": 10},
+  "slurm": {"_doc": "every slurmctld call: answers reused for cache_ms, at most max_calls_per_second",
+            "cache_ms": 1000, "max_calls_per_second": 20},
+  "worker_keys": [],
+  "requeue": {"_doc": "jobs are submitted only as their real owner, never as uid 0, the SlurmUser or a uid below min_uid",
+              "min_uid": 1000},
+  "tokens": [
+    {"_doc": "sha256 is `printf %s TOKEN | sha256sum`; a static worker token only publishes node descriptors",
+     "name": "site-probes", "scope": "worker", "sha256": "0000000000000000000000000000000000000000000000000000000000000000"},
+    {"_doc": "a user token acts for the Unix account 'user', by default its name", "name": "alice", "scope": "user", "user": "alice",
+     "sha256": "0000000000000000000000000000000000000000000000000000000000000000"},
+    {"name": "ops", "scope": "admin", "sha256": "0000000000000000000000000000000000000000000000000000000000000000"}
+  ]
+}
+)";
+}
+
+}  // namespace shardnet::broker

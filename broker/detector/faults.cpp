@@ -1,0 +1,122 @@
+// The failure detector's side of the service: deadlines that passed are
+// confirmed with Slurm before they become FAULT events; soft state goes to
+// the store now and then.
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+
+#include "broker/service.hpp"
+#include "broker/api/api_util.hpp"
+#include "broker/slurm/slurm_view.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using detail::log_warn;
+
+void Service::tick(double now) {
+    for (auto &fault : workers_.expire(now)) {
+        {
+            std::shared_lock lock(runs_mu_);
+            auto it = runs_.find(fault.run);
+            if (it == runs_.end() || it->second.attempt != fault.attempt || is_final(it->second.state)) continue;
+        }
+        confirm(std::move(fault), now);
+    }
+    run_retries(now);
+    auth_.load(std::memory_order_acquire)->sweep(now);
+}
+
+void Service::confirm(Fault fault, double now) {
+    auto conf = cfg_.clusters.find(fault.state.cluster);
+    if (conf == cfg_.clusters.end() || fault.state.job <= 0) {
+        // No Slurm to ask for this cluster: the broker's own evidence only.
+        return raise_fault(fault, fault.cause, json::object{{"confirmed", false}}, now);
+    }
+    detail::post_guarded(slurm_thread_, "confirm fault", [this, fault = std::move(fault), slurm_conf = conf->second, now] {
+        const std::string node = fault.node.substr(0, fault.node.find('/'));
+        SlurmView v = ask_slurm(slurm_calls_, slurm_conf, fault.state.job, node);
+        json::object ev{{"confirmed", true}, {"slurm_job_state", v.job_state}, {"slurm_node_state", v.node_state},
+                        {"slurmd_answers", v.slurmd_answers}};
+        if (!v.controller_ok) {
+            ev["slurmctld"] = v.error;
+            return raise_fault(fault, fault.cause + "; cluster " + fault.state.cluster + " unreachable", ev, wall_now());
+        }
+        if (!job_state_running(v.job_state)) {
+            if (v.job_state == "NODE_FAIL" || v.job_state == "FAILED" || v.job_state == "TIMEOUT" || v.job_state == "OUT_OF_MEMORY")
+                return raise_fault(fault, fault.cause + "; Slurm job " + std::to_string(fault.state.job) + " " + v.job_state, ev, wall_now());
+            workers_.retire(fault.run, fault.node);  // the job ended; its last report was lost
+            return;
+        }
+        const bool node_down = node_state_bad(v.node_state) || !v.slurmd_answers;
+        const std::string down_why = v.slurmd_answers ? v.node_state : "slurmd unreachable";
+        if (fault.state.watch_only) {  // a node of the allocation without a worker: only its health counts
+            if (!node_down) {
+                workers_.suspect(fault.run, fault.node, wall_now() + double(fault.state.interval) * cfg_.detector_misses);
+                return;
+            }
+            ev["no_worker_yet"] = true;
+            return raise_fault(fault, "(node " + node + " of job " + std::to_string(fault.state.job) +
+                               "'s allocation, no worker there yet) down: " + down_why, ev, wall_now());
+        }
+        if (node_down) return raise_fault(fault, fault.cause + "; node " + node + " " + down_why, ev, wall_now());
+        if (fault.kind == FaultKind::stalled)  // node and job are fine: the trainer hangs
+            return raise_fault(fault, fault.cause + "; node " + node + " and job healthy in Slurm", ev, wall_now());
+        if (!fault.state.suspected) {
+            // Silent, but Slurm and slurmd say the node is fine: a network or
+            // broker hiccup until the silence lasts another full deadline.
+            workers_.suspect(fault.run, fault.node, wall_now() + double(fault.state.interval) * cfg_.detector_misses);
+            return;
+        }
+        raise_fault(fault, fault.cause + " for two deadlines although slurmd on " + node + " answers", ev, wall_now());
+    });
+}
+
+void Service::raise_fault(const Fault &fault, const std::string &cause, json::object evidence, double now, int tries) {
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(fault.run);
+        if (it == runs_.end() || it->second.attempt != fault.attempt || !transition_allowed(it->second.state, RunState::degraded))
+            return;
+    }
+    if (tries == 0) count(c_faults);
+    evidence["node"] = fault.node;
+    evidence["attempt"] = fault.attempt;
+    evidence["last_seen"] = fault.state.last_seen;
+    evidence["interval"] = fault.state.interval;
+    evidence["silent_for"] = now - fault.state.last_seen;
+    if (fault.state.step >= 0) evidence["last_step"] = fault.state.step;
+    if (fault.state.job > 0) evidence["job"] = fault.state.job;
+    // The database first: the FAULT and DEGRADED, then memory, then the
+    // requeue. A store that fails is tried again (the FAULT is not lost).
+    on_store([this, fault, cause, evidence, now, tries] {
+        try {
+            transact([&] {
+                store_->update_run(fault.run, "DEGRADED", fault.attempt, now);
+                event(fault.run, "FAULT", "worker " + fault.node + " " + cause, json::serialize(evidence), now);
+            });
+        } catch (const std::exception &e) {
+            log_warn("FAULT not written; tried again in 1 s", fault.run, e.what());
+            if (tries < 600) retry_later(1.0, "FAULT retry", [=, this] { raise_fault(fault, cause, evidence, now, tries + 1); });
+            return;
+        }
+        {
+            std::unique_lock lock(runs_mu_);
+            auto it = runs_.find(fault.run);
+            if (it == runs_.end() || it->second.attempt != fault.attempt || !set_state(fault.run, it->second, RunState::degraded)) return;
+        }
+        requeue(fault);
+    });
+}
+
+void Service::summarise() {
+    std::vector<std::tuple<std::string, std::string, WorkerState>> rows;
+    workers_.for_each([&](const std::string &run, const std::string &node, const WorkerState &w) { rows.emplace_back(run, node, w); });
+    on_store([this, rows = std::move(rows)] {
+        transact([&] {
+            for (const auto &[run, node, w] : rows)
+                store_->upsert_worker(run, w.attempt, node, std::to_string(w.ranks), w.last_seen, w.step);
+        });
+    });
+}
+
+}  // namespace shardnet::broker

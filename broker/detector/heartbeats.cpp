@@ -1,0 +1,207 @@
+// The hot path: one agent's heartbeat. Who reports for which job (the
+// token's claim, checked in trust/refusals.cpp), the run's first sight, a new
+// attempt, the batch script's end; a durable change is acknowledged after
+// its store write, and undone in memory when that write fails.
+#include "broker/service.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <map>
+#include <openssl/rand.h>
+
+#include "broker/api/heartbeat_body.hpp"
+#include "common/parse_util.hpp"
+#include "broker/api/api_util.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+using namespace std::literals;
+
+void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
+    HeartbeatBody hb;
+    BodyError bad;
+    if (!read_heartbeat(req.body, hb, bad)) return reply(error_response(400, bad.code, bad.message, bad.field));
+    const std::string &run = hb.run, &node = hb.node, &jobstep = hb.step, &requeue_policy = hb.requeue, &state = hb.state;
+    const long long attempt = hb.attempt, interval = hb.interval;
+    if (!is_safe_name(run)) return reply(error_response(400, "bad_field", "run: not a valid run id", "run"));
+    if (node.empty() || node.size() > 256 || has_control_chars(node)) return reply(error_response(400, "bad_field", "node: not a node name", "node"));
+    if (jobstep.size() > 32 || has_control_chars(jobstep)) return reply(error_response(400, "bad_field", "step: not a Slurm step id", "step"));
+    const bool ended = state == "ended"sv, batch = jobstep == "batch"sv;
+    if (!ended && state != "running"sv) return reply(error_response(400, "bad_field", "state: expected running or ended", "state"));
+    if (!who.run.empty() && who.run != run) return reply(error_response(403, "forbidden", "this token may not report for run " + run));
+    if (who.attempt && who.attempt != (unsigned long long)attempt)
+        return reply(error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt"));
+    // Which job reports: a derived token's own (slurmstepd took it from
+    // Slurm); only an admin's word is taken from the body.
+    std::string cluster = hb.cluster;
+    long long job = hb.job;
+    if (who.bound) {
+        if ((!hb.cluster.empty() && hb.cluster != who.cluster) || (hb.job > 0 && (unsigned long long)hb.job != who.job))
+            return reply(error_response(403, "forbidden", "this token is for job " + who.cluster + "/" + std::to_string(who.job), "job"));
+        cluster = who.cluster;
+        job = (long long)who.job;
+    } else if (who.scope != Scope::admin) {
+        return reply(error_response(403, "forbidden", "heartbeats need a per-job worker token (derived from a worker key: "
+                                    "plugstack worker_key_file=) or an admin token; a shared worker token cannot be tied to a job"));
+    }
+    count(c_heartbeats);
+
+    bool create = false, new_attempt = false, started = false, check_recovery = false, claimed = false, recorded = false;
+    std::optional<RunInfo> before;
+    Store::AttemptRow attempt_row;
+    std::string owner_name;
+    ConnCache *cc = req.conn_cache;
+    const unsigned long long gen = runs_generation_.load(std::memory_order_acquire);
+    if (cc && cc->run_generation == gen && cc->run == run && cc->run_attempt == attempt) {
+        // Same token, run and attempt as this connection's last heartbeat,
+        // and no run changed since: nothing to check under the lock.
+    } else {
+        std::unique_lock lock(runs_mu_);
+        auto it = runs_.find(run);
+        RunInfo *info = it == runs_.end() ? nullptr : &it->second;
+        if (who.bound)
+            if (std::string why = refuse_worker(info, run, who, attempt); !why.empty()) {
+                lock.unlock();
+                count(c_refused);
+                return reply(error_response(403, "not_this_job", why, "attempt"));
+            }
+        if (info && info->attempt > attempt) {
+            const long long current = info->attempt;
+            // Only a job this broker recorded for that attempt is cancelled.
+            // (Not when Slurm requeued that same job: it runs the current attempt.)
+            auto rec = info->jobs.find(attempt), now_rec = info->jobs.find(current);
+            const bool ours = rec != info->jobs.end() && rec->second.cluster == cluster && rec->second.job == job &&
+                              !(now_rec != info->jobs.end() && now_rec->second.cluster == cluster && now_rec->second.job == job);
+            lock.unlock();
+            if (ours || who.scope == Scope::admin) cancel_stale(cluster, job);
+            return reply(error_response(409, "stale_attempt", "run " + run + " is at attempt " + std::to_string(current) +
+                                        "; attempt " + std::to_string(attempt) + " is fenced", "attempt"));
+        }
+        if (info) before = *info;   // what a failed store write puts back
+        if (!info) {
+            create = true;
+            info = &runs_[run];
+            *info = RunInfo{"", RunState::running, attempt, 0, requeue_policy, 0};
+        } else if (info->state == RunState::pending && info->attempt == attempt) {  // created by its owner, now running
+            started = set_state(run, *info, RunState::running);
+            if (started) info->requeue = requeue_policy;
+        } else if (info->attempt < attempt) {
+            // The newer attempt fences the older ones whatever the state; a
+            // final run stays final.
+            new_attempt = true;
+            info->attempt = attempt;
+            if (info->state != RunState::recovering && !is_final(info->state)) set_state(run, *info, RunState::running);
+        }
+        if (who.bound) {
+            if (info->owner_uid < 0) {   // the first job of a run claims it
+                claimed = true;
+                info->owner_uid = (long long)who.uid;
+                info->owner = owner_name = user_name((long long)who.uid);
+            }
+            auto &rec = info->jobs[attempt];
+            if (rec.job == 0 || rec.world < (long long)who.world) {
+                recorded = true;
+                rec = AttemptJob{who.cluster, (long long)who.job, std::max(rec.world, (long long)who.world)};
+                attempt_row = Store::AttemptRow{run, attempt, rec.cluster, rec.job, rec.world};
+            }
+        }
+        const bool recovering = info->state == RunState::recovering;
+        if (create || started || new_attempt || claimed || recorded) runs_generation_.fetch_add(1, std::memory_order_release);
+        lock.unlock();
+        // While a run recovers every heartbeat is looked at; after, the cache.
+        if (cc && !create && !new_attempt && !recovering) { cc->run = run; cc->run_attempt = attempt; cc->run_generation = gen; }
+        check_recovery = recovering;
+    }
+    // One worker per node and Slurm step: a batch script and the srun step
+    // it started on the same node are two workers.
+    const std::string worker = jobstep.empty() ? node : node + "/" + jobstep;
+    const bool new_worker = workers_.beat(run, worker, attempt, int(interval), int(hb.ranks), hb.top_step, ended,
+                                          now, cluster, job, hb.checkpointing);
+    // A step's first worker on a node: that node of the allocation is now
+    // watched through its worker.
+    if (new_worker && !jobstep.empty() && !batch) workers_.unwatch(run, node + "/alloc", attempt);
+    if (batch && job > 0 && !ended && cfg_.clusters.count(cluster)) {
+        bool fresh;
+        {
+            std::lock_guard<std::mutex> lock(specs_mu_);
+            fresh = specs_seen_.insert(run + '\n' + std::to_string(attempt)).second;
+        }
+        if (fresh) capture_spec(run, attempt, cluster, job, hb.ckpt_dir, int(interval));
+    }
+
+    // The batch script's end is the job's end: the run ends with its status.
+    std::optional<RunState> final_state;
+    std::string final_cause;
+    if (ended && batch) {
+        if (hb.exit_code && *hb.exit_code == 0) final_state = RunState::succeeded, final_cause = "batch script exited 0 on " + node;
+        else if (hb.exit_code) final_state = RunState::failed, final_cause = "batch script exited " + std::to_string(*hb.exit_code) + " on " + node;
+        else if (hb.exit_signal) final_state = RunState::failed, final_cause = "batch script killed by signal " + std::to_string(*hb.exit_signal) + " on " + node;
+    }
+    if (final_state) {
+        std::unique_lock lock(runs_mu_);
+        auto it = runs_.find(run);
+        // Not the run's end when a failure is being handled: cancelling the
+        // old attempt's job is part of its recovery.
+        const bool handling = it != runs_.end() && (it->second.state == RunState::recovering ||
+                              (it->second.state == RunState::degraded && it->second.requeue != "off"));
+        if (it == runs_.end() || handling || it->second.attempt != attempt) final_state.reset();
+        else {
+            if (!before) before = it->second;
+            if (!set_state(run, it->second, *final_state)) final_state.reset();
+        }
+    }
+    // After the new attempt's own record, so that ATTEMPT precedes RECOVERED.
+    const bool recovery = check_recovery && !batch;
+    if (!create && !new_attempt && !started && !claimed && !recorded && !final_state) {
+        if (recovery) check_recovered(run, attempt, now);
+        return reply(no_content());
+    }
+    if (new_attempt) workers_.fence(run, attempt);
+    // A run first seen, a new attempt, its owner or its job is a durable
+    // record: ack after it is written.
+    const long long owner_uid = claimed ? (long long)who.uid : -1;
+    std::string state_now = "RUNNING";
+    {
+        std::shared_lock lock(runs_mu_);
+        if (auto it = runs_.find(run); it != runs_.end()) state_now = state_name(it->second.state);
+    }
+    on_store(reply, [this, run, attempt, create, new_attempt, started, claimed, recorded, owner_uid, owner_name, attempt_row,
+                     final_state, final_cause, state_now, before, now](const Reply &reply) {
+        try {
+            transact([&] {
+                if (create) {
+                    store_->insert_run(RunRow{run, owner_name, "RUNNING", "{}", attempt, 0, now, now, owner_uid});
+                    event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
+                } else if (claimed) {
+                    store_->set_run_owner(run, owner_name, owner_uid);
+                }
+                if (recorded) store_->upsert_attempt(attempt_row);
+                if (started) {
+                    store_->update_run(run, "RUNNING", attempt, now);
+                    event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
+                } else if (new_attempt) {
+                    store_->update_run(run, final_state ? "RUNNING" : state_now, attempt, now);
+                    event(run, "ATTEMPT", "attempt " + std::to_string(attempt) + " heartbeats; older attempts fenced",
+                          json::serialize(json::object{{"attempt", attempt}}), now);
+                }
+                if (final_state) {
+                    store_->update_run(run, state_name(*final_state), attempt, now);
+                    event(run, state_name(*final_state), final_cause, json::serialize(json::object{{"attempt", attempt}}), now);
+                }
+            });
+            reply(no_content());
+        } catch (const std::exception &e) {
+            // Memory goes back to what the database still says.
+            undo_run(run, create ? std::nullopt : before);
+            reply(error_response(500, "store", e.what()));
+        }
+    });
+    if (recovery) check_recovered(run, attempt, now);
+}
+
+}  // namespace shardnet::broker

@@ -1,0 +1,203 @@
+#include "broker/detector/workers.hpp"
+
+#include <cmath>
+
+namespace shardnet::broker {
+
+const char *fault_words(FaultKind k) {
+    switch (k) {
+    case FaultKind::silent: return "missed heartbeats";
+    case FaultKind::stalled: return "progress stalled";
+    case FaultKind::no_worker: return "has no worker yet";
+    }
+    return "suspected";
+}
+
+void WorkerTable::file(long long slot, std::string key) {
+    std::lock_guard<std::mutex> lock(wheel_mu_);
+    wheel_[slot].push_back(std::move(key));
+}
+
+double WorkerTable::deadline(const WorkerState &w) const {
+    double hb = w.last_seen + double(w.interval) * misses_;
+    double stall = (w.step >= 0 ? w.progress_time : w.last_seen) + stall_;
+    return std::max(std::min(hb, stall), w.hold_until);
+}
+
+void WorkerTable::suspect(const std::string &run, const std::string &node, double until) {
+    std::string key = run + '\n' + node;
+    {
+        Shard &s = shard(key);
+        std::lock_guard<std::mutex> lock(s.mu);
+        auto it = s.map.find(key);
+        if (it == s.map.end() || it->second.slot != 0) return;
+        it->second.faulted = false;
+        it->second.suspected = true;
+        it->second.hold_until = until;
+        it->second.slot = static_cast<long long>(std::ceil(until));
+    }
+    file(static_cast<long long>(std::ceil(until)), std::move(key));
+}
+
+void WorkerTable::unwatch(const std::string &run, const std::string &key, long long attempt) {
+    std::string k = run + '\n' + key;
+    Shard &s = shard(k);
+    std::lock_guard<std::mutex> lock(s.mu);
+    WorkerState &w = s.map[k];
+    if (w.attempt > attempt) return;
+    w.attempt = attempt;
+    w.watch_only = true;
+    w.ended = true;  // kept, ended: a watch() that comes later for this attempt finds it
+}
+
+void WorkerTable::retire(const std::string &run, const std::string &node) {
+    std::string key = run + '\n' + node;
+    Shard &s = shard(key);
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.map.find(key);
+    if (it != s.map.end()) it->second.ended = true;
+}
+
+void WorkerTable::watch(const std::string &run, const std::string &node, long long attempt, int interval, double now,
+                        const std::string &cluster, long long job) {
+    std::string key = run + '\n' + node;
+    long long file_at = 0;
+    {
+        Shard &s = shard(key);
+        std::lock_guard<std::mutex> lock(s.mu);
+        auto [it, fresh] = s.map.try_emplace(key);
+        if (!fresh && it->second.attempt >= attempt) return;  // watched already, or its worker came first
+        WorkerState &w = it->second;
+        w = WorkerState{};
+        w.attempt = attempt;
+        w.interval = interval;
+        w.last_seen = w.progress_time = now;
+        w.cluster = cluster;
+        w.job = job;
+        w.watch_only = true;
+        w.slot = file_at = static_cast<long long>(std::ceil(now + double(interval) * misses_));
+    }
+    file(file_at, std::move(key));
+}
+
+bool WorkerTable::beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
+                       std::optional<long long> step, bool ended, double now, const std::string &cluster, long long job,
+                       bool checkpointing) {
+    // Built in a buffer this thread keeps: finding a known worker allocates nothing.
+    thread_local std::string key;
+    key.assign(run).push_back('\n');
+    key.append(node);
+    long long file_at = 0;
+    bool fresh = false;
+    {
+        const std::size_t hash = KeyHash{}(key);
+        Shard &s = shards_[hash % kShards];
+        std::lock_guard<std::mutex> lock(s.mu);
+        auto it = s.map.find(Hashed{key, hash});
+        if (it == s.map.end()) it = s.map.try_emplace(key).first;
+        WorkerState &w = it->second;
+        if (attempt != w.attempt) w = WorkerState{}, w.attempt = attempt, w.progress_time = now, fresh = true;
+        w.interval = interval;
+        w.ranks = ranks;
+        w.last_seen = now;
+        if (step && *step > w.step) { w.step = *step; w.progress_time = now; }
+        if (checkpointing) w.progress_time = now;  // writing a checkpoint is progress, not a hang
+        w.ended = ended;
+        w.suspected = false;
+        w.hold_until = 0;
+        if (w.cluster != cluster) w.cluster = cluster;
+        w.job = job;
+        // A worker sits in the wheel once, under its deadline when it was
+        // filed. Heartbeats only move the deadline; when the old slot comes
+        // due, expire() files the worker again under the new one. So a
+        // heartbeat costs the wheel nothing, and the wheel holds one entry
+        // per worker.
+        if (ended || w.faulted || w.slot != 0) return fresh;
+        w.slot = static_cast<long long>(std::ceil(deadline(w)));
+        file_at = w.slot;
+    }
+    file(file_at, key);
+    return fresh;
+}
+
+std::vector<Fault> WorkerTable::expire(double now) {
+    std::vector<std::string> due;
+    {
+        std::lock_guard<std::mutex> lock(wheel_mu_);
+        while (!wheel_.empty() && double(wheel_.begin()->first) <= now) {
+            auto &v = wheel_.begin()->second;
+            due.insert(due.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
+            wheel_.erase(wheel_.begin());
+        }
+    }
+    std::vector<Fault> faults;
+    std::vector<std::pair<long long, std::string>> refile;
+    for (auto &key : due) {
+        Shard &s = shard(key);
+        std::lock_guard<std::mutex> lock(s.mu);
+        auto it = s.map.find(key);
+        if (it == s.map.end()) continue;
+        WorkerState &w = it->second;
+        w.slot = 0;
+        if (w.ended || w.faulted) continue;
+        double d = deadline(w);
+        if (d > now) {  // heartbeats moved the deadline: file it there
+            w.slot = static_cast<long long>(std::ceil(d));
+            refile.emplace_back(w.slot, std::move(key));
+            continue;
+        }
+        w.faulted = true;
+        auto nl = key.find('\n');
+        bool missed = w.last_seen + double(w.interval) * misses_ <= now;
+        faults.push_back(Fault{key.substr(0, nl), key.substr(nl + 1), w.attempt,
+                               fault_words(w.watch_only ? FaultKind::no_worker : missed ? FaultKind::silent : FaultKind::stalled), w,
+                               w.watch_only ? FaultKind::no_worker : missed ? FaultKind::silent : FaultKind::stalled});
+    }
+    if (!refile.empty()) {
+        std::lock_guard<std::mutex> lock(wheel_mu_);
+        for (auto &[slot, key] : refile) wheel_[slot].push_back(std::move(key));
+    }
+    return faults;
+}
+
+void WorkerTable::fence(const std::string &run, long long attempt) {
+    const std::string prefix = run + '\n';
+    for (auto &s : shards_) {
+        std::lock_guard<std::mutex> lock(s.mu);
+        for (auto it = s.map.begin(); it != s.map.end();)
+            if (it->first.compare(0, prefix.size(), prefix) == 0 && it->second.attempt < attempt) it = s.map.erase(it);
+            else ++it;
+    }
+}
+
+std::size_t WorkerTable::size() const {
+    std::size_t n = 0;
+    for (const auto &s : shards_) {
+        std::lock_guard<std::mutex> lock(s.mu);
+        n += s.map.size();
+    }
+    return n;
+}
+
+void WorkerTable::for_each(const std::function<void(const std::string &, const std::string &, const WorkerState &)> &fn) const {
+    for (const auto &s : shards_) {
+        std::lock_guard<std::mutex> lock(s.mu);
+        for (const auto &[key, w] : s.map) {
+            auto nl = key.find('\n');
+            fn(key.substr(0, nl), key.substr(nl + 1), w);
+        }
+    }
+}
+
+std::vector<std::pair<std::string, WorkerState>> WorkerTable::of_run(const std::string &run) const {
+    std::vector<std::pair<std::string, WorkerState>> out;
+    const std::string prefix = run + '\n';
+    for (const auto &s : shards_) {
+        std::lock_guard<std::mutex> lock(s.mu);
+        for (const auto &[key, w] : s.map)
+            if (!w.watch_only && key.compare(0, prefix.size(), prefix) == 0) out.emplace_back(key.substr(prefix.size()), w);
+    }
+    return out;
+}
+
+}  // namespace shardnet::broker

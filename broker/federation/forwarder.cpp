@@ -1,0 +1,221 @@
+// Federation: decisions handed between brokers. The sender keeps each one
+// 'forwarding' and resends it with backoff until the peer answers; the peer
+// applies each decision id at most once (received_decisions), and the run's
+// ownership moves with it. A peer's answers are untrusted input.
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <unistd.h>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "common/http_client.hpp"
+#include "common/parse_util.hpp"
+#include "common/safe_path.hpp"
+#include "broker/service.hpp"
+#include "broker/api/api_util.hpp"
+#include "broker/slurm/slurm_job.hpp"
+#include "broker/slurm/slurm_view.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+
+namespace {
+
+// Answers from a peer that cannot be read before a decision ends. Not
+// passed on to the next peer: a bad 200 may still mean the peer submitted
+// the job, and two attempts must never run.
+constexpr int kMaxBadAnswers = 5;
+
+void back_off(double &next, double &delay) {
+    delay = std::min(std::max(delay * 2, 0.25), 8.0);   // 0.25, 0.5, 1, ... 8 s
+    next = wall_now() + delay;
+}
+
+void log_line(const char *level, const char *msg, json::object fields) {
+    fields["t"] = wall_now();
+    fields["level"] = level;
+    fields["msg"] = msg;
+    std::fprintf(stderr, "%s\n", json::serialize(fields).c_str());
+}
+
+// What a decision's payload (this broker's own JSON, read back from the
+// database) says; read without trusting its shape all the same.
+struct PayloadView {
+    long long from = 0, to = 0;
+    std::string local_rejected, old_cluster;
+    long long old_job = 0;
+};
+
+PayloadView read_payload(const std::string &text) {
+    PayloadView p;
+    json::error_code ec;
+    json::value v = json::parse(text, ec);
+    const json::object *o = ec ? nullptr : v.if_object();
+    if (!o) return p;
+    auto integer = [](const json::object &obj, const char *k) {
+        const json::value *x = obj.if_contains(k);
+        return x && x->is_int64() ? x->get_int64() : 0LL;
+    };
+    auto string = [](const json::object &obj, const char *k) {
+        const json::value *x = obj.if_contains(k);
+        return x && x->is_string() ? std::string(x->get_string()) : std::string();
+    };
+    p.to = integer(*o, "to_attempt");
+    p.from = integer(*o, "from_attempt");
+    if (p.from <= 0 && p.to > 1) p.from = p.to - 1;
+    p.local_rejected = string(*o, "local_rejected");
+    if (const json::value *spec = o->if_contains("spec"); spec && spec->is_object()) {
+        p.old_cluster = string(spec->get_object(), "cluster");
+        p.old_job = integer(spec->get_object(), "job");
+    }
+    return p;
+}
+
+}  // namespace
+
+void Service::forward_loop() {
+    std::map<std::string, ForwardRetry> retries;   // by decision id
+    HttpClient client;
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lock(forward_mu_);
+            forward_cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; });
+            if (stopping_) return;
+        }
+        std::vector<Store::Forwarding> pending;
+        if (!guarded("forwarder: reading decisions", [&] { pending = store_wait([this] { return store_->forwarding_decisions(); }); }))
+            continue;
+        std::set<std::string> ids;
+        for (const auto &f : pending) {
+            ids.insert(f.id);
+            ForwardRetry &r = retries[f.id];
+            if (r.next > wall_now()) continue;
+            // One decision that fails (the store, a bug) waits its backoff
+            // like an undelivered one; the others go on.
+            if (!guarded("forwarder: decision " + f.id, [&] { forward_one(client, f, r); })) back_off(r.next, r.delay);
+        }
+        std::erase_if(retries, [&](const auto &kv) { return !ids.count(kv.first); });
+    }
+}
+
+void Service::forward_one(HttpClient &client, const Store::Forwarding &f, ForwardRetry &retry) {
+    auto peer = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &p) { return p.name == f.peer; });
+    if (peer == cfg_.peers.end()) return;
+    HttpRequest r;
+    r.url = peer->url + "/v1/decisions";
+    r.body = f.payload;
+    r.bearer = peer->token;
+    r.ca_file = peer->ca_file;
+    r.timeout_ms = 5000;
+    HttpResponse res = client.send(r);
+    // The peer answered (or sent more than is read): what it said decides.
+    if (res.status == 200 || res.status == 409 || res.too_large) {
+        PeerDecision answer = parse_peer_decision(res);
+        if (answer.kind == PeerDecision::Kind::bad) return bad_answer(f, answer, retry);
+        return forwarded(f, answer);
+    }
+    // No answer (down, slow, 5xx): it may come; resent until it does.
+    back_off(retry.next, retry.delay);
+    log_line("warn", "decision not delivered", {{"decision", f.id}, {"peer", f.peer},
+                                                {"why", res.status ? "HTTP " + std::to_string(res.status) : res.error},
+                                                {"retry_in", retry.delay}});
+}
+
+void Service::bad_answer(const Store::Forwarding &f, const PeerDecision &answer, ForwardRetry &retry) {
+    const int n = ++retry.bad_answers;
+    const PayloadView p = read_payload(f.payload);
+    const double now = wall_now();
+    json::object ev{{"decision", f.id}, {"peer", f.peer}, {"field", answer.field}, {"error", answer.error},
+                    {"bad_answers", n}, {"limit", kMaxBadAnswers}};
+    log_line("warn", "bad answer from a peer", ev);
+    if (n < kMaxBadAnswers) {
+        back_off(retry.next, retry.delay);
+        ev["retry_in"] = retry.delay;
+        char delay[32];
+        std::snprintf(delay, sizeof delay, "%.2f", retry.delay);
+        store_wait([&] {
+            transact([&] {
+                event(f.run, "DELIVERY", "broker " + f.peer + " answered decision " + f.id + " with " + answer.error + "; retry " +
+                      std::to_string(n) + " of " + std::to_string(kMaxBadAnswers - 1) + " in " + delay + " s", json::serialize(ev), now);
+            });
+            return 0;
+        });
+        return;
+    }
+    // The decision ends here, so that no restart ever sends it again; the
+    // run waits, DEGRADED, as with no placement.
+    long long attempt = p.from;
+    if (attempt <= 0) {
+        std::shared_lock lock(runs_mu_);
+        if (auto it = runs_.find(f.run); it != runs_.end()) attempt = it->second.attempt;
+    }
+    // The database first (a store_wait that throws leaves memory alone).
+    store_wait([&] {
+        transact([&] {
+            store_->apply_decision(f.id, "failed", 0);
+            if (attempt > 0) store_->update_run(f.run, "DEGRADED", attempt, now);
+            event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(p.to) + ": broker " + f.peer + " answered decision " +
+                  f.id + " unreadably " + std::to_string(n) + " times (last: " + answer.error + "); the decision ends",
+                  json::serialize(ev), now);
+        });
+        return 0;
+    });
+    back_to_degraded(f.run);
+}
+
+void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) {
+    const PayloadView p = read_payload(f.payload);
+    const long long to = p.to;
+    const double now = wall_now();
+    json::object ev = answer.evidence;
+    ev["decision"] = f.id;
+    ev["peer"] = f.peer;
+    if (answer.kind == PeerDecision::Kind::accepted) {
+        // The successor has a place: the old attempt's job ends now.
+        if (!p.old_cluster.empty() && p.old_job > 0) cancel_stale(p.old_cluster, p.old_job);
+        store_wait([&] {
+            transact([&] {
+                store_->apply_decision(f.id, "delivered", answer.job);
+                store_->update_run(f.run, "MOVED", to, now);
+                event(f.run, "MOVED", "run handed to broker " + f.peer + ": attempt " + std::to_string(to) + " runs as job " +
+                      std::to_string(answer.job) + " on " + answer.cluster, json::serialize(ev), now);
+            });
+            return 0;
+        });
+        std::unique_lock lock(runs_mu_);
+        if (auto it = runs_.find(f.run); it != runs_.end() && set_state(f.run, it->second, RunState::moved))
+            it->second.attempt = std::max(it->second.attempt, to);
+        return;
+    }
+    // Refused: the next peer, else nowhere.
+    auto it = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &peer) { return peer.name == f.peer; });
+    const bool more = it != cfg_.peers.end() && std::next(it) != cfg_.peers.end();
+    const std::string why = answer.why.empty() ? "refused" : answer.why;
+    store_wait([&] {
+        transact([&] {
+            if (more) {
+                store_->forward_decision(f.id, std::next(it)->name, f.payload);
+                event(f.run, "PLACEMENT", "broker " + f.peer + " refused (" + why + "); trying broker " + std::next(it)->name,
+                      json::serialize(ev), now);
+            } else {
+                store_->apply_decision(f.id, "unplaced", 0);
+                store_->update_run(f.run, "DEGRADED", to - 1, now);
+                event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(to) + p.local_rejected + "; broker " + f.peer +
+                      " refused (" + why + ")", json::serialize(ev), now);
+            }
+        });
+        return 0;
+    });
+    if (!more) back_to_degraded(f.run);
+}
+
+}  // namespace shardnet::broker

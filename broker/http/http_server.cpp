@@ -1,0 +1,401 @@
+#include "broker/http/http_server.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include "broker/http/request_parser.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <deque>
+#include <optional>
+#include <thread>
+
+namespace shardnet::broker {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+// Sockets and timers on the io_context's own executor type, not the
+// type-erased any_io_executor: each operation then skips an executor copy
+// through a virtual table (a few percent of a heartbeat's instructions).
+using Executor = asio::io_context::executor_type;
+using Socket = asio::basic_stream_socket<tcp, Executor>;
+using TlsStream = beast::ssl_stream<Socket>;
+using Timer = asio::basic_waitable_timer<std::chrono::steady_clock, asio::wait_traits<std::chrono::steady_clock>, Executor>;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The one reporter of a connection's failures: a JSON line on the log, at
+// most one a second (a port scan must not flood it), with how many were not said.
+void fail(const beast::error_code &ec, const char *what) {
+    static std::atomic<long long> last{0}, unsaid{0};
+    const long long now = std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
+    long long seen = last.load(std::memory_order_relaxed);
+    if (seen == now || !last.compare_exchange_strong(seen, now)) { unsaid.fetch_add(1, std::memory_order_relaxed); return; }
+    std::string reason = ec.message();
+    for (char &c : reason)
+        if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = ' ';
+    std::fprintf(stderr, "{\"level\":\"warn\",\"msg\":\"connection failed\",\"what\":\"%s\",\"reason\":\"%s\",\"not_logged_since\":%lld}\n",
+                 what, reason.c_str(), unsaid.exchange(0));
+}
+
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
+public:
+    template <class... Args>
+    Session(HttpServer &srv, HttpServer::Counts &counts, Args &&...args)
+        : srv_(srv), counts_(counts), stream_(std::forward<Args>(args)...) { ++counts_.open; }
+    ~Session() { --counts_.open; }
+
+    void run() {
+        if constexpr (std::is_same_v<Stream, TlsStream>) {
+            arm_deadline();
+            stream_.async_handshake(asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+                if (!ec) return self->do_read();
+                // A failed handshake (plain HTTP to the TLS port, a client
+                // that distrusts our certificate) is said, and its socket
+                // goes now, not at the deadline.
+                fail(ec, "TLS handshake");
+                beast::error_code ignored;
+                beast::get_lowest_layer(self->stream_).close(ignored);
+                self->timer_.cancel();
+            });
+        } else {
+            beast::error_code ec;
+            stream_.non_blocking(true, ec);  // send() writes at once where it can; it never waits
+            asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] { self->do_read(); });
+        }
+    }
+
+private:
+    // One deadline for the whole request and its answer: a client that
+    // trickles its headers or body (slowloris), or idles on a keep-alive
+    // connection, is cut off when it passes. A request only moves the
+    // deadline; the timer wakes once per timeout, not once per request
+    // (a timer operation takes the reactor's lock).
+    void arm_deadline() {
+        deadline_ = Clock::now() + std::chrono::milliseconds(srv_.limits.read_timeout_ms);
+        if (timer_armed_) return;
+        timer_armed_ = true;
+        timer_.expires_at(deadline_);
+        timer_.async_wait([self = this->shared_from_this()](beast::error_code ec) { self->on_deadline(ec); });
+    }
+
+    void on_deadline(beast::error_code ec) {
+        timer_armed_ = false;
+        if (ec || deadline_ == Clock::time_point::max()) return;
+        if (Clock::now() < deadline_) {  // moved on by a later request
+            timer_armed_ = true;
+            timer_.expires_at(deadline_);
+            timer_.async_wait([self = this->shared_from_this()](beast::error_code ec) { self->on_deadline(ec); });
+            return;
+        }
+        beast::error_code ignored;
+        beast::get_lowest_layer(stream_).close(ignored);  // pending operations end with operation_aborted
+    }
+
+    void do_read() {
+        parser_.emplace(request_);
+        parser_->eager(true);
+        parser_->header_limit(std::uint32_t(srv_.limits.header_bytes));
+        parser_->body_limit(srv_.limits.body_bytes);
+        arm_deadline();
+        parse_buffered();
+    }
+
+    // Beast's parser on our own read loop: http::async_read's layers of
+    // composed operations cost more than the parsing itself.
+    void parse_buffered() {
+        while (buffer_.size() > 0) {
+            beast::error_code ec;
+            const std::size_t used = parser_->put(buffer_.data(), ec);
+            buffer_.consume(used);
+            if (ec && ec != http::error::need_more) return on_read(ec);
+            if (parser_->is_done()) return on_read({});
+            if (ec || used == 0) break;  // the rest of a header, or more body, is still to come
+        }
+        stream_.async_read_some(buffer_.prepare(kReadSize), [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
+            self->buffer_.commit(n);
+            if (ec == asio::error::eof) {
+                if (!self->parser_->got_some() && self->buffer_.size() == 0) return self->on_read(http::error::end_of_stream);
+                return self->on_read(http::error::partial_message);
+            }
+            if (ec) return self->on_read(ec);
+            self->parse_buffered();
+        });
+    }
+
+    void on_read(beast::error_code ec) {
+        if (ec == http::error::end_of_stream) return close();
+        if (ec == http::error::body_limit)
+            return refuse(413, "body_too_large", "request body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes");
+        if (ec == http::error::header_limit)
+            return refuse(431, "headers_too_large", "request headers exceed " + std::to_string(srv_.limits.header_bytes) + " bytes");
+        if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) return;  // closed by the deadline
+        if (ec && parser_->refusal_status) return refuse(parser_->refusal_status, "bad_request", parser_->refusal);
+        if (ec) {
+            if (buffer_.size() > 0 || parser_->got_some()) return refuse(400, "bad_request", "malformed HTTP: " + ec.message());
+            return close();
+        }
+        ++counts_.busy;
+        ApiRequest &ar = request_;
+        ar.conn_cache = &conn_cache_;
+        const bool keep = parser_->keep_alive();
+        const unsigned version = parser_->version;
+        // The request's deadline (arm_deadline) also covers its answer.
+        if (ar.method == "GET" && ar.target.find("/events?") != std::string::npos &&
+            (ar.target.find("follow=1") != std::string::npos || ar.target.find("follow=true") != std::string::npos)) {
+            deadline_ = Clock::time_point::max();  // a stream stays open: its keep-alives find a gone client
+            return start_stream(ar, version);
+        }
+        in_handle_ = true;
+        head_ = ar.method == "HEAD";
+        keep_ = keep;
+        version_ = version;
+        // The reply captures a plain pointer, which std::function keeps
+        // without allocating. An answer that comes later (from the store's
+        // thread) is posted back to this connection's thread; it cannot run
+        // before this function returns, and by then hold_ keeps the session.
+        srv_.service.handle(ar, [self = this](ApiResponse r) {
+            if (self->stream_.get_executor().running_in_this_thread() && self->in_handle_) {  // answered at once
+                self->ready_ = std::move(r);
+                return;
+            }
+            asio::post(self->stream_.get_executor(), [self, r = std::move(r)]() mutable {
+                auto hold = std::move(self->hold_);
+                self->send(std::move(r), self->keep_, self->version_);
+            });
+        });
+        in_handle_ = false;
+        if (!ready_) {
+            hold_ = this->shared_from_this();
+            return;
+        }
+        ApiResponse r = std::move(*ready_);
+        ready_.reset();
+        send(std::move(r), keep, version);
+    }
+
+    // A request that cannot be read: answered, and the connection closed.
+    void refuse(unsigned status, const std::string &code, const std::string &message) {
+        ++counts_.busy;
+        head_ = false;
+        send(error_response(status, code, message), false, 11);
+    }
+
+    // Our answers are small and of one shape: formatted straight into one
+    // buffer per connection (Beast's general serializer was a third of the
+    // cost of a heartbeat), and a heartbeat's 204 is one fixed text.
+    void send(ApiResponse r, bool keep, unsigned version) {
+        static constexpr std::string_view kNoContent = "HTTP/1.1 204 No Content\r\nServer: shardnet-broker\r\n\r\n";
+        if (r.status == 204 && keep && version == 11) out_.assign(kNoContent);
+        else format(r, keep, version);
+        std::size_t written = 0;
+        if constexpr (std::is_same_v<Stream, Socket>) {
+            // An answer nearly always fits the socket's buffer: written here
+            // (the socket does not block), the next read starts without a
+            // round through the scheduler. The rest, if any, goes async.
+            beast::error_code ec;
+            written = stream_.write_some(asio::buffer(out_), ec);
+            if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return sent(ec, keep);
+            if (written == out_.size()) return sent({}, keep);
+        }
+        asio::async_write(stream_, asio::buffer(out_) + written, [self = this->shared_from_this(), keep](beast::error_code ec, std::size_t) {
+            self->sent(ec, keep);
+        });
+    }
+
+    void sent(beast::error_code ec, bool keep) {
+        --counts_.busy;
+        if (ec || !keep) return close();
+        // A pipelined request already read waits its turn in the queue
+        // rather than deepening this call stack.
+        if (buffer_.size() > 0)
+            return asio::post(stream_.get_executor(), [self = this->shared_from_this()] { self->do_read(); });
+        do_read();
+    }
+
+    void format(const ApiResponse &r, bool keep, unsigned version) {
+        out_.clear();
+        out_ += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+        out_ += std::to_string(r.status);
+        out_ += ' ';
+        out_ += std::string_view(http::obsolete_reason(http::status(r.status)));
+        out_ += "\r\nServer: shardnet-broker\r\n";
+        if (!keep) out_ += "Connection: close\r\n";
+        else if (version == 10) out_ += "Connection: keep-alive\r\n";
+        if (r.allow) { out_ += "Allow: "; out_ += r.allow; out_ += "\r\n"; }
+        if (r.status != 204 && r.status != 304) {
+            if (!r.body.empty()) { out_ += "Content-Type: "; out_ += r.content_type; out_ += "\r\n"; }
+            out_ += "Content-Length: ";
+            out_ += std::to_string(r.body.size());
+            out_ += "\r\n";
+        }
+        out_ += "\r\n";
+        // HEAD: the same header, Content-Length included, and no body.
+        if (r.status != 204 && r.status != 304 && !head_) out_ += r.body;
+    }
+
+    // Server-Sent Events: the response stays open; the service pushes events.
+    void start_stream(const ApiRequest &ar, unsigned version) {
+        auto sink = std::make_shared<EventSink>();
+        std::weak_ptr<Session> weak = this->shared_from_this();
+        sink->push = [weak](std::string msg) {
+            if (auto self = weak.lock())
+                asio::post(self->stream_.get_executor(), [self, msg = std::move(msg)]() mutable { self->stream_write(std::move(msg)); });
+        };
+        if (auto err = srv_.service.follow_events(ar, sink)) return send(std::move(*err), false, version);
+        --counts_.busy;  // a stream never holds up a drain
+        sink_ = sink;
+        stream_write("HTTP/1.1 200 OK\r\nServer: shardnet-broker\r\nContent-Type: text/event-stream\r\n"
+                     "Cache-Control: no-cache\r\nConnection: close\r\n\r\n");
+        // Reading on tells us when the client goes away.
+        stream_.async_read_some(asio::buffer(scrap_), [self = this->shared_from_this()](beast::error_code, std::size_t) {
+            self->sink_->open = false;
+            self->keepalive_.cancel();
+            self->close();
+        });
+        keep_alive();
+    }
+
+    // A comment line on an idle stream keeps proxies and load balancers from
+    // timing it out, and finds a vanished client.
+    void keep_alive() {
+        keepalive_.expires_after(std::chrono::milliseconds(srv_.limits.sse_keepalive_ms));
+        keepalive_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
+            if (ec || !self->sink_->open) return;
+            if (self->queue_.empty()) self->stream_write(": keep-alive\n\n");
+            self->keep_alive();
+        });
+    }
+
+    void stream_write(std::string msg) {
+        if (!sink_ || !sink_->open) return;
+        queue_.push_back(std::move(msg));
+        if (queue_.size() == 1) write_next();
+    }
+
+    void write_next() {
+        asio::async_write(stream_, asio::buffer(queue_.front()), [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+            self->queue_.pop_front();
+            if (ec) { self->sink_->open = false; return self->close(); }
+            if (!self->queue_.empty()) self->write_next();
+        });
+    }
+
+    void close() {
+        beast::error_code ec;
+        beast::get_lowest_layer(stream_).shutdown(tcp::socket::shutdown_send, ec);
+        timer_.cancel();  // the session goes when its last operation ends
+    }
+
+    static constexpr std::size_t kReadSize = 4096;
+
+    HttpServer &srv_;
+    HttpServer::Counts &counts_;
+    Stream stream_;
+    beast::flat_buffer buffer_;
+    ApiRequest request_;                 // refilled by each request's parser
+    std::optional<RequestParser> parser_;
+    Timer timer_{stream_.get_executor()};
+    Clock::time_point deadline_{};
+    bool timer_armed_ = false;
+    std::string out_;
+    std::shared_ptr<EventSink> sink_;
+    std::deque<std::string> queue_;
+    asio::steady_timer keepalive_{stream_.get_executor()};
+    char scrap_[512];
+    ConnCache conn_cache_;
+    bool in_handle_ = false;
+    bool head_ = false;   // the request in hand is a HEAD: its answer has no body
+    bool keep_ = true;
+    unsigned version_ = 11;
+    std::optional<ApiResponse> ready_;
+    std::shared_ptr<Session> hold_;      // while an answer is on its way from another thread
+};
+
+}  // namespace
+
+HttpServer::HttpServer(std::vector<std::unique_ptr<asio::io_context>> &ios, const BrokerConfig &cfg, Service &svc)
+    : service(svc),
+      limits{cfg.header_bytes, cfg.body_bytes, cfg.read_timeout_ms, cfg.max_connections, cfg.sse_keepalive_ms},
+      ios_(ios), counts_(ios.size()), acceptor_(std::in_place, *ios.front()) {
+    if (!cfg.plain_http) {
+        tls = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+        tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                         asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+        tls->use_certificate_chain_file(cfg.tls_cert);
+        tls->use_private_key_file(cfg.tls_key, asio::ssl::context::pem);
+    }
+    tcp::endpoint ep(asio::ip::make_address(cfg.listen_host), cfg.listen_port);
+    acceptor_->open(ep.protocol());
+    acceptor_->set_option(asio::socket_base::reuse_address(true));
+    acceptor_->bind(ep);
+    acceptor_->listen(asio::socket_base::max_listen_connections);
+    port_ = acceptor_->local_endpoint().port();
+}
+
+void HttpServer::start() { do_accept(); }
+
+void HttpServer::shutdown() {
+    accept_pause_.reset();
+    acceptor_.reset();
+    for (auto &ctx : ios_) ctx.reset();
+}
+
+void HttpServer::stop() {
+    asio::post(acceptor_->get_executor(), [this] {
+        beast::error_code ec;
+        acceptor_->close(ec);
+        if (accept_pause_) accept_pause_->cancel();
+    });
+}
+
+int HttpServer::open_sessions() const {
+    int n = 0;
+    for (const auto &c : counts_) n += c.open.load(std::memory_order_relaxed);
+    return n;
+}
+
+int HttpServer::busy_sessions() const {
+    int n = 0;
+    for (const auto &c : counts_) n += c.busy.load(std::memory_order_relaxed);
+    return n;
+}
+
+void HttpServer::do_accept() {
+    if (!acceptor_ || !acceptor_->is_open()) return;   // stopped
+    const std::size_t i = next_++ % ios_.size();
+    acceptor_->async_accept(*ios_[i], [this, i](beast::error_code ec, Socket socket) {
+        if (ec == asio::error::operation_aborted) return;
+        if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space || ec == asio::error::no_memory ||
+            ec.value() == ENFILE) {
+            fail(ec, "accept (waiting 100 ms)");
+            if (!accept_pause_) accept_pause_.emplace(acceptor_->get_executor());
+            accept_pause_->expires_after(std::chrono::milliseconds(100));
+            return accept_pause_->async_wait([this](beast::error_code e) { if (!e) do_accept(); });
+        }
+        if (!ec) {
+            if (open_sessions() >= limits.max_connections) {
+                beast::error_code ignored;
+                socket.close(ignored);  // over the cap: refuse rather than queue
+            } else if (tls) {
+                socket.set_option(tcp::no_delay(true));
+                std::make_shared<Session<TlsStream>>(*this, counts_[i], std::move(socket), *tls)->run();
+            } else {
+                socket.set_option(tcp::no_delay(true));
+                std::make_shared<Session<Socket>>(*this, counts_[i], std::move(socket))->run();
+            }
+        }
+        do_accept();
+    });
+}
+
+}  // namespace shardnet::broker

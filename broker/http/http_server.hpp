@@ -1,0 +1,63 @@
+// HTTP/1.1 (plain or TLS) in front of Service: Beast sessions, each on the
+// one thread of its I/O context (so no strands are needed),
+// a deadline on every read, header and body limits answered 431/413, a
+// connection cap, one request in flight per connection (pipelined requests
+// wait their turn in the read buffer, never in an unbounded queue).
+#pragma once
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "broker/config/config.hpp"
+#include "broker/service.hpp"
+
+namespace shardnet::broker {
+
+struct Limits {
+    std::size_t header_bytes, body_bytes;
+    int read_timeout_ms, max_connections, sse_keepalive_ms;
+};
+
+class HttpServer {
+public:
+    // Binds now (throws with the address on failure); port 0 picks one.
+    // Accepts on the first context and spreads connections over all of
+    // them, one thread each: no lock shared between I/O threads.
+    HttpServer(std::vector<std::unique_ptr<boost::asio::io_context>> &ios, const BrokerConfig &cfg, Service &service);
+    unsigned short port() const { return port_; }
+    void start();
+    void stop();  // stop accepting; open sessions finish their request
+    // After the I/O threads are gone: closes the acceptor, then destroys the
+    // contexts (and with them the sessions, which point at this server).
+    void shutdown();
+
+    Service &service;
+    Limits limits;
+    // Counted per I/O thread, each on its own cache line: a request then
+    // touches no line another thread writes.
+    struct alignas(64) Counts {
+        std::atomic<int> open{0};
+        std::atomic<int> busy{0};   // a request read and not yet answered
+    };
+    int open_sessions() const;
+    int busy_sessions() const;
+    std::unique_ptr<boost::asio::ssl::context> tls;
+
+private:
+    void do_accept();
+    std::vector<std::unique_ptr<boost::asio::io_context>> &ios_;
+    std::size_t next_ = 0;
+    std::vector<Counts> counts_;
+    std::optional<boost::asio::ip::tcp::acceptor> acceptor_;
+    // Out of file descriptors (or memory), accept fails at once and would
+    // fail again at once: the acceptor waits a little instead of spinning.
+    std::optional<boost::asio::steady_timer> accept_pause_;
+    unsigned short port_ = 0;
+};
+
+}  // namespace shardnet::broker

@@ -1,0 +1,102 @@
+// Beast's HTTP/1 parser engine (limits, framing, keep-alive, chunked
+// bodies) filling a request of the broker's own shape: method, target,
+// bearer token and body. Beast's request_parser keeps every header field in
+// basic_fields, one allocation each; the API reads one of them.
+#pragma once
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/basic_parser.hpp>
+#include <string>
+
+#include "broker/service.hpp"
+
+namespace shardnet::broker {
+
+// It fills the connection's ApiRequest, cleared for each request: the
+// strings keep their capacity, so a heartbeat on a kept-alive connection
+// allocates none.
+class RequestParser : public boost::beast::http::basic_parser<true> {
+public:
+    explicit RequestParser(ApiRequest &out) : out_(out) {
+        out_.method.clear();
+        out_.target.clear();
+        out_.bearer.clear();
+        out_.body.clear();
+    }
+    unsigned version = 11;
+    // Set when the header is one the broker must not act on (RFC 9112): the
+    // answer's status and why; the connection then closes.
+    unsigned refusal_status = 0;
+    const char *refusal = "";
+
+private:
+    using string_view = boost::beast::string_view;
+    using error_code = boost::beast::error_code;
+
+    void on_request_impl(boost::beast::http::verb, string_view m, string_view t, int v, error_code &) override {
+        out_.method.assign(m.data(), m.size());
+        out_.target.assign(t.data(), t.size());
+        version = unsigned(v);
+    }
+    void on_response_impl(int, string_view, int, error_code &) override {}
+    void on_field_impl(boost::beast::http::field f, string_view, string_view value, error_code &) override {
+        using boost::beast::http::field;
+        if (f == field::authorization && value.size() > 7 && boost::beast::iequals(value.substr(0, 7), "Bearer "))
+            out_.bearer.assign(value.data() + 7, value.size() - 7);
+        else if (f == field::host) ++hosts_;
+        else if (f == field::transfer_encoding) {
+            for (std::size_t start = 0; start <= value.size();) {   // "gzip, chunked": one coding each
+                auto comma = value.find(',', start);
+                if (comma == string_view::npos) comma = value.size();
+                const string_view coding = trim(value.substr(start, comma - start));
+                ++te_codings_;
+                te_last_chunked_ = boost::beast::iequals(coding, "chunked");
+                if (te_last_chunked_) ++te_chunked_;
+                start = comma + 1;
+            }
+        }
+    }
+    // A Transfer-Encoding other than exactly "chunked" (one field) is how a
+    // request is smuggled past a proxy that reads it differently: refused
+    // before its body, and the connection closed. So is an HTTP/1.1 request
+    // without exactly one Host.
+    void on_header_impl(error_code &ec) override {
+        if (te_codings_ > 0 && (!te_last_chunked_ || te_chunked_ > 1)) {   // RFC 9112 6.3: the length is unknown
+            refusal_status = 400;
+            refusal = "Transfer-Encoding: chunked must be the last coding, once";
+            ec = boost::beast::http::error::bad_transfer_encoding;
+        } else if (te_codings_ > 1) {   // gzip, deflate, ... before chunked
+            refusal_status = 501;
+            refusal = "Transfer-Encoding: only chunked is implemented";
+            ec = boost::beast::http::error::bad_transfer_encoding;
+        } else if (version == 11 && hosts_ != 1) {
+            refusal_status = 400;
+            refusal = hosts_ == 0 ? "Host: an HTTP/1.1 request needs one" : "Host: given more than once";
+            ec = boost::beast::http::error::bad_field;
+        }
+    }
+    static string_view trim(string_view v) {
+        while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+        while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+        return v;
+    }
+    // The base has checked the length against body_limit before this.
+    void on_body_init_impl(const boost::optional<std::uint64_t> &length, error_code &) override {
+        if (length) out_.body.reserve(std::size_t(*length));
+    }
+    std::size_t on_body_impl(string_view s, error_code &) override {
+        out_.body.append(s.data(), s.size());
+        return s.size();
+    }
+    void on_chunk_header_impl(std::uint64_t, string_view, error_code &) override {}
+    std::size_t on_chunk_body_impl(std::uint64_t, string_view s, error_code &) override {
+        out_.body.append(s.data(), s.size());
+        return s.size();
+    }
+    void on_finish_impl(error_code &) override {}
+
+    ApiRequest &out_;
+    int hosts_ = 0, te_codings_ = 0, te_chunked_ = 0;
+    bool te_last_chunked_ = false;
+};
+
+}  // namespace shardnet::broker

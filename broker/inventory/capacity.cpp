@@ -1,0 +1,207 @@
+// Inventory: every probed node's offer, the idle nodes of the local
+// clusters joined with them (placement's input), and the capacity search
+// over the local clusters and, with a deadline, the peer brokers.
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <unistd.h>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "common/http_client.hpp"
+#include "common/parse_util.hpp"
+#include "common/safe_path.hpp"
+#include "broker/service.hpp"
+#include "broker/api/api_util.hpp"
+#include "broker/slurm/slurm_job.hpp"
+#include "broker/slurm/slurm_view.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+
+namespace {
+
+bool under(const std::string &path, const std::string &root) {
+    if (path.compare(0, root.size(), root) != 0) return false;
+    return path.size() == root.size() || root.back() == '/' || path[root.size()] == '/';
+}
+
+
+NodeOffer undescribed(const std::string &name) {
+    NodeOffer n;
+    n.name = name;
+    return n;
+}
+
+
+}  // namespace
+
+std::shared_ptr<const std::map<std::string, NodeOffer>> Service::node_offers() {
+    return store_wait([this] {
+        if (!offers_loaded_) {
+            for (auto &n : store_->list_nodes("")) {
+                json::error_code ec;
+                auto v = json::parse(n.descriptor, ec);
+                if (!ec && v.is_object()) offers_.emplace(n.host, offer_from_descriptor(n.host, v.as_object()));
+            }
+            offers_loaded_ = true;
+        }
+        if (!offers_snapshot_) offers_snapshot_ = std::make_shared<const std::map<std::string, NodeOffer>>(offers_);
+        return offers_snapshot_;
+    });
+}
+
+std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
+    const auto node_map = node_offers();
+    const auto &described = *node_map;
+    std::vector<ClusterOffer> offers;
+    for (const auto &[name, conf] : cfg_.clusters) {
+        ClusterOffer c;
+        c.name = name;
+        if (auto it = cfg_.cluster_info.find(name); it != cfg_.cluster_info.end()) {
+            c.region = it->second.region;
+            if (!it->second.ckpt_roots.empty() && !ckpt_dir.empty())
+                c.reads_checkpoint = std::any_of(it->second.ckpt_roots.begin(), it->second.ckpt_roots.end(),
+                                                 [&](const std::string &r) { return under(ckpt_dir, r); });
+        }
+        std::string out;
+        if (slurm_calls_.query(conf, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N"}, out) != 0) {
+            c.reachable = false;
+        } else {
+            std::istringstream is(out);
+            std::set<std::string> seen;
+            for (std::string n; is >> n;) {
+                if (!seen.insert(n).second) continue;  // a node in several partitions
+                auto d = described.find(n);
+                c.idle.push_back(d != described.end() ? d->second : undescribed(n));
+            }
+        }
+        offers.push_back(std::move(c));
+    }
+    return offers;
+}
+
+void Service::capacity(const std::string &query, bool fan_out, const Reply &reply) {
+    post_answering(query_pool_, "capacity", reply, [this, query, fan_out](const Reply &reply) {
+        Requirements req;
+        const std::string cls = query_param(query, "class"), fabric = query_param(query, "fabric"),
+                          region = query_param(query, "region"), cluster = query_param(query, "cluster");
+        for (const auto &[k, v] : {std::pair{"class", cls}, {"fabric", fabric}, {"region", region}, {"cluster", cluster}})
+            if (!v.empty() && !is_safe_name(v))
+                return reply(error_response(400, "bad_field", std::string(k) + ": 1-64 of [A-Za-z0-9._-]", k));
+        req.accel_class = cls;
+        req.fabric = fabric;
+        unsigned bit = 0;
+        if (!fabric.empty() && !fabric_required(fabric, bit))
+            return reply(error_response(400, "bad_field", "fabric: expected nvlink, infiniband, roce, ethernet or xgmi", "fabric"));
+        if (auto v = query_param(query, "gpus_per_node"); !v.empty()) {
+            auto n = parse_int(v, 0, 64);
+            if (!n) return reply(error_response(400, "bad_field", "gpus_per_node: expected 0..64", "gpus_per_node"));
+            req.gpus_per_node = int(*n);
+        }
+        if (auto v = query_param(query, "gpu_memory_gb"); !v.empty()) {
+            auto n = parse_int(v, 0, 100000);
+            if (!n) return reply(error_response(400, "bad_field", "gpu_memory_gb: expected 0..100000", "gpu_memory_gb"));
+            req.gpu_memory_gb = double(*n);
+        }
+        long long gpus = 0;
+        if (auto v = query_param(query, "gpus"); !v.empty()) {
+            auto n = parse_int(v, 0, 1000000);
+            if (!n) return reply(error_response(400, "bad_field", "gpus: expected 0..1000000", "gpus"));
+            gpus = *n;
+        }
+        const double now = wall_now();
+        const auto node_map = node_offers();
+        const auto &described = *node_map;
+        json::array rows;
+        long long idle_gpus = 0;
+        for (const auto &[name, conf] : cfg_.clusters) {
+            std::string reg;
+            if (auto it = cfg_.cluster_info.find(name); it != cfg_.cluster_info.end()) reg = it->second.region;
+            if ((!cluster.empty() && cluster != name) || (!region.empty() && region != reg)) continue;
+            std::string out;
+            if (slurm_calls_.query(conf, {"sinfo", "-h", "-N", "-o", "%N %T"}, out) != 0) {
+                rows.push_back(json::object{{"broker", cfg_.broker_name}, {"cluster", name}, {"region", reg},
+                                            {"status", "unknown"}, {"reason", "slurmctld did not answer"}});
+                continue;
+            }
+            // Groups of like nodes: class, GPUs per node, GPU memory, fabric.
+            std::map<std::tuple<std::string, int, long long, std::string>, std::pair<long long, long long>> groups;
+            std::istringstream is(out);
+            std::set<std::string> seen;
+            for (std::string node, state; is >> node >> state;) {
+                if (!seen.insert(node).second) continue;
+                auto d = described.find(node);
+                const NodeOffer o = d != described.end() ? d->second : undescribed(node);
+                if (!node_misfit(req, o).empty()) continue;
+                auto key = std::make_tuple(o.described ? (o.accel_class.empty() ? "none" : o.accel_class) : "unknown", o.gpus,
+                                           o.gpu_memory_gb ? (long long)(*o.gpu_memory_gb + 0.5) : -1LL,
+                                           o.described ? fabric_name(o.fabric) : "unknown");
+                auto &g = groups[key];
+                ++g.second;
+                if (state == "idle") { ++g.first; idle_gpus += o.gpus; }
+            }
+            for (const auto &[k, g] : groups) {
+                const auto &[c, gpn, mem, fab] = k;
+                rows.push_back(json::object{{"broker", cfg_.broker_name}, {"cluster", name}, {"region", reg}, {"status", "ok"},
+                                            {"accelerator_class", c}, {"gpus_per_node", gpn},
+                                            {"gpu_memory_gb", mem < 0 ? json::value(nullptr) : json::value(mem)},
+                                            {"fabric", fab}, {"idle_nodes", g.first}, {"total_nodes", g.second}});
+            }
+        }
+        json::array peers;
+        // A peer is asked for its own clusters only (local=1 first: the value
+        // that counts), with the filters checked above and nothing else of
+        // the caller's, so brokers can never ask each other in a circle.
+        if (fan_out && query_param(query, "local") != "1") {
+            std::string forwarded = "local=1";
+            for (const char *k : {"class", "fabric", "region", "cluster", "gpus_per_node", "gpu_memory_gb", "gpus"})
+                if (auto v = query_param(query, k); !v.empty()) forwarded += std::string("&") + k + "=" + v;
+            peer_capacity(forwarded, rows, peers);
+        }
+        reply(ok_json(200, json::object{{"broker", cfg_.broker_name}, {"queried_at", now}, {"clusters", std::move(rows)},
+                                        {"peers", std::move(peers)}, {"local_idle_gpus", idle_gpus},
+                                        {"fits", gpus == 0 || idle_gpus >= gpus}}));
+    });
+}
+
+void Service::peer_capacity(const std::string &query, json::array &rows, json::array &peers) {
+    // Every peer at once, each with a deadline: a silent peer is unknown,
+    // never available; so is one whose answer cannot be read.
+    std::vector<std::future<HttpResponse>> answers;
+    for (const auto &p : cfg_.peers)
+        answers.push_back(std::async(std::launch::async, [&p, query] {
+            HttpResponse res;
+            if (!guarded("capacity: asking a peer", [&] {
+                    HttpClient client;
+                    HttpRequest r;
+                    r.method = "GET";
+                    r.url = p.url + "/v1/capacity?" + query;
+                    r.bearer = p.token;
+                    r.ca_file = p.ca_file;
+                    r.timeout_ms = 1500;
+                    res = client.send(r);
+                }))
+                res.error = "the query failed (the broker's log says why)";
+            return res;
+        }));
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+        PeerCapacity c = parse_peer_capacity(answers[i].get());
+        if (!c.error.empty()) {
+            peers.push_back(json::object{{"name", cfg_.peers[i].name}, {"status", "unknown"}, {"reason", c.error}});
+            continue;
+        }
+        peers.push_back(json::object{{"name", cfg_.peers[i].name}, {"status", "ok"}});
+        for (auto &row : c.rows) rows.push_back(std::move(row));
+    }
+}
+
+}  // namespace shardnet::broker

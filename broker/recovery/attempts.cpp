@@ -1,0 +1,170 @@
+// Recovery's Slurm side: what an attempt's job was (captured from Slurm
+// when the attempt starts, so that a requeue needs nothing from a cluster
+// that may be gone), and the submission of the next attempt as the job's
+// owner, recorded as the one job that may report for it.
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <unistd.h>
+#include <set>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "common/http_client.hpp"
+#include "common/parse_util.hpp"
+#include "common/safe_path.hpp"
+#include "broker/service.hpp"
+#include "broker/api/api_util.hpp"
+#include "broker/slurm/slurm_job.hpp"
+#include "broker/slurm/slurm_view.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+
+namespace {
+
+// Where batch scripts go on their way into and out of Slurm: beside the
+// broker's database, a directory of the broker's own (made 0700 if missing;
+// a symlink, another owner or a wider mode is refused, not repaired).
+std::string decisions_dir(const std::string &database, std::string &err) {
+    const std::string dir = std::filesystem::path(database).parent_path().string() + "/decisions";
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) { err = "cannot make " + dir + ": " + std::strerror(errno); return ""; }
+    struct stat st;
+    if (lstat(dir.c_str(), &st) != 0) { err = "cannot stat " + dir + ": " + std::strerror(errno); return ""; }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+        err = dir + " is not a directory of the broker's own with mode 0700 (a symlink, another owner or a wider mode)";
+        return "";
+    }
+    return dir;
+}
+
+}  // namespace
+
+void Service::capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
+                           const std::string &ckpt_dir, int interval) {
+    post_guarded(slurm_thread_, "capture job spec", [this, run, attempt, cluster, job, ckpt_dir, interval] {
+        std::string nodelist, batch_host;
+        if (!capture_spec_now(run, attempt, cluster, job, ckpt_dir, &nodelist, &batch_host)) {
+            std::lock_guard<std::mutex> lock(specs_mu_);  // try again at the next batch heartbeat
+            specs_seen_.erase(run + '\n' + std::to_string(attempt));
+            return;
+        }
+        std::string hosts;
+        if (nodelist.empty() || slurm_calls_.query(cfg_.clusters.at(cluster), {"scontrol", "show", "hostnames", nodelist}, hosts) != 0)
+            return;
+        std::istringstream is(hosts);
+        for (std::string host; is >> host;)
+            if (host != batch_host) workers_.watch(run, host + "/alloc", attempt, interval, wall_now(), cluster, job);
+    });
+}
+
+std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
+                                                           long long job, const std::string &ckpt_dir, std::string *nodelist,
+                                                           std::string *batch_host) {
+    const std::string &conf = cfg_.clusters.at(cluster);
+    std::string out;
+    if (slurm_calls_.fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) return std::nullopt;
+    SlurmJob j;
+    if (std::string err = find_slurm_job(out, job, j); !err.empty()) {
+        log_warn("job spec not captured", run, cluster + "/" + std::to_string(job) + ": " + err);
+        return std::nullopt;
+    }
+    // The job's owner, as Slurm numbers it, must be the run's.
+    long long owner = -1;
+    {
+        std::shared_lock lock(runs_mu_);
+        if (auto it = runs_.find(run); it != runs_.end()) owner = it->second.owner_uid;
+    }
+    if (owner >= 0 && j.uid != owner) {
+        log_warn("job spec refused", run, "Slurm says job " + std::to_string(job) + " on " + cluster + " runs as uid " +
+                 std::to_string(j.uid) + ", the run belongs to uid " + std::to_string(owner));
+        return std::nullopt;
+    }
+    if (nodelist) *nodelist = j.nodes;
+    if (batch_host) *batch_host = j.batch_host;
+    json::object spec{{"user", j.user}, {"uid", j.uid}, {"gid", j.gid}, {"nodes", j.node_count}, {"tasks", j.tasks},
+                      {"workdir", j.workdir}, {"stdout", output_for_next_attempt(j)}, {"ckpt_dir", ckpt_dir}, {"job", job},
+                      {"cluster", cluster}};
+    std::string err;
+    const std::string dir = decisions_dir(cfg_.database, err);
+    if (dir.empty()) { log_warn("job spec not captured", run, err); return std::nullopt; }
+    const std::string path = dir + "/" + run + ".attempt-" + std::to_string(attempt) + ".job.sh";
+    unlink(path.c_str());
+    std::string ignored;
+    // A read of Slurm's state (into a file): it must not drop the cluster's cached answers.
+    if (slurm_calls_.fresh(conf, {"scontrol", "write", "batch_script", std::to_string(job), path}, ignored) != 0) return std::nullopt;
+    std::string script;
+    err = read_small_file(path, 4 << 20, script);
+    unlink(path.c_str());
+    if (!err.empty()) { log_warn("job spec not captured", run, err); return std::nullopt; }
+    Store::JobSpecRow row{cluster, job, json::serialize(spec), script};
+    store_wait([&] { store_->upsert_job_spec(run, attempt, row); return 0; });
+    return row;
+}
+
+long long Service::submit_attempt(const std::string &cluster, const json::object &spec, const std::string &script,
+                                  const std::string &run, long long to, const std::string &resume,
+                                  const std::vector<std::string> &nodes, const std::string &decision, const SubmitAs &as,
+                                  std::string &err) {
+    auto str = [&](const char *k) { auto *v = spec.if_contains(k); return v && v->is_string() ? std::string(v->as_string()) : ""; };
+    auto num = [&](const char *k) { auto *v = spec.if_contains(k); return v && v->is_int64() ? v->as_int64() : 0LL; };
+    const std::string &conf = cfg_.clusters.at(cluster);
+    // Only ever as the job's real owner (resolved by the caller from Slurm
+    // or, for a peer's decision, from this host's own accounts), and never
+    // as root, the SlurmUser or a system account.
+    std::string show_config;
+    slurm_calls_.query(conf, {"scontrol", "show", "config"}, show_config);
+    if (std::string why = submit_identity_error(as.uid, as.gid, cfg_.min_uid, slurm_user_uid(show_config)); !why.empty()) {
+        err = why;
+        return 0;
+    }
+    // Each value is one argv element (no shell), and still checked: a
+    // newline or a relative path has no business in a job's paths.
+    const std::string workdir = str("workdir"), output = str("stdout"), ckpt_dir = str("ckpt_dir");
+    for (const auto &[what, v] : {std::pair{"workdir", workdir}, {"stdout", output}, {"ckpt_dir", ckpt_dir}})
+        if (!v.empty())
+            if (std::string why = sbatch_path_error(std::string("the job's ") + what, v); !why.empty()) { err = why; return 0; }
+    if (!is_safe_name(run) || (resume != "latest" && !is_safe_name(resume, 128))) { err = "run or resume is not a safe name"; return 0; }
+    // sbatch runs as the job's owner, the script on its stdin: Slurm then
+    // judges every #SBATCH line of it with the user's rights, not root's.
+    std::vector<std::string> argv{"sbatch", "--parsable", "-N", std::to_string(nodes.size()), "--nodelist=" + join(nodes),
+                                  // ALL: with a bare --export=VAR the batch step would not see
+                                  // its --shardnet options (Slurm passes them in the environment).
+                                  "--export=ALL,SHARDNET_ATTEMPT=" + std::to_string(to), "--shardnet=" + run,
+                                  "--shardnet-resume=" + resume, "--comment=shardnet-decision:" + decision};
+    if (long long tasks = num("tasks"); tasks > 0 && tasks <= (1 << 24)) argv.push_back("--ntasks=" + std::to_string(tasks));
+    if (!ckpt_dir.empty()) argv.push_back("--shardnet-ckpt-dir=" + ckpt_dir);
+    if (!workdir.empty()) argv.push_back("--chdir=" + workdir);
+    if (!output.empty()) argv.push_back("--output=" + output);
+    std::string out;
+    const int rc = slurm_calls_.change_as(conf, argv, RunAs{as.uid, as.gid, script}, out);
+    if (rc != 0) {
+        while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+        err = "sbatch on " + cluster + " (as uid " + std::to_string(as.uid) + ") failed: " + out.substr(0, 300);
+        return 0;
+    }
+    // --parsable: "JOBID[;CLUSTER]" on a line of its own (warnings may come first).
+    std::optional<long long> job;
+    std::istringstream lines(out);
+    for (std::string line; !job && std::getline(lines, line);) job = parse_int(line.substr(0, line.find(';')), 1, 4294967295LL);
+    if (!job) { err = "sbatch on " + cluster + " answered no job id: " + out.substr(0, 100); return 0; }
+    return *job;
+}
+
+void Service::record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job) {
+    {
+        std::unique_lock lock(runs_mu_);
+        if (auto it = runs_.find(run); it != runs_.end()) it->second.jobs[attempt] = AttemptJob{cluster, job, 0};
+        runs_generation_.fetch_add(1, std::memory_order_release);
+    }
+    store_wait([&] { store_->upsert_attempt(Store::AttemptRow{run, attempt, cluster, job, 0}); return 0; });
+}
+
+}  // namespace shardnet::broker

@@ -1,0 +1,239 @@
+// Requeue-on-failure, tiered: a confirmed FAULT becomes a decision, written
+// durably before anything is done and keyed by the run's next attempt, so it
+// is applied at most once. The placement (placement.hpp) looks at the same
+// cluster without the failed node, then the broker's other clusters; with
+// --shardnet-requeue=federated and no local room, the decision is handed to
+// a peer broker (federation/forwarder.cpp). The old attempt is cancelled in
+// Slurm and fenced by its number; the new one resumes from the run's last
+// sealed checkpoint.
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+#include <cstdio>
+#include <sstream>
+
+#include "broker/service.hpp"
+#include "broker/api/api_util.hpp"
+#include "broker/slurm/slurm_view.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+
+using detail::join;
+using detail::log_warn;
+
+void Service::requeue(const Fault &fault, int tries) {
+    std::string policy, manifest, owner;
+    long long owner_uid = -1;
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(fault.run);
+        if (it == runs_.end() || it->second.attempt != fault.attempt) return;
+        policy = it->second.requeue;
+        manifest = it->second.manifest;
+        owner = it->second.owner;
+        owner_uid = it->second.owner_uid;
+    }
+    if (policy == "off" || !cfg_.clusters.count(fault.state.cluster) || fault.state.job <= 0) return;
+    detail::post_guarded(slurm_thread_, "requeue", [this, fault, policy, manifest, owner, owner_uid, tries] {
+        const std::string bad = fault.node.substr(0, fault.node.find('/'));
+        const long long to = fault.attempt + 1;
+        const std::string id = cfg_.broker_name + ":" + fault.run + "/attempt-" + std::to_string(to);
+        const double now = wall_now();
+        // 1. The decision, durable, before any action.
+        std::string store_error;
+        const bool fresh = store_wait([&] {
+            bool inserted = false;
+            try {
+                store_->transaction([&] {
+                    inserted = store_->insert_decision(id, fault.run, fault.attempt, to, fault.state.cluster, bad, fault.state.job, now);
+                });
+            } catch (const std::exception &e) {
+                store_error = e.what();
+            }
+            return inserted;
+        });
+        if (!store_error.empty()) {
+            // Not "decided already": the decision could not be written. It is
+            // tried again; the event follows once the store takes writes.
+            log_warn("requeue decision not written; tried again in 1 s", fault.run, store_error);
+            if (tries < 600) retry_later(1.0, "requeue retry", [this, fault, tries] { requeue(fault, tries + 1); });
+            return;
+        }
+        if (!fresh) return;  // another worker of this attempt decided already
+
+        json::object ev{{"decision", id}, {"from_cluster", fault.state.cluster}, {"excluded", bad}, {"old_job", fault.state.job}};
+        auto record = [&](const std::string &state, long long new_job, const std::string &kind, const std::string &cause,
+                          const std::string &run_state = "") {
+            return store_wait([&] {
+                try {
+                    transact([&] {
+                        store_->apply_decision(id, state, new_job);
+                        event(fault.run, kind, cause, json::serialize(ev), wall_now());
+                        if (!run_state.empty()) store_->update_run(fault.run, run_state, fault.attempt, wall_now());
+                    });
+                } catch (const std::exception &e) {
+                    log_warn("requeue decision " + id + " (" + state + ") not written", fault.run, e.what());
+                    return false;
+                }
+                return true;
+            });
+        };
+        // 2. What the failed attempt's job was: kept when it started, so that
+        // a cluster whose slurmctld is gone can still be left.
+        auto spec_row = store_wait([&] { return store_->get_job_spec(fault.run, fault.attempt); });
+        if (!spec_row) spec_row = capture_spec_now(fault.run, fault.attempt, fault.state.cluster, fault.state.job, "");
+        if (!spec_row) {
+            record("failed", 0, "PLACEMENT", "cannot requeue attempt " + std::to_string(fault.attempt) + ": the job's spec was not "
+                   "recorded and cluster " + fault.state.cluster + " cannot give it");
+            return;
+        }
+        json::error_code ec;
+        json::value sv = json::parse(spec_row->spec, ec);
+        json::object spec = !ec && sv.is_object() ? sv.as_object() : json::object{};
+        // 3. Requirements: the run's manifest, nodes as the failed job had.
+        Requirements req;
+        json::value mv = json::parse(manifest.empty() ? "{}" : manifest, ec);
+        if (!ec && mv.is_object())
+            if (auto *r = mv.as_object().if_contains("requires"); r && r->is_object()) requirements_from_json(r->as_object(), req);
+        const json::object *mreq = nullptr;
+        if (const json::object *mo = mv.if_object())
+            if (auto *r = mo->if_contains("requires")) mreq = r->if_object();
+        if (auto *n = spec.if_contains("nodes"); n && n->is_int64() && n->as_int64() > 0 && !(mreq && mreq->contains("nodes")))
+            req.nodes = int(n->as_int64());
+        const std::string ckpt = spec.contains("ckpt_dir") && spec.at("ckpt_dir").is_string() ? std::string(spec.at("ckpt_dir").as_string()) : "";
+        const std::string last = store_wait([&] { return store_->last_checkpoint(fault.run); });
+        const std::string resume = last.empty() ? "latest" : last;
+        ev["requires"] = requirements_to_json(req);
+        ev["resume"] = resume;
+        // 4. Where: this broker's clusters first.
+        std::string region;
+        if (auto it = cfg_.cluster_info.find(fault.state.cluster); it != cfg_.cluster_info.end()) region = it->second.region;
+        Placement p = place(req, local_offers(ckpt), fault.state.cluster, region, bad);
+        json::array rejected;
+        std::string others;
+        for (const auto &r : p.rejected) {
+            rejected.push_back(json::object{{"cluster", r.cluster}, {"reason", r.reason}});
+            others += "; " + r.cluster + " rejected: " + r.reason;
+        }
+        ev["rejected"] = rejected;
+        // 5. The old attempt ends once its successor has a place (here, or
+        // when a peer accepts it). An unreachable cluster cannot be told:
+        // the attempt is then fenced by number alone.
+        auto cancel_old = [&] {
+            std::string ignored;
+            slurm_calls_.change(cfg_.clusters.at(fault.state.cluster), {"scancel", std::to_string(fault.state.job)}, ignored);
+        };
+        if (p.cluster.empty()) {
+            if (policy == "federated" && !cfg_.peers.empty()) {
+                json::object payload{{"id", id}, {"from_broker", cfg_.broker_name}, {"run", fault.run}, {"from_attempt", fault.attempt},
+                                     {"to_attempt", to}, {"spec", spec}, {"script", spec_row->script}, {"owner", owner},
+                                     {"resume", resume}, {"manifest", manifest}, {"requires", requirements_to_json(req)},
+                                     {"local_rejected", others}};
+                const std::string peer = cfg_.peers.front().name;
+                ev["peer"] = peer;
+                const bool written = store_wait([&] {
+                    try {
+                        transact([&] {
+                            store_->forward_decision(id, peer, json::serialize(payload));
+                            store_->update_run(fault.run, "RECOVERING", fault.attempt, wall_now());
+                            event(fault.run, "PLACEMENT", "no local capacity for attempt " + std::to_string(to) + others +
+                                  "; decision " + id + " goes to broker " + peer, json::serialize(ev), wall_now());
+                        });
+                    } catch (const std::exception &e) {
+                        log_warn("decision " + id + " for broker " + peer + " not written; the run stays DEGRADED", fault.run, e.what());
+                        return false;
+                    }
+                    return true;
+                });
+                if (!written) return;
+                {
+                    std::unique_lock lock(runs_mu_);
+                    auto it = runs_.find(fault.run);
+                    if (it != runs_.end() && set_state(fault.run, it->second, RunState::recovering)) it->second.recover_to = to;
+                }
+                forward_cv_.notify_all();
+                return;
+            }
+            record("unplaced", 0, "PLACEMENT", "no placement for attempt " + std::to_string(to) + others +
+                   (policy == "local" ? " (requeue=local: no peer brokers)" : cfg_.peers.empty() ? " (no peer brokers)" : ""));
+            return;
+        }
+        // 6. The new attempt, on the chosen nodes, as the failed job's owner
+        // as Slurm numbered it when the attempt started (and the run's).
+        SubmitAs as;
+        if (auto *u = spec.if_contains("uid"); u && u->is_int64()) as.uid = u->as_int64();
+        if (auto *g = spec.if_contains("gid"); g && g->is_int64()) as.gid = g->as_int64();
+        if (owner_uid >= 0 && as.uid != owner_uid) {
+            record("refused", 0, "PLACEMENT", "not requeued: attempt " + std::to_string(fault.attempt) + "'s job ran as uid " +
+                   std::to_string(as.uid) + ", the run belongs to uid " + std::to_string(owner_uid));
+            return;
+        }
+        cancel_old();
+        std::string err;
+        const long long new_job = submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p.nodes, id, as, err);
+        ev["target"] = p.cluster;
+        ev["nodes"] = json::value_from(p.nodes);
+        ev["fabric"] = p.fabric;
+        if (!new_job) {
+            record("failed", 0, "PLACEMENT", "attempt " + std::to_string(to) + " on " + p.cluster + ": " + err);
+            return;
+        }
+        ev["new_job"] = new_job;
+        record_attempt(fault.run, to, p.cluster, new_job);
+        const std::string matched = req.needs_hardware() ? " (" + std::string(req.accel_class.empty() ? "" : "class, ") +
+                                    (req.fabric.empty() ? "" : "fabric, ") + (req.memory_gb > 0 ? "memory, " : "") + "shape matched)" : "";
+        record("applied", new_job, "PLACEMENT", p.cluster + " " + join(p.nodes) + (p.cluster == fault.state.cluster ? " without " + bad : "") +
+               ": job " + std::to_string(new_job) + ", attempt " + std::to_string(to) + matched + others);
+        const bool written = record("applied", new_job, "RECOVERING",
+                                    "attempt " + std::to_string(to) + " submitted with --shardnet-resume=" + resume, "RECOVERING");
+        std::unique_lock lock(runs_mu_);
+        auto it = runs_.find(fault.run);
+        // Memory follows the database; the new attempt is recorded either way
+        // (its job runs), so its heartbeats move the run on.
+        if (it != runs_.end() && written && set_state(fault.run, it->second, RunState::recovering)) {
+            it->second.expected_nodes = (long long)p.nodes.size();
+            it->second.recover_to = to;
+        }
+    });
+}
+
+void Service::check_recovered(const std::string &run, long long attempt, double now) {
+    long long need = 0;
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(run);
+        // Only the new attempt's heartbeats count; the old one's may still arrive.
+        if (it == runs_.end() || it->second.state != RunState::recovering || it->second.recover_to != attempt) return;
+        need = it->second.expected_nodes;
+    }
+    long long up = 0;
+    for (const auto &[worker, w] : workers_.of_run(run))
+        if (w.attempt == attempt && worker.find("/batch") == std::string::npos && !w.ended && !w.faulted) ++up;
+    if (up < need) return;
+    {
+        // Claimed here, once: later heartbeats do not write a second RECOVERED.
+        std::unique_lock lock(runs_mu_);
+        auto it = runs_.find(run);
+        if (it == runs_.end() || it->second.state != RunState::recovering || it->second.recover_to != attempt) return;
+        it->second.recover_to = 0;
+    }
+    on_store([this, run, attempt, up, now] {
+        try {
+            transact([&] {
+                store_->update_run(run, "RUNNING", attempt, now);
+                event(run, "RECOVERED", "attempt " + std::to_string(attempt) + " heartbeats from all " + std::to_string(up) + " node(s)",
+                      json::serialize(json::object{{"attempt", attempt}, {"nodes", up}}), now);
+            });
+        } catch (const std::exception &e) {
+            log_warn("RECOVERED not written; the next heartbeat tries again", run, e.what());
+            std::unique_lock lock(runs_mu_);
+            if (auto it = runs_.find(run); it != runs_.end() && it->second.state == RunState::recovering) it->second.recover_to = attempt;
+            return;
+        }
+        std::unique_lock lock(runs_mu_);
+        if (auto it = runs_.find(run); it != runs_.end()) set_state(run, it->second, RunState::running);
+    });
+}
+
+}  // namespace shardnet::broker

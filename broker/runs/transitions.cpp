@@ -1,0 +1,54 @@
+// Runs: the one place a run changes state in memory, and what undoes or retries a change.
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+
+#include "broker/service.hpp"
+#include "broker/api/api_util.hpp"
+#include "broker/slurm/slurm_view.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+
+bool Service::set_state(const std::string &run, RunInfo &info, RunState to) {
+    if (!transition_allowed(info.state, to)) {
+        detail::log_warn("state change refused", run, std::string(state_name(info.state)) + " -> " + state_name(to) + " is not in the run lifecycle");
+        return false;
+    }
+    info.state = to;
+    runs_generation_.fetch_add(1, std::memory_order_release);
+    return true;
+}
+
+void Service::undo_run(const std::string &run, const std::optional<RunInfo> &before) {
+    std::unique_lock lock(runs_mu_);
+    if (before) runs_[run] = *before;
+    else runs_.erase(run);
+    runs_generation_.fetch_add(1, std::memory_order_release);
+    log_warn("run change not written; memory put back as the database has it", run, "");
+}
+
+void Service::retry_later(double delay, const char *what, std::function<void()> fn) {
+    std::lock_guard<std::mutex> lock(retry_mu_);
+    retries_.push_back(Retry{wall_now() + delay, what, std::move(fn)});
+}
+
+void Service::run_retries(double now) {
+    std::vector<Retry> due;
+    {
+        std::lock_guard<std::mutex> lock(retry_mu_);
+        for (auto it = retries_.begin(); it != retries_.end();)
+            if (it->at <= now) { due.push_back(std::move(*it)); it = retries_.erase(it); }
+            else ++it;
+    }
+    for (auto &r : due) guarded(r.what, r.fn);
+}
+
+void Service::back_to_degraded(const std::string &run) {
+    std::unique_lock lock(runs_mu_);
+    if (auto it = runs_.find(run); it != runs_.end() && it->second.state == RunState::recovering)
+        set_state(run, it->second, RunState::degraded);
+}
+
+}  // namespace shardnet::broker

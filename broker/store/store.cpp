@@ -1,0 +1,426 @@
+#include "broker/store/store.hpp"
+
+#include <sqlite3.h>
+#include <stdexcept>
+
+namespace shardnet::broker {
+
+namespace {
+
+// Schema migrations, in order; user_version counts how many have run.
+const char *const kMigrations[] = {
+    R"(CREATE TABLE runs (id TEXT PRIMARY KEY, owner TEXT NOT NULL, state TEXT NOT NULL, attempt INTEGER NOT NULL,
+                          manifest TEXT NOT NULL, world_size INTEGER NOT NULL, created REAL NOT NULL, updated REAL NOT NULL);
+       CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, run TEXT NOT NULL, time REAL NOT NULL,
+                            kind TEXT NOT NULL, cause TEXT NOT NULL, evidence TEXT NOT NULL);
+       CREATE INDEX events_run ON events (run, id);
+       CREATE TABLE nodes (host TEXT PRIMARY KEY, hash TEXT NOT NULL, descriptor TEXT NOT NULL, updated REAL NOT NULL);
+       CREATE TABLE commits (run TEXT NOT NULL, attempt INTEGER NOT NULL, name TEXT NOT NULL, rank INTEGER NOT NULL,
+                             files TEXT NOT NULL, time REAL NOT NULL, PRIMARY KEY (run, attempt, name, rank));
+       CREATE TABLE checkpoints (run TEXT NOT NULL, name TEXT NOT NULL, attempt INTEGER NOT NULL, ranks INTEGER NOT NULL,
+                                 parent TEXT NOT NULL, sealed_at REAL NOT NULL, PRIMARY KEY (run, name));
+       CREATE TABLE workers (run TEXT NOT NULL, attempt INTEGER NOT NULL, node TEXT NOT NULL, ranks TEXT NOT NULL,
+                             last_seen REAL NOT NULL, last_step INTEGER, PRIMARY KEY (run, attempt, node));)",
+    R"(CREATE TABLE decisions (id TEXT PRIMARY KEY, run TEXT NOT NULL, from_attempt INTEGER NOT NULL,
+                               to_attempt INTEGER NOT NULL, cluster TEXT NOT NULL, exclude TEXT NOT NULL,
+                               old_job INTEGER NOT NULL, new_job INTEGER, state TEXT NOT NULL, created REAL NOT NULL);)",
+    // 3: what each attempt's job was (so that a requeue does not need the
+    // failed cluster's slurmctld), decisions sent to peer brokers, and
+    // decisions received from them (applied at most once, by id).
+    R"(CREATE TABLE job_specs (run TEXT NOT NULL, attempt INTEGER NOT NULL, cluster TEXT NOT NULL, job INTEGER NOT NULL,
+                               spec TEXT NOT NULL, script TEXT NOT NULL, PRIMARY KEY (run, attempt));
+       ALTER TABLE decisions ADD COLUMN peer TEXT;
+       ALTER TABLE decisions ADD COLUMN payload TEXT;
+       CREATE TABLE received_decisions (id TEXT PRIMARY KEY, from_broker TEXT NOT NULL, run TEXT NOT NULL,
+                                        to_attempt INTEGER NOT NULL, state TEXT NOT NULL, result TEXT NOT NULL,
+                                        created REAL NOT NULL);)",
+    // 4: who owns a run (the uid its first job ran as, checked with Slurm)
+    // and which job runs each attempt, as this broker recorded it: a worker
+    // token must name that job to report for the attempt.
+    R"(ALTER TABLE runs ADD COLUMN owner_uid INTEGER NOT NULL DEFAULT -1;
+       CREATE TABLE attempts (run TEXT NOT NULL, attempt INTEGER NOT NULL, cluster TEXT NOT NULL, job INTEGER NOT NULL,
+                              world INTEGER NOT NULL, PRIMARY KEY (run, attempt));)",
+    // 5: a run's newest sealed checkpoint is one index step, however long
+    // its history (a seal names its parent; a requeue resumes from it).
+    R"(CREATE INDEX checkpoints_run_sealed ON checkpoints (run, sealed_at);)",
+};
+
+struct Sql { const char *name; const char *text; };
+const Sql kStatements[] = {
+    {"load_runs", "SELECT id, owner, state, attempt, manifest, world_size, created, updated, owner_uid FROM runs"},
+    {"insert_run", "INSERT INTO runs (id, owner, state, attempt, manifest, world_size, created, updated, owner_uid) "
+                   "VALUES (?,?,?,?,?,?,?,?,?)"},
+    {"set_owner", "UPDATE runs SET owner = ?, owner_uid = ? WHERE id = ?"},
+    {"upsert_attempt", "INSERT INTO attempts (run, attempt, cluster, job, world) VALUES (?,?,?,?,?) "
+                       "ON CONFLICT (run, attempt) DO UPDATE SET cluster = excluded.cluster, job = excluded.job, world = excluded.world"},
+    {"load_attempts", "SELECT run, attempt, cluster, job, world FROM attempts"},
+    {"update_run", "UPDATE runs SET state = ?, attempt = ?, updated = ? WHERE id = ?"},
+    {"insert_event", "INSERT INTO events (run, time, kind, cause, evidence) VALUES (?,?,?,?,?)"},
+    {"list_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? AND id > ? ORDER BY id LIMIT ?"},
+    {"upsert_node", "INSERT INTO nodes (host, hash, descriptor, updated) VALUES (?,?,?,?) "
+                    "ON CONFLICT (host) DO UPDATE SET hash = excluded.hash, descriptor = excluded.descriptor, updated = excluded.updated"},
+    {"list_nodes", "SELECT host, hash, descriptor, updated FROM nodes WHERE ?1 = '' OR host = ?1 ORDER BY host"},
+    {"insert_commit", "INSERT OR REPLACE INTO commits (run, attempt, name, rank, files, time) VALUES (?,?,?,?,?,?)"},
+    {"count_commits", "SELECT count(*) FROM commits WHERE run = ? AND attempt = ? AND name = ?"},
+    {"is_sealed", "SELECT 1 FROM checkpoints WHERE run = ? AND name = ?"},
+    {"seal", "INSERT INTO checkpoints (run, name, attempt, ranks, parent, sealed_at) VALUES (?,?,?,?,?,?)"},
+    {"list_checkpoints", "SELECT run, name, attempt, ranks, parent, sealed_at FROM checkpoints WHERE run = ? ORDER BY sealed_at"},
+    {"last_checkpoint", "SELECT name FROM checkpoints WHERE run = ? ORDER BY sealed_at DESC LIMIT 1"},
+    {"upsert_worker", "INSERT INTO workers (run, attempt, node, ranks, last_seen, last_step) VALUES (?,?,?,?,?,?) "
+                      "ON CONFLICT (run, attempt, node) DO UPDATE SET ranks = excluded.ranks, "
+                      "last_seen = excluded.last_seen, last_step = excluded.last_step"},
+    {"insert_decision", "INSERT OR IGNORE INTO decisions (id, run, from_attempt, to_attempt, cluster, exclude, old_job, state, created) "
+                        "VALUES (?,?,?,?,?,?,?,'written',?)"},
+    {"apply_decision", "UPDATE decisions SET state = ?, new_job = ? WHERE id = ?"},
+    {"forward_decision", "UPDATE decisions SET state = 'forwarding', peer = ?, payload = ? WHERE id = ?"},
+    {"forwarding_decisions", "SELECT id, run, peer, payload FROM decisions WHERE state = 'forwarding' ORDER BY created"},
+    {"upsert_job_spec", "INSERT OR REPLACE INTO job_specs (run, attempt, cluster, job, spec, script) VALUES (?,?,?,?,?,?)"},
+    {"get_job_spec", "SELECT cluster, job, spec, script FROM job_specs WHERE run = ? AND attempt = ?"},
+    {"insert_received", "INSERT OR IGNORE INTO received_decisions (id, from_broker, run, to_attempt, state, result, created) "
+                        "VALUES (?,?,?,?,'received',?,?)"},
+    {"get_received", "SELECT state, result FROM received_decisions WHERE id = ?"},
+    {"finish_received", "UPDATE received_decisions SET state = ?, result = ? WHERE id = ?"},
+    {"update_manifest", "UPDATE runs SET manifest = ?, owner = ? WHERE id = ?"},
+    {"begin", "BEGIN IMMEDIATE"},
+    {"commit", "COMMIT"},
+    {"rollback", "ROLLBACK"},
+};
+
+// Resets a statement when it goes out of scope: a SELECT stepped to its
+// first row only would otherwise hold its read transaction open (and pin
+// the WAL), and the next BEGIN would fail.
+struct Done {
+    sqlite3_stmt *s;
+    ~Done() { sqlite3_reset(s); }
+};
+
+class Binder {
+public:
+    Binder(sqlite3_stmt *s) : s_(s) { sqlite3_reset(s_); sqlite3_clear_bindings(s_); }
+    Binder &text(const std::string &v) { sqlite3_bind_text(s_, ++i_, v.data(), int(v.size()), SQLITE_TRANSIENT); return *this; }
+    Binder &integer(long long v) { sqlite3_bind_int64(s_, ++i_, v); return *this; }
+    Binder &real(double v) { sqlite3_bind_double(s_, ++i_, v); return *this; }
+private:
+    sqlite3_stmt *s_;
+    int i_ = 0;
+};
+
+std::string col_text(sqlite3_stmt *s, int i) {
+    const unsigned char *t = sqlite3_column_text(s, i);
+    return t ? reinterpret_cast<const char *>(t) : "";
+}
+
+}  // namespace
+
+Store::Store(const std::string &path, int busy_ms) {
+    int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    if (rc != SQLITE_OK) fail("cannot open database '" + path + "'", rc);
+    sqlite3_extended_result_codes(db_, 1);
+    sqlite3_busy_timeout(db_, busy_ms);
+    exec("PRAGMA journal_mode=WAL");
+    exec("PRAGMA synchronous=FULL");  // acknowledged means on disk
+    exec("PRAGMA foreign_keys=ON");
+    migrate();
+    for (const auto &s : kStatements) {
+        sqlite3_stmt *st = nullptr;
+        rc = sqlite3_prepare_v3(db_, s.text, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr);
+        if (rc != SQLITE_OK) fail(std::string("preparing ") + s.name, rc);
+        prepared_[s.name] = st;
+    }
+}
+
+Store::~Store() {
+    for (auto &[_, st] : prepared_) sqlite3_finalize(st);
+    if (db_) sqlite3_close(db_);
+}
+
+void Store::fail(const std::string &what, int rc) {
+    std::string msg = what + ": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc)) + " (SQLite extended code " +
+                      std::to_string(db_ ? sqlite3_extended_errcode(db_) : rc) + ")";
+    throw std::runtime_error(msg);
+}
+
+void Store::exec(const char *sql) {
+    char *err = nullptr;
+    int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+    if (rc != SQLITE_OK) {
+        std::string m = err ? err : "";
+        sqlite3_free(err);
+        fail(std::string("executing '") + std::string(sql).substr(0, 40) + "': " + m, rc);
+    }
+}
+
+void Store::migrate() {
+    sqlite3_stmt *st = nullptr;
+    sqlite3_prepare_v2(db_, "PRAGMA user_version", -1, &st, nullptr);
+    int version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    sqlite3_finalize(st);
+    const int target = int(sizeof kMigrations / sizeof *kMigrations);
+    if (version > target) throw std::runtime_error("database schema version " + std::to_string(version) +
+                                                   " is newer than this broker (" + std::to_string(target) + ")");
+    for (int v = version; v < target; ++v) {
+        exec("BEGIN IMMEDIATE");
+        exec(kMigrations[v]);
+        exec(("PRAGMA user_version=" + std::to_string(v + 1)).c_str());
+        exec("COMMIT");
+    }
+}
+
+sqlite3_stmt *Store::stmt(const char *name) { return prepared_.at(name); }
+
+void Store::transaction(const std::function<void()> &fn) {
+    auto rollback = [this] {
+        Done d{stmt("rollback")};
+        sqlite3_step(stmt("rollback"));
+    };
+    {
+        Done d{stmt("begin")};
+        sqlite3_reset(stmt("begin"));
+        if (int rc = sqlite3_step(stmt("begin")); rc != SQLITE_DONE) fail("BEGIN", rc);
+    }
+    try {
+        fn();
+    } catch (...) {
+        rollback();
+        throw;
+    }
+    Done d{stmt("commit")};
+    sqlite3_reset(stmt("commit"));
+    if (int rc = sqlite3_step(stmt("commit")); rc != SQLITE_DONE) {
+        // A COMMIT that failed (SQLITE_BUSY) leaves the transaction open:
+        // without this every later BEGIN fails ("within a transaction").
+        std::string why;
+        try { fail("COMMIT", rc); } catch (const std::exception &e) { why = e.what(); }
+        rollback();
+        throw std::runtime_error(why);
+    }
+}
+
+std::vector<RunRow> Store::load_runs() {
+    auto *s = stmt("load_runs");
+    Done done{s};
+    Binder b(s);
+    std::vector<RunRow> out;
+    while (sqlite3_step(s) == SQLITE_ROW)
+        out.push_back(RunRow{col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 4), sqlite3_column_int64(s, 3),
+                             sqlite3_column_int64(s, 5), sqlite3_column_double(s, 6), sqlite3_column_double(s, 7),
+                             sqlite3_column_int64(s, 8)});
+    return out;
+}
+
+void Store::set_run_owner(const std::string &id, const std::string &owner, long long owner_uid) {
+    auto *s = stmt("set_owner");
+    Done done{s};
+    Binder(s).text(owner).integer(owner_uid).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("setting the owner of run " + id, rc);
+}
+
+void Store::upsert_attempt(const AttemptRow &a) {
+    auto *s = stmt("upsert_attempt");
+    Done done{s};
+    Binder(s).text(a.run).integer(a.attempt).text(a.cluster).integer(a.job).integer(a.world);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("recording attempt " + std::to_string(a.attempt) + " of run " + a.run, rc);
+}
+
+std::vector<Store::AttemptRow> Store::load_attempts() {
+    auto *s = stmt("load_attempts");
+    Done done{s};
+    Binder b(s);
+    std::vector<AttemptRow> out;
+    while (sqlite3_step(s) == SQLITE_ROW)
+        out.push_back(AttemptRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), sqlite3_column_int64(s, 3),
+                                 sqlite3_column_int64(s, 4)});
+    sqlite3_reset(s);
+    return out;
+}
+
+void Store::insert_run(const RunRow &r) {
+    auto *s = stmt("insert_run");
+    Done done{s};
+    Binder(s).text(r.id).text(r.owner).text(r.state).integer(r.attempt).text(r.manifest).integer(r.world_size)
+        .real(r.created).real(r.updated).integer(r.owner_uid);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("inserting run " + r.id, rc);
+}
+
+void Store::update_run(const std::string &id, const std::string &state, long long attempt, double now) {
+    auto *s = stmt("update_run");
+    Done done{s};
+    Binder(s).text(state).integer(attempt).real(now).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating run " + id, rc);
+}
+
+long long Store::insert_event(const EventRow &e) {
+    auto *s = stmt("insert_event");
+    Done done{s};
+    Binder(s).text(e.run).real(e.time).text(e.kind).text(e.cause).text(e.evidence);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("inserting event", rc);
+    return sqlite3_last_insert_rowid(db_);
+}
+
+std::vector<EventRow> Store::list_events(const std::string &run, long long after_id, int limit) {
+    auto *s = stmt("list_events");
+    Done done{s};
+    Binder(s).text(run).integer(after_id).integer(limit);
+    std::vector<EventRow> out;
+    while (sqlite3_step(s) == SQLITE_ROW)
+        out.push_back(EventRow{sqlite3_column_int64(s, 0), col_text(s, 1), sqlite3_column_double(s, 2), col_text(s, 3),
+                               col_text(s, 4), col_text(s, 5)});
+    return out;
+}
+
+void Store::upsert_node(const std::string &host, const std::string &hash, const std::string &descriptor, double now) {
+    auto *s = stmt("upsert_node");
+    Done done{s};
+    Binder(s).text(host).text(hash).text(descriptor).real(now);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing node " + host, rc);
+}
+
+std::vector<Store::NodeRow> Store::list_nodes(const std::string &host) {
+    auto *s = stmt("list_nodes");
+    Done done{s};
+    Binder(s).text(host);
+    std::vector<NodeRow> out;
+    while (sqlite3_step(s) == SQLITE_ROW)
+        out.push_back(NodeRow{col_text(s, 0), col_text(s, 1), col_text(s, 2), sqlite3_column_double(s, 3)});
+    return out;
+}
+
+long long Store::insert_commit(const std::string &run, long long attempt, const std::string &name, long long rank,
+                               const std::string &files, double now) {
+    auto *s = stmt("insert_commit");
+    Done done{s};
+    Binder(s).text(run).integer(attempt).text(name).integer(rank).text(files).real(now);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing commit", rc);
+    auto *c = stmt("count_commits");
+    Done done_c{c};
+    Binder(c).text(run).integer(attempt).text(name);
+    return sqlite3_step(c) == SQLITE_ROW ? sqlite3_column_int64(c, 0) : 0;
+}
+
+std::string Store::last_checkpoint(const std::string &run) {
+    auto *s = stmt("last_checkpoint");
+    Done done{s};
+    Binder(s).text(run);
+    return sqlite3_step(s) == SQLITE_ROW ? col_text(s, 0) : "";
+}
+
+bool Store::checkpoint_sealed(const std::string &run, const std::string &name) {
+    auto *s = stmt("is_sealed");
+    Done done{s};
+    Binder(s).text(run).text(name);
+    return sqlite3_step(s) == SQLITE_ROW;
+}
+
+void Store::seal_checkpoint(const CheckpointRow &c) {
+    auto *s = stmt("seal");
+    Done done{s};
+    Binder(s).text(c.run).text(c.name).integer(c.attempt).integer(c.ranks).text(c.parent).real(c.sealed_at);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("sealing " + c.name, rc);
+}
+
+std::vector<CheckpointRow> Store::list_checkpoints(const std::string &run) {
+    auto *s = stmt("list_checkpoints");
+    Done done{s};
+    Binder(s).text(run);
+    std::vector<CheckpointRow> out;
+    while (sqlite3_step(s) == SQLITE_ROW)
+        out.push_back(CheckpointRow{col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3),
+                                    col_text(s, 4), sqlite3_column_double(s, 5)});
+    return out;
+}
+
+void Store::upsert_worker(const std::string &run, long long attempt, const std::string &node, const std::string &ranks,
+                          double last_seen, long long last_step) {
+    auto *s = stmt("upsert_worker");
+    Done done{s};
+    Binder(s).text(run).integer(attempt).text(node).text(ranks).real(last_seen).integer(last_step);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing worker summary", rc);
+}
+
+bool Store::insert_decision(const std::string &id, const std::string &run, long long from, long long to,
+                            const std::string &cluster, const std::string &exclude, long long old_job, double now) {
+    auto *s = stmt("insert_decision");
+    Done done{s};
+    Binder(s).text(id).text(run).integer(from).integer(to).text(cluster).text(exclude).integer(old_job).real(now);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("writing decision " + id, rc);
+    return sqlite3_changes(db_) == 1;
+}
+
+void Store::apply_decision(const std::string &id, const std::string &state, long long new_job) {
+    auto *s = stmt("apply_decision");
+    Done done{s};
+    Binder(s).text(state).integer(new_job).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating decision " + id, rc);
+}
+
+void Store::forward_decision(const std::string &id, const std::string &peer, const std::string &payload) {
+    auto *s = stmt("forward_decision");
+    Done done{s};
+    Binder(s).text(peer).text(payload).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating decision " + id, rc);
+}
+
+std::vector<Store::Forwarding> Store::forwarding_decisions() {
+    auto *s = stmt("forwarding_decisions");
+    Done done{s};
+    Binder b(s);
+    std::vector<Forwarding> out;
+    while (sqlite3_step(s) == SQLITE_ROW) out.push_back({col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3)});
+    return out;
+}
+
+void Store::upsert_job_spec(const std::string &run, long long attempt, const JobSpecRow &j) {
+    auto *s = stmt("upsert_job_spec");
+    Done done{s};
+    Binder(s).text(run).integer(attempt).text(j.cluster).integer(j.job).text(j.spec).text(j.script);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing the job of " + run, rc);
+}
+
+std::optional<Store::JobSpecRow> Store::get_job_spec(const std::string &run, long long attempt) {
+    auto *s = stmt("get_job_spec");
+    Done done{s};
+    Binder(s).text(run).integer(attempt);
+    if (sqlite3_step(s) != SQLITE_ROW) return std::nullopt;
+    return JobSpecRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), col_text(s, 3)};
+}
+
+bool Store::insert_received(const std::string &id, const std::string &from, const std::string &run, long long to, double now,
+                            const std::string &result) {
+    auto *s = stmt("insert_received");
+    Done done{s};
+    Binder(s).text(id).text(from).text(run).integer(to).text(result).real(now);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("writing received decision " + id, rc);
+    return sqlite3_changes(db_) == 1;
+}
+
+std::optional<std::pair<std::string, std::string>> Store::get_received(const std::string &id) {
+    auto *s = stmt("get_received");
+    Done done{s};
+    Binder(s).text(id);
+    if (sqlite3_step(s) != SQLITE_ROW) return std::nullopt;
+    return std::make_pair(col_text(s, 0), col_text(s, 1));
+}
+
+void Store::finish_received(const std::string &id, const std::string &state, const std::string &result) {
+    auto *s = stmt("finish_received");
+    Done done{s};
+    Binder(s).text(state).text(result).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating received decision " + id, rc);
+}
+
+void Store::update_manifest(const std::string &run, const std::string &manifest, const std::string &owner) {
+    auto *s = stmt("update_manifest");
+    Done done{s};
+    Binder(s).text(manifest).text(owner).text(run);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating run " + run, rc);
+}
+
+std::string Store::integrity_check() {
+    sqlite3_stmt *st = nullptr;
+    sqlite3_prepare_v2(db_, "PRAGMA integrity_check", -1, &st, nullptr);
+    std::string r = sqlite3_step(st) == SQLITE_ROW ? col_text(st, 0) : "no answer";
+    sqlite3_finalize(st);
+    return r;
+}
+
+}  // namespace shardnet::broker
