@@ -1,5 +1,7 @@
 #include "broker/service.hpp"
 
+#include "broker/slurm/slurm_calls.hpp"
+
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 #include <chrono>
@@ -29,8 +31,10 @@ ApiResponse error_response(unsigned status, const std::string &code, const std::
 }
 
 
-Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store)
-    : cfg_(cfg), store_(std::move(store)), slurm_calls_(cfg.slurm_cache_ms, cfg.slurm_max_per_second),
+Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServicePorts ports)
+    : cfg_(cfg), store_(std::move(store)),
+      slurm_(ports.slurm ? std::move(ports.slurm) : std::make_unique<SlurmCalls>(cfg.slurm_cache_ms, cfg.slurm_max_per_second)),
+      peers_(ports.peers ? std::move(ports.peers) : std::make_shared<CurlPeerLink>()),
       workers_(cfg.detector_misses, cfg.stall_seconds) {
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
@@ -159,8 +163,8 @@ std::string Service::metrics() const {
     line("shardnet_auth_failures_total", "requests answered 401", total(c_auth_failures));
     line("shardnet_worker_refusals_total", "worker reports refused: not the token's job, run or attempt", total(c_refused));
     line("shardnet_failed_jobs_total", "jobs on the broker's threads that threw (logged, then dropped)", failed_jobs());
-    line("shardnet_slurm_calls_total", "commands run against slurmctld", slurm_calls_.calls());
-    line("shardnet_slurm_cache_hits_total", "Slurm queries answered from the cache", slurm_calls_.cache_hits());
+    line("shardnet_slurm_calls_total", "commands run against slurmctld", slurm_->calls());
+    line("shardnet_slurm_cache_hits_total", "Slurm queries answered from the cache", slurm_->cache_hits());
     line("shardnet_workers_tracked", "workers in the failure detector", workers_.size(), "gauge");
     {
         std::shared_lock lock(runs_mu_);

@@ -25,7 +25,8 @@
 #include "broker/trust/auth.hpp"
 #include "broker/config/config.hpp"
 #include "broker/federation/peer_answer.hpp"
-#include "broker/slurm/slurm_calls.hpp"
+#include "broker/federation/peer_link.hpp"
+#include "broker/slurm/slurm.hpp"
 #include "broker/inventory/placement.hpp"
 #include "broker/runs/run_state.hpp"
 #include "broker/store/store.hpp"
@@ -61,9 +62,16 @@ struct EventSink {
     TokenEntry who;   // who follows: asked again before each event (a run's owner can change)
 };
 
+// What the service talks to outside its process, each behind an interface
+// (tests give fakes). Null: the real one (Slurm's commands, libcurl).
+struct ServicePorts {
+    std::unique_ptr<Slurm> slurm;
+    std::shared_ptr<PeerLink> peers;
+};
+
 class Service {
 public:
-    Service(const BrokerConfig &cfg, std::unique_ptr<Store> store);
+    Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServicePorts ports = {});
     ~Service();
 
     void handle(const ApiRequest &req, const Reply &reply);
@@ -196,7 +204,7 @@ private:
         double next = 0, delay = 0;   // the next try, and the backoff that led to it
         int bad_answers = 0;          // answers from the peer that could not be read
     };
-    void forward_one(HttpClient &client, const Store::Forwarding &f, ForwardRetry &retry);
+    void forward_one(const Store::Forwarding &f, ForwardRetry &retry);
     void forwarded(const Store::Forwarding &f, const PeerDecision &answer);
     // An answer that cannot be read: an event and a retry, until the decision ends.
     void bad_answer(const Store::Forwarding &f, const PeerDecision &answer, ForwardRetry &retry);
@@ -219,7 +227,8 @@ private:
     boost::asio::thread_pool store_thread_{1};
     boost::asio::thread_pool slurm_thread_{1};
     boost::asio::thread_pool query_pool_{2};   // capacity searches (Slurm and peers)
-    SlurmCalls slurm_calls_;
+    std::unique_ptr<Slurm> slurm_;
+    std::shared_ptr<PeerLink> peers_;
     std::mutex specs_mu_;
     std::unordered_set<std::string> specs_seen_;   // run/attempt whose job spec is kept
     std::mutex stale_mu_;

@@ -34,7 +34,7 @@ void Service::confirm(Fault fault, double now) {
     }
     detail::post_guarded(slurm_thread_, "confirm fault", [this, fault = std::move(fault), slurm_conf = conf->second, now] {
         const std::string node = fault.node.substr(0, fault.node.find('/'));
-        SlurmView v = ask_slurm(slurm_calls_, slurm_conf, fault.state.job, node);
+        SlurmView v = ask_slurm(*slurm_, slurm_conf, fault.state.job, node);
         json::object ev{{"confirmed", true}, {"slurm_job_state", v.job_state}, {"slurm_node_state", v.node_state},
                         {"slurmd_answers", v.slurmd_answers}};
         if (!v.controller_ok) {

@@ -84,7 +84,6 @@ PayloadView read_payload(const std::string &text) {
 
 void Service::forward_loop() {
     std::map<std::string, ForwardRetry> retries;   // by decision id
-    HttpClient client;
     for (;;) {
         {
             std::unique_lock<std::mutex> lock(forward_mu_);
@@ -101,13 +100,13 @@ void Service::forward_loop() {
             if (r.next > wall_now()) continue;
             // One decision that fails (the store, a bug) waits its backoff
             // like an undelivered one; the others go on.
-            if (!guarded("forwarder: decision " + f.id, [&] { forward_one(client, f, r); })) back_off(r.next, r.delay);
+            if (!guarded("forwarder: decision " + f.id, [&] { forward_one(f, r); })) back_off(r.next, r.delay);
         }
         std::erase_if(retries, [&](const auto &kv) { return !ids.count(kv.first); });
     }
 }
 
-void Service::forward_one(HttpClient &client, const Store::Forwarding &f, ForwardRetry &retry) {
+void Service::forward_one(const Store::Forwarding &f, ForwardRetry &retry) {
     auto peer = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &p) { return p.name == f.peer; });
     if (peer == cfg_.peers.end()) return;
     HttpRequest r;
@@ -116,7 +115,7 @@ void Service::forward_one(HttpClient &client, const Store::Forwarding &f, Forwar
     r.bearer = peer->token;
     r.ca_file = peer->ca_file;
     r.timeout_ms = 5000;
-    HttpResponse res = client.send(r);
+    HttpResponse res = peers_->send(r);
     // The peer answered (or sent more than is read): what it said decides.
     if (res.status == 200 || res.status == 409 || res.too_large) {
         PeerDecision answer = parse_peer_decision(res);

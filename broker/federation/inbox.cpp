@@ -88,7 +88,7 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
             if (as.uid >= 0 && !nonce.empty())
                 for (const auto &[name, conf] : cfg_.clusters) {
                     std::string out;
-                    if (slurm_calls_.fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) continue;
+                    if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) continue;
                     const long long job = submitted_for(out, "shardnet-decision:" + id + ":" + nonce, as.uid);
                     if (job <= 0) continue;
                     record_attempt(run, to, name, job);
@@ -204,7 +204,7 @@ void Service::cancel_stale(const std::string &cluster, long long job) {
     }
     post_guarded(slurm_thread_, "cancel stale job", [this, slurm_conf = conf->second, job] {
         std::string ignored;
-        slurm_calls_.change(slurm_conf, {"scancel", std::to_string(job)}, ignored);
+        slurm_->change(slurm_conf, {"scancel", std::to_string(job)}, ignored);
     });
 }
 

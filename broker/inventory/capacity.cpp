@@ -73,7 +73,7 @@ std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
                                                  [&](const std::string &r) { return under(ckpt_dir, r); });
         }
         std::string out;
-        if (slurm_calls_.query(conf, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N"}, out) != 0) {
+        if (slurm_->query(conf, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N"}, out) != 0) {
             c.reachable = false;
         } else {
             std::istringstream is(out);
@@ -128,7 +128,7 @@ void Service::capacity(const std::string &query, bool fan_out, const Reply &repl
             if (auto it = cfg_.cluster_info.find(name); it != cfg_.cluster_info.end()) reg = it->second.region;
             if ((!cluster.empty() && cluster != name) || (!region.empty() && region != reg)) continue;
             std::string out;
-            if (slurm_calls_.query(conf, {"sinfo", "-h", "-N", "-o", "%N %T"}, out) != 0) {
+            if (slurm_->query(conf, {"sinfo", "-h", "-N", "-o", "%N %T"}, out) != 0) {
                 rows.push_back(json::object{{"broker", cfg_.broker_name}, {"cluster", name}, {"region", reg},
                                             {"status", "unknown"}, {"reason", "slurmctld did not answer"}});
                 continue;
@@ -178,19 +178,14 @@ void Service::peer_capacity(const std::string &query, json::array &rows, json::a
     // never available; so is one whose answer cannot be read.
     std::vector<std::future<HttpResponse>> answers;
     for (const auto &p : cfg_.peers)
-        answers.push_back(std::async(std::launch::async, [&p, query] {
-            HttpResponse res;
-            if (!guarded("capacity: asking a peer", [&] {
-                    HttpClient client;
-                    HttpRequest r;
-                    r.method = "GET";
-                    r.url = p.url + "/v1/capacity?" + query;
-                    r.bearer = p.token;
-                    r.ca_file = p.ca_file;
-                    r.timeout_ms = 1500;
-                    res = client.send(r);
-                }))
-                res.error = "the query failed (the broker's log says why)";
+        answers.push_back(std::async(std::launch::async, [this, &p, query] {
+            HttpRequest r;
+            r.method = "GET";
+            r.url = p.url + "/v1/capacity?" + query;
+            r.bearer = p.token;
+            r.ca_file = p.ca_file;
+            r.timeout_ms = 1500;
+            HttpResponse res = peers_->send(r);
             return res;
         }));
     for (std::size_t i = 0; i < answers.size(); ++i) {

@@ -57,7 +57,7 @@ void Service::capture_spec(const std::string &run, long long attempt, const std:
             return;
         }
         std::string hosts;
-        if (nodelist.empty() || slurm_calls_.query(cfg_.clusters.at(cluster), {"scontrol", "show", "hostnames", nodelist}, hosts) != 0)
+        if (nodelist.empty() || slurm_->query(cfg_.clusters.at(cluster), {"scontrol", "show", "hostnames", nodelist}, hosts) != 0)
             return;
         std::istringstream is(hosts);
         for (std::string host; is >> host;)
@@ -70,7 +70,7 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
                                                            std::string *batch_host) {
     const std::string &conf = cfg_.clusters.at(cluster);
     std::string out;
-    if (slurm_calls_.fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) return std::nullopt;
+    if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) return std::nullopt;
     SlurmJob j;
     if (std::string err = find_slurm_job(out, job, j); !err.empty()) {
         log_warn("job spec not captured", run, cluster + "/" + std::to_string(job) + ": " + err);
@@ -99,7 +99,7 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
     unlink(path.c_str());
     std::string ignored;
     // A read of Slurm's state (into a file): it must not drop the cluster's cached answers.
-    if (slurm_calls_.fresh(conf, {"scontrol", "write", "batch_script", std::to_string(job), path}, ignored) != 0) return std::nullopt;
+    if (slurm_->fresh(conf, {"scontrol", "write", "batch_script", std::to_string(job), path}, ignored) != 0) return std::nullopt;
     std::string script;
     err = read_small_file(path, 4 << 20, script);
     unlink(path.c_str());
@@ -120,7 +120,7 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
     // or, for a peer's decision, from this host's own accounts), and never
     // as root, the SlurmUser or a system account.
     std::string show_config;
-    slurm_calls_.query(conf, {"scontrol", "show", "config"}, show_config);
+    slurm_->query(conf, {"scontrol", "show", "config"}, show_config);
     if (std::string why = submit_identity_error(as.uid, as.gid, cfg_.min_uid, slurm_user_uid(show_config)); !why.empty()) {
         err = why;
         return 0;
@@ -144,7 +144,7 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
     if (!workdir.empty()) argv.push_back("--chdir=" + workdir);
     if (!output.empty()) argv.push_back("--output=" + output);
     std::string out;
-    const int rc = slurm_calls_.change_as(conf, argv, RunAs{as.uid, as.gid, script}, out);
+    const int rc = slurm_->change_as(conf, argv, RunAs{as.uid, as.gid, script}, out);
     if (rc != 0) {
         while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
         err = "sbatch on " + cluster + " (as uid " + std::to_string(as.uid) + ") failed: " + out.substr(0, 300);

@@ -57,6 +57,19 @@ void Service::requeue(const Fault &fault, int tries) {
             // Not "decided already": the decision could not be written. It is
             // tried again; the event follows once the store takes writes.
             log_warn("requeue decision not written; tried again in 1 s", fault.run, store_error);
+            // The run's history says so too, once (the store may take an
+            // event while it refuses the decision; if not, the log has it).
+            if (tries == 0)
+                store_wait([&] {
+                    try {
+                        transact([&] {
+                            event(fault.run, "PLACEMENT", "requeue decision for attempt " + std::to_string(to) + " not written (" +
+                                  store_error + "); tried again every second", json::serialize(json::object{{"decision", id},
+                                  {"error", store_error}}), now);
+                        });
+                    } catch (const std::exception &) {}
+                    return 0;
+                });
             if (tries < 600) retry_later(1.0, "requeue retry", [this, fault, tries] { requeue(fault, tries + 1); });
             return;
         }
@@ -122,7 +135,7 @@ void Service::requeue(const Fault &fault, int tries) {
         // the attempt is then fenced by number alone.
         auto cancel_old = [&] {
             std::string ignored;
-            slurm_calls_.change(cfg_.clusters.at(fault.state.cluster), {"scancel", std::to_string(fault.state.job)}, ignored);
+            slurm_->change(cfg_.clusters.at(fault.state.cluster), {"scancel", std::to_string(fault.state.job)}, ignored);
         };
         if (p.cluster.empty()) {
             if (policy == "federated" && !cfg_.peers.empty()) {

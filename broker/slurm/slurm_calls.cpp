@@ -48,6 +48,10 @@ void SlurmCalls::drop_cache(const std::string &slurm_conf) {
         it = it->first.first == slurm_conf ? cache_.erase(it) : std::next(it);
 }
 
+bool SlurmCalls::slurmd_answers(const std::string &addr, int port, int timeout_ms) {
+    return tcp_answers(addr, port, timeout_ms);
+}
+
 int SlurmCalls::change_as(const std::string &slurm_conf, const std::vector<std::string> &argv, const RunAs &as, std::string &out) {
     if (ping_first_ && !controller_up(slurm_conf)) {
         out = "slurmctld is down (scontrol ping)";

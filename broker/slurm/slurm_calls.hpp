@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "broker/slurm/slurm_view.hpp"
+#include "broker/slurm/slurm.hpp"
 
 namespace shardnet::broker {
 
-class SlurmCalls {
+class SlurmCalls final : public Slurm {
 public:
     // ping_first: ask scontrol ping before other calls (off only in tests
     // that stand other commands in for Slurm's).
@@ -24,21 +24,23 @@ public:
 
     // A query (scontrol show, sinfo, squeue, ping): from the cache when an
     // answer younger than cache_ms is there.
-    int query(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out);
+    int query(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out) override;
     // A query whose answer must be current (has a decision's job been
     // submitted?): always asked, and its answer refreshes the cache. The
     // cluster's other cached answers stay.
-    int fresh(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out);
+    int fresh(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out) override;
     // A command that changes Slurm's state (sbatch, scancel, ...): never
     // cached, and it drops the cluster's cached answers.
     // out has its stderr after its stdout (sbatch's reasons).
-    int change(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out);
+    int change(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out) override;
 
     // change(), run as a user (slurm_view.hpp, RunAs): sbatch of a requeue.
-    int change_as(const std::string &slurm_conf, const std::vector<std::string> &argv, const RunAs &as, std::string &out);
+    int change_as(const std::string &slurm_conf, const std::vector<std::string> &argv, const RunAs &as, std::string &out) override;
+    // A TCP connect to the node's slurmd.
+    bool slurmd_answers(const std::string &addr, int port, int timeout_ms) override;
 
-    unsigned long long calls() const { return calls_.load(std::memory_order_relaxed); }
-    unsigned long long cache_hits() const { return hits_.load(std::memory_order_relaxed); }
+    unsigned long long calls() const override { return calls_.load(std::memory_order_relaxed); }
+    unsigned long long cache_hits() const override { return hits_.load(std::memory_order_relaxed); }
 
 private:
     int call(const std::string &slurm_conf, const std::vector<std::string> &argv, std::string &out, bool with_stderr);

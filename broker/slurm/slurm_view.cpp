@@ -1,5 +1,7 @@
 #include "broker/slurm/slurm_view.hpp"
 
+#include "broker/slurm/slurm.hpp"
+
 #include <arpa/inet.h>
 #include <cerrno>
 #include <fcntl.h>
@@ -125,8 +127,6 @@ int run_slurm_as(const std::string &slurm_conf, const std::vector<std::string> &
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-namespace {
-
 bool tcp_answers(const std::string &host, int port, int timeout_ms) {
     addrinfo hints{}, *res = nullptr;
     hints.ai_socktype = SOCK_STREAM;
@@ -149,8 +149,6 @@ bool tcp_answers(const std::string &host, int port, int timeout_ms) {
     freeaddrinfo(res);
     return ok;
 }
-
-}  // namespace
 
 std::string scontrol_field(const std::string &line, const std::string &key) {
     const std::string k = key + "=";
@@ -175,7 +173,7 @@ bool job_state_running(const std::string &s) {
     return s == "RUNNING" || s == "COMPLETING" || s == "SUSPENDED" || s == "CONFIGURING" || s == "STOPPED";
 }
 
-SlurmView ask_slurm(SlurmCalls &calls, const std::string &slurm_conf, long long job, const std::string &node,
+SlurmView ask_slurm(Slurm &calls, const std::string &slurm_conf, long long job, const std::string &node,
                     int connect_timeout_ms) {
     auto run = [&calls](const std::string &conf, std::vector<std::string> argv, std::string &out) {
         return calls.query(conf, argv, out);
@@ -206,7 +204,7 @@ SlurmView ask_slurm(SlurmCalls &calls, const std::string &slurm_conf, long long 
         v.node_addr = scontrol_field(out, "NodeAddr");
         std::string port = scontrol_field(out, "Port");
         v.node_port = port.empty() ? 6818 : std::atoi(port.c_str());
-        if (!v.node_addr.empty()) v.slurmd_answers = tcp_answers(v.node_addr, v.node_port, connect_timeout_ms);
+        if (!v.node_addr.empty()) v.slurmd_answers = calls.slurmd_answers(v.node_addr, v.node_port, connect_timeout_ms);
     }
     return v;
 }

@@ -32,9 +32,12 @@ struct RunAs {
 };
 int run_slurm_as(const std::string &slurm_conf, const std::vector<std::string> &argv, const RunAs &as, std::string &out);
 
-class SlurmCalls;
-SlurmView ask_slurm(SlurmCalls &calls, const std::string &slurm_conf, long long job, const std::string &node,
+class Slurm;
+SlurmView ask_slurm(Slurm &calls, const std::string &slurm_conf, long long job, const std::string &node,
                     int connect_timeout_ms = 1000);
+
+// Whether a TCP connection to host:port is accepted within timeout_ms.
+bool tcp_answers(const std::string &host, int port, int timeout_ms);
 
 // Key=Value of a `scontrol -o show` line; "" when absent.
 std::string scontrol_field(const std::string &line, const std::string &key);

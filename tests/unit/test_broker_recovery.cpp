@@ -1,0 +1,211 @@
+// Recovery logic against a fake Slurm (tests/unit/fakes): a confirmed
+// FAULT becomes one requeue decision, the new attempt is submitted where
+// placement says, as the job's owner, and the run recovers when the new
+// attempt heartbeats. Store failures on the way are retried with an event,
+// never read as "decided already". Real Slurm: tests/integration.
+#include <algorithm>
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+
+#include "tests/unit/fakes/service_fixture.hpp"
+
+using namespace shardnet::broker;
+using namespace shardnet::broker::testing;
+
+namespace {
+
+const std::string kConf = "/fake/c1.conf";
+
+// Job 7 on n1,n2 of cluster c1 (n3, n4 idle), its workers reporting.
+void running_job(ServiceFixture &f) {
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        FakeSlurm::Job j;
+        j.id = 7;
+        j.nodes = "n1,n2";
+        j.batch_host = "n1";
+        j.node_count = 2;
+        j.tasks = 2;
+        f.slurm->jobs[kConf][7] = j;
+        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}};
+    }
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+    // The job's spec and script are kept when the attempt starts (then its
+    // allocation's hosts are asked for).
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+}
+
+void kill_node(ServiceFixture &f, const std::string &node) {
+    std::lock_guard<std::mutex> lock(f.slurm->mu);
+    f.slurm->nodes[kConf][node] = "DOWN*";
+    f.slurm->dead_slurmd.insert(node);
+}
+
+bool has(const std::vector<std::string> &argv, const std::string &a) { return std::find(argv.begin(), argv.end(), a) != argv.end(); }
+
+void exec_sql(const std::string &db, const std::string &sql) {
+    sqlite3 *h = nullptr;
+    REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
+    sqlite3_busy_timeout(h, 5000);
+    char *err = nullptr;
+    const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
+    INFO(sql << ": " << (err ? err : ""));
+    sqlite3_free(err);
+    sqlite3_close(h);
+    REQUIRE(rc == SQLITE_OK);
+}
+
+}  // namespace
+
+TEST_CASE("a dead node: the same cluster without it, as the job's owner, then RECOVERED") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+
+    std::vector<FakeSlurm::Seen> sbatch, scancel;
+    for (const auto &c : f.slurm->changes()) (c.argv[0] == "sbatch" ? sbatch : scancel).push_back(c);
+    REQUIRE(sbatch.size() == 1);
+    const auto &s = sbatch[0];
+    CHECK(s.conf == kConf);
+    CHECK(s.as.uid == 5000);   // Slurm's uid for job 7, never root
+    CHECK(s.as.gid == 5000);
+    CHECK(s.as.input == "#!/bin/sh\nsrun train.py\n");   // the script on stdin
+    CHECK(has(s.argv, "--nodelist=n3,n4"));
+    CHECK(has(s.argv, "--shardnet=r1"));
+    CHECK(has(s.argv, "--shardnet-resume=latest"));
+    CHECK(has(s.argv, "--export=ALL,SHARDNET_ATTEMPT=2"));
+    CHECK(has(s.argv, "--ntasks=2"));
+    REQUIRE(scancel.size() == 1);
+    CHECK(scancel[0].argv == std::vector<std::string>{"scancel", "7"});
+
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("FAULT: worker n2/0 missed heartbeats; node n2 slurmd unreachable") != std::string::npos);
+    CHECK(ev.find("PLACEMENT: c1 n3,n4 without n2: job 100, attempt 2") != std::string::npos);
+    CHECK(ev.find("RECOVERING: attempt 2 submitted with --shardnet-resume=latest") != std::string::npos);
+
+    // Only attempt 2's heartbeats recover the run, from all of its nodes.
+    REQUIRE(f.beat("r1", 2, "n3", "batch", "c1", 100) == 204);
+    REQUIRE(f.beat("r1", 2, "n3", "0", "c1", 100) == 204);
+    CHECK(f.state("r1") == "RECOVERING");
+    REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+    CHECK(f.events("r1").find("RECOVERED: attempt 2 heartbeats from all 2 node(s)") != std::string::npos);
+    // The old attempt is fenced.
+    CHECK(f.beat("r1", 1, "n1", "0", "c1", 7) == 409);
+}
+
+TEST_CASE("a silent worker on a healthy node is suspected, not a FAULT, until a second deadline") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    f.tick_ahead(10);   // every worker silent, but Slurm and every slurmd say fine
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "-o") >= 2; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(f.state("r1") == "RUNNING");
+    CHECK(f.slurm->changes().empty());
+    CHECK(f.events("r1").find("FAULT") == std::string::npos);
+}
+
+TEST_CASE("requeue=off: a FAULT and no new job") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        FakeSlurm::Job j;
+        j.id = 7, j.nodes = "n1", j.batch_host = "n1";
+        f.slurm->jobs[kConf][7] = j;
+        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n3", "IDLE"}};
+    }
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7, "off") == 204);
+    kill_node(f, "n1");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(f.slurm->count("sbatch") == 0);
+}
+
+TEST_CASE("no room anywhere and no peers: PLACEMENT says why, the run stays DEGRADED") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf]["n3"] = "ALLOCATED";
+    }
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("PLACEMENT: no placement for attempt 2") != std::string::npos; }));
+    CHECK(f.events("r1").find("(no peer brokers)") != std::string::npos);
+    CHECK(f.state("r1") == "DEGRADED");
+    CHECK(f.slurm->count("sbatch") == 0);
+    CHECK(f.slurm->count("scancel") == 0);   // the old job is only ended once its successor has a place
+}
+
+TEST_CASE("sbatch refused: PLACEMENT names Slurm's reason, the run stays DEGRADED") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->sbatch_error = "sbatch: error: Batch job submission failed: Invalid account";
+    }
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("Invalid account") != std::string::npos; }));
+    CHECK(f.events("r1").find("PLACEMENT: attempt 2 on c1: sbatch on c1 (as uid 5000) failed") != std::string::npos);
+    CHECK(f.state("r1") == "DEGRADED");
+}
+
+TEST_CASE("a store failure while the requeue decision is written: an event and a retry, not silence") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    // The store refuses new decisions (as a full disk or an I/O error would).
+    exec_sql(f.cfg.database, "CREATE TRIGGER no_decisions BEFORE INSERT ON decisions BEGIN SELECT RAISE(ABORT, 'injected I/O error'); END;");
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("not written") != std::string::npos; }));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("FAULT: worker n2/0") != std::string::npos);
+    CHECK(ev.find("PLACEMENT: requeue decision for attempt 2 not written (writing decision alpha:r1/attempt-2: injected I/O error") !=
+          std::string::npos);
+    CHECK(f.state("r1") == "DEGRADED");
+    CHECK(f.slurm->count("sbatch") == 0);
+    // Once the store takes writes again, the retry places the attempt.
+    exec_sql(f.cfg.database, "DROP TRIGGER no_decisions;");
+    REQUIRE(ServiceFixture::until([&] {
+        f.tick_ahead(0);
+        return f.state("r1") == "RECOVERING";
+    }));
+    CHECK(f.slurm->count("sbatch") == 1);
+    // One event for the failure, however many retries it took.
+    const std::string after = f.events("r1");
+    CHECK(after.find("not written") == after.rfind("not written"));
+}
+
+TEST_CASE("a store failure while the FAULT is written: retried until written, then the requeue") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    exec_sql(f.cfg.database, "CREATE TRIGGER no_faults BEFORE INSERT ON events WHEN NEW.kind = 'FAULT' BEGIN SELECT RAISE(ABORT, 'injected'); END;");
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "-o") >= 1; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(f.state("r1") == "RUNNING");   // memory follows the database: nothing was written
+    exec_sql(f.cfg.database, "DROP TRIGGER no_faults;");
+    REQUIRE(ServiceFixture::until([&] {
+        f.tick_ahead(0);
+        return f.state("r1") == "RECOVERING";
+    }, 15));
+    const std::string ev = f.events("r1");
+    CHECK(ev.find("FAULT: worker n2/0") == ev.rfind("FAULT: worker n2/0"));
+    CHECK(f.slurm->count("sbatch") == 1);
+}
