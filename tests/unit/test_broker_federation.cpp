@@ -1,0 +1,207 @@
+// Federation logic against fake peers and a fake Slurm (tests/unit/fakes):
+// a run with no local room becomes a decision for a peer broker, the
+// forwarder delivers it until a peer answers (MOVED, the next peer, or the
+// end after unreadable answers), and the inbox applies a peer's decision
+// at most once, as a local account. Real brokers: tests/integration.
+#include <algorithm>
+#include <doctest/doctest.h>
+
+#include "tests/unit/fakes/service_fixture.hpp"
+
+using namespace shardnet::broker;
+using namespace shardnet::broker::testing;
+namespace json = boost::json;
+using shardnet::HttpRequest;
+using shardnet::HttpResponse;
+
+namespace {
+
+const std::string kConf = "/fake/c1.conf";
+const std::string kBeta = "https://beta.test/v1/decisions", kGamma = "https://gamma.test/v1/decisions";
+
+std::vector<BrokerConfig::Peer> two_peers() {
+    return {BrokerConfig::Peer{"beta", "https://beta.test", "", "to-beta", ""},
+            BrokerConfig::Peer{"gamma", "https://gamma.test", "", "to-gamma", ""}};
+}
+
+HttpResponse answer(long status, const json::object &body) {
+    HttpResponse r;
+    r.status = status;
+    r.body = json::serialize(body);
+    return r;
+}
+
+// Job 7 on n1,n2, no other idle node, then n2 dies: attempt 2 has no local place.
+void fault_without_room(ServiceFixture &f) {
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        FakeSlurm::Job j;
+        j.id = 7, j.nodes = "n1,n2", j.batch_host = "n1", j.node_count = 2, j.tasks = 2;
+        f.slurm->jobs[kConf][7] = j;
+        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "ALLOCATED"}};
+    }
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf]["n2"] = "DOWN*";
+        f.slurm->dead_slurmd.insert("n2");
+    }
+    f.tick_ahead(10);
+}
+
+bool contains(const std::string &hay, const std::string &needle) { return hay.find(needle) != std::string::npos; }
+
+std::string decision_body(const std::string &id, const std::string &run, long long to, const std::string &user) {
+    return json::serialize(json::object{
+        {"id", id}, {"from_broker", "beta"}, {"run", run}, {"from_attempt", to - 1}, {"to_attempt", to},
+        {"spec", json::object{{"user", user}, {"uid", 0}, {"gid", 0}, {"nodes", 1}, {"tasks", 1}, {"workdir", "/tmp"}}},
+        {"script", "#!/bin/sh\nsrun train.py\n"}, {"owner", user}, {"resume", "ckpt-9"}, {"manifest", "{}"}});
+}
+
+}  // namespace
+
+TEST_CASE("no local room: a decision for the first peer; its acceptance moves the run and ends the old job") {
+    ServiceFixture f({{"c1", kConf}}, two_peers());
+    f.start();
+    f.peers->on(kBeta, [](const HttpRequest &) {
+        return answer(200, json::object{{"accepted", true}, {"broker", "beta"}, {"cluster", "b1"}, {"job", 55},
+                                        {"nodes", json::array{"b1n1", "b1n2"}}});
+    });
+    fault_without_room(f);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "MOVED"; }));
+    const auto sent = f.peers->requests(kBeta);
+    REQUIRE(sent.size() == 1);
+    CHECK(sent[0].method == "POST");
+    CHECK(sent[0].bearer == "to-beta");
+    const json::object p = json::parse(sent[0].body).as_object();
+    CHECK(p.at("run").as_string() == "r1");
+    CHECK(p.at("from_broker").as_string() == "alpha");
+    CHECK(p.at("from_attempt").as_int64() == 1);
+    CHECK(p.at("to_attempt").as_int64() == 2);
+    CHECK(p.at("script").as_string() == "#!/bin/sh\nsrun train.py\n");
+    CHECK(p.at("resume").as_string() == "latest");
+    CHECK(p.at("spec").at("user").as_string() == "alice");
+    CHECK(f.peers->requests(kGamma).empty());
+
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(contains(ev, "PLACEMENT: no local capacity for attempt 2; c1 rejected:"));
+    CHECK(contains(ev, "goes to broker beta"));
+    CHECK(contains(ev, "MOVED: run handed to broker beta: attempt 2 runs as job 55 on b1"));
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scancel") == 1; }));
+    CHECK(f.slurm->count("sbatch") == 0);
+    // The moved attempt's old job is fenced here.
+    CHECK(f.beat("r1", 1, "n1", "0", "c1", 7) == 409);
+}
+
+TEST_CASE("a peer that refuses: the next peer; a silent one is asked again until it answers") {
+    ServiceFixture f({{"c1", kConf}}, two_peers());
+    f.start();
+    f.peers->on(kBeta, [](const HttpRequest &) {
+        return answer(409, json::object{{"error", json::object{{"code", "no_capacity"}, {"message", "no compatible capacity at broker beta"}}},
+                                        {"rejected", json::array{json::object{{"cluster", "b1"}, {"reason", "2 idle nodes needed, 0 idle"}}}}});
+    });
+    fault_without_room(f);
+    // gamma is silent (no handler): resent with backoff.
+    REQUIRE(ServiceFixture::until([&] { return f.peers->requests(kGamma).size() >= 3; }));
+    CHECK(f.state("r1") == "RECOVERING");
+    CHECK(contains(f.events("r1"), "PLACEMENT: broker beta refused (no compatible capacity at broker beta; b1 rejected: 2 idle nodes "
+                                   "needed, 0 idle); trying broker gamma"));
+    CHECK(f.slurm->count("scancel") == 0);   // nothing has a place yet: the old job is left alone
+    f.peers->on(kGamma, [](const HttpRequest &) {
+        return answer(200, json::object{{"accepted", true}, {"cluster", "g1"}, {"job", 9}});
+    });
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "MOVED"; }));
+    CHECK(f.peers->requests(kBeta).size() == 1);   // a refusal is final for that peer
+}
+
+TEST_CASE("every peer refuses: PLACEMENT names why and the run waits, DEGRADED") {
+    ServiceFixture f({{"c1", kConf}}, two_peers());
+    f.start();
+    for (const auto &url : {kBeta, kGamma})
+        f.peers->on(url, [](const HttpRequest &) {
+            return answer(409, json::object{{"error", json::object{{"code", "no_capacity"}, {"message", "full"}}}});
+        });
+    fault_without_room(f);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED" && contains(f.events("r1"), "broker gamma refused"); }));
+    CHECK(contains(f.events("r1"), "PLACEMENT: no placement for attempt 2"));
+}
+
+TEST_CASE("unreadable answers: an event each, then the decision ends and the run is DEGRADED") {
+    ServiceFixture f({{"c1", kConf}}, two_peers());
+    f.start();
+    f.peers->on(kBeta, [](const HttpRequest &) { return answer(200, json::object{{"accepted", "yes"}}); });
+    fault_without_room(f);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED" && contains(f.events("r1"), "the decision ends"); }, 20));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(contains(ev, "DELIVERY: broker beta answered decision alpha:r1/attempt-2 with accepted: expected true or false; retry 1 of 4"));
+    CHECK(contains(ev, "retry 4 of 4"));
+    CHECK(f.peers->requests(kBeta).size() == 5);
+    CHECK(f.peers->requests(kGamma).empty());
+}
+
+TEST_CASE("the inbox: a peer's decision runs as the local account it names, at most once") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf] = {{"n1", "IDLE"}};
+    }
+    auto r = f.call("POST", "/v1/decisions", decision_body("beta:r9/attempt-2", "r9", 2, "daemon"), "peer-t");
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    const json::object a = json::parse(r.body).as_object();
+    CHECK(a.at("accepted").as_bool());
+    CHECK(a.at("cluster").as_string() == "c1");
+    const long long job = a.at("job").as_int64();
+    auto changes = f.slurm->changes();
+    REQUIRE(changes.size() == 1);
+    CHECK(changes[0].argv[0] == "sbatch");
+    CHECK(changes[0].as.uid == 1);   // daemon on this host; the peer's uid 0 is never used
+    CHECK(changes[0].as.gid == 1);
+    CHECK(std::find(changes[0].argv.begin(), changes[0].argv.end(), "--shardnet-resume=ckpt-9") != changes[0].argv.end());
+    CHECK(f.state("r9") == "RECOVERING");
+    CHECK(contains(f.events("r9"), "RECEIVED: decision beta:r9/attempt-2 from broker beta"));
+
+    // The same decision again (a resend): the same answer, nothing redone.
+    auto again = f.call("POST", "/v1/decisions", decision_body("beta:r9/attempt-2", "r9", 2, "daemon"), "peer-t");
+    CHECK(again.status == 200);
+    CHECK(json::parse(again.body).at("job").as_int64() == job);
+    CHECK(f.slurm->count("sbatch") == 1);
+
+    // The new attempt's heartbeats recover it here.
+    REQUIRE(f.beat("r9", 2, "n1", "0", "c1", job) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r9") == "RUNNING"; }));
+}
+
+TEST_CASE("the inbox refuses what it cannot or may not do, with 409 naming why") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}};
+    }
+    auto r = f.call("POST", "/v1/decisions", decision_body("beta:r9/attempt-2", "r9", 2, "daemon"), "peer-t");
+    CHECK(r.status == 409);
+    CHECK(contains(r.body, "no compatible capacity at broker alpha"));
+    r = f.call("POST", "/v1/decisions", decision_body("beta:r8/attempt-2", "r8", 2, "no-such-user-here"), "peer-t");
+    CHECK(r.status == 409);
+    CHECK(contains(r.body, "not known on this broker's host"));
+    // A run that lives here cannot be taken.
+    REQUIRE(f.beat("local", 1, "n1", "0", "c1", 3) == 204);
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "IDLE"}};
+    }
+    r = f.call("POST", "/v1/decisions", decision_body("beta:local/attempt-2", "local", 2, "daemon"), "peer-t");
+    CHECK(r.status == 409);
+    CHECK(contains(r.body, "a peer may only hand back a run that this broker moved to it"));
+    CHECK(f.slurm->count("sbatch") == 0);
+    // Only peers (and admins) send decisions.
+    f.cfg.tokens.push_back(TokenEntry{"agents", sha256_hex("w"), Scope::worker, ""});
+    CHECK(f.call("POST", "/v1/decisions", "{}", "nope").status == 401);
+}
