@@ -14,19 +14,14 @@
 #include "broker/util/thread_guard.hpp"
 #include "broker/http/http_server.hpp"
 #include "broker/service.hpp"
+#include "broker/util/log.hpp"
 
 using namespace shardnet::broker;
 namespace asio = boost::asio;
 
 namespace {
 
-void log(const char *level, const std::string &msg, boost::json::object extra = {}) {
-    extra["t"] = wall_now();
-    extra["level"] = level;
-    extra["msg"] = msg;
-    std::string line = boost::json::serialize(extra) + "\n";
-    std::fwrite(line.data(), 1, line.size(), stderr);
-}
+void log(const char *level, const std::string &msg, boost::json::object extra = {}) { log_json(level, msg.c_str(), std::move(extra)); }
 
 bool load_config(const std::string &path, BrokerConfig &cfg, std::string &err) {
     std::ifstream f(path);

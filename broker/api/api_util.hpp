@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/util/log.hpp"
 #include "broker/util/thread_guard.hpp"
 #include "common/parse_util.hpp"
 #include "broker/service.hpp"
@@ -123,7 +124,7 @@ inline long long query_int(const std::string &q, const std::string &key, long lo
 
 // One warning line on the broker's log (JSON, as every line there).
 inline void log_warn(const std::string &msg, const std::string &run, const std::string &why) {
-    std::fprintf(stderr, "%s\n", json::serialize(json::object{{"level", "warn"}, {"msg", msg}, {"run", run}, {"why", why}}).c_str());
+    log_json("warn", msg.c_str(), json::object{{"run", run}, {"why", why}});
 }
 
 // The account name of uid on this host ("uid:N" when it has none).

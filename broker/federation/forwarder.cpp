@@ -19,6 +19,7 @@
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 #include "broker/service.hpp"
+#include "broker/util/log.hpp"
 #include "broker/api/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
@@ -40,12 +41,6 @@ void back_off(double &next, double &delay) {
     next = wall_now() + delay;
 }
 
-void log_line(const char *level, const char *msg, json::object fields) {
-    fields["t"] = wall_now();
-    fields["level"] = level;
-    fields["msg"] = msg;
-    std::fprintf(stderr, "%s\n", json::serialize(fields).c_str());
-}
 
 // What a decision's payload (this broker's own JSON, read back from the
 // database) says; read without trusting its shape all the same.
@@ -124,7 +119,7 @@ void Service::forward_one(const Store::Forwarding &f, ForwardRetry &retry) {
     }
     // No answer (down, slow, 5xx): it may come; resent until it does.
     back_off(retry.next, retry.delay);
-    log_line("warn", "decision not delivered", {{"decision", f.id}, {"peer", f.peer},
+    log_json("warn", "decision not delivered", {{"decision", f.id}, {"peer", f.peer},
                                                 {"why", res.status ? "HTTP " + std::to_string(res.status) : res.error},
                                                 {"retry_in", retry.delay}});
 }
@@ -135,7 +130,7 @@ void Service::bad_answer(const Store::Forwarding &f, const PeerDecision &answer,
     const double now = wall_now();
     json::object ev{{"decision", f.id}, {"peer", f.peer}, {"field", answer.field}, {"error", answer.error},
                     {"bad_answers", n}, {"limit", kMaxBadAnswers}};
-    log_line("warn", "bad answer from a peer", ev);
+    log_json("warn", "bad answer from a peer", ev);
     if (n < kMaxBadAnswers) {
         back_off(retry.next, retry.delay);
         ev["retry_in"] = retry.delay;

@@ -26,6 +26,37 @@ namespace {
 // squeue --json lists every job slurmctld holds (Slurm 22.05 ignores -j
 // there): a few KB each.
 constexpr std::size_t kMaxSlurmOutput = 64u << 20;
+
+// A started command's end: input written to in_fd (-1: none; closed when
+// written), its output read from out_fd up to max bytes, then its exit
+// status. Writes and reads take turns, so that an input larger than the
+// pipe never waits on an output the command cannot write.
+int collect(pid_t pid, int in_fd, const std::string &input, int out_fd, std::size_t max, std::string &out) {
+    std::size_t written = 0;
+    bool in_open = in_fd >= 0;
+    if (in_open && input.empty()) { close(in_fd); in_open = false; }
+    pollfd fds[2] = {{-1, POLLOUT, 0}, {out_fd, POLLIN, 0}};
+    char rbuf[4096];
+    for (;;) {
+        fds[0].fd = in_open ? in_fd : -1;
+        if (poll(fds, 2, -1) < 0) { if (errno == EINTR) continue; break; }
+        if (in_open && (fds[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
+            const ssize_t n = write(in_fd, input.data() + written, std::min<std::size_t>(input.size() - written, 65536));
+            if (n > 0) written += std::size_t(n);
+            if (n < 0 || written == input.size()) { close(in_fd); in_open = false; }
+        }
+        if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+            const ssize_t n = read(out_fd, rbuf, sizeof rbuf);
+            if (n <= 0) break;
+            if (out.size() < max) out.append(rbuf, std::size_t(n));
+        }
+    }
+    if (in_open) close(in_fd);
+    close(out_fd);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 }  // namespace
 
 int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std::string &out, bool with_stderr) {
@@ -46,14 +77,7 @@ int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std:
     posix_spawn_file_actions_destroy(&fa);
     close(fds[1]);
     if (rc != 0) { close(fds[0]); return -1; }
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fds[0], buf, sizeof buf)) > 0)
-        if (out.size() < kMaxSlurmOutput) out.append(buf, size_t(n));
-    close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return collect(pid, -1, "", fds[0], kMaxSlurmOutput, out);
 }
 
 int run_slurm_as(const std::string &slurm_conf, const std::vector<std::string> &argv, const RunAs &as, std::string &out) {
@@ -99,32 +123,8 @@ int run_slurm_as(const std::string &slurm_conf, const std::vector<std::string> &
     }
     close(in[0]);
     close(o[1]);
-    // The script is small (a few MB at most) but can pass the pipe's size:
-    // write and read in turn.
-    std::size_t written = 0;
-    pollfd fds[2] = {{in[1], POLLOUT, 0}, {o[0], POLLIN, 0}};
-    bool in_open = true;
-    if (as.input.empty()) { close(in[1]); in_open = false; }
-    char rbuf[4096];
-    for (;;) {
-        fds[0].fd = in_open ? in[1] : -1;
-        if (poll(fds, 2, -1) < 0) { if (errno == EINTR) continue; break; }
-        if (in_open && (fds[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
-            const ssize_t n = write(in[1], as.input.data() + written, std::min<std::size_t>(as.input.size() - written, 65536));
-            if (n > 0) written += std::size_t(n);
-            if (n < 0 || written == as.input.size()) { close(in[1]); in_open = false; }
-        }
-        if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-            const ssize_t n = read(o[0], rbuf, sizeof rbuf);
-            if (n <= 0) break;
-            if (out.size() < 65536) out.append(rbuf, std::size_t(n));
-        }
-    }
-    if (in_open) close(in[1]);
-    close(o[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    // The script is small (a few MB at most) but can pass the pipe's size.
+    return collect(pid, in[1], as.input, o[0], 65536, out);
 }
 
 bool tcp_answers(const std::string &host, int port, int timeout_ms) {

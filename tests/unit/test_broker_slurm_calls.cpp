@@ -69,3 +69,27 @@ TEST_CASE("a cluster whose slurmctld does not answer ping fails calls without ru
     CHECK(calls.calls() == 1);
     unlink(path);
 }
+
+TEST_CASE("run_slurm and run_slurm_as: output, exit status, input larger than a pipe, and the user's own rights") {
+    std::string out;
+    CHECK(run_slurm("/nonexistent.conf", {"sh", "-c", "echo \"$SLURM_CONF\"; exit 3"}, out) == 3);
+    CHECK(out == "/nonexistent.conf\n");
+    out.clear();
+    CHECK(run_slurm("/c", {"sh", "-c", "echo err >&2"}, out, true) == 0);
+    CHECK(out == "err\n");
+    if (geteuid() != 0) return;   // dropping to another uid needs root
+    // 1 MB on stdin (a pipe holds 64 KB): written and read in turn; the
+    // answer is kept up to 64 KB.
+    const std::string big(1 << 20, 'x');
+    out.clear();
+    CHECK(run_slurm_as("/c", {"wc", "-c"}, RunAs{1, 1, big}, out) == 0);
+    CHECK(out == "1048576\n");
+    out.clear();
+    CHECK(run_slurm_as("/c", {"id", "-u"}, RunAs{1, 1, ""}, out) == 0);
+    CHECK(out == "1\n");
+    out.clear();
+    CHECK(run_slurm_as("/c", {"cat"}, RunAs{1, 1, big}, out) == 0);
+    CHECK(out.size() >= 65536);
+    CHECK(out.size() < 65536 + 4096);
+    CHECK(run_slurm_as("/c", {"id"}, RunAs{0, 0, ""}, out) == -1);   // never as root
+}
