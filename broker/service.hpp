@@ -138,6 +138,10 @@ private:
     // exclusively): checked against the lifecycle (run_state.hpp). False,
     // and logged, when the table has no such transition; nothing changes.
     bool set_state(const std::string &run, RunInfo &info, RunState to);
+    // The database's side of the same: inside a store transaction, before
+    // memory changes. Throws (the transaction then writes nothing) when the
+    // run's state in memory may not become to.
+    void store_state(const std::string &run, RunState to, long long attempt, double now);
     // After a store write failed: the run as it was (none: not known).
     void undo_run(const std::string &run, const std::optional<RunInfo> &before);
     // A recovery handed to peers that ended nowhere: RECOVERING -> DEGRADED.

@@ -180,7 +180,7 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
         }
         try {
             transact([&] {
-                store_->update_run(id, "CANCELLED", attempt, now);
+                store_state(id, RunState::cancelled, attempt, now);
                 event(id, "CANCELLED", "cancelled by " + by, "{}", now);
             });
         } catch (const std::exception &e) {

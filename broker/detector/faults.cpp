@@ -91,7 +91,7 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
     on_store([this, fault, cause, evidence, now, tries] {
         try {
             transact([&] {
-                store_->update_run(fault.run, "DEGRADED", fault.attempt, now);
+                store_state(fault.run, RunState::degraded, fault.attempt, now);
                 event(fault.run, "FAULT", "worker " + fault.node + " " + cause, json::serialize(evidence), now);
             });
         } catch (const std::exception &e) {

@@ -165,10 +165,10 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     // A run first seen, a new attempt, its owner or its job is a durable
     // record: ack after it is written.
     const long long owner_uid = claimed ? (long long)who.uid : -1;
-    std::string state_now = "RUNNING";
+    RunState state_now = RunState::running;
     {
         std::shared_lock lock(runs_mu_);
-        if (auto it = runs_.find(run); it != runs_.end()) state_now = state_name(it->second.state);
+        if (auto it = runs_.find(run); it != runs_.end()) state_now = it->second.state;
     }
     on_store(reply, [this, run, attempt, create, new_attempt, started, claimed, recorded, owner_uid, owner_name, attempt_row,
                      final_state, final_cause, state_now, before, now](const Reply &reply) {
@@ -182,15 +182,15 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
                 }
                 if (recorded) store_->upsert_attempt(attempt_row);
                 if (started) {
-                    store_->update_run(run, "RUNNING", attempt, now);
+                    store_state(run, RunState::running, attempt, now);
                     event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
                 } else if (new_attempt) {
-                    store_->update_run(run, final_state ? "RUNNING" : state_now, attempt, now);
+                    store_state(run, final_state ? RunState::running : state_now, attempt, now);
                     event(run, "ATTEMPT", "attempt " + std::to_string(attempt) + " heartbeats; older attempts fenced",
                           json::serialize(json::object{{"attempt", attempt}}), now);
                 }
                 if (final_state) {
-                    store_->update_run(run, state_name(*final_state), attempt, now);
+                    store_state(run, *final_state, attempt, now);
                     event(run, state_name(*final_state), final_cause, json::serialize(json::object{{"attempt", attempt}}), now);
                 }
             });

@@ -156,7 +156,7 @@ void Service::bad_answer(const Store::Forwarding &f, const PeerDecision &answer,
     store_wait([&] {
         transact([&] {
             store_->apply_decision(f.id, "failed", 0);
-            if (attempt > 0) store_->update_run(f.run, "DEGRADED", attempt, now);
+            if (attempt > 0) store_state(f.run, RunState::degraded, attempt, now);
             event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(p.to) + ": broker " + f.peer + " answered decision " +
                   f.id + " unreadably " + std::to_string(n) + " times (last: " + answer.error + "); the decision ends",
                   json::serialize(ev), now);
@@ -179,7 +179,7 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
         store_wait([&] {
             transact([&] {
                 store_->apply_decision(f.id, "delivered", answer.job);
-                store_->update_run(f.run, "MOVED", to, now);
+                store_state(f.run, RunState::moved, to, now);
                 event(f.run, "MOVED", "run handed to broker " + f.peer + ": attempt " + std::to_string(to) + " runs as job " +
                       std::to_string(answer.job) + " on " + answer.cluster, json::serialize(ev), now);
             });
@@ -202,7 +202,7 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
                       json::serialize(ev), now);
             } else {
                 store_->apply_decision(f.id, "unplaced", 0);
-                store_->update_run(f.run, "DEGRADED", to - 1, now);
+                store_state(f.run, RunState::degraded, to - 1, now);
                 event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(to) + p.local_rejected + "; broker " + f.peer +
                       " refused (" + why + ")", json::serialize(ev), now);
             }

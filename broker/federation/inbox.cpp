@@ -134,7 +134,7 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
             try {
                 transact([&] {
                     if (known) {
-                        store_->update_run(run, "RECOVERING", to, now);
+                        store_state(run, RunState::recovering, to, now);
                         store_->update_manifest(run, manifest.empty() ? "{}" : manifest, user);
                     } else {
                         store_->insert_run(RunRow{run, user, "RECOVERING", manifest.empty() ? "{}" : manifest, to, 0, now, now, as.uid});

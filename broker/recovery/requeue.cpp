@@ -77,13 +77,13 @@ void Service::requeue(const Fault &fault, int tries) {
 
         json::object ev{{"decision", id}, {"from_cluster", fault.state.cluster}, {"excluded", bad}, {"old_job", fault.state.job}};
         auto record = [&](const std::string &state, long long new_job, const std::string &kind, const std::string &cause,
-                          const std::string &run_state = "") {
+                          std::optional<RunState> run_state = std::nullopt) {
             return store_wait([&] {
                 try {
                     transact([&] {
                         store_->apply_decision(id, state, new_job);
                         event(fault.run, kind, cause, json::serialize(ev), wall_now());
-                        if (!run_state.empty()) store_->update_run(fault.run, run_state, fault.attempt, wall_now());
+                        if (run_state) store_state(fault.run, *run_state, fault.attempt, wall_now());
                     });
                 } catch (const std::exception &e) {
                     log_warn("requeue decision " + id + " (" + state + ") not written", fault.run, e.what());
@@ -149,7 +149,7 @@ void Service::requeue(const Fault &fault, int tries) {
                     try {
                         transact([&] {
                             store_->forward_decision(id, peer, json::serialize(payload));
-                            store_->update_run(fault.run, "RECOVERING", fault.attempt, wall_now());
+                            store_state(fault.run, RunState::recovering, fault.attempt, wall_now());
                             event(fault.run, "PLACEMENT", "no local capacity for attempt " + std::to_string(to) + others +
                                   "; decision " + id + " goes to broker " + peer, json::serialize(ev), wall_now());
                         });
@@ -199,7 +199,7 @@ void Service::requeue(const Fault &fault, int tries) {
         record("applied", new_job, "PLACEMENT", p.cluster + " " + join(p.nodes) + (p.cluster == fault.state.cluster ? " without " + bad : "") +
                ": job " + std::to_string(new_job) + ", attempt " + std::to_string(to) + matched + others);
         const bool written = record("applied", new_job, "RECOVERING",
-                                    "attempt " + std::to_string(to) + " submitted with --shardnet-resume=" + resume, "RECOVERING");
+                                    "attempt " + std::to_string(to) + " submitted with --shardnet-resume=" + resume, RunState::recovering);
         std::unique_lock lock(runs_mu_);
         auto it = runs_.find(fault.run);
         // Memory follows the database; the new attempt is recorded either way
@@ -234,7 +234,7 @@ void Service::check_recovered(const std::string &run, long long attempt, double 
     on_store([this, run, attempt, up, now] {
         try {
             transact([&] {
-                store_->update_run(run, "RUNNING", attempt, now);
+                store_state(run, RunState::running, attempt, now);
                 event(run, "RECOVERED", "attempt " + std::to_string(attempt) + " heartbeats from all " + std::to_string(up) + " node(s)",
                       json::serialize(json::object{{"attempt", attempt}, {"nodes", up}}), now);
             });

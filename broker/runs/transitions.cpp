@@ -1,6 +1,10 @@
-// Runs: the one place a run changes state in memory, and what undoes or retries a change.
+// Runs: the one place a run's state changes, in the database
+// (store_state, inside the caller's transaction) and then in memory
+// (set_state, after the commit), both checked against the lifecycle
+// (run_state.hpp); what undoes a change the store refused, and retries.
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
+#include <stdexcept>
 
 #include "broker/service.hpp"
 #include "broker/api/api_util.hpp"
@@ -10,6 +14,16 @@ namespace shardnet::broker {
 
 namespace json = boost::json;
 using namespace detail;
+
+void Service::store_state(const std::string &run, RunState to, long long attempt, double now) {
+    {
+        std::shared_lock lock(runs_mu_);
+        if (auto it = runs_.find(run); it != runs_.end() && it->second.state != to && !transition_allowed(it->second.state, to))
+            throw std::runtime_error("run " + run + ": " + state_name(it->second.state) + " -> " + state_name(to) +
+                                     " is not in the run lifecycle");
+    }
+    store_->update_run(run, state_name(to), attempt, now);
+}
 
 bool Service::set_state(const std::string &run, RunInfo &info, RunState to) {
     if (!transition_allowed(info.state, to)) {
