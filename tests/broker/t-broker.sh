@@ -155,7 +155,7 @@ def call(method, path):
     r = c.getresponse(); return r.status, r.read().decode()
 for path, ops in doc["paths"].items():
     for method in ops:
-        status, body = call(method, path.replace("{run}", "r1").replace("{name}", "ck-doc").replace("{host}", "h1"))
+        status, body = call(method, path.replace("{id}", "r1").replace("{name}", "ck-doc").replace("{host}", "h1"))
         assert "no_route" not in body, (method, path, status, body)
 status, body = call("get", "/v1/secrets")
 assert status == 404 and "no_route" in body
