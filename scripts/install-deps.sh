@@ -8,6 +8,10 @@ PKGS="build-essential autoconf automake libtool pkg-config
       libboost1.81-dev libboost-json1.81-dev doctest-dev
       libcurl4-openssl-dev libssl-dev nettle-dev libsqlite3-dev libyaml-cpp-dev
       nginx wrk hyperfine valgrind python3 python3-torch iproute2 curl openssl procps passwd util-linux"
+# The API document's check (tests/openapi) runs its validator with node,
+# installed there by npm: Debian's nodejs and npm, unless a node that has
+# npm is there already (NodeSource's nodejs package brings its own npm).
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -145,19 +145,34 @@ expect "still serving after all that" 200 '"ok":true' -- GET /v1/health ""
 expect "metrics" 200 shardnet_heartbeats_total -- GET /metrics ""
 
 # Every route of doc/broker-openapi.json answers (with anything but no_route),
-# and a route it does not list does not.
-/usr/bin/python3 - "$P" "$DOC" <<'PY' && ok "the routes in doc/broker-openapi.json are served, no others" || fail "API document and routes disagree"
+# with a status the document lists for it: with an admin, a static worker, an
+# unknown and no token, and as HEAD for a GET. Another method on a documented
+# path is 405 with the document's methods in Allow; a route it does not list
+# is 404 no_route.
+/usr/bin/python3 - "$P" "$DOC" <<'PY' && ok "the routes in doc/broker-openapi.json are served, no others, with the statuses it lists" || fail "API document and routes disagree"
 import http.client, json, sys
 port, doc = int(sys.argv[1]), json.load(open(sys.argv[2]))
-def call(method, path):
+METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
+def call(method, path, token="admin-t"):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    c.request(method.upper(), path, "{}", {"Authorization": "Bearer admin-t"})
-    r = c.getresponse(); return r.status, r.read().decode()
-for path, ops in doc["paths"].items():
+    c.request(method.upper(), path, "{}", {"Authorization": "Bearer " + token} if token else {})
+    r = c.getresponse(); return r.status, r.read().decode(), r.getheader("Allow")
+for path, item in doc["paths"].items():
+    target = path.replace("{id}", "r1").replace("{name}", "ck-doc").replace("{host}", "h1")
+    ops = [m for m in METHODS if m in item]
     for method in ops:
-        status, body = call(method, path.replace("{run}", "r1").replace("{name}", "ck-doc").replace("{host}", "h1"))
-        assert "no_route" not in body, (method, path, status, body)
-status, body = call("get", "/v1/secrets")
+        listed = item[method]["responses"]
+        for token in ["admin-t", "worker-t", "wrong", ""]:
+            for asked in [method] + (["head"] if method == "get" else []):
+                status, body, _ = call(asked, target, token)
+                assert "no_route" not in body, (asked, path, token, status, body)
+                assert str(status) in listed, ("status not in the document", asked, path, token, status, body)
+    allow = ", ".join(m.upper() for m in ["get", "head", "post"] if m in ops or (m == "head" and "get" in ops))
+    for other in [m for m in ["get", "post", "put", "delete", "patch"] if m not in ops]:
+        status, body, got = call(other, target)
+        assert status == 405 and "method_not_allowed" in body and got == allow, (other, path, status, body, got, allow)
+assert "MethodNotAllowed" in doc["components"]["responses"] and "NoRoute" in doc["components"]["responses"]
+status, body, _ = call("get", "/v1/secrets")
 assert status == 404 and "no_route" in body
 PY
 
