@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <vector>
 #include <poll.h>
+#include <map>
 #include <string>
 #include <unistd.h>
 
@@ -141,8 +142,9 @@ private:
 
     // A rank that finished a checkpoint ("STEP committed NAME"): its
     // manifest goes to the broker with this agent's token (the trainer holds
-    // none). The commit that completes the set seals it; then the SEALED
-    // marker is written beside the shards, for --shardnet-resume=latest.
+    // none). The commit that completes the set seals it at the broker; the
+    // SEALED marker follows the broker's list (sync_seals), for
+    // --shardnet-resume=latest.
     // Every checkpoint up to the one the trainer names is committed, in
     // order: all ranks must commit the same names for a seal, whichever
     // each agent's tick happened to see.
@@ -201,11 +203,42 @@ private:
         if (res.status == 0 || res.status >= 500) return false;
         r.reported = name;
         if (!res.ok()) { log("checkpoint " + name + " refused: HTTP " + std::to_string(res.status) + " " + res.body); return true; }
-        if (res.body.find("\"sealed\":true") != std::string::npos) {
-            int m = ::open((dir + "/" + kSealedMarker).c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-            if (m >= 0) ::close(m);
-        }
+        // Sealed or not, the broker's list says which; on every node that
+        // holds the checkpoint, its marker follows the list.
+        unsealed_[name] = 0;
         return true;
+    }
+
+    // Checkpoints this agent committed that the broker has not listed as
+    // sealed yet: asked at each heartbeat until it does (a set whose other
+    // ranks never commit is given up after kSealTries).
+    static constexpr int kSealTries = 30;
+    void sync_seals(int timeout_ms) {
+        if (unsealed_.empty() || cfg_.ckpt_dir.empty()) return;
+        HttpRequest req;
+        req.method = "GET";
+        req.url = cfg_.url + "/v1/runs/" + cfg_.run + "/checkpoints";
+        req.bearer = cfg_.token;
+        req.ca_file = cfg_.ca_file;
+        req.timeout_ms = timeout_ms;
+        auto res = client_.send(req);
+        if (!res.ok()) return;   // the broker is away: asked again next time
+        std::string err;
+        for (const auto &c : sealed_checkpoints(res.body, err)) {
+            auto it = unsealed_.find(c.name);
+            if (it == unsealed_.end()) continue;
+            if (std::string why = mark_sealed(cfg_.ckpt_dir, c.name, c.marker); !why.empty()) log("SEALED marker not written: " + why);
+            unsealed_.erase(it);
+        }
+        if (!err.empty()) log(err);
+        for (auto it = unsealed_.begin(); it != unsealed_.end();)
+            if (++it->second >= kSealTries) {
+                log("checkpoint " + it->first + " not sealed by the broker after " + std::to_string(kSealTries) +
+                    " heartbeats (a rank did not commit it); no SEALED marker");
+                it = unsealed_.erase(it);
+            } else {
+                ++it;
+            }
     }
 
     RankState *find(unsigned rank) {
@@ -248,7 +281,10 @@ private:
         }
         first_ = false;
         broker_ok_ = ok;
-        if (ok) commit_checkpoints(timeout_ms);
+        if (ok) {
+            commit_checkpoints(timeout_ms);
+            sync_seals(timeout_ms);
+        }
     }
 
     void check_time_limit() {
@@ -285,6 +321,7 @@ private:
     AgentConfig cfg_;
     LineReader &in_;
     std::vector<RankState> ranks_;
+    std::map<std::string, int> unsealed_;   // checkpoint -> heartbeats asked
     HttpClient client_;
     unsigned long long seq_ = 0;
     bool broker_ok_ = false;

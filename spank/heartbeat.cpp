@@ -109,4 +109,24 @@ std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &r
     return boost::json::serialize(hb);
 }
 
+std::vector<SealedCheckpoint> sealed_checkpoints(const std::string &body, std::string &err) {
+    std::vector<SealedCheckpoint> out;
+    boost::json::error_code ec;
+    boost::json::value v = boost::json::parse(body, ec);
+    const boost::json::array *list = nullptr;
+    if (!ec && v.is_object())
+        if (auto *c = v.as_object().if_contains("checkpoints")) list = c->if_array();
+    if (!list) { err = "the broker's checkpoint list is not {\"checkpoints\": [...]}"; return {}; }
+    for (const auto &c : *list) {
+        const boost::json::object *o = c.if_object();
+        const boost::json::value *n = o ? o->if_contains("name") : nullptr;
+        if (!n || !n->is_string()) { err = "a checkpoint without a name in the broker's list"; return {}; }
+        boost::json::object m{{"checkpoint", n->as_string()}, {"sealed_by", "broker"}};
+        for (const char *k : {"attempt", "ranks", "sealed_at", "parent"})
+            if (auto *f = o->if_contains(k)) m[k] = *f;
+        out.push_back(SealedCheckpoint{std::string(n->as_string()), boost::json::serialize(m) + "\n"});
+    }
+    return out;
+}
+
 }  // namespace shardnet

@@ -34,6 +34,12 @@ std::optional<long long> read_progress(const std::string &path, double *mtime, b
 std::string commit_json(const std::string &manifest_text, unsigned attempt, unsigned rank, unsigned world, std::string &err);
 
 // state: "running" or "ended". seq counts heartbeats of this agent.
+// The names in the broker's answer to GET /v1/runs/RUN/checkpoints (every
+// listed checkpoint is sealed), each with its line for the SEALED marker.
+// Empty with err set when the answer cannot be read.
+struct SealedCheckpoint { std::string name, marker; };
+std::vector<SealedCheckpoint> sealed_checkpoints(const std::string &body, std::string &err);
+
 std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &ranks, const char *state,
                            unsigned long long seq, double now, bool prelimit_signalled);
 

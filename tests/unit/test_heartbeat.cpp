@@ -1,8 +1,11 @@
 #include <boost/json.hpp>
 #include <cstdio>
 #include <doctest/doctest.h>
+#include <cstdlib>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/checkpoint_layout.hpp"
 #include "spank/heartbeat.hpp"
 
 using namespace shardnet;
@@ -117,4 +120,47 @@ TEST_CASE("a finished checkpoint in the progress file, and its manifest as a com
     CHECK(commit_json(h + " 1 ../escape\n", 1, 0, 1, err).empty());
     CHECK(commit_json("", 1, 0, 1, err).empty());
     CHECK(err == "manifest lists no files");
+}
+
+TEST_CASE("the broker's checkpoint list: every listed name is sealed, with its marker line") {
+    std::string err;
+    auto list = sealed_checkpoints(R"({"checkpoints":[{"name":"checkpoint-00000100","attempt":1,"ranks":2,"parent":null,"sealed_at":5.5},
+                                                       {"name":"checkpoint-00000200","attempt":2,"ranks":2,"parent":"checkpoint-00000100","sealed_at":9}]})",
+                                   err);
+    CHECK(err.empty());
+    REQUIRE(list.size() == 2);
+    CHECK(list[1].name == "checkpoint-00000200");
+    auto m = boost::json::parse(list[1].marker).as_object();
+    CHECK(m.at("sealed_by").as_string() == "broker");
+    CHECK(m.at("attempt").as_int64() == 2);
+    CHECK(m.at("parent").as_string() == "checkpoint-00000100");
+    for (const char *bad : {"", "[]", R"({"checkpoints":{}})", R"({"checkpoints":[{"name":7}]})", R"({"checkpoints":[1]})"}) {
+        err.clear();
+        CHECK(sealed_checkpoints(bad, err).empty());
+        CHECK_FALSE(err.empty());
+    }
+}
+
+TEST_CASE("SEALED markers: only in a checkpoint directory of the run's dir, never through a symlink, never twice") {
+    char tmpl[] = "/tmp/shardnet-seal-XXXXXX";
+    const std::string dir = mkdtemp(tmpl);
+    REQUIRE(mkdir((dir + "/checkpoint-1").c_str(), 0700) == 0);
+    REQUIRE(mkdir((dir + "/elsewhere").c_str(), 0700) == 0);
+    REQUIRE(symlink((dir + "/elsewhere").c_str(), (dir + "/checkpoint-2").c_str()) == 0);
+    CHECK(latest_sealed_checkpoint(dir).empty());
+    CHECK(mark_sealed(dir, "checkpoint-1", "{\"sealed_by\":\"broker\"}\n").empty());
+    CHECK(latest_sealed_checkpoint(dir) == dir + "/checkpoint-1");
+    CHECK(mark_sealed(dir, "checkpoint-1", "again").empty());   // there already: kept as it was
+    char buf[64] = {};
+    FILE *f = fopen((dir + "/checkpoint-1/SEALED").c_str(), "r");
+    REQUIRE(f);
+    CHECK(fread(buf, 1, sizeof buf - 1, f) > 0);
+    fclose(f);
+    CHECK(std::string(buf) == "{\"sealed_by\":\"broker\"}\n");
+    CHECK_FALSE(mark_sealed(dir, "checkpoint-2", "x").empty());   // a symlink: refused
+    CHECK(access((dir + "/elsewhere/SEALED").c_str(), F_OK) != 0);
+    CHECK(mark_sealed(dir, "checkpoint-9", "x").empty());        // not on this node: nothing to do
+    CHECK_FALSE(mark_sealed(dir, "../etc", "x").empty());
+    CHECK_FALSE(mark_sealed(dir, "checkpoint-1/../../x", "x").empty());
+    CHECK(std::system(("rm -rf '" + dir + "'").c_str()) == 0);
 }
