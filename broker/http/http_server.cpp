@@ -350,7 +350,13 @@ private:
         keepalive_.expires_after(std::chrono::milliseconds(srv_.limits.sse_keepalive_ms));
         keepalive_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
             if (ec || !self->sink_->open) return;
+            // A reader that took nothing for kStallTicks keep-alive periods
+            // while we held events for it (a backlog page, say) is dropped too.
             if (self->queue_.empty()) self->stream_write(": keep-alive\n\n");
+            else if (self->writes_ == self->writes_at_tick_) {
+                if (++self->stalls_ >= kStallTicks) return self->drop_slow(0, "no progress");
+            } else self->stalls_ = 0;
+            self->writes_at_tick_ = self->writes_;
             self->keep_alive();
         });
     }
@@ -359,7 +365,7 @@ private:
         if (!sink_ || !sink_->open) return;
         // One message is always taken (an event can be large); past that, a
         // full queue means the reader does not keep up.
-        if (queued_ > 0 && queued_ + msg.size() > srv_.limits.sse_buffer_bytes) return drop_slow(msg.size());
+        if (queued_ > 0 && queued_ + msg.size() > srv_.limits.sse_buffer_bytes) return drop_slow(msg.size(), "buffer full");
         queued_ += msg.size();
         peak_queued_ = std::max(peak_queued_, queued_);
         queue_.push_back(std::move(msg));
@@ -371,6 +377,7 @@ private:
             const std::string &done = self->queue_.front();
             if (!ec && done.compare(0, 4, "id: ") == 0) self->delivered_ = std::strtoll(done.c_str() + 4, nullptr, 10);
             self->queued_ -= done.size();
+            ++self->writes_;
             self->queue_.pop_front();
             if (ec) { self->sink_->open = false; return self->close(); }
             if (!self->queue_.empty()) return self->write_next();
@@ -384,11 +391,11 @@ private:
 
     // A reader too slow for its stream: said once, its queue freed, its
     // socket closed. It resumes with Last-Event-ID (or ?after=).
-    void drop_slow(std::size_t next) {
+    void drop_slow(std::size_t next, const char *why) {
         sink_->open = false;
         std::fprintf(stderr, "{\"level\":\"warn\",\"msg\":\"slow event stream dropped\",\"run\":\"%s\",\"last_event_id\":%lld,"
-                     "\"buffered_bytes\":%zu,\"limit\":%zu,\"resume\":\"Last-Event-ID: %lld\"}\n",
-                     run_.c_str(), delivered_, queued_ + next, srv_.limits.sse_buffer_bytes, delivered_);
+                     "\"why\":\"%s\",\"buffered_bytes\":%zu,\"limit\":%zu,\"resume\":\"Last-Event-ID: %lld\"}\n",
+                     run_.c_str(), delivered_, why, queued_ + next, srv_.limits.sse_buffer_bytes, delivered_);
         while (queue_.size() > 1) {   // the front is being written
             queued_ -= queue_.back().size();
             queue_.pop_back();
@@ -460,6 +467,9 @@ private:
     long long delivered_ = 0;
     std::string run_;
     std::function<void()> more_;
+    unsigned long long writes_ = 0, writes_at_tick_ = 0;   // messages written, and as of the last keep-alive tick
+    int stalls_ = 0;
+    static constexpr int kStallTicks = 4;
     bool head_ = false;   // the request in hand is a HEAD: its answer has no body
     bool keep_ = true;
     unsigned version_ = 11;
