@@ -42,6 +42,7 @@ struct ApiRequest {
     std::string bearer;
     std::string body;
     ConnCache *conn_cache = nullptr;   // the connection's, when it has one
+    std::string last_event_id{};   // the Last-Event-ID header, as sent (SSE reconnects)
 };
 
 struct ApiResponse {
@@ -58,6 +59,11 @@ using Reply = std::function<void(ApiResponse)>;
 // A live event stream (Server-Sent Events): the HTTP layer's end of it.
 struct EventSink {
     std::function<void(std::string)> push;   // one SSE message; must not block
+    // The backlog comes a page (about page_bytes) at a time: after each,
+    // the next page's reading is handed over here, and the HTTP layer calls
+    // it once it has written what it holds. Must not block.
+    std::function<void(std::function<void()>)> more;
+    std::size_t page_bytes = 256u << 10;
     std::atomic<bool> open{true};
     TokenEntry who;   // who follows: asked again before each event (a run's owner can change)
 };
@@ -223,6 +229,9 @@ private:
     // A store transaction whose events reach the live streams once committed.
     void transact(const std::function<void()> &fn);
     std::vector<EventRow> pending_events_;   // store thread only
+    // A stream's backlog after event id `after`, one page; the last page
+    // registers it for live events (store thread: no gap, no repeat).
+    void backlog_page(const std::string &run, long long after, const std::shared_ptr<EventSink> &sink);
     std::mutex sinks_mu_;
     std::unordered_multimap<std::string, std::weak_ptr<EventSink>> sinks_;
 

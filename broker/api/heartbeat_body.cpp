@@ -97,18 +97,30 @@ struct Reader {
     }
     void string_value(std::string_view s) {
         if (parent() != top) return wrong_kind();
-        // The parser leaves UTF-8 to us: only the strings kept are checked.
-        if (key != k_other && !is_valid_utf8(s)) return fail(kKeyNames[key], "not valid UTF-8");
+        std::string *dst;
         switch (key) {
-        case k_run: seen_run = true; hb.run.assign(s); return;
-        case k_node: seen_node = true; hb.node.assign(s); return;
-        case k_state: hb.state.assign(s); return;
-        case k_step: hb.step.assign(s); return;
-        case k_cluster: hb.cluster.assign(s); return;
-        case k_requeue: hb.requeue.assign(s); return;
-        case k_ckpt_dir: hb.ckpt_dir.assign(s); return;
+        case k_run: seen_run = true; dst = &hb.run; break;
+        case k_node: seen_node = true; dst = &hb.node; break;
+        case k_state: dst = &hb.state; break;
+        case k_step: dst = &hb.step; break;
+        case k_cluster: dst = &hb.cluster; break;
+        case k_requeue: dst = &hb.requeue; break;
+        case k_ckpt_dir: dst = &hb.ckpt_dir; break;
         default: return wrong_kind();
         }
+        // Every string kept is stored, logged or passed on: no control
+        // characters (C0, escaped newline or NUL included, and DEL, as
+        // has_control_chars), and valid UTF-8, which the parser leaves to us.
+        // One pass for both: the strings are nearly always printable ASCII.
+        unsigned char any = 0;
+        bool control = false;
+        for (unsigned char c : s) {
+            any |= c;
+            control |= (c < 0x20) | (c == 0x7f);
+        }
+        if (control) return fail(kKeyNames[key], "control characters are not allowed");
+        if (any >= 0x80 && !is_valid_utf8(s)) return fail(kKeyNames[key], "not valid UTF-8");
+        dst->assign(s);
     }
 
     bool on_document_begin(ec_t &) { return true; }

@@ -37,16 +37,43 @@ std::optional<ApiResponse> Service::follow_events(const ApiRequest &req, std::sh
         auto it = runs_.find(id);
         if (it == runs_.end() || !may_see(*who, id, &it->second)) return error_response(404, "no_run", "no run " + id);
     }
-    const long long after = query_int(query, "after", 0);
+    // Where to start: after the Last-Event-ID an SSE client sends when it
+    // reconnects (it wins over the URL's ?after=, which the client repeats).
+    long long after = query_int(query, "after", 0);
+    if (!req.last_event_id.empty()) {
+        auto v = parse_int(req.last_event_id, 0, 1LL << 62);
+        if (!v) return error_response(400, "bad_header", "Last-Event-ID: expected an event id (a whole number)", "Last-Event-ID");
+        after = *v;
+    }
     sink->who = *who;
-    // Backlog and registration in one store-thread job: events are only
-    // written there, so the stream has no gap and no repeat.
-    on_store([this, id, after, sink] {
-        for (const auto &e : store_->list_events(id, after, 1000000)) sink->push(sse_message(e));
-        std::lock_guard<std::mutex> lock(sinks_mu_);
-        sinks_.emplace(id, sink);
-    });
+    on_store([this, id, after, sink] { backlog_page(id, after, sink); });
     return std::nullopt;
+}
+
+// Backlog pages and the registration for live events are store-thread jobs:
+// events are only written there, so the stream has no gap and no repeat.
+void Service::backlog_page(const std::string &id, long long after, const std::shared_ptr<EventSink> &sink) {
+    constexpr int kRows = 1000;
+    for (;;) {
+        if (!sink->open) return;   // the stream went
+        const auto rows = store_->list_events(id, after, kRows);
+        std::size_t bytes = 0, sent = 0;
+        for (const auto &e : rows) {
+            std::string m = sse_message(e);
+            bytes += m.size();
+            after = e.id;
+            ++sent;
+            sink->push(std::move(m));
+            if (bytes >= sink->page_bytes) break;
+        }
+        if (sent == rows.size() && rows.size() < std::size_t(kRows)) {   // all of it: live from here
+            std::lock_guard<std::mutex> lock(sinks_mu_);
+            sinks_.emplace(id, sink);
+            return;
+        }
+        if (sink->more)   // the next page once this one is written
+            return sink->more([this, id, after, sink] { on_store([this, id, after, sink] { backlog_page(id, after, sink); }); });
+    }
 }
 
 bool Service::may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const {

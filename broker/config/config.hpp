@@ -47,6 +47,9 @@ struct BrokerConfig {
     std::size_t body_bytes = 1 << 20;
     int read_timeout_ms = 10000;
     int sse_keepalive_ms = 15000;  // comment lines on idle event streams
+    // Per event stream, bytes queued beyond what its socket took: a reader
+    // slower than its run's events is dropped past it (and resumes).
+    std::size_t sse_buffer_bytes = 1 << 20;
     // How long a store write waits for a database another process locked;
     // then the request is answered 500 (well inside its deadline).
     int store_busy_ms = 2000;

@@ -29,8 +29,9 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     const std::string &run = hb.run, &node = hb.node, &jobstep = hb.step, &requeue_policy = hb.requeue, &state = hb.state;
     const long long attempt = hb.attempt, interval = hb.interval;
     if (!is_safe_name(run)) return reply(error_response(400, "bad_field", "run: not a valid run id", "run"));
-    if (node.empty() || node.size() > 256 || has_control_chars(node)) return reply(error_response(400, "bad_field", "node: not a node name", "node"));
-    if (jobstep.size() > 32 || has_control_chars(jobstep)) return reply(error_response(400, "bad_field", "step: not a Slurm step id", "step"));
+    // Control characters in any kept string were refused by read_heartbeat.
+    if (node.empty() || node.size() > 256) return reply(error_response(400, "bad_field", "node: not a node name", "node"));
+    if (jobstep.size() > 32) return reply(error_response(400, "bad_field", "step: not a Slurm step id", "step"));
     const bool ended = state == "ended"sv, batch = jobstep == "batch"sv;
     if (!ended && state != "running"sv) return reply(error_response(400, "bad_field", "state: expected running or ended", "state"));
     if (!who.run.empty() && who.run != run) return reply(error_response(403, "forbidden", "this token may not report for run " + run));

@@ -12,6 +12,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <deque>
+#include <malloc.h>
 #include <optional>
 #include <thread>
 
@@ -46,13 +47,45 @@ void fail(const beast::error_code &ec, const char *what) {
                  what, reason.c_str(), unsaid.exchange(0));
 }
 
+// After a lingering close: how long, and how much, of what the client still
+// sends is read and dropped so that the answer reaches it (a close with
+// unread input makes the kernel send RST, and the client may lose the answer).
+constexpr auto kLingerTime = std::chrono::milliseconds(2000);
+constexpr std::size_t kLingerBytes = 8u << 20;
+
+// Freed memory goes back to the system once event streams that held much
+// of it have gone (glibc keeps freed heap otherwise), at most every 100 ms.
+void trim_after_stream(std::size_t peak) {
+    static std::atomic<long long> last{0};
+    if (peak < (256u << 10)) return;
+    const long long now = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
+    long long seen = last.load(std::memory_order_relaxed);
+    if (now - seen < 100 || !last.compare_exchange_strong(seen, now)) return;
+    malloc_trim(0);
+}
+
 template <class Stream>
-class Session : public std::enable_shared_from_this<Session<Stream>> {
+class Session : public std::enable_shared_from_this<Session<Stream>>, public HeaderWait {
 public:
     template <class... Args>
     Session(HttpServer &srv, HttpServer::Counts &counts, Args &&...args)
         : srv_(srv), counts_(counts), stream_(std::forward<Args>(args)...) { ++counts_.open; }
-    ~Session() { --counts_.open; }
+    ~Session() {
+        counts_.done(this);
+        --counts_.open;
+        if (sink_) trim_after_stream(peak_queued_);
+    }
+
+    // Over max_connections, a new connection takes this one's place: it has
+    // waited longest for a request's header.
+    void shed() override {
+        counts_.done(this);
+        srv_.shed.fetch_add(1, std::memory_order_relaxed);
+        fail(asio::error::connection_aborted, "shed at max_connections (waited longest for a header)");
+        beast::error_code ignored;
+        beast::get_lowest_layer(stream_).close(ignored);
+        timer_.cancel();
+    }
 
     void run() {
         if constexpr (std::is_same_v<Stream, TlsStream>) {
@@ -80,8 +113,9 @@ private:
     // connection, is cut off when it passes. A request only moves the
     // deadline; the timer wakes once per timeout, not once per request
     // (a timer operation takes the reactor's lock).
-    void arm_deadline() {
-        deadline_ = Clock::now() + std::chrono::milliseconds(srv_.limits.read_timeout_ms);
+    void arm_deadline() { arm_deadline_at(Clock::now() + std::chrono::milliseconds(srv_.limits.read_timeout_ms)); }
+    void arm_deadline_at(Clock::time_point at) {
+        deadline_ = at;
         if (timer_armed_) return;
         timer_armed_ = true;
         timer_.expires_at(deadline_);
@@ -106,7 +140,9 @@ private:
         parser_->eager(true);
         parser_->header_limit(std::uint32_t(srv_.limits.header_bytes));
         parser_->body_limit(srv_.limits.body_bytes);
+        continue_sent_ = false;
         arm_deadline();
+        counts_.wait(this);   // until the header is whole
         parse_buffered();
     }
 
@@ -121,6 +157,11 @@ private:
             if (parser_->is_done()) return on_read({});
             if (ec || used == 0) break;  // the rest of a header, or more body, is still to come
         }
+        if (listed && parser_->is_header_done()) counts_.done(this);
+        // The header asked for a 100 before the body, and nothing refused it
+        // (a Content-Length over body_bytes is a 413 already, without one).
+        if (parser_->expect_continue && !continue_sent_ && parser_->version == 11 && parser_->is_header_done())
+            return send_continue();
         stream_.async_read_some(buffer_.prepare(kReadSize), [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
             self->buffer_.commit(n);
             if (ec == asio::error::eof) {
@@ -132,7 +173,25 @@ private:
         });
     }
 
+    void send_continue() {
+        continue_sent_ = true;
+        static constexpr std::string_view k100 = "HTTP/1.1 100 Continue\r\n\r\n";
+        std::size_t written = 0;
+        if constexpr (std::is_same_v<Stream, Socket>) {
+            beast::error_code ec;
+            written = stream_.write_some(asio::buffer(k100.data(), k100.size()), ec);
+            if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return close();
+            if (written == k100.size()) return parse_buffered();
+        }
+        asio::async_write(stream_, asio::buffer(k100.data() + written, k100.size() - written),
+                          [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (ec) return self->close();
+                              self->parse_buffered();
+                          });
+    }
+
     void on_read(beast::error_code ec) {
+        if (listed) counts_.done(this);
         if (ec == http::error::end_of_stream) return close();
         if (ec == http::error::body_limit)
             return refuse(413, "body_too_large", "request body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes");
@@ -187,6 +246,7 @@ private:
     void refuse(unsigned status, const std::string &code, const std::string &message) {
         ++counts_.busy;
         head_ = false;
+        linger_ = true;   // what the client still sends must not turn the answer into a reset
         send(error_response(status, code, message), false, 11);
     }
 
@@ -214,6 +274,7 @@ private:
 
     void sent(beast::error_code ec, bool keep) {
         --counts_.busy;
+        if (!ec && linger_) return linger();
         if (ec || !keep) return close();
         // A pipelined request already read waits its turn in the queue
         // rather than deepening this call stack.
@@ -244,15 +305,33 @@ private:
     }
 
     // Server-Sent Events: the response stays open; the service pushes events.
+    // Each holds at most sse_buffer_bytes queued (beyond what the socket
+    // took); the backlog comes a page (a quarter of that) at a time, the next
+    // one asked for when the last is written, so a reader that does not keep
+    // up with live events is dropped, and one that reads slowly is not.
     void start_stream(const ApiRequest &ar, unsigned version) {
         auto sink = std::make_shared<EventSink>();
+        sink->page_bytes = std::max<std::size_t>(1, srv_.limits.sse_buffer_bytes / 4);
         std::weak_ptr<Session> weak = this->shared_from_this();
         sink->push = [weak](std::string msg) {
             if (auto self = weak.lock())
                 asio::post(self->stream_.get_executor(), [self, msg = std::move(msg)]() mutable { self->stream_write(std::move(msg)); });
         };
+        sink->more = [weak](std::function<void()> next) {
+            if (auto self = weak.lock())
+                asio::post(self->stream_.get_executor(), [self, next = std::move(next)]() mutable {
+                    if (!self->sink_ || !self->sink_->open) return;
+                    if (self->queue_.empty()) return next();
+                    self->more_ = std::move(next);
+                });
+        };
         if (auto err = srv_.service.follow_events(ar, sink)) return send(std::move(*err), false, version);
         --counts_.busy;  // a stream never holds up a drain
+        // The run, for the log line of a dropped stream (/v1/runs/{id}/events).
+        run_ = ar.target.substr(0, ar.target.find('?'));
+        if (run_.size() > 16) run_ = run_.substr(9, run_.size() - 16);
+        for (char &c : run_)
+            if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
         sink_ = sink;
         stream_write("HTTP/1.1 200 OK\r\nServer: shardnet-broker\r\nContent-Type: text/event-stream\r\n"
                      "Cache-Control: no-cache\r\nConnection: close\r\n\r\n");
@@ -271,29 +350,94 @@ private:
         keepalive_.expires_after(std::chrono::milliseconds(srv_.limits.sse_keepalive_ms));
         keepalive_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
             if (ec || !self->sink_->open) return;
+            // A reader that took nothing for kStallTicks keep-alive periods
+            // while we held events for it (a backlog page, say) is dropped too.
             if (self->queue_.empty()) self->stream_write(": keep-alive\n\n");
+            else if (self->writes_ == self->writes_at_tick_) {
+                if (++self->stalls_ >= kStallTicks) return self->drop_slow(0, "no progress");
+            } else self->stalls_ = 0;
+            self->writes_at_tick_ = self->writes_;
             self->keep_alive();
         });
     }
 
     void stream_write(std::string msg) {
         if (!sink_ || !sink_->open) return;
+        // One message is always taken (an event can be large); past that, a
+        // full queue means the reader does not keep up.
+        if (queued_ > 0 && queued_ + msg.size() > srv_.limits.sse_buffer_bytes) return drop_slow(msg.size(), "buffer full");
+        queued_ += msg.size();
+        peak_queued_ = std::max(peak_queued_, queued_);
         queue_.push_back(std::move(msg));
         if (queue_.size() == 1) write_next();
     }
 
     void write_next() {
         asio::async_write(stream_, asio::buffer(queue_.front()), [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+            const std::string &done = self->queue_.front();
+            if (!ec && done.compare(0, 4, "id: ") == 0) self->delivered_ = std::strtoll(done.c_str() + 4, nullptr, 10);
+            self->queued_ -= done.size();
+            ++self->writes_;
             self->queue_.pop_front();
             if (ec) { self->sink_->open = false; return self->close(); }
-            if (!self->queue_.empty()) self->write_next();
+            if (!self->queue_.empty()) return self->write_next();
+            if (self->more_) {   // the next page of the backlog
+                auto next = std::move(self->more_);
+                self->more_ = nullptr;
+                next();
+            }
         });
+    }
+
+    // A reader too slow for its stream: said once, its queue freed, its
+    // socket closed. It resumes with Last-Event-ID (or ?after=).
+    void drop_slow(std::size_t next, const char *why) {
+        sink_->open = false;
+        std::fprintf(stderr, "{\"level\":\"warn\",\"msg\":\"slow event stream dropped\",\"run\":\"%s\",\"last_event_id\":%lld,"
+                     "\"why\":\"%s\",\"buffered_bytes\":%zu,\"limit\":%zu,\"resume\":\"Last-Event-ID: %lld\"}\n",
+                     run_.c_str(), delivered_, why, queued_ + next, srv_.limits.sse_buffer_bytes, delivered_);
+        while (queue_.size() > 1) {   // the front is being written
+            queued_ -= queue_.back().size();
+            queue_.pop_back();
+        }
+        more_ = nullptr;
+        keepalive_.cancel();
+        beast::error_code ignored;
+        beast::get_lowest_layer(stream_).close(ignored);
+        timer_.cancel();
     }
 
     void close() {
         beast::error_code ec;
         beast::get_lowest_layer(stream_).shutdown(tcp::socket::shutdown_send, ec);
         timer_.cancel();  // the session goes when its last operation ends
+    }
+
+    // A lingering close, after an answer to a request not read whole: our
+    // side is shut (the client sees the answer, then EOF), and what it still
+    // sends is read and dropped, up to kLingerBytes or kLingerTime, so that
+    // no RST overtakes the answer. Then the socket closes.
+    void linger() {
+        beast::error_code ec;
+        auto &sock = beast::get_lowest_layer(stream_);
+        sock.shutdown(tcp::socket::shutdown_send, ec);
+        if (ec) return close();
+        arm_deadline_at(Clock::now() + kLingerTime);   // on_deadline closes the socket
+        buffer_.clear();
+        linger_read();
+    }
+    void linger_read() {
+        auto &sock = beast::get_lowest_layer(stream_);
+        sock.async_read_some(buffer_.prepare(64u << 10), [self = this->shared_from_this()](beast::error_code ec, std::size_t n) {
+            self->lingered_ += n;
+            if (ec || self->lingered_ > kLingerBytes) {
+                beast::error_code ignored;
+                beast::get_lowest_layer(self->stream_).close(ignored);
+                self->timer_.cancel();
+                return;
+            }
+            self->linger_read();
+        });
     }
 
     static constexpr std::size_t kReadSize = 4096;
@@ -314,6 +458,18 @@ private:
     char scrap_[512];
     ConnCache conn_cache_;
     bool in_handle_ = false;
+    bool continue_sent_ = false;   // this request's 100 Continue
+    bool linger_ = false;          // refused: a lingering close after the answer
+    std::size_t lingered_ = 0;
+    // Event streams: bytes queued, the most ever, the last event id written,
+    // the run followed, and the call for the next page of the backlog.
+    std::size_t queued_ = 0, peak_queued_ = 0;
+    long long delivered_ = 0;
+    std::string run_;
+    std::function<void()> more_;
+    unsigned long long writes_ = 0, writes_at_tick_ = 0;   // messages written, and as of the last keep-alive tick
+    int stalls_ = 0;
+    static constexpr int kStallTicks = 4;
     bool head_ = false;   // the request in hand is a HEAD: its answer has no body
     bool keep_ = true;
     unsigned version_ = 11;
@@ -321,11 +477,34 @@ private:
     std::shared_ptr<Session> hold_;      // while an answer is on its way from another thread
 };
 
+void start_session(HttpServer &srv, HttpServer::Counts &counts, Socket socket) {
+    if (srv.tls) std::make_shared<Session<TlsStream>>(srv, counts, std::move(socket), *srv.tls)->run();
+    else std::make_shared<Session<Socket>>(srv, counts, std::move(socket))->run();
+}
+
 }  // namespace
+
+void HttpServer::Counts::wait(HeaderWait *w) {
+    if (w->listed) return;
+    w->listed = true;
+    w->prev = newest;
+    w->next = nullptr;
+    (newest ? newest->next : oldest) = w;
+    newest = w;
+}
+
+void HttpServer::Counts::done(HeaderWait *w) {
+    if (!w->listed) return;
+    w->listed = false;
+    (w->prev ? w->prev->next : oldest) = w->next;
+    (w->next ? w->next->prev : newest) = w->prev;
+    w->prev = w->next = nullptr;
+}
 
 HttpServer::HttpServer(std::vector<std::unique_ptr<asio::io_context>> &ios, const BrokerConfig &cfg, Service &svc)
     : service(svc),
-      limits{cfg.header_bytes, cfg.body_bytes, cfg.read_timeout_ms, cfg.max_connections, cfg.sse_keepalive_ms},
+      limits{cfg.header_bytes, cfg.body_bytes, cfg.read_timeout_ms, cfg.max_connections, cfg.sse_keepalive_ms,
+             cfg.sse_buffer_bytes},
       ios_(ios), counts_(ios.size()), acceptor_(std::in_place, *ios.front()) {
     if (!cfg.plain_http) {
         tls = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
@@ -383,15 +562,24 @@ void HttpServer::do_accept() {
             return accept_pause_->async_wait([this](beast::error_code e) { if (!e) do_accept(); });
         }
         if (!ec) {
-            if (open_sessions() >= limits.max_connections) {
-                beast::error_code ignored;
-                socket.close(ignored);  // over the cap: refuse rather than queue
-            } else if (tls) {
-                socket.set_option(tcp::no_delay(true));
-                std::make_shared<Session<TlsStream>>(*this, counts_[i], std::move(socket), *tls)->run();
+            beast::error_code ignored;
+            socket.set_option(tcp::no_delay(true), ignored);
+            if (open_sessions() < limits.max_connections) {
+                start_session(*this, counts_[i], std::move(socket));
             } else {
-                socket.set_option(tcp::no_delay(true));
-                std::make_shared<Session<Socket>>(*this, counts_[i], std::move(socket))->run();
+                // Over the cap: on the new connection's thread, the
+                // connection that has waited longest for a header (a
+                // slowloris, or an idle keep-alive) makes room for it; with
+                // none waiting, the new one is refused rather than queued.
+                asio::post(*ios_[i], [this, i, s = std::make_shared<Socket>(std::move(socket))]() mutable {
+                    if (!counts_[i].oldest) {
+                        beast::error_code ignored;
+                        s->close(ignored);
+                        return;
+                    }
+                    counts_[i].oldest->shed();
+                    start_session(*this, counts_[i], std::move(*s));
+                });
             }
         }
         do_accept();

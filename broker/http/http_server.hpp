@@ -21,6 +21,19 @@ namespace shardnet::broker {
 struct Limits {
     std::size_t header_bytes, body_bytes;
     int read_timeout_ms, max_connections, sse_keepalive_ms;
+    std::size_t sse_buffer_bytes;   // per event stream, queued beyond the socket: a slower reader is dropped
+};
+
+// A connection waiting for a request's header (a new one, or a kept-alive
+// one between requests): on its I/O thread's list, oldest first, so that a
+// new connection over max_connections sheds the oldest of them, which is
+// what a slowloris holds, rather than being refused itself.
+struct HeaderWait {
+    HeaderWait *prev = nullptr, *next = nullptr;
+    bool listed = false;
+    virtual void shed() = 0;
+protected:
+    ~HeaderWait() = default;
 };
 
 class HttpServer {
@@ -43,7 +56,12 @@ public:
     struct alignas(64) Counts {
         std::atomic<int> open{0};
         std::atomic<int> busy{0};   // a request read and not yet answered
+        // Only ever touched on this thread: connections waiting for a header.
+        HeaderWait *oldest = nullptr, *newest = nullptr;
+        void wait(HeaderWait *w);
+        void done(HeaderWait *w);
     };
+    std::atomic<unsigned long long> shed{0};   // connections shed at max_connections
     int open_sessions() const;
     int busy_sessions() const;
     std::unique_ptr<boost::asio::ssl::context> tls;

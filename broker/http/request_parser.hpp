@@ -21,8 +21,12 @@ public:
         out_.target.clear();
         out_.bearer.clear();
         out_.body.clear();
+        out_.last_event_id.clear();
     }
     unsigned version = 11;
+    // "Expect: 100-continue" (RFC 9110 10.1.1): the client waits for a 100
+    // before it sends the body, when the broker will read it.
+    bool expect_continue = false;
     // Set when the header is one the broker must not act on (RFC 9112): the
     // answer's status and why; the connection then closes.
     unsigned refusal_status = 0;
@@ -38,11 +42,15 @@ private:
         version = unsigned(v);
     }
     void on_response_impl(int, string_view, int, error_code &) override {}
-    void on_field_impl(boost::beast::http::field f, string_view, string_view value, error_code &) override {
+    void on_field_impl(boost::beast::http::field f, string_view name, string_view value, error_code &) override {
         using boost::beast::http::field;
         if (f == field::authorization && value.size() > 7 && boost::beast::iequals(value.substr(0, 7), "Bearer "))
             out_.bearer.assign(value.data() + 7, value.size() - 7);
         else if (f == field::host) ++hosts_;
+        else if (f == field::expect) expect_continue = boost::beast::iequals(trim(value), "100-continue");
+        // An SSE client's reconnect says where it was (not in Beast's field list).
+        else if (f == field::unknown && boost::beast::iequals(name, "Last-Event-ID"))
+            out_.last_event_id.assign(value.data(), value.size());
         else if (f == field::transfer_encoding) {
             for (std::size_t start = 0; start <= value.size();) {   // "gzip, chunked": one coding each
                 auto comma = value.find(',', start);

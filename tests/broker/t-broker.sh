@@ -141,6 +141,64 @@ for req in [b"GET /v1/health HTTP/1.1\r\n\r\n", b"GET /v1/health HTTP/1.1\r\nHos
 got, _ = talk(b"GET /v1/health HTTP/1.0\r\n\r\n", shut=True)   # HTTP/1.0 has no Host rule
 assert len(got) == 1 and " 200 " in got[0], got
 PY
+# Expect: 100-continue: a 100 before the body when the broker will read it,
+# the final answer at once (no 100) when it will not.
+/usr/bin/python3 - "$P" "${HB/\"attempt\":1/\"attempt\":2}" <<'PY' && ok "Expect: 100-continue: 100 then 204; over body_bytes 413 without a 100; HTTP/1.0 gets none" || fail "Expect: 100-continue"
+import socket, sys
+port, body = int(sys.argv[1]), sys.argv[2].encode()
+def head(n, extra=b"", version=b"1.1"):
+    return (b"POST /v1/heartbeats HTTP/" + version + b"\r\nHost: x\r\nAuthorization: Bearer admin-t\r\nExpect: 100-continue\r\n" + extra +
+            b"Content-Length: %d\r\n\r\n" % n)
+s = socket.create_connection(("127.0.0.1", port)); s.settimeout(5)
+s.sendall(head(len(body)))
+got = s.recv(4096)
+assert got == b"HTTP/1.1 100 Continue\r\n\r\n", got   # before any of the body was sent
+s.sendall(body)
+got = s.recv(4096)
+assert got.startswith(b"HTTP/1.1 204"), got
+s = socket.create_connection(("127.0.0.1", port)); s.settimeout(5)
+s.sendall(head(2 << 20))
+got = s.recv(4096)
+assert got.startswith(b"HTTP/1.1 413") and b"100 Continue" not in got, got
+s = socket.create_connection(("127.0.0.1", port)); s.settimeout(5)
+s.sendall(head(len(body), version=b"1.0") + body)
+got = s.recv(4096)
+assert got.startswith(b"HTTP/1.0 204") or got.startswith(b"HTTP/1.1 204"), got
+assert b"100 Continue" not in got, got
+PY
+python3 -c "import sys; print(sys.argv[1][:-1] + ',\"pad\":\"' + 'x' * 3000 + '\"}')" "${HB/\"attempt\":1/\"attempt\":2}" > "$T/hb3k"
+secs=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' -H "Expect: 100-continue" -H "Authorization: Bearer admin-t" \
+    --data-binary "@$T/hb3k" "http://127.0.0.1:$P/v1/heartbeats")
+[ "${secs%% *}" = 204 ] && ok "curl with Expect and a 3 KB heartbeat: 204 in ${secs#* } s (a client waiting for no 100 takes 1 s)" || fail "curl Expect: $secs"
+# A refusal with input left unread is a lingering close: the answer arrives
+# (no RST overtaking it) for 2 MB uploads to a 64 KB limit, with a length or
+# chunked, and for a bad request with 1 MB pipelined after it.
+/usr/bin/python3 - "$P" <<'PY' && ok "lingering close: 30 x 413 for 2 MB uploads (length and chunked), 30 x 400 for a bad request with 1 MB after it" || fail "lingering close"
+import socket, sys, threading
+port = int(sys.argv[1])
+big = b"x" * (2 << 20)
+def answer(data):
+    s = socket.create_connection(("127.0.0.1", port)); s.settimeout(10)
+    def send():
+        try: s.sendall(data)
+        except OSError: pass
+    t = threading.Thread(target=send); t.start()
+    got = b""
+    try:
+        while chunk := s.recv(65536): got += chunk
+    except OSError as e:
+        got += b" [%s]" % str(e).encode()
+    t.join(); s.close()
+    return got.split(b"\r\n", 1)[0]
+auth = b"Host: x\r\nAuthorization: Bearer admin-t\r\n"
+cases = [(b"POST /v1/heartbeats HTTP/1.1\r\n" + auth + b"Content-Length: %d\r\n\r\n" % len(big) + big, b"HTTP/1.1 413"),
+         (b"POST /v1/heartbeats HTTP/1.1\r\n" + auth + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n" % len(big) + big + b"\r\n0\r\n\r\n", b"HTTP/1.1 413"),
+         (b"POST /v1/heartbeats HTTP/1.1\r\n" + auth + b"Transfer-Encoding: gzip\r\n\r\n" + b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n" * 28000, b"HTTP/1.1 400")]
+for data, want in cases:
+    for i in range(30):
+        got = answer(data)
+        assert got.startswith(want), (want, i, got)
+PY
 expect "still serving after all that" 200 '"ok":true' -- GET /v1/health ""
 expect "metrics" 200 shardnet_heartbeats_total -- GET /metrics ""
 
@@ -532,6 +590,122 @@ for s in held: s.close()
 time.sleep(0.5)
 assert b'"ok"' in urllib.request.urlopen("http://127.0.0.1:%d/v1/health" % port, timeout=3).read()
 print("cpu in 2 s while out of descriptors: %.2f s" % used)
+PY
+kill -TERM $PID; wait $PID; PID=""
+
+# Slowloris at the connection cap: 400 connections trickling header bytes
+# against max_connections 200. Each new connection sheds the one that has
+# waited longest for a header, so /v1/health probes are answered, every one.
+write_config ""
+sed -i 's/"sse_keepalive_ms": 300}/"sse_keepalive_ms": 300, "max_connections": 200}/; s/"read_timeout_ms": 1000/"read_timeout_ms": 10000/' "$T/broker.json"
+start
+/usr/bin/python3 - "$P" <<'PY' > "$T/loris" && ok "slowloris x400 at max_connections 200: $(cat "$T/loris")" || fail "slowloris at the cap: $(cat "$T/loris")"
+import socket, sys, time
+port = int(sys.argv[1])
+head = b"POST /v1/heartbeats HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 10000
+conns = {}
+def opencon():
+    s = socket.socket(); s.setblocking(False)
+    try: s.connect(("127.0.0.1", port))
+    except BlockingIOError: pass
+    conns[s] = 0
+for _ in range(400): opencon()
+answered, worst, cut, end = 0, 0.0, 0, time.time() + 6
+while time.time() < end:
+    for s in list(conns):
+        try:
+            s.send(head[conns[s]:conns[s] + 1]); conns[s] += 1
+        except (BlockingIOError, InterruptedError): pass
+        except OSError:
+            s.close(); del conns[s]; cut += 1; opencon()
+    t0 = time.time()
+    try:
+        p = socket.create_connection(("127.0.0.1", port), timeout=5)
+        p.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        d = p.recv(100); p.close()
+    except OSError as e:
+        d = str(e).encode()
+    if not d.startswith(b"HTTP/1.1 200"):
+        print("a probe got %r after %d answered" % (d, answered)); sys.exit(1)
+    answered += 1; worst = max(worst, time.time() - t0)
+    time.sleep(0.2)
+print("%d probes answered, slowest %.3f s; %d slow connections shed" % (answered, worst, cut))
+sys.exit(0 if answered >= 5 and cut > 0 else 1)
+PY
+kill -TERM $PID; wait $PID; PID=""
+
+# Slow SSE readers: 20 streams that never read follow a run of 12000
+# events. The backlog comes a page at a time, so they hold little; a
+# stream that takes nothing for four keep-alive periods (or falls more than
+# limits.sse_buffer_bytes behind live events) is dropped with a log line
+# naming the run and its last event id; the broker's RSS stays
+# bounded; a reconnect with Last-Event-ID gets exactly the events after it.
+write_config ""
+sed -i 's/"sse_keepalive_ms": 300}/"sse_keepalive_ms": 300, "sse_buffer_bytes": 65536}/; s|broker.db|sse.db|' "$T/broker.json"
+start; kill -TERM $PID; wait $PID; PID=""
+/usr/bin/python3 - "$T/sse.db" <<'PY'
+import json, sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1]); now = time.time()
+db.execute("INSERT INTO runs (id, owner, state, attempt, manifest, world_size, created, updated) VALUES ('sse-big', 'ops', 'RUNNING', 1, '{}', 1, ?, ?)", (now, now))
+ev = json.dumps({"note": "x" * 150})
+db.executemany("INSERT INTO events (run, time, kind, cause, evidence) VALUES ('sse-big', ?, 'NOTE', 'seeded', ?)", [(now, ev)] * 12000)
+db.commit()
+PY
+start
+/usr/bin/python3 - "$P" "$PID" "$T/sse.db" "$T/log" <<'PY' > "$T/sse-slow" && ok "slow SSE readers: $(cat "$T/sse-slow")" || fail "slow SSE readers: $(cat "$T/sse-slow")"
+import http.client, json, re, socket, sqlite3, sys, time
+port, pid, dbfile, logfile = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+def rss():
+    return int(re.search(r"VmRSS:\s+(\d+)", open("/proc/%s/status" % pid).read()).group(1)) / 1024.0
+def follow(extra=b""):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.sendall(b"GET /v1/runs/sse-big/events?follow=1&after=0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer admin-t\r\n" + extra + b"\r\n")
+    return s
+def ids(data):
+    return [int(m) for m in re.findall(rb"(?m)^id: (\d+)\n(?:.*\n)*?\n", data)]
+def drops():
+    return [json.loads(l) for l in open(logfile, errors="replace") if '"slow event stream dropped"' in l]
+log0 = len(drops())
+r0 = rss()
+streams = [follow() for _ in range(20)]
+time.sleep(2)
+r1 = rss()
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+def post(path, body):
+    c.request("POST", path, body, {"Authorization": "Bearer admin-t"}); r = c.getresponse(); r.read(); return r.status
+assert post("/v1/heartbeats", '{"run":"sse-big","attempt":1,"node":"n1","ranks":[]}') == 204
+for i in range(100):   # live events, while they stall on their backlog
+    assert post("/v1/runs/sse-big/checkpoints/live-%d/commit" % i, '{"attempt":1,"rank":0,"world_size":1,"files":[{"path":"s","sha256":"00","bytes":1}]}') == 200
+for _ in range(200):
+    if len(drops()) - log0 >= 20: break
+    time.sleep(0.1)
+r2 = rss()
+dropped = drops()[log0:]
+assert len(dropped) == 20 and all(d["run"] == "sse-big" and d["last_event_id"] > 0 for d in dropped), dropped
+db_ids = [r[0] for r in sqlite3.connect(dbfile).execute("SELECT id FROM events WHERE run = 'sse-big' ORDER BY id")]
+lasts = []
+for s in streams:   # each got a whole prefix of the run's events, then EOF
+    s.settimeout(10); data = b""
+    while chunk := s.recv(1 << 20): data += chunk
+    got = ids(data)
+    assert got == db_ids[:len(got)] and got, (len(got), got[:3])
+    lasts.append(got[-1]); s.close()
+time.sleep(1)
+r3 = rss()
+last = lasts[0]
+s = follow(b"Last-Event-ID: %d\r\n" % last)
+want = [i for i in db_ids if i > last]
+s.settimeout(10); data = b""
+while len(ids(data)) < len(want):
+    chunk = s.recv(1 << 20)
+    assert chunk, "stream ended"
+    data += chunk
+s.close()
+assert ids(data) == want, (len(ids(data)), len(want))
+assert r1 - r0 < 60 and r2 - r0 < 80, (r0, r1, r2)
+print("20 streams dropped (logged, last ids %d..%d), resumed after %d: %d events, no gap or repeat; RSS %.1f MB -> %.1f held -> %.1f at the drops -> %.1f after"
+      % (min(d["last_event_id"] for d in dropped), max(d["last_event_id"] for d in dropped), last, len(want), r0, r1, r2, r3))
 PY
 kill -TERM $PID; wait $PID; PID=""
 

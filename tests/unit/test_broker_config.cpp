@@ -19,6 +19,15 @@ TEST_CASE("a minimal config") {
     CHECK(c.plain_http);
     CHECK(c.listen_port == 0);
     CHECK(c.body_bytes == 1u << 20);
+    CHECK(c.sse_buffer_bytes == 1u << 20);
+}
+
+TEST_CASE("limits.sse_buffer_bytes: taken, and bounded") {
+    BrokerConfig c;
+    CHECK(parse_broker_config(with(R"(, "limits": {"sse_buffer_bytes": 65536})"), c) == "");
+    CHECK(c.sse_buffer_bytes == 65536);
+    CHECK(parse_broker_config(with(R"(, "limits": {"sse_buffer_bytes": 100})"), c) == "limits.sse_buffer_bytes: expected 4096..1073741824");
+    CHECK(parse_broker_config(with(R"(, "limits": {"sse_buffer_bytes": "1M"})"), c) == "limits.sse_buffer_bytes: expected an integer");
 }
 
 TEST_CASE("config errors name the field") {

@@ -96,3 +96,29 @@ TEST_CASE("bad heartbeat bodies name what is wrong") {
     CHECK(read_heartbeat("{\"run\":\"r\",\"attempt\":1,\"node\":\"n\xc3\xb6\",\"note\":\"\xff\",\"ranks\":[]}", hb, err));
     CHECK(hb.node == "n\xc3\xb6");
 }
+
+TEST_CASE("a kept string with a control character is refused, naming the field") {
+    // Escaped (\n, \u0000, ESC, other C0) or raw DEL: each would reach the
+    // log, the database or a submitted job's environment.
+    const char *fields[] = {"run", "node", "state", "step", "cluster", "requeue", "ckpt_dir"};
+    const char *bad[] = {R"(a\nb)", R"(a\u0000b)", R"(\u001b[31mred)", R"(a\tb)", R"(a\rb)", R"(a\u001fb)", "a\x7f" "b", R"(a\u007fb)"};
+    for (const char *f : fields)
+        for (const char *v : bad) {
+            const std::string body = std::string(R"({"run":"r","attempt":1,"node":"n","ranks":[],")") + f + R"(":")" + v + R"("})";
+            CAPTURE(body);
+            BodyError err = fails(body);
+            CHECK(err.code == "bad_field");
+            CHECK(err.field == f);
+            CHECK(err.message == std::string(f) + ": control characters are not allowed");
+        }
+    // Printable text, UTF-8 included, is taken; strings not kept are not checked.
+    HeartbeatBody hb;
+    BodyError err;
+    REQUIRE(read_heartbeat(R"({"run":"r","attempt":1,"node":"n","cluster":"alpha-ü","ckpt_dir":"/scratch/a b","note":"x\ny","ranks":[]})", hb, err));
+    CHECK(hb.cluster == "alpha-ü");
+    CHECK(hb.ckpt_dir == "/scratch/a b");
+    // Invalid UTF-8 is still its own error.
+    err = fails("{\"run\":\"r\",\"attempt\":1,\"node\":\"n\",\"cluster\":\"a\xc3\",\"ranks\":[]}");
+    CHECK(err.field == "cluster");
+    CHECK(err.message == "cluster: not valid UTF-8");
+}
