@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the Debian 12 packages ShardNet builds, tests and demos with,
 # only those that are missing. Run as root; a no-op when all are there.
+# With the argument fuzz, also clang-15 and libFuzzer for `make fuzz`.
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
       slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
@@ -8,6 +9,8 @@ PKGS="build-essential autoconf automake libtool pkg-config
       libboost1.81-dev libboost-json1.81-dev doctest-dev
       libcurl4-openssl-dev libssl-dev nettle-dev libsqlite3-dev libyaml-cpp-dev
       nginx wrk hyperfine valgrind python3 python3-torch iproute2 curl openssl procps passwd util-linux"
+# `install-deps.sh fuzz`: also what `make fuzz` builds with.
+[ "${1:-}" = fuzz ] && PKGS="$PKGS clang-15 libfuzzer-15-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
