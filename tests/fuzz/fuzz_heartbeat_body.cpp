@@ -15,7 +15,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     BodyError err;
     if (read_heartbeat(body, hb, err)) {
         FUZZ_CHECK(err.code.empty(), "an accepted heartbeat carries no error");
-        FUZZ_CHECK(!hb.run.empty() && !hb.node.empty(), "an accepted heartbeat names its run and node");
+        FUZZ_CHECK(hb.attempt >= 1 && hb.attempt <= 1000000, "an accepted attempt is within 1..1000000");
+        FUZZ_CHECK(hb.interval >= 1 && hb.interval <= 86400, "an accepted interval is within 1..86400");
+        FUZZ_CHECK(hb.job >= 0, "an accepted job id is not negative");
     } else {
         FUZZ_CHECK(err.code == "bad_json" || err.code == "bad_field", "a refused heartbeat is bad_json or bad_field");
         FUZZ_CHECK(!err.message.empty(), "a refused heartbeat says why");
