@@ -26,13 +26,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         parser.header_limit(8192);
         parser.body_limit(1 << 20);
         boost::beast::error_code ec;
+        bool stalled = true;   // the last put took nothing, or asked for more: read another piece
         for (;;) {
             if (fed < used) fed = used;
-            if (fed == used || ec == http::error::need_more) fed = std::min(n, fed + piece);
+            if (fed == used || stalled) fed = std::min(n, fed + piece);
             ec = {};
             const std::size_t got = parser.put(boost::asio::const_buffer(bytes + used, fed - used), ec);
             FUZZ_CHECK(got <= fed - used, "the parser consumes only what it was given");
             used += got;
+            stalled = got == 0 || ec == http::error::need_more;
             if (ec && ec != http::error::need_more) break;
             if (parser.is_done()) break;
             if (fed == n && (ec || got == 0)) {   // end of stream mid-request
