@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -86,6 +87,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         std::lock_guard<std::mutex> lock(answer->mu);
         ++answer->calls;
         answer->status = r.status;
+        static const bool verbose = std::getenv("FUZZ_VERBOSE") != nullptr;   // what each input got, when replayed by hand
+        if (verbose) std::fprintf(stderr, "routes: %u %s\n", r.status, r.body.c_str());
         FUZZ_CHECK(answer->calls == 1, "a request is answered exactly once");
         FUZZ_CHECK(r.status >= 200 && r.status < 600, "an answer has an HTTP status");
         FUZZ_CHECK(r.status != 500, "a request body never makes an internal error");
