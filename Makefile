@@ -5,7 +5,7 @@ BUILD ?= build
 CONFIGURE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps configured check unit integration demo bench install clean distclean
+.PHONY: all deps configured check unit integration demo bench fuzz install clean distclean
 all: configured
 	$(MAKE) -C $(BUILD) -j$(JOBS)
 
@@ -42,6 +42,24 @@ bench: all
 	$(MAKE) -C $(BUILD)/tests bench/placement-bench && $(BUILD)/tests/bench/placement-bench
 	./tests/bench/requeue-vs-slurm.sh $(BUILD)
 
+# libFuzzer with ASan and UBSan on every parser of untrusted input
+# (tests/fuzz/README.md): a tree of its own in build-fuzz/, then each target
+# for FUZZ_SECONDS, with its executions per target at the end.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= http_request heartbeat_body routes job_spec plugstack agent_protocol probe_descriptor
+FUZZ_CXXFLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+FUZZ_JOBS ?= $(JOBS)
+fuzz: configure
+	./scripts/install-deps.sh fuzz
+	[ -f $(FUZZ_BUILD)/Makefile ] || { mkdir -p $(FUZZ_BUILD) && cd $(FUZZ_BUILD) && ../configure --enable-fuzzing \
+		CC=clang-15 CXX=clang++-15 CXXFLAGS="$(FUZZ_CXXFLAGS)" LDFLAGS="-fsanitize=address,undefined"; }
+	$(MAKE) -C $(FUZZ_BUILD)/common -j$(FUZZ_JOBS) libshardnet_common.a
+	$(MAKE) -C $(FUZZ_BUILD)/broker -j$(FUZZ_JOBS) libbroker.a
+	$(MAKE) -C $(FUZZ_BUILD)/sbatch-wrappers -j$(FUZZ_JOBS) libshard.a
+	$(MAKE) -C $(FUZZ_BUILD)/tests -j$(FUZZ_JOBS) fuzz-programs
+	./tests/fuzz/run.sh $(FUZZ_BUILD)/tests/fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 install: all
 	$(MAKE) -C $(BUILD) install
 
@@ -49,5 +67,5 @@ clean:
 	[ ! -f $(BUILD)/Makefile ] || $(MAKE) -C $(BUILD) clean
 
 distclean:
-	rm -rf $(BUILD) autom4te.cache build-aux configure config.h.in aclocal.m4
+	rm -rf $(BUILD) $(FUZZ_BUILD) autom4te.cache build-aux configure config.h.in aclocal.m4
 	find . -name Makefile.in -delete

@@ -36,6 +36,10 @@ const std::map<std::string, Setter> &setters() {
                  return "URL has spaces or control characters";
              c.broker_url = v;
              while (!c.broker_url.empty() && c.broker_url.back() == '/') c.broker_url.pop_back();
+             // "https://" or "http:///" would leave "https:": no broker at all.
+             const std::size_t host = v.rfind("https://", 0) == 0 ? 8 : 7;
+             if (c.broker_url.size() <= host || c.broker_url[host] == '/')
+                 return "expected a host after http:// or https://";
              return "";
          }},
         {"token_file", [](const std::string &v, PlugstackConfig &c) { return set_abs_path("path", v, c.token_file); }},

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the Debian 12 packages ShardNet builds, tests and demos with,
 # only those that are missing. Run as root; a no-op when all are there.
+# With the argument fuzz, also clang-15 and libFuzzer for `make fuzz`.
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
       slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
@@ -12,6 +13,8 @@ PKGS="build-essential autoconf automake libtool pkg-config
 # installed there by npm: Debian's nodejs and npm, unless a node that has
 # npm is there already (NodeSource's nodejs package brings its own npm).
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
+# `install-deps.sh fuzz`: also what `make fuzz` builds with.
+[ "${1:-}" = fuzz ] && PKGS="$PKGS clang-15 libfuzzer-15-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -45,6 +45,9 @@ TEST_CASE("bad arguments are named") {
     CHECK(parse({"brokr=http://x"}, c) == "unknown plugstack argument 'brokr'");
     CHECK(parse({"broker"}, c) == "plugstack argument 'broker' is not key=value");
     CHECK(parse({"broker=ftp://x"}, c).find("'broker=ftp://x'") != std::string::npos);
+    // Found by tests/fuzz (plugstack): "https://" was taken, as the URL "https:".
+    CHECK(parse({"broker=https://"}, c) == "plugstack argument 'broker=https://': expected a host after http:// or https://");
+    CHECK(parse({"broker=http:///v1"}, c).find("expected a host") != std::string::npos);
     CHECK(parse({"heartbeat_min=abc"}, c).find("heartbeat_min=abc") != std::string::npos);
     CHECK(parse({"ckpt_root=relative/dir"}, c).find("not absolute") != std::string::npos);
     CHECK(parse({"ckpt_root=/a/../etc"}, c).find("'..'") != std::string::npos);
