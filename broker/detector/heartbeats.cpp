@@ -39,17 +39,15 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         return reply(error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt"));
     // Which job reports: a derived token's own (slurmstepd took it from
     // Slurm); only an admin's word is taken from the body.
-    std::string cluster = hb.cluster;
-    long long job = hb.job;
     if (who.bound) {
         if ((!hb.cluster.empty() && hb.cluster != who.cluster) || (hb.job > 0 && (unsigned long long)hb.job != who.job))
             return reply(error_response(403, "forbidden", "this token is for job " + who.cluster + "/" + std::to_string(who.job), "job"));
-        cluster = who.cluster;
-        job = (long long)who.job;
     } else if (who.scope != Scope::admin) {
         return reply(error_response(403, "forbidden", "heartbeats need a per-job worker token (derived from a worker key: "
                                     "plugstack worker_key_file=) or an admin token; a shared worker token cannot be tied to a job"));
     }
+    const std::string &cluster = who.bound ? who.cluster : hb.cluster;
+    const long long job = who.bound ? (long long)who.job : hb.job;
     count(c_heartbeats);
 
     bool create = false, new_attempt = false, started = false, check_recovery = false, claimed = false, recorded = false;

@@ -1,5 +1,7 @@
 #include "broker/http/http_server.hpp"
 
+#include "broker/util/log.hpp"
+
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -40,11 +42,8 @@ void fail(const beast::error_code &ec, const char *what) {
     const long long now = std::chrono::duration_cast<std::chrono::seconds>(Clock::now().time_since_epoch()).count();
     long long seen = last.load(std::memory_order_relaxed);
     if (seen == now || !last.compare_exchange_strong(seen, now)) { unsaid.fetch_add(1, std::memory_order_relaxed); return; }
-    std::string reason = ec.message();
-    for (char &c : reason)
-        if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = ' ';
-    std::fprintf(stderr, "{\"level\":\"warn\",\"msg\":\"connection failed\",\"what\":\"%s\",\"reason\":\"%s\",\"not_logged_since\":%lld}\n",
-                 what, reason.c_str(), unsaid.exchange(0));
+    log_json("warn", "connection failed", boost::json::object{{"what", what}, {"reason", ec.message()},
+                                                          {"not_logged_since", unsaid.exchange(0)}});
 }
 
 // After a lingering close: how long, and how much, of what the client still
@@ -393,9 +392,9 @@ private:
     // socket closed. It resumes with Last-Event-ID (or ?after=).
     void drop_slow(std::size_t next, const char *why) {
         sink_->open = false;
-        std::fprintf(stderr, "{\"level\":\"warn\",\"msg\":\"slow event stream dropped\",\"run\":\"%s\",\"last_event_id\":%lld,"
-                     "\"why\":\"%s\",\"buffered_bytes\":%zu,\"limit\":%zu,\"resume\":\"Last-Event-ID: %lld\"}\n",
-                     run_.c_str(), delivered_, why, queued_ + next, srv_.limits.sse_buffer_bytes, delivered_);
+        log_json("warn", "slow event stream dropped",
+                 boost::json::object{{"run", run_}, {"last_event_id", delivered_}, {"why", why}, {"buffered_bytes", queued_ + next},
+                                     {"limit", srv_.limits.sse_buffer_bytes}, {"resume", "Last-Event-ID: " + std::to_string(delivered_)}});
         while (queue_.size() > 1) {   // the front is being written
             queued_ -= queue_.back().size();
             queue_.pop_back();
