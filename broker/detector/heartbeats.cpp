@@ -199,7 +199,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         } catch (const std::exception &e) {
             // Memory goes back to what the database still says.
             undo_run(run, create ? std::nullopt : before);
-            reply(error_response(500, "store", e.what()));
+            reply(store_error_response(e));
         }
     });
     if (recovery) check_recovered(run, attempt, now);
