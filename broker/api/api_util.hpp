@@ -88,8 +88,8 @@ void post_answering(Executor &ex, const char *where, const Reply &reply, F fn) {
         };
         if (!guarded(where, answer_store_faults))
             guarded(where, [&] {
-                // A store job's failure is the store's (a locked or full
-                // database): its stable code says so.
+                // A store job's other failures are the store's too (a
+                // constraint, a damaged file): its stable code says so.
                 const bool store = std::string_view(where) == "store";
                 reply(error_response(500, store ? "store" : "internal", std::string(where) + " failed; the broker's log says why"));
             });

@@ -135,6 +135,7 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
             reply(ok_json(201, run_json(id, owner, "PENDING", 1, world)));
         } catch (const std::exception &e) {
             undo_run(id, std::nullopt);   // the id is free again: nothing of it was kept
+            log_warn("run not created: the store refused it", id, e.what());
             reply(store_error_response(e));
         }
     });
@@ -211,6 +212,7 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
                 event(id, "CANCELLED", "cancelled by " + by, "{}", now);
             });
         } catch (const std::exception &e) {
+            log_warn("cancel not written: the store refused it", id, e.what());
             return reply(store_error_response(e));   // nothing changed, here or there
         }
         {

@@ -88,6 +88,7 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
             });
             reply(ok_json(200, json::object{{"checkpoint", name}, {"committed", count}, {"of", world}, {"sealed", sealed}}));
         } catch (const std::exception &e) {
+            log_warn("commit of " + name + " not written: the store refused it", id, e.what());
             reply(store_error_response(e));
         }
     });

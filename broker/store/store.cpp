@@ -174,8 +174,9 @@ void Store::migrate() {
     int version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
     sqlite3_finalize(st);
     const int target = int(sizeof kMigrations / sizeof *kMigrations);
-    if (version > target) throw StoreError("database schema version " + std::to_string(version) +
-                                                   " is newer than this broker (" + std::to_string(target) + "): " + path_, SQLITE_ERROR);
+    if (version > target)
+        throw StoreError("database schema version " + std::to_string(version) + " is newer than this broker (" +
+                             std::to_string(target) + "): " + path_, SQLITE_ERROR);
     for (int v = version; v < target; ++v) {
         exec("BEGIN IMMEDIATE");
         exec(kMigrations[v]);
