@@ -421,6 +421,8 @@ else
             || fail "full disk, $1: fl-kept $a; fl-cancel $b; checkpoints $c; fl-new $d; fl-first $e"
     }
     full_writes "full"
+    grep '"msg":"commit of c1 not written: the store refused it"' "$T/log" | grep -q "database disk is full: $MNT/broker.db" \
+        && ok "full disk: the broker's log says what was not written and why" || fail "full disk: no warning on the log: $(tail -2 "$T/log")"
     expect "full disk: still serving" 200 '"ok":true' -- GET /v1/health ""
     full_served "full"
     kill -9 $PID; wait $PID 2>/dev/null; PID=""
