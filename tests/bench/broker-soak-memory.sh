@@ -111,5 +111,5 @@ PY
 rc=$?
 set -e
 wait $WRK 2>/dev/null; WRK=""
-echo "wrk heartbeats: $(awk '/requests in/ {print $1 " requests in " $4}' "$T/wrk.out"); $(awk '/Requests\/sec/ {print $2 "/s"}' "$T/wrk.out"); non-2xx: $(awk '/Non-2xx/ {print $NF}' "$T/wrk.out" | grep . || echo 0)"
+echo "wrk heartbeats: $(awk '/requests in/ {sub(",", "", $4); print $1 " requests in " $4}' "$T/wrk.out"); $(awk '/Requests\/sec/ {print $2 "/s"}' "$T/wrk.out"); non-2xx: $(awk '/Non-2xx/ {print $NF}' "$T/wrk.out" | grep . || echo 0)"
 exit $rc
