@@ -50,6 +50,7 @@ struct ApiResponse {
     std::string body;
     const char *content_type = "application/json";   // a literal: a 204 then allocates nothing
     const char *allow = nullptr;   // 405: the methods the resource takes (a literal)
+    unsigned retry_after = 0;      // 503: seconds to wait before trying again (Retry-After; 0: none)
 };
 
 // Called exactly once per request, on the calling thread or later from

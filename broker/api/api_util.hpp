@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "broker/api/store_answer.hpp"
+#include "broker/store/store_error.hpp"
 #include "broker/util/log.hpp"
 #include "broker/util/thread_guard.hpp"
 #include "common/parse_util.hpp"
@@ -72,10 +74,22 @@ void post_guarded(Executor &ex, const char *where, F fn) {
 template <class Executor, class F>
 void post_answering(Executor &ex, const char *where, const Reply &reply, F fn) {
     boost::asio::post(ex, [where, reply = reply_once(reply), fn = std::move(fn)]() mutable {
-        if (!guarded(where, [&] { fn(reply); }))
+        // A full, failing or locked database is the client's to wait out:
+        // 503 with Retry-After and the cause (store_answer.hpp), logged and
+        // counted as any failed job.
+        auto answer_store_faults = [&] {
+            try {
+                fn(reply);
+            } catch (const StoreError &e) {
+                if (e.fault() == StoreFault::other) throw;
+                log_failed_job(where, e.what());
+                reply(store_error_response(e));
+            }
+        };
+        if (!guarded(where, answer_store_faults))
             guarded(where, [&] {
-                // A store job's failure is the store's (a locked or full
-                // database): its stable code says so.
+                // A store job's other failures are the store's too (a
+                // constraint, a damaged file): its stable code says so.
                 const bool store = std::string_view(where) == "store";
                 reply(error_response(500, store ? "store" : "internal", std::string(where) + " failed; the broker's log says why"));
             });

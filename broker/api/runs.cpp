@@ -135,7 +135,8 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
             reply(ok_json(201, run_json(id, owner, "PENDING", 1, world)));
         } catch (const std::exception &e) {
             undo_run(id, std::nullopt);   // the id is free again: nothing of it was kept
-            reply(error_response(500, "store", e.what()));
+            log_warn("run not created: the store refused it", id, e.what());
+            reply(store_error_response(e));
         }
     });
 }
@@ -211,7 +212,8 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
                 event(id, "CANCELLED", "cancelled by " + by, "{}", now);
             });
         } catch (const std::exception &e) {
-            return reply(error_response(500, "store", e.what()));   // nothing changed, here or there
+            log_warn("cancel not written: the store refused it", id, e.what());
+            return reply(store_error_response(e));   // nothing changed, here or there
         }
         {
             std::unique_lock lock(runs_mu_);

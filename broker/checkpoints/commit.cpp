@@ -88,7 +88,8 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
             });
             reply(ok_json(200, json::object{{"checkpoint", name}, {"committed", count}, {"of", world}, {"sealed", sealed}}));
         } catch (const std::exception &e) {
-            reply(error_response(500, "store", e.what()));
+            log_warn("commit of " + name + " not written: the store refused it", id, e.what());
+            reply(store_error_response(e));
         }
     });
 }

@@ -51,7 +51,7 @@ struct BrokerConfig {
     // slower than its run's events is dropped past it (and resumes).
     std::size_t sse_buffer_bytes = 1 << 20;
     // How long a store write waits for a database another process locked;
-    // then the request is answered 500 (well inside its deadline).
+    // then the request is answered 503 store_busy (well inside its deadline).
     int store_busy_ms = 2000;
     int max_connections = 10000;
     double rate_per_token = 100000;    // requests per second, per token

@@ -197,7 +197,8 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         } catch (const std::exception &e) {
             // Memory goes back to what the database still says.
             undo_run(run, create ? std::nullopt : before);
-            reply(error_response(500, "store", e.what()));
+            log_warn("heartbeat not written: the store refused it", run, e.what());
+            reply(store_error_response(e));
         }
     });
     if (recovery) check_recovered(run, attempt, now);

@@ -112,13 +112,18 @@ std::string col_text(sqlite3_stmt *s, int i) {
 
 }  // namespace
 
-Store::Store(const std::string &path, int busy_ms) {
+Store::Store(const std::string &path, int busy_ms) : path_(path), busy_ms_(busy_ms) {
     int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
     if (rc != SQLITE_OK) fail("cannot open database '" + path + "'", rc);
     sqlite3_extended_result_codes(db_, 1);
     sqlite3_busy_timeout(db_, busy_ms);
     exec("PRAGMA journal_mode=WAL");
     exec("PRAGMA synchronous=FULL");  // acknowledged means on disk
+    // A checkpoint (every wal_autocheckpoint pages, 4 MB) rewinds the WAL;
+    // this also gives back what a burst grew it by, so that the -wal file
+    // stays small. A checkpoint that fails on a full disk is retried at the
+    // next commit; the WAL then keeps what it holds (nothing is lost).
+    exec("PRAGMA journal_size_limit=8388608");
     exec("PRAGMA foreign_keys=ON");
     migrate();
     for (const auto &s : kStatements) {
@@ -135,9 +140,22 @@ Store::~Store() {
 }
 
 void Store::fail(const std::string &what, int rc) {
-    std::string msg = what + ": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc)) + " (SQLite extended code " +
-                      std::to_string(db_ ? sqlite3_extended_errcode(db_) : rc) + ")";
-    throw std::runtime_error(msg);
+    // The handle's extended code when it is about this failure (rc may be
+    // a primary code only); rc otherwise.
+    const int handle_code = db_ ? sqlite3_extended_errcode(db_) : rc;
+    const int code = (handle_code & 0xff) == (rc & 0xff) ? handle_code : rc;
+    std::string msg = what + ": " + (db_ && code == handle_code ? sqlite3_errmsg(db_) : sqlite3_errstr(code)) +
+                      " (SQLite extended code " + std::to_string(code) + ")";
+    switch (store_fault_of(code)) {
+    case StoreFault::full: msg = "database disk is full: " + path_ + "; " + msg; break;
+    case StoreFault::io: msg = "database I/O error: " + path_ + "; " + msg; break;
+    case StoreFault::busy:
+        msg = "database locked by another process past store_busy_ms (" + std::to_string(busy_ms_) + " ms): " + path_ +
+              "; " + msg;
+        break;
+    case StoreFault::other: break;
+    }
+    throw StoreError(msg, code);
 }
 
 void Store::exec(const char *sql) {
@@ -156,8 +174,9 @@ void Store::migrate() {
     int version = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
     sqlite3_finalize(st);
     const int target = int(sizeof kMigrations / sizeof *kMigrations);
-    if (version > target) throw std::runtime_error("database schema version " + std::to_string(version) +
-                                                   " is newer than this broker (" + std::to_string(target) + ")");
+    if (version > target)
+        throw StoreError("database schema version " + std::to_string(version) + " is newer than this broker (" +
+                             std::to_string(target) + "): " + path_, SQLITE_ERROR);
     for (int v = version; v < target; ++v) {
         exec("BEGIN IMMEDIATE");
         exec(kMigrations[v]);
@@ -173,6 +192,10 @@ void Store::transaction(const std::function<void()> &fn) {
         Done d{stmt("rollback")};
         sqlite3_step(stmt("rollback"));
     };
+    // A transaction left open by a failure SQLite did not roll back itself
+    // (a ROLLBACK that failed on an I/O error) would make every later BEGIN
+    // fail with "within a transaction": end it first.
+    if (!sqlite3_get_autocommit(db_)) rollback();
     {
         Done d{stmt("begin")};
         sqlite3_reset(stmt("begin"));
@@ -189,10 +212,12 @@ void Store::transaction(const std::function<void()> &fn) {
     if (int rc = sqlite3_step(stmt("commit")); rc != SQLITE_DONE) {
         // A COMMIT that failed (SQLITE_BUSY) leaves the transaction open:
         // without this every later BEGIN fails ("within a transaction").
-        std::string why;
-        try { fail("COMMIT", rc); } catch (const std::exception &e) { why = e.what(); }
-        rollback();
-        throw std::runtime_error(why);
+        try {
+            fail("COMMIT", rc);
+        } catch (const StoreError &) {
+            rollback();
+            throw;
+        }
     }
 }
 
@@ -413,6 +438,15 @@ void Store::update_manifest(const std::string &run, const std::string &manifest,
     Done done{s};
     Binder(s).text(manifest).text(owner).text(run);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating run " + run, rc);
+}
+
+long long Store::limit_pages(long long pages) {
+    sqlite3_stmt *st = nullptr;
+    const std::string sql = "PRAGMA max_page_count=" + std::to_string(pages);
+    if (int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr); rc != SQLITE_OK) fail("limiting the database's pages", rc);
+    const long long now = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    return now;
 }
 
 std::string Store::integrity_check() {

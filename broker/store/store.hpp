@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "broker/store/store_error.hpp"
+
 struct sqlite3;
 struct sqlite3_stmt;
 
@@ -38,8 +40,10 @@ struct CheckpointRow {
 
 class Store {
 public:
-    // Opens (creating and migrating) the database; throws with SQLite's
-    // extended error code and message on failure.
+    // Opens (creating and migrating) the database. Every failure, here and
+    // in the calls below, throws StoreError: SQLite's extended code and
+    // message, what was being done, and for a full disk, an I/O error or a
+    // lock held too long, that cause and the database's path first.
     explicit Store(const std::string &path, int busy_ms = 2000);
     ~Store();
 
@@ -93,6 +97,10 @@ public:
 
     // Runs fn inside one transaction (all or nothing).
     void transaction(const std::function<void()> &fn);
+    // The most pages the database may have (SQLite's max_page_count): past
+    // it a write fails as on a full disk. Tests use it to fill the database
+    // without filling a filesystem. Returns the limit now in force.
+    long long limit_pages(long long pages);
 
 private:
     sqlite3_stmt *stmt(const char *name);
@@ -100,6 +108,8 @@ private:
     void migrate();
     [[noreturn]] void fail(const std::string &what, int rc);
 
+    std::string path_;
+    int busy_ms_;
     sqlite3 *db_ = nullptr;
     std::map<std::string, sqlite3_stmt *> prepared_;
 };

@@ -6,8 +6,10 @@
 # Run by `make check` with BROKER and HARNESS set.
 set -uo pipefail
 BROKER=${BROKER:?}; HARNESS=${HARNESS:?}; DOC=${DOC:?}
-T=$(mktemp -d); PID=""
-trap '[ -n "$PID" ] && kill -9 $PID 2>/dev/null; rm -rf "$T"' EXIT
+T=$(mktemp -d); PID=""; MNT=""
+# A tmpfs mounted for the full-disk test goes with the broker that used it.
+unmount() { [ -n "$MNT" ] && { umount "$MNT" 2>/dev/null || umount -l "$MNT"; }; }
+trap '[ -n "$PID" ] && kill -9 $PID 2>/dev/null && wait $PID 2>/dev/null; unmount; rm -rf "$T"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
@@ -317,7 +319,8 @@ expect "restarted broker serves the run" 200 '"id":"r1"' -- GET /v1/runs/r1 admi
 
 # Another process holds the database (BEGIN EXCLUSIVE) past store_busy_ms
 # while a run is created, one cancelled, a checkpoint committed and a new
-# run's first heartbeat arrives: each is answered 500 within its deadline,
+# run's first heartbeat arrives: each is answered 503 store_busy with
+# Retry-After (a client or agent tries again) within its deadline,
 # memory and database agree (nothing of them kept), also after a restart,
 # and the broker serves normally once the lock is gone.
 kill -TERM $PID; wait $PID 2>/dev/null; PID=""
@@ -332,7 +335,7 @@ c.execute("BEGIN EXCLUSIVE"); open(sys.argv[2], "w").close(); time.sleep(4); c.e
 LOCKER=$!
 for _ in $(seq 100); do [ -e "$T/locked" ] && break; sleep 0.05; done
 locked_req() {  # NAME METHOD PATH BODY: status and seconds into $T/lk-NAME
-    curl -s -o "$T/lk-$1.body" -m 5 -w '%{http_code} %{time_total}' -X "$2" -H "Authorization: Bearer admin-t" --data-binary "$4" \
+    curl -s -o "$T/lk-$1.body" -D "$T/lk-$1.hdr" -m 5 -w '%{http_code} %{time_total}' -X "$2" -H "Authorization: Bearer admin-t" --data-binary "$4" \
         "http://127.0.0.1:$P$3" > "$T/lk-$1"
 }
 LK=()
@@ -344,7 +347,8 @@ locked_req node POST /v1/nodes '{"schema":"shardnet.node/1","host":"lk-node","ha
 wait "${LK[@]}"
 for r in create cancel commit first node; do
     read -r code secs < "$T/lk-$r"
-    [ "$code" = 500 ] && grep -q '"code":"store"' "$T/lk-$r.body" && ok "locked database, $r: 500 in ${secs}s ($(cut -c1-80 "$T/lk-$r.body"))" \
+    [ "$code" = 503 ] && grep -q '"code":"store_busy"' "$T/lk-$r.body" && grep -q 'locked by another process' "$T/lk-$r.body" \
+        && grep -qi '^Retry-After: 1' "$T/lk-$r.hdr" && ok "locked database, $r: 503 in ${secs}s ($(cut -c1-80 "$T/lk-$r.body"))" \
         || fail "locked database, $r: $code in ${secs}s $(cat "$T/lk-$r.body")"
 done
 wait $LOCKER
@@ -366,6 +370,132 @@ expect "serves normally: commit" 200 '"sealed":true' -- POST /v1/runs/lk-commit/
 expect "serves normally: first heartbeat" 204 "" -- POST /v1/heartbeats admin-t '{"run":"lk-first","attempt":1,"node":"n1","ranks":[]}'
 expect "serves normally: node descriptor" 200 lk-node -- POST /v1/nodes admin-t '{"schema":"shardnet.node/1","host":"lk-node","hash":"h"}'
 kill -TERM $PID; wait $PID 2>/dev/null; PID=""
+
+# The database on a full filesystem (an 8 MB tmpfs as its folder, filled with
+# a ballast file): a create, a cancel, a commit, a new run's first heartbeat
+# and a node descriptor are each answered 503 store_full naming the cause and
+# the database, with Retry-After, within their deadline; what was
+# acknowledged before is served, also by a broker restarted (kill -9) while
+# the disk is still full; once the ballast is gone the same writes succeed,
+# and after kill -9 and a restart every acknowledged record is there and
+# PRAGMA integrity_check says ok.
+MNT="$T/full"; mkdir -p "$MNT"
+if ! mount -t tmpfs -o size=8m shardnet-t-broker "$MNT"; then
+    MNT=""; fail "full disk: mount -t tmpfs failed (this test runs as root)"
+else
+    sed "s#\"database\": \"$T/broker.db\"#\"database\": \"$MNT/broker.db\"#" "$T/broker.json.main" > "$T/broker.json"
+    grep -q "$MNT/broker.db" "$T/broker.json" || fail "full disk: config not pointed at $MNT"
+    start
+    expect "full disk: before, a run" 201 "" -- POST /v1/runs admin-t '{"id":"fl-kept"}'
+    expect "full disk: before, a run to cancel" 201 "" -- POST /v1/runs admin-t '{"id":"fl-cancel"}'
+    expect "full disk: before, a first heartbeat" 204 "" -- POST /v1/heartbeats admin-t '{"run":"fl-hb","attempt":1,"node":"n1","ranks":[]}'
+    expect "full disk: before, a sealed commit" 200 '"sealed":true' -- POST /v1/runs/fl-hb/checkpoints/c0/commit admin-t '{"attempt":1,"rank":0,"world_size":1,"files":[{"path":"a","sha256":"00","bytes":1}]}'
+    dd if=/dev/zero of="$MNT/ballast" bs=64k 2>/dev/null
+    avail=$(df --output=avail -k "$MNT" | tail -1 | tr -d ' ')
+    [ "$avail" = 0 ] && ok "full disk: $MNT filled ($(du -k "$MNT/ballast" | cut -f1) KB ballast, 0 KB free)" || fail "full disk: $avail KB still free"
+    full_req() {  # NAME METHOD PATH BODY: status and seconds into $T/fl-NAME, headers into .hdr
+        curl -s -o "$T/fl-$1.body" -D "$T/fl-$1.hdr" -m 10 -w '%{http_code} %{time_total}' -X "$2" \
+            -H "Authorization: Bearer admin-t" --data-binary "$4" "http://127.0.0.1:$P$3" > "$T/fl-$1"
+    }
+    full_writes() {  # WHEN
+        full_req create POST /v1/runs '{"id":"fl-new"}'
+        full_req cancel POST /v1/runs/fl-cancel/cancel ''
+        full_req commit POST /v1/runs/fl-hb/checkpoints/c1/commit '{"attempt":1,"rank":0,"world_size":1,"files":[{"path":"a","sha256":"00","bytes":1}]}'
+        full_req first POST /v1/heartbeats '{"run":"fl-first","attempt":1,"node":"n1","ranks":[]}'
+        full_req node POST /v1/nodes '{"schema":"shardnet.node/1","host":"fl-node","hash":"h"}'
+        for r in create cancel commit first node; do
+            read -r code secs < "$T/fl-$r"
+            [ "$code" = 503 ] && grep -q '"code":"store_full"' "$T/fl-$r.body" \
+                && grep -q "database disk is full: $MNT/broker.db" "$T/fl-$r.body" && grep -qi '^Retry-After: [1-9]' "$T/fl-$r.hdr" \
+                && ok "full disk, $1, $r: 503 in ${secs}s ($(cut -c1-90 "$T/fl-$r.body"))" \
+                || fail "full disk, $1, $r: $code in ${secs}s $(cat "$T/fl-$r.body") $(grep -i retry-after "$T/fl-$r.hdr")"
+        done
+    }
+    full_served() {  # WHEN: what was acknowledged is served, nothing refused is
+        local a b c d e
+        a=$(req GET /v1/runs/fl-kept admin-t); b=$(req GET /v1/runs/fl-cancel admin-t)
+        c=$(req GET /v1/runs/fl-hb/checkpoints admin-t); d=$(req GET /v1/runs/fl-new admin-t); e=$(req GET /v1/runs/fl-first admin-t)
+        [ "${a%% *}" = 200 ] && grep -q '"state":"PENDING"' <<<"$b" && grep -q '"name":"c0"' <<<"$c" && ! grep -q '"name":"c1"' <<<"$c" \
+            && [ "${d%% *}" = 404 ] && [ "${e%% *}" = 404 ] \
+            && ok "full disk, $1: the acknowledged runs and seal served, nothing of the refused writes kept" \
+            || fail "full disk, $1: fl-kept $a; fl-cancel $b; checkpoints $c; fl-new $d; fl-first $e"
+    }
+    full_writes "full"
+    grep '"msg":"commit of c1 not written: the store refused it"' "$T/log" | grep -q "database disk is full: $MNT/broker.db" \
+        && ok "full disk: the broker's log says what was not written and why" || fail "full disk: no warning on the log: $(tail -2 "$T/log")"
+    expect "full disk: still serving" 200 '"ok":true' -- GET /v1/health ""
+    full_served "full"
+    kill -9 $PID; wait $PID 2>/dev/null; PID=""
+    start
+    [ -n "$P" ] && kill -0 $PID 2>/dev/null && ok "full disk: a broker restarted (kill -9) on the full disk starts" \
+        || fail "full disk: no broker after a restart on the full disk: $(tail -3 "$T/log")"
+    full_served "restarted while full"
+    full_writes "restarted while full"
+    rm -f "$MNT/ballast"
+    expect "room again: create" 201 "" -- POST /v1/runs admin-t '{"id":"fl-new"}'
+    expect "room again: cancel" 200 CANCELLED -- POST /v1/runs/fl-cancel/cancel admin-t ''
+    expect "room again: commit" 200 '"sealed":true' -- POST /v1/runs/fl-hb/checkpoints/c1/commit admin-t '{"attempt":1,"rank":0,"world_size":1,"files":[{"path":"a","sha256":"00","bytes":1}]}'
+    expect "room again: first heartbeat" 204 "" -- POST /v1/heartbeats admin-t '{"run":"fl-first","attempt":1,"node":"n1","ranks":[]}'
+    expect "room again: node descriptor" 200 fl-node -- POST /v1/nodes admin-t '{"schema":"shardnet.node/1","host":"fl-node","hash":"h"}'
+    # The WAL past a checkpoint (it rewinds at ~1000 pages, 4 MB) when the disk
+    # fills: commits reuse the WAL's space until the next checkpoint cannot
+    # grow the database, then each is 503; with room again the checkpoint
+    # runs, the WAL stays under journal_size_limit and every commit is there.
+    /usr/bin/python3 - "$P" "$MNT" "$T/fl-acked" "$T/fl-wal" <<'PY' && ok "full disk after a checkpoint: $(cat "$T/fl-wal")" || fail "full disk after a checkpoint: $(cat "$T/fl-wal" 2>/dev/null)"
+import http.client, json, os, sys
+port, mnt, out, figures = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+size = lambda f: os.path.getsize(os.path.join(mnt, f))
+def commit(name):
+    c.request("POST", "/v1/runs/fl-hb/checkpoints/%s/commit" % name, json.dumps({"attempt": 1, "rank": 0, "world_size": 1,
+              "files": [{"path": "a", "sha256": "00", "bytes": 1}]}), {"Authorization": "Bearer admin-t"})
+    r = c.getresponse(); return r.status, r.read().decode()
+acked, refused = [], 0
+for i in range(700):
+    status, body = commit("w%d" % i); assert status == 200, (i, status, body); acked.append("w%d" % i)
+db0, wal0 = size("broker.db"), size("broker.db-wal")
+assert wal0 > 3 << 20, "no checkpoint yet: WAL %d bytes" % wal0
+with open(os.path.join(mnt, "ballast"), "wb", buffering=0) as f:
+    try:
+        while True: f.write(b"\0" * 65536)
+    except OSError: pass
+for i in range(5000):
+    status, body = commit("x%d" % i)
+    if status == 200: acked.append("x%d" % i); assert not refused, "acknowledged after a 503: " + body
+    else: assert status == 503 and "database disk is full" in body, (status, body); refused += 1
+    if refused >= 20: break
+assert refused == 20, "the disk never filled: %d acknowledged" % (len(acked) - 700)
+full_acked = len(acked) - 700
+os.remove(os.path.join(mnt, "ballast"))
+for i in range(400):
+    status, body = commit("y%d" % i); assert status == 200, (i, status, body); acked.append("y%d" % i)
+db1, wal1 = size("broker.db"), size("broker.db-wal")
+assert db1 > db0, "no checkpoint once there was room: database %d -> %d bytes" % (db0, db1)
+assert wal1 <= 8 << 20, wal1
+open(out, "w").write("\n".join(acked))
+open(figures, "w").write("%d acknowledged on the full disk (the WAL's space), then 503; with room again the database %d -> %d KB, WAL %d -> %d KB"
+                                             % (full_acked, db0 // 1024, db1 // 1024, wal0 // 1024, wal1 // 1024))
+PY
+    kill -9 $PID; wait $PID 2>/dev/null; PID=""
+    /usr/bin/python3 - "$MNT/broker.db" "$T/fl-acked" <<'PY' && ok "full disk: after kill -9 every acknowledged record is there, integrity ok" || fail "full disk: records lost or database damaged"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+check = db.execute("PRAGMA integrity_check").fetchone()[0]
+assert check == "ok", check
+runs = dict(db.execute("SELECT id, state FROM runs WHERE id LIKE 'fl-%'"))
+assert set(runs) == {"fl-kept", "fl-cancel", "fl-hb", "fl-new", "fl-first"} and runs["fl-cancel"] == "CANCELLED", runs
+sealed = sorted(r[0] for r in db.execute("SELECT name FROM checkpoints WHERE run = 'fl-hb'"))
+assert sealed[:2] == ["c0", "c1"], sealed
+assert db.execute("SELECT count(*) FROM nodes WHERE host = 'fl-node'").fetchone()[0] == 1
+acked = open(sys.argv[2]).read().split()
+missing = set(acked) - {r[0] for r in db.execute("SELECT name FROM checkpoints WHERE run = 'fl-hb'")}
+assert len(acked) > 1000 and not missing, (len(acked), sorted(missing)[:5])
+PY
+    start
+    expect "full disk: restarted once more, serves" 200 '"state":"CANCELLED"' -- GET /v1/runs/fl-cancel admin-t
+    kill -TERM $PID; wait $PID 2>/dev/null; PID=""
+    umount "$MNT" && MNT="" || fail "full disk: umount $MNT"
+fi
 cp "$T/broker.json.main" "$T/broker.json"
 start
 # Answers larger than the socket takes at once: pipelined requests for the
@@ -431,7 +561,7 @@ kill -TERM $PID; wait $PID; PID=""
 # its answers are untrusted input. Capacity: in every mode the peer is
 # unknown, with a reason naming what was wrong, and the broker serves on.
 HP=""
-trap '[ -n "$PID" ] && kill -9 $PID 2>/dev/null; [ -n "$HP" ] && kill $HP 2>/dev/null; rm -rf "$T"' EXIT
+trap '[ -n "$PID" ] && kill -9 $PID 2>/dev/null && wait $PID 2>/dev/null; [ -n "$HP" ] && kill $HP 2>/dev/null; unmount; rm -rf "$T"' EXIT
 printf '%s\n' "$(hash peer-secret)" > "$T/peer.token"; chmod 600 "$T/peer.token"
 echo ok > "$T/hp.mode"
 /usr/bin/python3 "$HARNESS/hostile_peer.py" --port-file "$T/hp.port" --mode-file "$T/hp.mode" --log "$T/hp.log" --slow-seconds 7 &

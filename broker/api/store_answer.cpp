@@ -1,0 +1,28 @@
+#include "broker/api/store_answer.hpp"
+
+#include "broker/store/store_error.hpp"
+
+namespace shardnet::broker::detail {
+
+ApiResponse store_error_response(const std::exception &e) {
+    const auto *se = dynamic_cast<const StoreError *>(&e);
+    ApiResponse r;
+    switch (se ? se->fault() : StoreFault::other) {
+    case StoreFault::full:
+        r = error_response(503, "store_full", e.what());
+        r.retry_after = kRetryFullSeconds;
+        break;
+    case StoreFault::io:
+        r = error_response(503, "store_unavailable", e.what());
+        r.retry_after = kRetryIoSeconds;
+        break;
+    case StoreFault::busy:
+        r = error_response(503, "store_busy", e.what());
+        r.retry_after = kRetryBusySeconds;
+        break;
+    case StoreFault::other: r = error_response(500, "store", e.what()); break;
+    }
+    return r;
+}
+
+}  // namespace shardnet::broker::detail
