@@ -139,6 +139,14 @@ Store::~Store() {
     if (db_) sqlite3_close(db_);
 }
 
+bool Store::row(sqlite3_stmt *s) {
+    const int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    // An error part-way through a read is an error, not a shorter answer.
+    fail(std::string("reading (") + (sqlite3_sql(s) ? std::string(sqlite3_sql(s)).substr(0, 40) : "?") + ")", rc);
+}
+
 void Store::fail(const std::string &what, int rc) {
     // The handle's extended code when it is about this failure (rc may be
     // a primary code only); rc otherwise.
@@ -226,7 +234,7 @@ std::vector<RunRow> Store::load_runs() {
     Done done{s};
     Binder b(s);
     std::vector<RunRow> out;
-    while (sqlite3_step(s) == SQLITE_ROW)
+    while (row(s))
         out.push_back(RunRow{col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 4), sqlite3_column_int64(s, 3),
                              sqlite3_column_int64(s, 5), sqlite3_column_double(s, 6), sqlite3_column_double(s, 7),
                              sqlite3_column_int64(s, 8)});
@@ -252,7 +260,7 @@ std::vector<Store::AttemptRow> Store::load_attempts() {
     Done done{s};
     Binder b(s);
     std::vector<AttemptRow> out;
-    while (sqlite3_step(s) == SQLITE_ROW)
+    while (row(s))
         out.push_back(AttemptRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), sqlite3_column_int64(s, 3),
                                  sqlite3_column_int64(s, 4)});
     sqlite3_reset(s);
@@ -287,7 +295,7 @@ std::vector<EventRow> Store::list_events(const std::string &run, long long after
     Done done{s};
     Binder(s).text(run).integer(after_id).integer(limit);
     std::vector<EventRow> out;
-    while (sqlite3_step(s) == SQLITE_ROW)
+    while (row(s))
         out.push_back(EventRow{sqlite3_column_int64(s, 0), col_text(s, 1), sqlite3_column_double(s, 2), col_text(s, 3),
                                col_text(s, 4), col_text(s, 5)});
     return out;
@@ -305,7 +313,7 @@ std::vector<Store::NodeRow> Store::list_nodes(const std::string &host) {
     Done done{s};
     Binder(s).text(host);
     std::vector<NodeRow> out;
-    while (sqlite3_step(s) == SQLITE_ROW)
+    while (row(s))
         out.push_back(NodeRow{col_text(s, 0), col_text(s, 1), col_text(s, 2), sqlite3_column_double(s, 3)});
     return out;
 }
@@ -319,21 +327,21 @@ long long Store::insert_commit(const std::string &run, long long attempt, const 
     auto *c = stmt("count_commits");
     Done done_c{c};
     Binder(c).text(run).integer(attempt).text(name);
-    return sqlite3_step(c) == SQLITE_ROW ? sqlite3_column_int64(c, 0) : 0;
+    return row(c) ? sqlite3_column_int64(c, 0) : 0;
 }
 
 std::string Store::last_checkpoint(const std::string &run) {
     auto *s = stmt("last_checkpoint");
     Done done{s};
     Binder(s).text(run);
-    return sqlite3_step(s) == SQLITE_ROW ? col_text(s, 0) : "";
+    return row(s) ? col_text(s, 0) : "";
 }
 
 bool Store::checkpoint_sealed(const std::string &run, const std::string &name) {
     auto *s = stmt("is_sealed");
     Done done{s};
     Binder(s).text(run).text(name);
-    return sqlite3_step(s) == SQLITE_ROW;
+    return row(s);
 }
 
 void Store::seal_checkpoint(const CheckpointRow &c) {
@@ -348,7 +356,7 @@ std::vector<CheckpointRow> Store::list_checkpoints(const std::string &run) {
     Done done{s};
     Binder(s).text(run);
     std::vector<CheckpointRow> out;
-    while (sqlite3_step(s) == SQLITE_ROW)
+    while (row(s))
         out.push_back(CheckpointRow{col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3),
                                     col_text(s, 4), sqlite3_column_double(s, 5)});
     return out;
@@ -390,7 +398,7 @@ std::vector<Store::Forwarding> Store::forwarding_decisions() {
     Done done{s};
     Binder b(s);
     std::vector<Forwarding> out;
-    while (sqlite3_step(s) == SQLITE_ROW) out.push_back({col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3)});
+    while (row(s)) out.push_back({col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3)});
     return out;
 }
 
@@ -405,7 +413,7 @@ std::optional<Store::JobSpecRow> Store::get_job_spec(const std::string &run, lon
     auto *s = stmt("get_job_spec");
     Done done{s};
     Binder(s).text(run).integer(attempt);
-    if (sqlite3_step(s) != SQLITE_ROW) return std::nullopt;
+    if (!row(s)) return std::nullopt;
     return JobSpecRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), col_text(s, 3)};
 }
 
@@ -422,7 +430,7 @@ std::optional<std::pair<std::string, std::string>> Store::get_received(const std
     auto *s = stmt("get_received");
     Done done{s};
     Binder(s).text(id);
-    if (sqlite3_step(s) != SQLITE_ROW) return std::nullopt;
+    if (!row(s)) return std::nullopt;
     return std::make_pair(col_text(s, 0), col_text(s, 1));
 }
 

@@ -107,6 +107,8 @@ private:
     void exec(const char *sql);
     void migrate();
     [[noreturn]] void fail(const std::string &what, int rc);
+    // The next row of a read: true, or false at its end; a StoreError otherwise.
+    bool row(sqlite3_stmt *s);
 
     std::string path_;
     int busy_ms_;
