@@ -40,6 +40,8 @@ struct PluginState {
     char ckpt_dir[PATH_MAX];
     char resume_from[PATH_MAX];
     char progress_dir[PATH_MAX];
+    char master_addr[256];   // an srun step's first node (torch_env.hpp)
+    unsigned master_port;
     AgentLink agent;
     // Set when this step may not run under the user's request (bad option,
     // refused path, broker down in required mode). The tasks then fail with

@@ -24,6 +24,14 @@ extern "C" {
 // exports): the cluster's name as the site configured it. Weak, so that the
 // plugin still loads where no such symbol exists (srun, sbatch).
 extern slurm_conf_t slurm_conf __attribute__((weak));
+// slurmstepd's node table (read_config.c, exported by libslurmfull): a
+// NodeName's NodeAddr as the site configured it, xmalloc'd, or null. Weak
+// for the same reason; MASTER_ADDR is then the NodeName itself.
+char *slurm_conf_get_address(const char *node_name) __attribute__((weak));
+void slurm_xfree(void **p) __attribute__((weak));
+#pragma weak slurm_hostlist_create
+#pragma weak slurm_hostlist_shift
+#pragma weak slurm_hostlist_destroy
 }
 
 #include "spank/agent_link.hpp"
@@ -33,6 +41,7 @@ extern slurm_conf_t slurm_conf __attribute__((weak));
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 #include "spank/state.hpp"
+#include "spank/torch_env.hpp"
 #include "common/worker_token.hpp"
 
 namespace shardnet {
@@ -151,6 +160,28 @@ std::string step_nodelist(spank_t sp, bool batch) {
         else slurm_error("shardnet: %s in the job's environment is ignored: %s", name, err.c_str());
     }
     return "";
+}
+
+// The step's first node as every node of the step reaches it: Slurm's
+// NodeAddr for it (slurmstepd's node table), else its NodeName. "" when
+// the step's node list is not known.
+std::string first_node_address(spank_t sp) {
+    const std::string list = step_nodelist(sp, false);
+    if (list.empty() || !slurm_hostlist_create) return "";
+    hostlist_t hl = slurm_hostlist_create(list.c_str());
+    if (!hl) return "";
+    char *first = slurm_hostlist_shift(hl);
+    std::string node = first ? first : "";
+    free(first);
+    slurm_hostlist_destroy(hl);
+    if (node.empty()) return "";
+    if (slurm_conf_get_address && slurm_xfree) {
+        char *addr = slurm_conf_get_address(node.c_str());
+        std::string a = addr ? addr : "";
+        if (addr) slurm_xfree(reinterpret_cast<void **>(&addr));
+        if (is_host_address(a)) return a;
+    }
+    return is_host_address(node) ? node : "";
 }
 
 // The cluster's name from slurmstepd's slurm.conf; the job's environment
@@ -364,6 +395,18 @@ int user_init_step(spank_t sp) {
               set_env(sp, "SHARDNET_CKPT_EVERY", g.job->ckpt_every) &&
               set_env(sp, "SHARDNET_REQUEUE", requeue_name(g.job->requeue));
     if (!ok) return refuse("cannot set the task environment");
+    // torchrun's contract (torch_env.hpp): the rendezvous of an srun step,
+    // the same on every node of it. The batch script is no rank: its srun
+    // steps get their own values.
+    g.master_addr[0] = 0;
+    g.master_port = 0;
+    if (stepid != SLURM_BATCH_SCRIPT) {
+        const std::string addr = first_node_address(sp);
+        const unsigned reserved = first_reserved_port(job_env(sp, "SLURM_STEP_RESV_PORTS"));
+        g.master_port = reserved ? reserved : derived_port(cluster, jobid, stepid);
+        if (!copy_to(g.master_addr, sizeof g.master_addr, addr) || addr.empty())
+            slurm_info("shardnet: the step's first node has no known address; MASTER_ADDR is not set");
+    }
     g.active = true;
     if (g.cfg->broker_url.empty() || g.broker_off) return 0;
     return start_agent(sp, jobid, stepid, uid, gid, user);
@@ -399,7 +442,25 @@ int stepd_task_init(spank_t sp) {
               set_env(sp, "SHARDNET_LOCAL_RANK", std::to_string(local)) &&
               set_env(sp, "SHARDNET_WORLD_SIZE", std::to_string(world ? world : 1)) &&
               set_env(sp, "SHARDNET_PROGRESS", std::string(g.progress_dir) + "/rank-" + std::to_string(rank));
-    return ok ? 0 : -1;
+    if (!ok) return -1;
+    if (batch) return 0;
+    StepLayout l;
+    l.rank = rank;
+    l.local_rank = local;
+    l.world = world ? world : 1;
+    l.local_world = std::max(1u, item<uint32_t>(sp, S_JOB_LOCAL_TASK_COUNT, 1));
+    l.node_index = item<uint32_t>(sp, S_JOB_NODEID, 0);
+    l.nodes = std::max(1u, item<uint32_t>(sp, S_JOB_NNODES, 1));
+    l.attempt = g.attempt;
+    l.requeue = g.job && g.job->requeue != Requeue::off;
+    l.run = g.run;
+    l.master_addr = g.master_addr;
+    l.master_port = g.master_port;
+    for (const auto &[name, value] : torch_env(l)) {
+        if (value.empty()) continue;   // MASTER_ADDR unknown: left to the job
+        if (!set_env(sp, name, value)) return -1;
+    }
+    return 0;
 }
 
 int stepd_task_post_fork(spank_t sp) {
