@@ -217,11 +217,10 @@ std::string discover_hwloc(const std::string &xml, NodeInfo &out) {
         // hwloc 2.x refuses a newer format (topology-xml.c: "cannot import
         // XML version X.Y > 2"): that needs a newer hwloc, it is not corrupt.
         if (auto v = xml_format_version(xml); v && v->major > kMaxXmlMajor) {
-            const unsigned api = hwloc_get_api_version();
             return "topology '" + xml + "' is in hwloc XML format " + std::to_string(v->major) + "." +
                    std::to_string(v->minor) + ", which needs hwloc " + std::to_string(v->major) +
-                   ".x or later to read; this probe uses hwloc " + std::to_string(api >> 16) + "." +
-                   std::to_string((api >> 8) & 0xff) + " (hwloc 3's `lstopo --of v2xml` writes format 2.0)";
+                   ".x or later to read; this probe was built with hwloc " HWLOC_VERSION
+                   " (hwloc 3's `lstopo --of v2xml` writes format 2.0)";
         }
         return "topology '" + xml + "' is corrupt or truncated (hwloc could not load it)";
     }
