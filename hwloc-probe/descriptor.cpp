@@ -1,5 +1,6 @@
 #include "hwloc-probe/descriptor.hpp"
 #include "common/digest.hpp"
+#include "hwloc-probe/utf8.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -29,6 +30,25 @@ std::string gpu_interconnect(const NodeInfo &n) {
     return "";
 }
 
+// Every string as valid UTF-8: names and models come from the topology.
+NodeInfo utf8_clean(NodeInfo n) {
+    auto fix = [](std::string &s) { s = valid_utf8(s); };
+    auto fix_opt = [&](std::optional<std::string> &s) { if (s) fix(*s); };
+    fix(n.host); fix(n.arch); fix(n.cpu_model); fix(n.memory_source);
+    for (auto &nn : n.numa) fix(nn.cpus);
+    for (auto &a : n.accelerators)
+        for (auto *s : {&a.vendor, &a.pci_id, &a.pci_bus, &a.model, &a.cls, &a.cpus, &a.cores, &a.uuid, &a.xgmi_hive}) fix(*s);
+    for (auto &nic : n.nics) {
+        for (auto *s : {&nic.name, &nic.kind, &nic.pci_id, &nic.pci_bus, &nic.cpus}) fix(*s);
+        for (auto &d : nic.netdevs) fix(d);
+        for (auto &p : nic.ports) fix(p.state);
+    }
+    if (n.ucx)
+        for (auto &r : *n.ucx) { fix(r.transport); fix(r.device); }
+    for (auto *s : {&n.nvidia_driver, &n.cuda_driver, &n.nccl, &n.hwloc_version, &n.ucx_version}) fix_opt(*s);
+    return n;
+}
+
 std::map<std::string, int> class_counts(const NodeInfo &n) {
     std::map<std::string, int> c;
     for (const auto &a : n.accelerators) ++c[a.cls];
@@ -49,7 +69,8 @@ std::vector<std::string> fabric_summary(const NodeInfo &n) {
     return f;
 }
 
-json::object to_descriptor(const NodeInfo &n, double probed_at) {
+json::object to_descriptor(const NodeInfo &raw, double probed_at) {
+    const NodeInfo n = utf8_clean(raw);
     json::object d;
     d["schema"] = kSchema;
     d["host"] = str_or_null(n.host);
@@ -111,7 +132,11 @@ std::string content_hash(const json::object &descriptor) {
     return "sha256:" + sha256_hex(text);
 }
 
-std::string pretty(const NodeInfo &n) {
+std::string pretty(const NodeInfo &raw) {
+    NodeInfo n = utf8_clean(raw);
+    for (auto *t : {&n.host, &n.cpu_model}) *t = printable(*t);
+    for (auto &a : n.accelerators) a.model = printable(a.model);
+    for (auto &nic : n.nics) nic.name = printable(nic.name);
     std::string s;
     char line[512];
     auto gib = [](std::optional<uint64_t> b) { return b ? std::to_string(*b >> 30) + " GiB" : std::string("unknown"); };
@@ -143,11 +168,16 @@ std::string pretty(const NodeInfo &n) {
 
 std::string slurm_node_line(const NodeInfo &n) {
     std::string s = "NodeName=" + (n.host.empty() ? std::string("UNKNOWN") : n.host);
-    s += " CPUs=" + std::to_string(n.pus);
-    if (n.packages && n.cores) {
-        s += " Boards=1 SocketsPerBoard=" + std::to_string(n.packages);
-        s += " CoresPerSocket=" + std::to_string(n.cores / n.packages);
-        s += " ThreadsPerCore=" + std::to_string(n.pus / n.cores);
+    // Slurm's own reading of the topology (see slurm_geometry.hpp): slurmd
+    // marks a node whose configured geometry differs from it unusable.
+    if (n.slurm) {
+        const auto &g = *n.slurm;
+        s += " CPUs=" + std::to_string(g.cpus) + " Boards=" + std::to_string(g.boards) +
+             " SocketsPerBoard=" + std::to_string(g.sockets_per_board) +
+             " CoresPerSocket=" + std::to_string(g.cores_per_socket) +
+             " ThreadsPerCore=" + std::to_string(g.threads_per_core);
+    } else {
+        s += " CPUs=" + std::to_string(n.pus);
     }
     if (n.memory_bytes) s += " RealMemory=" + std::to_string(*n.memory_bytes >> 20);
     // An unknown device is a GPU without a type: Slurm must not be told a

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "hwloc-probe/nic_kind.hpp"
 #include "hwloc-probe/node_info.hpp"
 
 namespace shardnet::probe {
@@ -15,6 +16,10 @@ struct PciOsdevs {
     std::vector<std::string> netdevs;  // eth0, ib0, ...
     std::string ofed;                  // mlx5_0, "" when none
     std::vector<unsigned> ports;       // the OpenFabrics device's ports
+    // Evidence for nic_kind: each port's link layer (ports/N/link_layer) and
+    // each netdev's type (class/net/X/type: 1 Ethernet, 32 InfiniBand).
+    std::vector<LinkType> port_link_layers;  // parallel to ports
+    std::vector<LinkType> netdev_types;      // parallel to netdevs
 };
 using OsdevMap = std::map<std::string, PciOsdevs>;  // by PCI bus id "0000:3b:00.0"
 
@@ -22,6 +27,10 @@ using OsdevMap = std::map<std::string, PciOsdevs>;  // by PCI bus id "0000:3b:00
 // files hwloc's OS-device discovery reads. The live probe turns that
 // discovery off, as it also walks every block device through udev.
 OsdevMap discover_sysfs_osdevs(const std::string &sysfs = "/sys");
+
+// The kernel driver bound to PCI function BUS (SYSFS/bus/pci/devices/BUS/
+// driver), "" when none.
+std::string pci_driver(const std::string &bus, const std::string &sysfs = "/sys");
 
 // hwloc: CPUs, NUMA, memory, PCI accelerators, NICs, NVSwitches. xml: a
 // saved topology (its OS devices name the NICs) or "" for this machine

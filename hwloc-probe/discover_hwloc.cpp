@@ -2,6 +2,7 @@
 #include <cerrno>
 #include <tuple>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <hwloc.h>
@@ -10,6 +11,7 @@
 
 #include "hwloc-probe/accel_class.hpp"
 #include "hwloc-probe/discover.hpp"
+#include "hwloc-probe/xml_version.hpp"
 
 namespace shardnet::probe {
 
@@ -66,11 +68,39 @@ std::string check_xml_file(const std::string &xml) {
     return "";
 }
 
-void add_pci_devices(hwloc_topology_t topo, NodeInfo &out) {
+// An OS device of a compute stack: CUDA, OpenCL, Level Zero (hwloc's
+// co-processor type) or NVML, RSMI, Level Zero GPU devices. A DRM card0 or
+// renderD128 (what a management VGA also has) is not one.
+bool has_compute_osdev(hwloc_obj_t pci) {
+    for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling) {
+        if (c->type != HWLOC_OBJ_OS_DEVICE) continue;
+        if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_COPROC) return true;
+        if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_GPU && c->name &&
+            (std::strncmp(c->name, "nvml", 4) == 0 || std::strncmp(c->name, "rsmi", 4) == 0))
+            return true;
+        if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_GPU && c->subtype)
+            for (const char *s : {"NVML", "RSMI", "LevelZero", "CUDA", "OpenCL"})
+                if (std::strcmp(c->subtype, s) == 0) return true;
+    }
+    return false;
+}
+
+// Live (OS devices are not discovered): the driver bound to the function.
+bool has_compute_driver(const std::string &bus) {
+    const std::string d = pci_driver(bus);
+    return d == "nvidia" || d == "amdgpu" || d == "i915" || d == "xe";
+}
+
+void add_pci_devices(hwloc_topology_t topo, NodeInfo &out, bool live) {
     for (hwloc_obj_t pci = nullptr; (pci = hwloc_get_next_pcidev(topo, pci));) {
         const auto &a = pci->attr->pcidev;
-        if (pci->subtype && std::strcmp(pci->subtype, "NVSwitch") == 0) { ++out.nvswitches; continue; }
-        if (!is_accelerator(a.vendor_id, a.class_id)) continue;
+        if ((pci->subtype && std::strcmp(pci->subtype, "NVSwitch") == 0) || is_nvswitch_id(a.vendor_id, a.device_id)) {
+            ++out.nvswitches;
+            continue;
+        }
+        const bool display = a.class_id == 0x0300 || a.class_id == 0x0380;
+        if (!is_accelerator(a.class_id, display && (live ? has_compute_driver(pci_bus(pci)) : has_compute_osdev(pci))))
+            continue;
         Accelerator acc;
         acc.vendor = vendor_name(a.vendor_id);
         acc.pci_id = hex4(a.vendor_id) + ":" + hex4(a.device_id);
@@ -93,7 +123,7 @@ void add_pci_devices(hwloc_topology_t topo, NodeInfo &out) {
 }
 
 // A NIC's OS devices as a saved topology records them.
-PciOsdevs osdevs_in_topology(hwloc_obj_t pci, std::vector<NicPort> &ports) {
+PciOsdevs osdevs_in_topology(hwloc_obj_t pci, std::vector<NicPort> &ports, NicEvidence &ev) {
     PciOsdevs o;
     for (hwloc_obj_t c = pci->io_first_child; c; c = c->next_sibling) {
         if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name) continue;
@@ -103,11 +133,17 @@ PciOsdevs osdevs_in_topology(hwloc_obj_t pci, std::vector<NicPort> &ports) {
                 std::string key = "Port" + std::to_string(port) + "State";
                 const char *st = hwloc_obj_get_info_by_name(c, key.c_str());
                 if (!st) continue;
+                NicEvidence::Port ep;
+                const std::string lid_key = "Port" + std::to_string(port) + "LID";
+                if (const char *lid = hwloc_obj_get_info_by_name(c, lid_key.c_str()))
+                    ep.lid = unsigned(std::strtoul(lid, nullptr, 0));  // "0x12a"
+                ev.ports.push_back(ep);
                 // hwloc keeps the sysfs state number: 4 is ACTIVE.
                 ports.push_back({port, std::string(st) == "4" ? "ACTIVE" : "state " + std::string(st), {}});
             }
         } else if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK) {
             o.netdevs.push_back(c->name);
+            ev.netdevs.push_back(link_type_of_address(info(c, "Address")));
         }
     }
     return o;
@@ -122,26 +158,26 @@ void add_nics(hwloc_topology_t topo, NodeInfo &out, const OsdevMap *live) {
         nic.pci_id = hex4(a.vendor_id) + ":" + hex4(a.device_id);
         nic.pci_bus = pci_bus(pci);
         PciOsdevs devs;
+        NicEvidence ev;
         if (!live) {
-            devs = osdevs_in_topology(pci, nic.ports);
+            devs = osdevs_in_topology(pci, nic.ports, ev);
         } else if (auto it = live->find(nic.pci_bus); it != live->end()) {
             devs = it->second;  // port states and rates: discover_ib_sysfs
-            for (unsigned p : devs.ports) nic.ports.push_back({p, "", {}});
+            for (size_t i = 0; i < devs.ports.size(); ++i) {
+                nic.ports.push_back({devs.ports[i], "", {}});
+                NicEvidence::Port ep;
+                if (i < devs.port_link_layers.size()) ep.link_layer = devs.port_link_layers[i];
+                ev.ports.push_back(ep);
+            }
+            ev.netdevs = devs.netdev_types;
         }
         nic.netdevs = devs.netdevs;
-        const std::string &ofed = devs.ofed;
-        if (!ofed.empty()) {
-            nic.name = ofed;
-            // One HCA can be InfiniBand or Ethernet (RoCE) per port; the
-            // PCI class tells which the card was set up as.
-            nic.kind = a.class_id == 0x0c06 ? "infiniband" : "roce";
-            if (a.vendor_id == 0x8086 && a.class_id == 0x0c06) nic.kind = "omnipath";
-        } else if (!nic.netdevs.empty()) {
-            nic.name = nic.netdevs.front();
-            nic.kind = "ethernet";
-        } else {
-            continue;  // a NIC no driver claimed: nothing to place traffic on
-        }
+        ev.ofed = devs.ofed;
+        if (devs.ofed.empty() && nic.netdevs.empty()) continue;  // a NIC no driver claimed: nothing to place traffic on
+        // One HCA can be InfiniBand or Ethernet (RoCE) per port, whatever
+        // its PCI class says: the kind comes from the ports and netdevs.
+        nic.name = devs.ofed.empty() ? nic.netdevs.front() : devs.ofed;
+        nic.kind = nic_kind(ev);
         locality(topo, pci, nic.numa, nic.cpus);
         out.nics.push_back(std::move(nic));
     }
@@ -156,8 +192,11 @@ std::string discover_hwloc(const std::string &xml, NodeInfo &out) {
     if (hwloc_topology_init(&raw) != 0) return "hwloc_topology_init failed";
     Topo topo(raw);
     hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    // Caches are not part of the descriptor: do not build them.
-    hwloc_topology_set_cache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
+    // Caches are not part of the descriptor, but a cache that splits a
+    // package can hold NUMA nodes (Opteron 6200, EPYC with L3-as-NUMA):
+    // filtering it out would move them up to the package and give each the
+    // package's cpuset. Keep the caches that bring structure only.
+    hwloc_topology_set_cache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_STRUCTURE);
     hwloc_topology_set_icache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
     // On this machine, NICs are named from sysfs (discover_sysfs_osdevs):
     // hwloc's OS-device pass also resolves every block device through udev.
@@ -173,9 +212,18 @@ std::string discover_hwloc(const std::string &xml, NodeInfo &out) {
         if (hwloc_topology_set_xml(raw, xml.c_str()) != 0)
             return "topology '" + xml + "' is not a readable hwloc XML file: " + std::strerror(errno);
     }
-    if (hwloc_topology_load(raw) != 0)
-        return xml.empty() ? std::string("hwloc could not load this machine's topology: ") + std::strerror(errno)
-                           : "topology '" + xml + "' is corrupt or truncated (hwloc could not load it)";
+    if (hwloc_topology_load(raw) != 0) {
+        if (xml.empty()) return std::string("hwloc could not load this machine's topology: ") + std::strerror(errno);
+        // hwloc 2.x refuses a newer format (topology-xml.c: "cannot import
+        // XML version X.Y > 2"): that needs a newer hwloc, it is not corrupt.
+        if (auto v = xml_format_version(xml); v && v->major > kMaxXmlMajor) {
+            return "topology '" + xml + "' is in hwloc XML format " + std::to_string(v->major) + "." +
+                   std::to_string(v->minor) + ", which needs hwloc " + std::to_string(v->major) +
+                   ".x or later to read; this probe was built with hwloc " HWLOC_VERSION
+                   " (hwloc 3's `lstopo --of v2xml` writes format 2.0)";
+        }
+        return "topology '" + xml + "' is corrupt or truncated (hwloc could not load it)";
+    }
     hwloc_obj_t root = hwloc_get_root_obj(raw);
     out.host = info(root, "HostName");
     out.arch = info(root, "Architecture");
@@ -196,7 +244,7 @@ std::string discover_hwloc(const std::string &xml, NodeInfo &out) {
         out.memory_bytes = root->total_memory;
         out.memory_source = "hwloc";
     }
-    add_pci_devices(raw, out);
+    add_pci_devices(raw, out, xml.empty());
     if (xml.empty()) {
         const OsdevMap live = discover_sysfs_osdevs();
         add_nics(raw, out, &live);

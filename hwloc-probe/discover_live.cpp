@@ -84,8 +84,35 @@ OsdevMap discover_sysfs_osdevs(const std::string &sysfs) {
         }
         std::sort(o.ports.begin(), o.ports.end());
     });
-    for (auto &[bus, o] : out) std::sort(o.netdevs.begin(), o.netdevs.end());
+    auto first_line = [](const std::string &path) {
+        std::ifstream f(path);
+        std::string v;
+        std::getline(f, v);
+        return v;
+    };
+    for (auto &[bus, o] : out) {
+        std::sort(o.netdevs.begin(), o.netdevs.end());
+        for (const auto &nd : o.netdevs) {
+            // ARPHRD_ETHER 1, ARPHRD_INFINIBAND 32 (linux/if_arp.h)
+            const std::string t = first_line(sysfs + "/class/net/" + nd + "/type");
+            o.netdev_types.push_back(t == "1" ? LinkType::ethernet : t == "32" ? LinkType::infiniband : LinkType::unknown);
+        }
+        for (unsigned p : o.ports) {
+            const std::string l = first_line(sysfs + "/class/infiniband/" + o.ofed + "/ports/" + std::to_string(p) + "/link_layer");
+            o.port_link_layers.push_back(l == "InfiniBand" ? LinkType::infiniband
+                                         : l == "Ethernet" ? LinkType::ethernet : LinkType::unknown);
+        }
+    }
     return out;
+}
+
+std::string pci_driver(const std::string &bus, const std::string &sysfs) {
+    char target[4096];
+    const ssize_t n = readlink((sysfs + "/bus/pci/devices/" + bus + "/driver").c_str(), target, sizeof target - 1);
+    if (n <= 0) return "";
+    target[n] = '\0';
+    const char *slash = std::strrchr(target, '/');
+    return slash ? slash + 1 : target;
 }
 
 void discover_amdgpu_sysfs(NodeInfo &out, const std::string &sysfs) {
@@ -115,13 +142,11 @@ void discover_ib_sysfs(NodeInfo &out) {
         if (nic.kind == "ethernet") continue;
         for (auto &p : nic.ports) {
             std::string base = "/sys/class/infiniband/" + nic.name + "/ports/" + std::to_string(p.port) + "/";
-            std::ifstream rate(base + "rate"), state(base + "state"), link(base + "link_layer");
+            std::ifstream rate(base + "rate"), state(base + "state");  // link layer: nic_kind
             double gbps;
             if (rate >> gbps) p.rate_gbps = gbps;  // "100 Gb/sec (4X EDR)"
             std::string n, s;
             if (state >> n >> s) p.state = s;      // "4: ACTIVE"
-            std::string layer;
-            if (link >> layer && layer == "Ethernet") nic.kind = "roce";
         }
     }
 }

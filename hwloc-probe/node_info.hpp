@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "hwloc-probe/slurm_geometry.hpp"
+
 namespace shardnet::probe {
 
 struct NumaNode {
@@ -65,6 +67,7 @@ struct NodeInfo {
     unsigned nvswitches = 0;
     std::vector<Nic> nics;
     std::optional<std::vector<UcxResource>> ucx;  // absent when probing a saved topology
+    std::optional<SlurmGeometry> slurm;          // only when a Slurm line is asked for
     std::optional<std::string> nvidia_driver, cuda_driver, nccl, hwloc_version, ucx_version;
 };
 

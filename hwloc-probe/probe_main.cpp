@@ -17,7 +17,9 @@
 #include "hwloc-probe/descriptor.hpp"
 #include "hwloc-probe/discover.hpp"
 #include "common/http_client.hpp"
+#include "hwloc-probe/isolate.hpp"
 #include "hwloc-probe/json_pretty.hpp"
+#include "hwloc-probe/node_name.hpp"
 #include "hwloc-probe/nccl_bandwidth.hpp"
 
 using namespace shardnet::probe;
@@ -72,10 +74,18 @@ double probed_at() {
     return double(ts.tv_sec) + double(ts.tv_nsec / 1000000) / 1e3;
 }
 
+enum Mode { json_out, pretty_out, slurm_out, gres_out };
+struct Options {
+    Mode mode;
+    std::string input, check, publish, token_file, host;
+    bool bandwidth;
+};
+int probe(const Options &opt);
+
 }  // namespace
 
 int main(int argc, char **argv) {
-    enum Mode { json_out, pretty_out, slurm_out, gres_out } mode = json_out;
+    Mode mode = json_out;
     std::string input, check, publish, token_file, host;
     bool bandwidth = false;
     static const option longopts[] = {
@@ -104,7 +114,15 @@ int main(int argc, char **argv) {
     if (optind < argc) return fail(std::string("unexpected argument '") + argv[optind] + "'\n" + kUsage);
     if (input.empty())
         if (const char *x = std::getenv("HWLOC_XMLFILE")) input = x;
+    Options o{mode, input, check, publish, token_file, host, bandwidth};
+    // A saved topology is untrusted input to libhwloc: read it in a child.
+    return input.empty() ? probe(o) : run_isolated(input, [&o] { return probe(o); });
+}
 
+namespace {
+
+int probe(const Options &opt) {
+    const auto &[mode, input, check, publish, token_file, host, bandwidth] = opt;
     NodeInfo node;
     // Loading UCX and opening its memory domains do not need hwloc's answer:
     // do them beside hwloc's discovery, the slow part.
@@ -142,7 +160,18 @@ int main(int argc, char **argv) {
             node.host = h;
         }
     }
-    if (!host.empty()) node.host = host;
+    std::string host_field = input.empty() ? "this machine's host name" : "the topology's HostName (" + input + ")";
+    if (!host.empty()) { node.host = host; host_field = "--host"; }
+    // It becomes NodeName= in Slurm's lines: a newline or space there would
+    // add lines or keywords of the topology's choosing.
+    if (!node.host.empty())
+        if (auto err = check_node_name(node.host, host_field); !err.empty()) return fail(err);
+
+    if (mode == slurm_out) {
+        SlurmGeometry g;
+        if (auto err = slurm_geometry(input, g); !err.empty()) return fail(err);
+        node.slurm = g;
+    }
 
     std::optional<BandwidthResult> bw;
     if (bandwidth) {
@@ -202,3 +231,5 @@ int main(int argc, char **argv) {
     }
     return 0;
 }
+
+}  // namespace

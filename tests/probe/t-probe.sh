@@ -41,6 +41,120 @@ done
     && ok "missing file named" || fail "missing file: $(cat "$TMP/err")"
 "$PROBE" --bogus 2> "$TMP/err"; [ $? = 2 ] && ok "unknown option refused" || fail "unknown option accepted"
 
+# Untrusted strings: edited copies of a fixture. A host name that is not a
+# Slurm node name stops the probe (exit 2, naming the field) in every mode;
+# nothing reaches a NodeName= line.
+edit() {  # NAME OLD NEW [OLD NEW]...: $TMP/NAME.xml, the 24em64t fixture with each OLD (bytes) replaced
+    /usr/bin/python3 -c '
+import os, sys
+s = open(sys.argv[1], "rb").read()
+a = [os.fsencode(x) for x in sys.argv[3:]]
+for old, new in zip(a[::2], a[1::2]):
+    assert old in s, old
+    s = s.replace(old, new)
+open(sys.argv[2], "wb").write(s)' "$T/24em64t-2n6c2t-pci.xml" "$TMP/$1.xml" "${@:2}" || fail "editing a copy for $1"
+}
+edit host-newline mirage004 'evil&#10;NodeName=evil CPUs=1 Gres=gpu:H100-SXM:8'
+edit host-space mirage004 'node 01 Features=evil'
+for h in host-newline host-space; do
+    for m in --slurm-node --gres-conf --pretty ""; do
+        out=$("$PROBE" -i "$TMP/$h.xml" $m 2> "$TMP/err"); rc=$?
+        [ $rc = 2 ] && [ -z "$out" ] && grep -q "the topology's HostName (.*$h.xml) is not a valid Slurm node name" "$TMP/err" \
+            && ok "$h ${m:-json}: exit 2, $(cut -c1-90 "$TMP/err")" || fail "$h ${m:-json}: rc=$rc out='$out' $(cat "$TMP/err")"
+    done
+done
+"$PROBE" -i "$T/nvidiaDGX2.xml" --host 'a,b' --slurm-node > /dev/null 2> "$TMP/err"; [ $? = 2 ] && grep -q -- "--host is not a valid Slurm node name: ','" "$TMP/err" \
+    && ok "--host checked too" || fail "--host a,b: $(cat "$TMP/err")"
+"$PROBE" -i "$TMP/host-space.xml" --host node01 --slurm-node | grep -q '^NodeName=node01 CPUs=24 ' \
+    && ok "--host replaces a bad topology HostName" || fail "--host over a bad HostName"
+# Invalid UTF-8 in a GPU model and a netdev name: the JSON stays valid UTF-8 (U+FFFD).
+GPU0='0302 [10de:06d2] [00de:0030] a3" pci_link_speed="4.000000">'  # the fixture's first Tesla M2070, which has no name
+edit bad-utf8 "$GPU0" "$GPU0"$'<info name="PCIDevice" value="Tesla \xff\xc0M2070\xed\xa0\x80"/>' 'name="eth0"' $'name="eth\xe2\x820"'
+SOURCE_DATE_EPOCH=0 "$PROBE" -i "$TMP/bad-utf8.xml" > "$TMP/bad-utf8.json" && /usr/bin/python3 - "$TMP/bad-utf8.json" <<'PY' \
+    && ok "invalid UTF-8 in the topology: valid JSON, bytes replaced by U+FFFD" || fail "invalid UTF-8 gives invalid JSON"
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+d = json.loads(raw.decode("utf-8"))  # strict: raises on invalid UTF-8
+models = [a["model"] for a in d["accelerators"]]
+assert any(m and "\ufffd" in m and "M2070" in m for m in models), models
+assert any("\ufffd" in n["name"] for n in d["nics"]), [n["name"] for n in d["nics"]]
+PY
+"$PROBE" -i "$TMP/bad-utf8.xml" --pretty | iconv -f UTF-8 -t UTF-8 > /dev/null && ok "--pretty output valid UTF-8 too" || fail "--pretty invalid UTF-8"
+
+# Malformed XML that crashes libhwloc itself (SIGSEGV in hwloc 2.9: deep
+# recursion): read in a child, reported as exit 2.
+/usr/bin/python3 - "$TMP/deep.xml" <<'PY'
+import sys
+n = 200000
+g = '<object type="Group" cpuset="0x1" complete_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1">\n'
+with open(sys.argv[1], "w") as f:
+    f.write('<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE topology SYSTEM "hwloc2.dtd">\n<topology version="2.0">\n')
+    f.write('<object type="Machine" os_index="0" cpuset="0x1" complete_cpuset="0x1" allowed_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1" allowed_nodeset="0x1">\n')
+    f.write('<object type="NUMANode" os_index="0" cpuset="0x1" complete_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1" local_memory="1000000"/>\n')
+    f.write(g * n)
+    f.write('<object type="PU" os_index="0" cpuset="0x1" complete_cpuset="0x1" nodeset="0x1" complete_nodeset="0x1"/>\n')
+    f.write('</object>\n' * (n + 1) + '</topology>\n')
+PY
+for m in "" --slurm-node; do
+    "$PROBE" -i "$TMP/deep.xml" $m > "$TMP/out" 2> "$TMP/err"; rc=$?
+    [ $rc = 2 ] && grep -q "topology '.*deep.xml' is malformed: hwloc crashed reading it (signal 11" "$TMP/err" \
+        && ok "Groups nested 200k deep ${m:-json}: exit 2, $(cut -c1-100 "$TMP/err")" || fail "deep XML ${m:-json}: rc=$rc $(cat "$TMP/err")"
+done
+# Objects without nodesets: exit 2 with a message (hwloc refuses it, or crashes and the child reports it).
+edit no-nodeset ' nodeset=' ' x=' ' complete_nodeset=' ' y=' ' allowed_nodeset=' ' z='
+"$PROBE" -i "$TMP/no-nodeset.xml" > /dev/null 2> "$TMP/err"; rc=$?
+[ $rc = 2 ] && [ -s "$TMP/err" ] \
+    && ok "objects without nodesets: exit 2, $(head -c 100 "$TMP/err")" || fail "no-nodeset: rc=$rc"
+# A valid hwloc 3 XML: it needs a newer hwloc; it is not corrupt.
+edit v3 '<topology version="2.0">' '<topology version="3.0">'
+"$PROBE" -i "$TMP/v3.xml" > /dev/null 2> "$TMP/err"; rc=$?
+[ $rc = 2 ] && grep -q "is in hwloc XML format 3.0, which needs hwloc 3.x or later" "$TMP/err" && ! grep -q corrupt "$TMP/err" \
+    && ok "hwloc 3.0 XML: $(cut -c1-100 "$TMP/err")" || fail "v3 XML: rc=$rc $(cat "$TMP/err")"
+
+# Class look-alikes: names and ids of other products must not borrow a class.
+lookalike() {  # MODEL PCI-ID WANT
+    edit look "$GPU0" "${GPU0/06d2/$2}<info name=\"PCIDevice\" value=\"$1\"/>"
+    got=$("$PROBE" -i "$TMP/look.xml" | /usr/bin/python3 -c 'import json,sys; a=json.load(sys.stdin)["accelerators"][0]; print(a["class"], a["pci_id"])')
+    [ "$got" = "$3 10de:$2" ] && ok "look-alike '$1' [10de:$2]: $got" || fail "look-alike '$1' [10de:$2]: got '$got', want '$3 10de:$2'"
+}
+grep -qF "$GPU0" "$T/24em64t-2n6c2t-pci.xml" || fail "fixture changed: no Tesla M2070 at 06:00.0 to edit"
+lookalike "GA100GL [A30 PCIe]" 20b7 A30
+lookalike "GA107GL [RTX A1000]" 25b0 RTX-A1000
+lookalike "GH100 [GH200 120GB / 480GB]" 2342 GH200
+lookalike "GV100GL [Quadro GV100]" 1dba Quadro-GV100
+lookalike "GV100 [TITAN V]" 1d81 TITAN-V
+lookalike "NVIDIA A1000X" 1234 unknown
+lookalike "NVIDIA XH200" 1234 unknown
+
+# The new captured topologies (../shared/topologies, copied in): golden facts.
+T2() { "$PROBE" -i "$T/$1.xml" --host node1 "${@:2}"; }
+T2 32em64t-2n8c2t-pci-normalio | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+nics = {n["name"]: n["kind"] for n in d["nics"]}
+assert nics == {"mlx5_0": "infiniband", "eth0": "ethernet", "eth1": "ethernet"}, nics  # ConnectX-4, PCI class 0207, ib0 + LID 0x1
+amd = [a for a in d["accelerators"] if a["pci_id"] == "1002:6798"]
+assert len(amd) == 1 and amd[0]["model"] == "AMD Radeon R9 200 / HD 7900 Series", amd  # 0x0300 with an OpenCL device
+assert not [a for a in d["accelerators"] if a["pci_id"].startswith("102b:")]  # the Matrox management VGA
+assert "InfiniBand" in d["fabric"]["summary"] and "RoCE" not in d["fabric"]["summary"], d["fabric"]
+' && ok "32em64t: ConnectX-4 (class 0207) is InfiniBand, the Tahiti with OpenCL is a GPU, the Matrox is not" || fail "32em64t golden facts"
+T2 64amd64-4p2n4ca2co | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+got = {n["index"]: n["cpus"] for n in d["cpu"]["numa"]}
+want = {0: "0-7", 1: "8-15", 6: "16-23", 7: "24-31", 2: "32-39", 3: "40-47", 4: "48-55", 5: "56-63"}
+assert got == want, got
+' && ok "64amd64: NUMA nodes under L3 caches have their own cpusets (0-7, 8-15, ...)" || fail "64amd64 NUMA cpusets"
+T2 40intel64-2g2n4c+pcilocality | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+nics = {n["name"]: n["kind"] for n in d["nics"]}
+assert nics["qib0"] == "infiniband", nics
+' && ok "40intel64: qib0 (QLogic) is InfiniBand" || fail "40intel64 NICs"
+[ "$(T2 40intel64-2g2n4c+pcilocality --slurm-node)" = "NodeName=node1 CPUs=40 Boards=2 SocketsPerBoard=2 CoresPerSocket=10 ThreadsPerCore=1 RealMemory=524274 Features=InfiniBand,Ethernet" ] \
+    && ok "40intel64: hwloc Groups are Slurm Boards (Boards=2 SocketsPerBoard=2)" || fail "40intel64 --slurm-node: $(T2 40intel64-2g2n4c+pcilocality --slurm-node)"
+T2 power8gpudistances --pretty | grep -q "4 x unknown" && ok "power8: P100s (10de:15f9, no class) stay unknown" || fail "power8 classes"
+
 # --check: unchanged passes, a removed GPU or NIC fails with one line.
 "$PROBE" -i "$T/nvidiaDGX2.xml" --check "$G/nvidiaDGX2.json" && ok "--check unchanged node: exit 0" || fail "--check unchanged"
 out=$("$PROBE" -i "$T/nvidiaDGX2-minus-gpu.xml" --check "$G/nvidiaDGX2.json"); rc=$?

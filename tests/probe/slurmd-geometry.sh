@@ -1,0 +1,23 @@
+#!/bin/bash
+# Compares shardnet-probe --slurm-node with Slurm's own reading of the same
+# saved topology (`HWLOC_XMLFILE=FILE slurmd -C`) on CPUs, Boards,
+# SocketsPerBoard, CoresPerSocket and ThreadsPerCore.
+# usage: slurmd-geometry.sh PROBE FILE.xml...   prints one line per topology,
+# then "agree N of M"; exits 1 when any topology both can read disagrees,
+# 77 (skip) when slurmd is not installed.
+set -uo pipefail
+PROBE=$1; shift
+SLURMD=${SLURMD:-$(command -v slurmd || echo /usr/sbin/slurmd)}
+[ -x "$SLURMD" ] || { echo "SKIP: slurmd not installed (Slurm's reading is the reference)"; exit 77; }
+geom() { grep -o 'CPUs=[0-9]* Boards=[0-9]* SocketsPerBoard=[0-9]* CoresPerSocket=[0-9]* ThreadsPerCore=[0-9]*' | head -1; }
+agree=0 total=0 differ=0
+for f in "$@"; do
+    s=$(HWLOC_XMLFILE=$f timeout 30 "$SLURMD" -C 2>/dev/null | geom)
+    [ -n "$s" ] || { echo "skip $(basename "$f"): slurmd cannot read it"; continue; }
+    total=$((total + 1))
+    p=$("$PROBE" -i "$f" --host node1 --slurm-node 2>&1 | geom)
+    if [ "$s" = "$p" ]; then agree=$((agree + 1)); echo "same $(basename "$f"): $s"
+    else differ=$((differ + 1)); echo "DIFF $(basename "$f"): slurmd '$s' probe '$p'"; fi
+done
+echo "agree $agree of $total"
+[ $differ = 0 ]
