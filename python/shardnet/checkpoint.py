@@ -1,0 +1,177 @@
+"""Per-rank checkpoint shards: save() writes them atomically, load() resumes
+from SHARDNET_RESUME_FROM after verifying them against the manifest, all
+ranks falling back together to the previous sealed checkpoint.
+
+Layout (shardnet(8)): SHARDNET_CKPT_DIR/NAME/rank-R.pt, the shard (torch.save
+of {"shardnet": 1, "step", "state", "rng"}), and NAME/rank-R.manifest, its
+"SHA256 BYTES rank-R.pt" line. NAME/SEALED is the agent's, once the broker
+sealed NAME. torch.distributed.checkpoint is not in Debian's torch 1.13 (and
+only partial in the releases that have it): every rank writes its own
+state with torch.save, which is what a data-parallel trainer holds anyway.
+"""
+import hashlib
+import io
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+
+from . import agreement, atomic, prelimit, rng
+from .env import contract
+from .errors import CheckpointError, ManifestError
+from .manifest import Entry, HashingWriter, format_manifest, manifest_name, read_manifest
+from .progress import progress
+
+FORMAT = 1
+SEALED = "SEALED"
+_NAME = re.compile(r"checkpoint-[A-Za-z0-9._-]{1,117}")
+log = logging.getLogger("shardnet")
+
+
+def checkpoint_name(step):
+    """The default name of step's checkpoint. Names sort as the agent and
+    --shardnet-resume=latest compare them, as strings: keep one width per run."""
+    return f"checkpoint-{step:08d}"
+
+
+def shard_name(rank):
+    return f"rank-{rank}.pt"
+
+
+@dataclass
+class Checkpoint:
+    """What load() resumed from."""
+    step: int
+    state: dict
+    name: str
+    path: str
+    rejected: list = field(default_factory=list)  # (name, why) of the newer ones that failed
+
+    @property
+    def fell_back(self):
+        return bool(self.rejected)
+
+
+def save(step, state, name=None, ckpt_dir=None, save_rng=True):
+    """Writes this rank's shard of checkpoint name (default checkpoint_name(step))
+    of state (a dict of state_dicts and any picklable objects; the RNG states
+    are added), durably and atomically: temporary name, fsync, rename, then
+    the manifest likewise, then the progress line "STEP committed NAME".
+    A save killed part-way leaves no manifest for it: load() never takes it.
+    Returns the name."""
+    import torch
+    c = contract()
+    name = name or checkpoint_name(step)
+    if not _NAME.fullmatch(name):
+        raise CheckpointError(f"checkpoint name {name!r}: expected 'checkpoint-' and 1-117 of [A-Za-z0-9._-]")
+    root = ckpt_dir or c.ckpt_dir
+    path = os.path.join(root, name)
+    prelimit.clear()  # this save is the emergency one, if one was due
+    progress(step, checkpointing=True)
+    shard, mpath = os.path.join(path, shard_name(c.rank)), os.path.join(path, manifest_name(c.rank))
+    tmp = atomic.temporary_name(shard)
+    payload = {"shardnet": FORMAT, "step": step, "state": state, "rng": rng.capture() if save_rng else {}}
+    try:
+        if not os.path.isdir(path):
+            os.makedirs(path, exist_ok=True)
+            atomic.fsync_dir(root)
+        try:  # a rewrite: never the new shard beside the old manifest
+            os.unlink(mpath)
+        except FileNotFoundError:
+            pass
+        with open(tmp, "wb") as f:
+            w = HashingWriter(f)
+            torch.save(payload, w)
+            f.flush()
+            os.fsync(f.fileno())
+            size = os.fstat(f.fileno()).st_size
+        if size != w.bytes:
+            raise CheckpointError(f"{tmp}: {size} bytes on disk, {w.bytes} written")
+        atomic.commit(tmp, shard)
+        atomic.write_text(mpath, format_manifest([Entry(w.hexdigest(), size, shard_name(c.rank))]))
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise CheckpointError(f"saving checkpoint {name} of rank {c.rank} in {path}: {e}") from e
+        raise
+    progress(step, committed=name)
+    return name
+
+
+def _read_verified(path, rank, map_location):
+    """This rank's payload of the checkpoint at path; CheckpointError saying why not."""
+    import torch
+    entries = read_manifest(path, rank)
+    want = shard_name(rank)
+    if not any(e.path == want for e in entries):
+        raise ManifestError(f"{os.path.join(path, manifest_name(rank))} does not list {want}")
+    data = None
+    for e in entries:
+        fp = os.path.join(path, e.path)
+        try:
+            with open(fp, "rb") as f:
+                blob = f.read()
+        except OSError as err:
+            raise CheckpointError(f"{fp}: {err.strerror}") from None
+        if len(blob) != e.bytes:
+            raise CheckpointError(f"{fp} is {len(blob)} bytes, its manifest says {e.bytes}")
+        got = hashlib.sha256(blob).hexdigest()
+        if got != e.sha256:
+            raise CheckpointError(f"{fp}: sha256 {got[:16]}..., its manifest says {e.sha256[:16]}...")
+        if e.path == want:
+            data = blob
+    try:
+        payload = torch.load(io.BytesIO(data), map_location=map_location)
+    except Exception as err:  # hashes matched: written by something else
+        raise CheckpointError(f"{os.path.join(path, want)}: not loadable by torch.load: {err}") from None
+    if not isinstance(payload, dict) or payload.get("shardnet") != FORMAT:
+        raise CheckpointError(f"{os.path.join(path, want)} is not a shardnet checkpoint (format {FORMAT})")
+    return payload
+
+
+def previous_sealed(resume):
+    """The sealed checkpoints named before resume's, beside it, newest first."""
+    root, base = os.path.split(resume.rstrip("/"))
+    try:
+        names = os.listdir(root or ".")
+    except OSError:
+        return []
+    out = []
+    for n in names:
+        p = os.path.join(root, n)
+        if n.startswith("checkpoint-") and n < base and not os.path.islink(p) and os.path.isdir(p) \
+                and os.path.isfile(os.path.join(p, SEALED)) and not os.path.islink(os.path.join(p, SEALED)):
+            out.append(p)
+    return sorted(out, reverse=True)
+
+
+def load(resume_from=None, restore_rng=True, map_location=None):
+    """Resumes from resume_from (default SHARDNET_RESUME_FROM): this rank's
+    shard is verified against its manifest; when it fails on any rank, every
+    rank moves on together to the previous sealed checkpoint. Restores the
+    RNG states saved with it. None on a fresh start (nothing to resume from);
+    CheckpointError when no candidate verifies on every rank."""
+    c = contract()
+    resume = c.resume_from if resume_from is None else resume_from
+    if not resume:
+        return None
+    resume = resume.rstrip("/")
+    rejected = []
+    for path in [resume] + previous_sealed(resume):
+        name = os.path.basename(path)
+        try:
+            payload, why = _read_verified(path, c.rank, map_location), ""
+        except CheckpointError as e:
+            payload, why = None, str(e)
+        if agreement.all_ranks(payload is not None, name):
+            if restore_rng:
+                rng.restore(payload["rng"])
+            return Checkpoint(step=payload["step"], state=payload["state"], name=name, path=path, rejected=rejected)
+        why = why or "failed verification on another rank"
+        log.warning("shardnet: rank %d: checkpoint %s rejected: %s", c.rank, name, why)
+        rejected.append((name, why))
+    raise CheckpointError(f"rank {c.rank}: no checkpoint verifies on every rank: "
+                          + "; ".join(f"{n}: {w}" for n, w in rejected))
