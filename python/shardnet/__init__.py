@@ -15,7 +15,7 @@ are still atomic. See doc/python-library.md.
 """
 from .env import Contract, contract
 from .errors import CheckpointError, ManifestError
-from .progress import progress, last_committed
+from .progress_file import progress, last_committed
 from .policy import DEFAULT_INTERVAL, checkpoint_interval, should_checkpoint
 from .prelimit import emergency_pending, watch_prelimit
 from .checkpoint import Checkpoint, checkpoint_name, load, save

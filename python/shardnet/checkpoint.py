@@ -20,7 +20,7 @@ from . import agreement, atomic, prelimit, rng
 from .env import contract
 from .errors import CheckpointError, ManifestError
 from .manifest import Entry, HashingWriter, format_manifest, manifest_name, read_manifest
-from .progress import progress
+from .progress_file import progress
 
 FORMAT = 1
 SEALED = "SEALED"
