@@ -18,11 +18,11 @@ from .errors import CheckpointError, ManifestError
 from .progress_file import progress, last_committed
 from .policy import DEFAULT_INTERVAL, checkpoint_interval, should_checkpoint
 from .prelimit import emergency_pending, watch_prelimit
-from .checkpoint import Checkpoint, checkpoint_name, load, save
+from .checkpoint import Checkpoint, checkpoint_name, load, save, wait
 
 __all__ = ["Contract", "contract", "CheckpointError", "ManifestError", "progress", "last_committed",
            "DEFAULT_INTERVAL", "checkpoint_interval", "should_checkpoint", "emergency_pending", "watch_prelimit",
-           "Checkpoint", "checkpoint_name", "load", "save"]
+           "Checkpoint", "checkpoint_name", "load", "save", "wait"]
 
 # The pre-limit signal's default action would kill the trainer: from import
 # on it only raises a flag, unless the program already handles it.

@@ -14,13 +14,14 @@ import io
 import logging
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 
 from . import agreement, atomic, prelimit, rng
 from .env import contract
 from .errors import CheckpointError, ManifestError
-from .manifest import Entry, HashingWriter, format_manifest, manifest_name, read_manifest
-from .progress_file import progress
+from .manifest import Entry, digest, format_manifest, manifest_name, read_manifest
+from .progress_file import committed, last_committed, progress
 
 FORMAT = 1
 SEALED = "SEALED"
@@ -52,18 +53,75 @@ class Checkpoint:
         return bool(self.rejected)
 
 
-def save(step, state, name=None, ckpt_dir=None, save_rng=True):
-    """Writes this rank's shard of checkpoint name (default checkpoint_name(step))
-    of state (a dict of state_dicts and any picklable objects; the RNG states
-    are added), durably and atomically: temporary name, fsync, rename, then
-    the manifest likewise, then the progress line "STEP committed NAME".
-    A save killed part-way leaves no manifest for it: load() never takes it.
-    Returns the name."""
+_pending = {"thread": None, "error": None}  # the save whose second half runs
+
+
+def _serialise(payload, path):
     import torch
+    torch.save(payload, path)
+
+
+def _finish(tmp, shard, mpath, name, step, rank):
+    """The second half of a save: fsync and hash the shard (one read of the
+    page cache), rename it, write the manifest likewise, then the commit line."""
+    try:
+        sha, size = digest(tmp, fsync=True)
+        atomic.commit(tmp, shard)
+        atomic.write_text(mpath, format_manifest([Entry(sha, size, shard_name(rank))]))
+    except OSError as e:
+        _discard(tmp)
+        raise CheckpointError(f"saving checkpoint {name} of rank {rank} in {os.path.dirname(shard)}: {e}") from e
+    committed(name, step)
+
+
+def _finish_in_background(*args):
+    try:
+        _finish(*args)
+    except BaseException as e:  # raised by the next save() or wait()
+        log.error("shardnet: %s", e)
+        _pending["error"] = e
+
+
+def _discard(tmp):
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+def wait():
+    """Waits for the last save() to be durable, in its manifest and in the
+    progress line; raises the CheckpointError that kept it from that.
+    Returns the name of the last committed checkpoint ("" if none)."""
+    t, _pending["thread"] = _pending["thread"], None
+    if t is not None:
+        t.join()
+    err, _pending["error"] = _pending["error"], None
+    if err is not None:
+        raise err
+    return last_committed()
+
+
+def save(step, state, name=None, ckpt_dir=None, save_rng=True, durable=None):
+    """Saves this rank's shard of checkpoint name (default checkpoint_name(step))
+    of state: a dict of state_dicts and any picklable objects; the RNG states
+    are added. Atomic: the shard is serialised under a temporary name; then
+    fsync, rename, the manifest likewise (temporary name, fsync, rename), and
+    the progress line "STEP committed NAME". A save killed part-way leaves no
+    manifest for its checkpoint: load() never takes it, the agent never
+    commits it.
+    The state is serialised before save returns (the model may change at
+    once); the second half (fsync, hash, manifest, commit line) runs in a
+    background thread unless durable, which is the default for an
+    emergency save (a pre-limit signal arrived). The next save, or wait(),
+    waits for it and raises its error. Returns the name."""
     c = contract()
     name = name or checkpoint_name(step)
     if not _NAME.fullmatch(name):
         raise CheckpointError(f"checkpoint name {name!r}: expected 'checkpoint-' and 1-117 of [A-Za-z0-9._-]")
+    if durable is None:
+        durable = prelimit.emergency_pending()
+    wait()
     root = ckpt_dir or c.ckpt_dir
     path = os.path.join(root, name)
     prelimit.clear()  # this save is the emergency one, if one was due
@@ -79,25 +137,20 @@ def save(step, state, name=None, ckpt_dir=None, save_rng=True):
             os.unlink(mpath)
         except FileNotFoundError:
             pass
-        with open(tmp, "wb") as f:
-            w = HashingWriter(f)
-            torch.save(payload, w)
-            f.flush()
-            os.fsync(f.fileno())
-            size = os.fstat(f.fileno()).st_size
-        if size != w.bytes:
-            raise CheckpointError(f"{tmp}: {size} bytes on disk, {w.bytes} written")
-        atomic.commit(tmp, shard)
-        atomic.write_text(mpath, format_manifest([Entry(w.hexdigest(), size, shard_name(c.rank))]))
+        _serialise(payload, tmp)
     except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _discard(tmp)
         if isinstance(e, OSError):
             raise CheckpointError(f"saving checkpoint {name} of rank {c.rank} in {path}: {e}") from e
         raise
-    progress(step, committed=name)
+    finally:
+        progress(step)
+    args = (tmp, shard, mpath, name, step, c.rank)
+    if durable:
+        _finish(*args)
+    else:
+        _pending["thread"] = threading.Thread(target=_finish_in_background, args=args, name="shardnet-save")
+        _pending["thread"].start()
     return name
 
 

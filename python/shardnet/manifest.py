@@ -63,23 +63,14 @@ def read_manifest(ckpt_path, rank):
     return parse_manifest(text, path)
 
 
-class HashingWriter:
-    """A write-only file object that hashes and counts what goes through it
-    (torch.save writes into it: the bytes are hashed once, on the way out)."""
-
-    def __init__(self, raw):
-        self._raw = raw
-        self._h = hashlib.sha256()
-        self.bytes = 0
-
-    def write(self, data):
-        self._h.update(data)
-        n = self._raw.write(data)
-        self.bytes += memoryview(data).nbytes
-        return n
-
-    def flush(self):
-        self._raw.flush()
-
-    def hexdigest(self):
-        return self._h.hexdigest()
+def digest(path, fsync=False):
+    """(sha256 hex, bytes) of the file at path, read once; with fsync, its
+    data is on disk when this returns."""
+    h, size = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(8 << 20), b""):
+            h.update(chunk)
+            size += len(chunk)
+        if fsync:
+            os.fsync(f.fileno())
+    return h.hexdigest(), size

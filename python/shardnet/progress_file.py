@@ -1,16 +1,25 @@
 """The progress file the heartbeat agent reads (shardnet(8), SHARDNET_PROGRESS):
 "STEP", "STEP checkpointing" while a checkpoint is written, and " committed
 NAME" after the last checkpoint whose shards and manifest this rank finished
-(the agent commits it to the broker)."""
+(the agent commits it to the broker). The commit may come from save()'s
+background thread: it repeats the newest step, never an older one."""
+import threading
+
 from . import atomic
 from .env import contract
 
-_last_committed = [""]
+_lock = threading.Lock()
+_state = {"step": None, "checkpointing": False, "committed": ""}
 
 
 def last_committed():
     """The newest checkpoint this process finished ("" before the first)."""
-    return _last_committed[0]
+    return _state["committed"]
+
+
+def _reset():
+    with _lock:
+        _state.update(step=None, checkpointing=False, committed="")
 
 
 def format_progress(step, checkpointing=False, committed=""):
@@ -24,15 +33,29 @@ def format_progress(step, checkpointing=False, committed=""):
     return line + "\n"
 
 
-def progress(step, checkpointing=False, committed=None):
-    """Reports step to the agent, atomically (temporary file and rename).
-    committed names a checkpoint this rank just finished (save() passes it);
-    by default the last one is repeated. A no-op without SHARDNET_PROGRESS."""
-    if committed:
-        _last_committed[0] = committed
-    line = format_progress(step, checkpointing, _last_committed[0])
+def _write():
+    line = format_progress(_state["step"], _state["checkpointing"], _state["committed"])
     path = contract().progress
     if path:
         # Not fsync'd: the file is node-local and only read while we live.
         atomic.write_text(path, line, fsync=False)
     return line
+
+
+def progress(step, checkpointing=False):
+    """Reports step to the agent, atomically (temporary file and rename),
+    with the last committed checkpoint. A no-op without SHARDNET_PROGRESS.
+    Returns the line."""
+    format_progress(step)  # the error names the caller's bad step
+    with _lock:
+        _state.update(step=step, checkpointing=checkpointing)
+        return _write()
+
+
+def committed(name, step):
+    """Checkpoint name (of step) is complete on this rank: the next line says so."""
+    with _lock:
+        _state["committed"] = name
+        if _state["step"] is None or _state["step"] < step:
+            _state["step"] = step
+        return _write()

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 import shardnet
-from shardnet import manifest, progress_file as progress_mod
+from shardnet import atomic, checkpoint, manifest, progress_file as progress_mod
 
 PY = "/usr/bin/python3"
 LIB = os.path.dirname(os.path.dirname(os.path.abspath(shardnet.__file__)))
@@ -53,10 +53,13 @@ class Env(unittest.TestCase):
         self.dir = self.tmp.name
         self.cwd = os.getcwd()
         os.chdir(self.dir)
-        progress_mod._last_committed[0] = ""
+        progress_mod._reset()
         shardnet.prelimit.clear()
+        checkpoint._pending.update(thread=None, error=None)
 
     def tearDown(self):
+        if checkpoint._pending["thread"] is not None:
+            checkpoint._pending["thread"].join()
         os.chdir(self.cwd)
         for k in KEYS:
             os.environ.pop(k, None)
@@ -85,11 +88,15 @@ class Progress(Env):
         shardnet.progress(6, checkpointing=True)
         self.assertEqual(open(p).read(), "6 checkpointing\n")
         name = shardnet.save(6, state())
+        self.assertEqual(shardnet.wait(), name)
         self.assertEqual(open(p).read(), f"6 committed {name}\n")
         shardnet.progress(7)
         self.assertEqual(open(p).read(), f"7 committed {name}\n", "the last commit is repeated with each step")
         shardnet.progress(8, checkpointing=True)
         self.assertEqual(open(p).read(), f"8 checkpointing committed {name}\n")
+        shardnet.progress(9)
+        progress_mod.committed("checkpoint-x", 8)  # a background commit after step 9: the step stays 9
+        self.assertEqual(open(p).read(), "9 committed checkpoint-x\n")
         self.assertEqual(sorted(os.listdir(self.dir)), ["ck", "progress"], "a temporary file was left behind")
 
     def test_bad_step(self):
@@ -141,7 +148,10 @@ class Policy(Env):
             time.sleep(0.01)
         self.assertTrue(shardnet.should_checkpoint(7))
         self.assertTrue(shardnet.should_checkpoint(7), "asking does not consume the emergency")
-        shardnet.save(7, state())
+        name = shardnet.save(7, state())
+        self.assertIsNone(checkpoint._pending["thread"], "an emergency save must be durable when save returns")
+        self.assertTrue(os.path.isfile(os.path.join(os.environ["SHARDNET_CKPT_DIR"], name, "rank-0.manifest")))
+        self.assertEqual(open(os.environ["SHARDNET_PROGRESS"]).read(), f"7 committed {name}\n")
         self.assertFalse(shardnet.should_checkpoint(8), "the save was the emergency checkpoint")
 
     def test_keeps_the_programs_handler(self):
@@ -161,6 +171,7 @@ class SaveLoad(Env):
     def test_manifest_as_the_agent_reads_it(self):
         ck = self.shardnet_env(SHARDNET_RANK="1", SHARDNET_WORLD_SIZE="2")
         name = shardnet.save(12, state())
+        shardnet.wait()
         self.assertEqual(name, "checkpoint-00000012")
         d = os.path.join(ck, name)
         self.assertEqual(sorted(os.listdir(d)), ["rank-1.manifest", "rank-1.pt"])
@@ -183,6 +194,7 @@ class SaveLoad(Env):
         ck = self.shardnet_env()
         random.seed(5); np.random.seed(5); torch.manual_seed(5)
         name = shardnet.save(30, state())
+        shardnet.wait()
         after = (random.random(), np.random.rand(), torch.rand(3))
         random.seed(9); np.random.seed(9); torch.manual_seed(9)
         os.environ["SHARDNET_RESUME_FROM"] = os.path.join(ck, name)
@@ -195,15 +207,16 @@ class SaveLoad(Env):
 
     def test_fresh_start_without_resume(self):
         self.assertIsNone(shardnet.load())
-        shardnet.save(1, state())  # no SHARDNET_*: into the working directory, still with a manifest
+        shardnet.save(1, state(), durable=True)  # no SHARDNET_*: into the working directory, still with a manifest
         self.assertEqual(sorted(os.listdir(os.path.join(self.dir, "checkpoint-00000001"))), ["rank-0.manifest", "rank-0.pt"])
 
     def corrupt_and_load(self, damage):
         ck = self.shardnet_env()
-        old = shardnet.save(10, state())
+        old = shardnet.save(10, state(), durable=True)
         seal(os.path.join(ck, old))
         s = state(); s["epoch"] = 4
         new = shardnet.save(20, s)
+        shardnet.wait()
         damage(os.path.join(ck, new))
         c = shardnet.load(os.path.join(ck, new))
         self.assertEqual((c.step, c.name, c.state["epoch"]), (10, old, 3))
@@ -225,14 +238,49 @@ class SaveLoad(Env):
 
     def test_only_sealed_ones_are_fallbacks(self):
         ck = self.shardnet_env()
-        sealed = shardnet.save(10, state()); seal(os.path.join(ck, sealed))
+        sealed = shardnet.save(10, state(), durable=True); seal(os.path.join(ck, sealed))
         shardnet.save(15, state())  # committed but never sealed
         bad = shardnet.save(20, state())
+        shardnet.wait()
         os.truncate(os.path.join(ck, bad, "rank-0.pt"), 10)
         self.assertEqual(shardnet.load(os.path.join(ck, bad)).name, sealed)
         os.unlink(os.path.join(ck, sealed, "SEALED"))
         with self.assertRaisesRegex(shardnet.CheckpointError, "no checkpoint verifies on every rank: checkpoint-00000020"):
             shardnet.load(os.path.join(ck, bad))
+
+
+class Background(Env):
+    def test_error_reaches_the_trainer(self):
+        ck = self.shardnet_env()
+        write_text = atomic.write_text
+        def full(path, text, fsync=True):
+            if path.endswith(".manifest"):
+                raise OSError(28, "No space left on device", path)
+            return write_text(path, text, fsync)
+        atomic.write_text = full
+        try:
+            name = shardnet.save(10, state())
+            with self.assertRaisesRegex(shardnet.CheckpointError, f"saving checkpoint {name} of rank 0 .*No space left on device"):
+                shardnet.wait()
+            self.assertEqual(shardnet.wait(), "", "an error is raised once")
+            shardnet.save(20, state())
+            checkpoint._pending["thread"].join()
+            with self.assertRaisesRegex(shardnet.CheckpointError, "checkpoint-00000020"):
+                shardnet.save(30, state())  # the next save raises the last one's error
+        finally:
+            atomic.write_text = write_text
+        self.assertNotIn("committed", open(os.environ["SHARDNET_PROGRESS"]).read())
+        self.assertEqual([n for n in os.listdir(os.path.join(ck, name)) if n != "rank-0.pt"], [],
+                         "a failed save left files behind or a manifest")
+
+    def test_state_is_serialised_before_save_returns(self):
+        ck = self.shardnet_env()
+        t = torch.zeros(1000)
+        name = shardnet.save(5, {"t": t})
+        t.add_(1)  # the trainer's next step
+        shardnet.wait()
+        c = shardnet.load(os.path.join(ck, name))
+        self.assertEqual(float(c.state["t"].sum()), 0.0)
 
 
 KILLED_SAVE = textwrap.dedent("""
@@ -242,12 +290,14 @@ KILLED_SAVE = textwrap.dedent("""
     torch.manual_seed(1)
     state = {"model": torch.nn.Linear(512, 512).state_dict()}     # ~1 MB
     if where == "shard":   # stall part-way through the shard's bytes
-        write = manifest.HashingWriter.write
-        def slow(self, data):
-            if self.bytes > 4096:
+        import io
+        from shardnet import checkpoint
+        def slow(payload, path):
+            buf = io.BytesIO(); torch.save(payload, buf)
+            with open(path, "wb") as f:
+                f.write(buf.getvalue()[:4096]); f.flush()
                 print("stalled", flush=True); time.sleep(60)
-            return write(self, memoryview(data)[:4096]) + write(self, memoryview(data)[4096:]) if len(data) > 4096 else write(self, data)
-        manifest.HashingWriter.write = slow
+        checkpoint._serialise = slow
     else:                  # stall after the shard's rename, before the manifest
         write_text = atomic.write_text
         def slow(path, text, fsync=True):
@@ -255,18 +305,20 @@ KILLED_SAVE = textwrap.dedent("""
                 print("stalled", flush=True); time.sleep(60)
             return write_text(path, text, fsync)
         atomic.write_text = slow
-    shardnet.save(20, state)
+    shardnet.save(20, state)   # its second half stalls in the background
+    shardnet.wait()
 """)
 
 
 class KilledSave(Env):
     def kill_mid_save(self, where, rewrite=False):
         ck = self.shardnet_env()
-        old = shardnet.save(10, state())
+        old = shardnet.save(10, state(), durable=True)
         seal(os.path.join(ck, old))
         if rewrite:  # checkpoint-20 of an earlier attempt, written again
             shardnet.save(20, {"model": torch.nn.Linear(2, 2).state_dict()})
-            progress_mod._last_committed[0] = ""
+            shardnet.wait()
+            progress_mod._reset()
         before = sha256(os.path.join(ck, old, "rank-0.pt"))
         p = subprocess.Popen([PY, "-c", KILLED_SAVE, where], env=dict(os.environ, PYTHONPATH=LIB),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -277,7 +329,7 @@ class KilledSave(Env):
         self.assertTrue(os.path.isdir(new))
         self.assertNotIn("rank-0.manifest", os.listdir(new))
         self.assertEqual(sha256(os.path.join(ck, old, "rank-0.pt")), before, "the sealed checkpoint changed")
-        self.assertEqual(open(os.environ["SHARDNET_PROGRESS"]).read(), "20 checkpointing\n",
+        self.assertIn(open(os.environ["SHARDNET_PROGRESS"]).read(), ("20 checkpointing\n", "20\n"),
                          "the agent must not be told of the killed checkpoint")
         c = shardnet.load(new)
         self.assertEqual((c.name, c.step), (old, 10))
@@ -313,7 +365,7 @@ class TwoRanks(Env):
         for r in (0, 1):
             os.environ["SHARDNET_RANK"] = str(r)
             for step in (10, 20):
-                shardnet.save(step, {"rank": r})
+                shardnet.save(step, {"rank": r}, durable=True)
         for step in (10, 20):
             seal(os.path.join(ck, shardnet.checkpoint_name(step)))
         bad = os.path.join(ck, "checkpoint-00000020", "rank-1.pt")
