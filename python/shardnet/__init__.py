@@ -9,6 +9,7 @@ the shardnet.so SPANK plugin sets (shardnet(8), TASK ENVIRONMENT).
         shardnet.progress(step)
         if shardnet.should_checkpoint(step):
             shardnet.save(step, {"model": model.state_dict(), "optimizer": opt.state_dict()})
+    shardnet.wait()                           # the last save is durable and committed
 
 Without SHARDNET_* (plain python, plain sbatch) progress is a no-op and saves
 are still atomic. See doc/python-library.md.

@@ -106,6 +106,7 @@ def main():
             else:
                 ckpt_times.append(time.perf_counter() - t1)
         time.sleep(a.step_seconds)
+    shardnet.wait()  # the last checkpoint is durable and committed, or its error is raised here
     if RANK == 0:
         h = hashlib.sha256(b"".join(p.detach().numpy().tobytes() for p in model.parameters())).hexdigest()
         with open(os.path.join(out_dir, "final.sha256"), "w") as f:
