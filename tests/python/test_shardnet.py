@@ -99,6 +99,13 @@ class Progress(Env):
         self.assertEqual(open(p).read(), "9 committed checkpoint-x\n")
         self.assertEqual(sorted(os.listdir(self.dir)), ["ck", "progress"], "a temporary file was left behind")
 
+    def test_lines_pinned_in_the_agents_unit_test(self):
+        # tests/unit/test_heartbeat.cpp, "the Python library's progress line and manifest"
+        self.assertEqual(progress_mod.format_progress(8, True, "checkpoint-00000010"),
+                         "8 checkpointing committed checkpoint-00000010\n")
+        sha = "245b8d90b348d3ea15a54379e63555b7d55c5c949a7488d3b5ea39358df2832a"
+        self.assertEqual(manifest.format_manifest([manifest.Entry(sha, 14243, "rank-0.pt")]), f"{sha} 14243 rank-0.pt\n")
+
     def test_bad_step(self):
         for bad in (-1, "3", 2.5, True):
             with self.assertRaisesRegex(ValueError, "step must be a whole number"):
