@@ -5,6 +5,7 @@ commit_json)."""
 import hashlib
 import os
 import re
+import threading
 from dataclasses import dataclass
 
 from .errors import ManifestError
@@ -65,12 +66,27 @@ def read_manifest(ckpt_path, rank):
 
 def digest(path, fsync=False):
     """(sha256 hex, bytes) of the file at path, read once; with fsync, its
-    data is on disk when this returns."""
+    data is on disk when this returns (the write-back runs while it hashes)."""
     h, size = hashlib.sha256(), 0
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(8 << 20), b""):
-            h.update(chunk)
-            size += len(chunk)
+        flusher = None
         if fsync:
-            os.fsync(f.fileno())
+            flusher = threading.Thread(target=_fsync, args=(f.fileno(), errors := []), name="shardnet-fsync")
+            flusher.start()
+        try:
+            for chunk in iter(lambda: f.read(8 << 20), b""):
+                h.update(chunk)
+                size += len(chunk)
+        finally:
+            if flusher:
+                flusher.join()
+        if fsync and errors:
+            raise errors[0]
     return h.hexdigest(), size
+
+
+def _fsync(fd, errors):
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        errors.append(e)
