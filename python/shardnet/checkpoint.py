@@ -202,7 +202,8 @@ def previous_sealed(resume):
 
 
 def load(resume_from=None, restore_rng=True, map_location=None):
-    """Resumes from resume_from (default SHARDNET_RESUME_FROM): this rank's
+    """Resumes from resume_from (default SHARDNET_RESUME_FROM; a checkpoint
+    directory, or a name in SHARDNET_CKPT_DIR): this rank's
     shard is verified against its manifest; when it fails on any rank, every
     rank moves on together to the previous sealed checkpoint. Restores the
     RNG states saved with it. None on a fresh start (nothing to resume from);
@@ -212,6 +213,8 @@ def load(resume_from=None, restore_rng=True, map_location=None):
     if not resume:
         return None
     resume = resume.rstrip("/")
+    if os.sep not in resume:  # a name, as --shardnet-resume takes it
+        resume = os.path.join(c.ckpt_dir, resume)
     rejected = []
     for path in [resume] + previous_sealed(resume):
         name = os.path.basename(path)

@@ -212,6 +212,13 @@ class SaveLoad(Env):
         self.assertEqual(after[:2], again[:2])
         self.assertTrue(torch.equal(after[2], again[2]))
 
+    def test_resume_by_name(self):
+        self.shardnet_env()
+        name = shardnet.save(3, state(), durable=True)
+        self.assertEqual(shardnet.load(name).step, 3)
+        with self.assertRaisesRegex(shardnet.CheckpointError, "checkpoint-00000004/rank-0.manifest is missing"):
+            shardnet.load("checkpoint-00000004")
+
     def test_fresh_start_without_resume(self):
         self.assertIsNone(shardnet.load())
         shardnet.save(1, state(), durable=True)  # no SHARDNET_*: into the working directory, still with a manifest
