@@ -41,6 +41,7 @@ bench: all
 	./tests/bench/broker-vs-nginx.sh $(BUILD)
 	$(MAKE) -C $(BUILD)/tests bench/placement-bench && $(BUILD)/tests/bench/placement-bench
 	./tests/bench/requeue-vs-slurm.sh $(BUILD)
+	./tests/bench/pylib-save.sh
 
 # libFuzzer with ASan and UBSan on every parser of untrusted input
 # (tests/fuzz/README.md): a tree of its own in build-fuzz/, then each target

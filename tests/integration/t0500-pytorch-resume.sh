@@ -9,6 +9,8 @@
 start_federation
 TRAIN=$(cd "$(dirname "$0")/../../etc/examples/pytorch" && pwd)/train.py
 cp "$TRAIN" "$WORK/train.py"; chmod 755 "$WORK/train.py"
+# The harness installs no Python package: the library beside the script (on its sys.path).
+cp -r "$(dirname "$0")/../../python/shardnet" "$WORK/shardnet"; chmod -R a+rX "$WORK/shardnet"
 STEPS=120
 CK=$TEST_HOME/.shardnet/checkpoints
 job() {  # CLUSTER RUN [sbatch args]

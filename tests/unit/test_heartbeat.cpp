@@ -122,6 +122,33 @@ TEST_CASE("a finished checkpoint in the progress file, and its manifest as a com
     CHECK(err == "manifest lists no files");
 }
 
+// What the Python library (python/shardnet) writes while a save runs after an
+// earlier commit, and its manifest line (tests/python/test_shardnet.py pins
+// the same strings on its side).
+TEST_CASE("the Python library's progress line and manifest") {
+    char tmpl[] = "/tmp/shardnet-progress-XXXXXX";
+    int fd = mkstemp(tmpl);
+    REQUIRE(fd >= 0);
+    const char *text = "8 checkpointing committed checkpoint-00000010\n";
+    REQUIRE(write(fd, text, strlen(text)) == ssize_t(strlen(text)));
+    close(fd);
+    std::string committed;
+    bool ckpt = false;
+    auto step = read_progress(tmpl, nullptr, &ckpt, &committed);
+    unlink(tmpl);
+    REQUIRE(step);
+    CHECK(*step == 8);
+    CHECK(ckpt);
+    CHECK(committed == "checkpoint-00000010");
+    std::string err;
+    auto body = commit_json("245b8d90b348d3ea15a54379e63555b7d55c5c949a7488d3b5ea39358df2832a 14243 rank-0.pt\n", 1, 0, 1, err);
+    CHECK(err.empty());
+    auto files = boost::json::parse(body).as_object().at("files").as_array();
+    REQUIRE(files.size() == 1);
+    CHECK(files[0].at("path").as_string() == "rank-0.pt");
+    CHECK(files[0].at("bytes").as_int64() == 14243);
+}
+
 TEST_CASE("the broker's checkpoint list: every listed name is sealed, with its marker line") {
     std::string err;
     auto list = sealed_checkpoints(R"({"checkpoints":[{"name":"checkpoint-00000100","attempt":1,"ranks":2,"parent":null,"sealed_at":5.5},

@@ -1,0 +1,8 @@
+#!/bin/sh
+# The trainer-side Python library (python/shardnet) under Debian's
+# /usr/bin/python3, the interpreter with python3-torch: unittest from the
+# source tree. PYTHON overrides the interpreter (configure's TRAINER_PYTHON).
+PY=${TRAINER_PYTHON:-/usr/bin/python3}
+here=$(cd "$(dirname "$0")" && pwd)
+"$PY" -c 'import torch, numpy' 2>/dev/null || { echo "t-pylib: $PY cannot import torch and numpy (scripts/install-deps.sh installs python3-torch)"; exit 1; }
+cd "$here" && PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$here/../../python" exec nice -n 10 "$PY" -m unittest -v test_shardnet test_example

@@ -1,0 +1,399 @@
+"""Unit tests of python/shardnet (run by t-pylib.sh from `make check`)."""
+import hashlib
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import unittest
+
+import numpy as np
+import torch
+
+import shardnet
+from shardnet import atomic, checkpoint, manifest, progress_file as progress_mod
+
+PY = "/usr/bin/python3"
+LIB = os.path.dirname(os.path.dirname(os.path.abspath(shardnet.__file__)))
+KEYS = ["SHARDNET_RANK", "SHARDNET_WORLD_SIZE", "SHARDNET_CKPT_DIR", "SHARDNET_RESUME_FROM", "SHARDNET_CKPT_EVERY",
+        "SHARDNET_PROGRESS", "SHARDNET_ATTEMPT", "SHARDNET_RUN", "RANK", "WORLD_SIZE"]
+# What the agent accepts (spank/heartbeat.cpp commit_json: sscanf "%64s %llu %256s", 64 lowercase hex, no "..").
+AGENT_MANIFEST_LINE = re.compile(r"[0-9a-f]{64} [0-9]+ [^\s]{1,256}")
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def seal(ckpt_path):
+    """What the agent does once the broker lists the checkpoint as sealed."""
+    with open(os.path.join(ckpt_path, "SEALED"), "w") as f:
+        f.write("sealed by the test\n")
+
+
+def state():
+    torch.manual_seed(1)
+    m = torch.nn.Linear(8, 4)
+    return {"model": m.state_dict(), "epoch": 3, "data_position": 41}
+
+
+class Env(unittest.TestCase):
+    """Each test in a temporary directory with its own SHARDNET_* environment."""
+
+    def setUp(self):
+        self.saved = {k: os.environ.pop(k) for k in KEYS if k in os.environ}
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.cwd = os.getcwd()
+        os.chdir(self.dir)
+        progress_mod._reset()
+        shardnet.prelimit.clear()
+        checkpoint._pending.update(thread=None, error=None)
+
+    def tearDown(self):
+        if checkpoint._pending["thread"] is not None:
+            checkpoint._pending["thread"].join()
+        os.chdir(self.cwd)
+        for k in KEYS:
+            os.environ.pop(k, None)
+        os.environ.update(self.saved)
+        self.tmp.cleanup()
+
+    def shardnet_env(self, **extra):
+        os.environ.update(SHARDNET_RANK="0", SHARDNET_WORLD_SIZE="1", SHARDNET_CKPT_DIR=os.path.join(self.dir, "ck"),
+                          SHARDNET_PROGRESS=os.path.join(self.dir, "progress"))
+        os.environ.update(extra)
+        os.makedirs(os.environ["SHARDNET_CKPT_DIR"], exist_ok=True)
+        return os.environ["SHARDNET_CKPT_DIR"]
+
+
+class Progress(Env):
+    def test_no_broker_no_op(self):
+        line = shardnet.progress(5)
+        self.assertEqual(line, "5\n")
+        self.assertEqual(os.listdir(self.dir), [], "progress without SHARDNET_PROGRESS must write nothing")
+
+    def test_lines_the_agent_reads(self):
+        self.shardnet_env()
+        p = os.environ["SHARDNET_PROGRESS"]
+        shardnet.progress(5)
+        self.assertEqual(open(p).read(), "5\n")
+        shardnet.progress(6, checkpointing=True)
+        self.assertEqual(open(p).read(), "6 checkpointing\n")
+        name = shardnet.save(6, state())
+        self.assertEqual(shardnet.wait(), name)
+        self.assertEqual(open(p).read(), f"6 committed {name}\n")
+        shardnet.progress(7)
+        self.assertEqual(open(p).read(), f"7 committed {name}\n", "the last commit is repeated with each step")
+        shardnet.progress(8, checkpointing=True)
+        self.assertEqual(open(p).read(), f"8 checkpointing committed {name}\n")
+        shardnet.progress(9)
+        progress_mod.committed("checkpoint-x", 8)  # a background commit after step 9: the step stays 9
+        self.assertEqual(open(p).read(), "9 committed checkpoint-x\n")
+        self.assertEqual(sorted(os.listdir(self.dir)), ["ck", "progress"], "a temporary file was left behind")
+
+    def test_lines_pinned_in_the_agents_unit_test(self):
+        # tests/unit/test_heartbeat.cpp, "the Python library's progress line and manifest"
+        self.assertEqual(progress_mod.format_progress(8, True, "checkpoint-00000010"),
+                         "8 checkpointing committed checkpoint-00000010\n")
+        sha = "245b8d90b348d3ea15a54379e63555b7d55c5c949a7488d3b5ea39358df2832a"
+        self.assertEqual(manifest.format_manifest([manifest.Entry(sha, 14243, "rank-0.pt")]), f"{sha} 14243 rank-0.pt\n")
+
+    def test_bad_step(self):
+        for bad in (-1, "3", 2.5, True):
+            with self.assertRaisesRegex(ValueError, "step must be a whole number"):
+                shardnet.progress(bad)
+
+    def test_atomic_for_a_reader(self):
+        self.shardnet_env()
+        p = os.environ["SHARDNET_PROGRESS"]
+        shardnet.progress(0)
+        seen, stop = [], threading.Event()
+
+        def reader():
+            while not stop.is_set():
+                with open(p) as f:
+                    seen.append(f.read())
+        t = threading.Thread(target=reader)
+        t.start()
+        for step in range(1, 3000):
+            shardnet.progress(step, checkpointing=step % 2 == 0)
+        stop.set()
+        t.join()
+        bad = [s for s in seen if not re.fullmatch(r"[0-9]+( checkpointing)?\n", s)]
+        self.assertGreater(len(seen), 10)
+        self.assertEqual(bad[:3], [], "a reader saw a partial progress file")
+
+
+class Policy(Env):
+    def test_interval(self):
+        os.environ["SHARDNET_CKPT_EVERY"] = "3"
+        self.assertEqual([s for s in range(1, 10) if shardnet.should_checkpoint(s)], [3, 6, 9])
+        os.environ["SHARDNET_CKPT_EVERY"] = "auto"
+        self.assertEqual([s for s in range(1, 25) if shardnet.should_checkpoint(s)], [10, 20])
+        del os.environ["SHARDNET_CKPT_EVERY"]
+        self.assertEqual(shardnet.checkpoint_interval(), shardnet.DEFAULT_INTERVAL)
+        for bad in ("0", "-2", "ten"):
+            os.environ["SHARDNET_CKPT_EVERY"] = bad
+            with self.assertRaisesRegex(ValueError, "SHARDNET_CKPT_EVERY"):
+                shardnet.should_checkpoint(4)
+
+    def test_prelimit_signal_until_save(self):
+        self.shardnet_env(SHARDNET_CKPT_EVERY="1000")
+        self.assertFalse(shardnet.should_checkpoint(7))
+        os.kill(os.getpid(), signal.SIGUSR1)  # what prelimit=USR1@S sends; the default action would kill us
+        for _ in range(100):
+            if shardnet.emergency_pending():
+                break
+            time.sleep(0.01)
+        self.assertTrue(shardnet.should_checkpoint(7))
+        self.assertTrue(shardnet.should_checkpoint(7), "asking does not consume the emergency")
+        name = shardnet.save(7, state())
+        self.assertIsNone(checkpoint._pending["thread"], "an emergency save must be durable when save returns")
+        self.assertTrue(os.path.isfile(os.path.join(os.environ["SHARDNET_CKPT_DIR"], name, "rank-0.manifest")))
+        self.assertEqual(open(os.environ["SHARDNET_PROGRESS"]).read(), f"7 committed {name}\n")
+        self.assertFalse(shardnet.should_checkpoint(8), "the save was the emergency checkpoint")
+
+    def test_keeps_the_programs_handler(self):
+        code = textwrap.dedent("""
+            import os, signal, time
+            got = []
+            signal.signal(signal.SIGUSR1, lambda *a: got.append(1))
+            import shardnet
+            os.kill(os.getpid(), signal.SIGUSR1); time.sleep(0.1)
+            print(len(got), shardnet.emergency_pending())
+        """)
+        out = subprocess.run([PY, "-c", code], env=dict(os.environ, PYTHONPATH=LIB), capture_output=True, text=True)
+        self.assertEqual(out.stdout.split(), ["1", "False"], out.stderr)
+
+
+class SaveLoad(Env):
+    def test_manifest_as_the_agent_reads_it(self):
+        ck = self.shardnet_env(SHARDNET_RANK="1", SHARDNET_WORLD_SIZE="2")
+        name = shardnet.save(12, state())
+        shardnet.wait()
+        self.assertEqual(name, "checkpoint-00000012")
+        d = os.path.join(ck, name)
+        self.assertEqual(sorted(os.listdir(d)), ["rank-1.manifest", "rank-1.pt"])
+        text = open(os.path.join(d, "rank-1.manifest")).read()
+        self.assertTrue(text.endswith("\n") and text.count("\n") == 1, repr(text))
+        self.assertRegex(text.rstrip("\n"), AGENT_MANIFEST_LINE)
+        h, size, path = text.split()
+        self.assertEqual((h, int(size), path), (sha256(os.path.join(d, "rank-1.pt")),
+                                                 os.path.getsize(os.path.join(d, "rank-1.pt")), "rank-1.pt"))
+
+    def test_parse_rejects_what_the_agent_rejects(self):
+        good = "a" * 64 + " 10 rank-0.pt\n"
+        self.assertEqual(manifest.parse_manifest(good)[0].bytes, 10)
+        for bad in ["A" * 64 + " 10 rank-0.pt", "a" * 63 + " 10 rank-0.pt", "a" * 64 + " x rank-0.pt",
+                    "a" * 64 + " 10 ../rank-0.pt", "a" * 64 + " 10", ""]:
+            with self.assertRaises(shardnet.ManifestError, msg=repr(bad)):
+                manifest.parse_manifest(bad)
+
+    def test_round_trip_restores_rng(self):
+        ck = self.shardnet_env()
+        random.seed(5); np.random.seed(5); torch.manual_seed(5)
+        name = shardnet.save(30, state())
+        shardnet.wait()
+        after = (random.random(), np.random.rand(), torch.rand(3))
+        random.seed(9); np.random.seed(9); torch.manual_seed(9)
+        os.environ["SHARDNET_RESUME_FROM"] = os.path.join(ck, name)
+        c = shardnet.load()
+        self.assertEqual((c.step, c.name, c.fell_back, c.state["data_position"]), (30, name, False, 41))
+        self.assertTrue(torch.equal(c.state["model"]["weight"], state()["model"]["weight"]))
+        again = (random.random(), np.random.rand(), torch.rand(3))
+        self.assertEqual(after[:2], again[:2])
+        self.assertTrue(torch.equal(after[2], again[2]))
+
+    def test_resume_by_name(self):
+        self.shardnet_env()
+        name = shardnet.save(3, state(), durable=True)
+        self.assertEqual(shardnet.load(name).step, 3)
+        with self.assertRaisesRegex(shardnet.CheckpointError, "checkpoint-00000004/rank-0.manifest is missing"):
+            shardnet.load("checkpoint-00000004")
+
+    def test_fresh_start_without_resume(self):
+        self.assertIsNone(shardnet.load())
+        shardnet.save(1, state(), durable=True)  # no SHARDNET_*: into the working directory, still with a manifest
+        self.assertEqual(sorted(os.listdir(os.path.join(self.dir, "checkpoint-00000001"))), ["rank-0.manifest", "rank-0.pt"])
+
+    def corrupt_and_load(self, damage):
+        ck = self.shardnet_env()
+        old = shardnet.save(10, state(), durable=True)
+        seal(os.path.join(ck, old))
+        s = state(); s["epoch"] = 4
+        new = shardnet.save(20, s)
+        shardnet.wait()
+        damage(os.path.join(ck, new))
+        c = shardnet.load(os.path.join(ck, new))
+        self.assertEqual((c.step, c.name, c.state["epoch"]), (10, old, 3))
+        self.assertEqual([n for n, _ in c.rejected], [new])
+        return c.rejected[0][1]
+
+    def test_flipped_byte_falls_back(self):
+        def flip(d):
+            p = os.path.join(d, "rank-0.pt")
+            b = bytearray(open(p, "rb").read()); b[len(b) // 2] ^= 0x01
+            open(p, "wb").write(b)
+        self.assertIn("sha256", self.corrupt_and_load(flip))
+
+    def test_truncated_falls_back(self):
+        self.assertIn("bytes, its manifest says", self.corrupt_and_load(lambda d: os.truncate(os.path.join(d, "rank-0.pt"), 100)))
+
+    def test_missing_manifest_falls_back(self):
+        self.assertIn("missing", self.corrupt_and_load(lambda d: os.unlink(os.path.join(d, "rank-0.manifest"))))
+
+    def test_only_sealed_ones_are_fallbacks(self):
+        ck = self.shardnet_env()
+        sealed = shardnet.save(10, state(), durable=True); seal(os.path.join(ck, sealed))
+        shardnet.save(15, state())  # committed but never sealed
+        bad = shardnet.save(20, state())
+        shardnet.wait()
+        os.truncate(os.path.join(ck, bad, "rank-0.pt"), 10)
+        self.assertEqual(shardnet.load(os.path.join(ck, bad)).name, sealed)
+        os.unlink(os.path.join(ck, sealed, "SEALED"))
+        with self.assertRaisesRegex(shardnet.CheckpointError, "no checkpoint verifies on every rank: checkpoint-00000020"):
+            shardnet.load(os.path.join(ck, bad))
+
+
+class Background(Env):
+    def test_error_reaches_the_trainer(self):
+        ck = self.shardnet_env()
+        write_text = atomic.write_text
+        def full(path, text, fsync=True):
+            if path.endswith(".manifest"):
+                raise OSError(28, "No space left on device", path)
+            return write_text(path, text, fsync)
+        atomic.write_text = full
+        try:
+            name = shardnet.save(10, state())
+            with self.assertRaisesRegex(shardnet.CheckpointError, f"saving checkpoint {name} of rank 0 .*No space left on device"):
+                shardnet.wait()
+            self.assertEqual(shardnet.wait(), "", "an error is raised once")
+            shardnet.save(20, state())
+            checkpoint._pending["thread"].join()
+            with self.assertRaisesRegex(shardnet.CheckpointError, "checkpoint-00000020"):
+                shardnet.save(30, state())  # the next save raises the last one's error
+        finally:
+            atomic.write_text = write_text
+        self.assertNotIn("committed", open(os.environ["SHARDNET_PROGRESS"]).read())
+        self.assertEqual([n for n in os.listdir(os.path.join(ck, name)) if n != "rank-0.pt"], [],
+                         "a failed save left files behind or a manifest")
+
+    def test_state_is_serialised_before_save_returns(self):
+        ck = self.shardnet_env()
+        t = torch.zeros(1000)
+        name = shardnet.save(5, {"t": t})
+        t.add_(1)  # the trainer's next step
+        shardnet.wait()
+        c = shardnet.load(os.path.join(ck, name))
+        self.assertEqual(float(c.state["t"].sum()), 0.0)
+
+
+KILLED_SAVE = textwrap.dedent("""
+    import os, sys, time, torch, shardnet
+    from shardnet import atomic, manifest
+    where = sys.argv[1]
+    torch.manual_seed(1)
+    state = {"model": torch.nn.Linear(512, 512).state_dict()}     # ~1 MB
+    if where == "shard":   # stall part-way through the shard's bytes
+        import io
+        from shardnet import checkpoint
+        def slow(payload, path):
+            buf = io.BytesIO(); torch.save(payload, buf)
+            with open(path, "wb") as f:
+                f.write(buf.getvalue()[:4096]); f.flush()
+                print("stalled", flush=True); time.sleep(60)
+        checkpoint._serialise = slow
+    else:                  # stall after the shard's rename, before the manifest
+        write_text = atomic.write_text
+        def slow(path, text, fsync=True):
+            if path.endswith(".manifest"):
+                print("stalled", flush=True); time.sleep(60)
+            return write_text(path, text, fsync)
+        atomic.write_text = slow
+    shardnet.save(20, state)   # its second half stalls in the background
+    shardnet.wait()
+""")
+
+
+class KilledSave(Env):
+    def kill_mid_save(self, where, rewrite=False):
+        ck = self.shardnet_env()
+        old = shardnet.save(10, state(), durable=True)
+        seal(os.path.join(ck, old))
+        if rewrite:  # checkpoint-20 of an earlier attempt, written again
+            shardnet.save(20, {"model": torch.nn.Linear(2, 2).state_dict()})
+            shardnet.wait()
+            progress_mod._reset()
+        before = sha256(os.path.join(ck, old, "rank-0.pt"))
+        p = subprocess.Popen([PY, "-c", KILLED_SAVE, where], env=dict(os.environ, PYTHONPATH=LIB),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.stdout.readline(), "stalled\n", p.stderr.read() if p.poll() is not None else "")
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        new = os.path.join(ck, "checkpoint-00000020")
+        self.assertTrue(os.path.isdir(new))
+        self.assertNotIn("rank-0.manifest", os.listdir(new))
+        self.assertEqual(sha256(os.path.join(ck, old, "rank-0.pt")), before, "the sealed checkpoint changed")
+        self.assertIn(open(os.environ["SHARDNET_PROGRESS"]).read(), ("20 checkpointing\n", "20\n"),
+                         "the agent must not be told of the killed checkpoint")
+        c = shardnet.load(new)
+        self.assertEqual((c.name, c.step), (old, 10))
+        self.assertIn("rank-0.manifest is missing", c.rejected[0][1])
+        return os.listdir(new)
+
+    def test_kill_while_writing_the_shard(self):
+        left = self.kill_mid_save("shard")
+        self.assertNotIn("rank-0.pt", left, "the shard got its final name before it was complete")
+        self.assertTrue(any(n.startswith("rank-0.pt.tmp.") for n in left), left)
+
+    def test_kill_before_the_manifest(self):
+        self.assertIn("rank-0.pt", self.kill_mid_save("manifest"))
+
+    def test_kill_while_rewriting(self):
+        # The old manifest goes first: never beside the new shard, where the agent would commit it.
+        self.assertIn("rank-0.pt", self.kill_mid_save("manifest", rewrite=True))
+
+
+TWO_RANKS = textwrap.dedent("""
+    import os, sys, torch, torch.distributed as dist, shardnet
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + sys.argv[1],
+                            rank=int(os.environ["SHARDNET_RANK"]), world_size=2)
+    c = shardnet.load()
+    print(c.name, c.state["rank"], ",".join(n for n, _ in c.rejected))
+    dist.destroy_process_group()
+""")
+
+
+class TwoRanks(Env):
+    def test_one_bad_shard_moves_every_rank(self):
+        ck = self.shardnet_env(SHARDNET_WORLD_SIZE="2")
+        for r in (0, 1):
+            os.environ["SHARDNET_RANK"] = str(r)
+            for step in (10, 20):
+                shardnet.save(step, {"rank": r}, durable=True)
+        for step in (10, 20):
+            seal(os.path.join(ck, shardnet.checkpoint_name(step)))
+        bad = os.path.join(ck, "checkpoint-00000020", "rank-1.pt")
+        b = bytearray(open(bad, "rb").read()); b[-30] ^= 0xff; open(bad, "wb").write(b)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0)); port = str(s.getsockname()[1])
+        procs = [subprocess.Popen([PY, "-c", TWO_RANKS, port], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, PYTHONPATH=LIB, SHARDNET_RANK=str(r), GLOO_SOCKET_IFNAME="lo",
+                                           SHARDNET_RESUME_FROM=os.path.join(ck, "checkpoint-00000020")))
+                 for r in (0, 1)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        for r, (out, err) in enumerate(outs):
+            self.assertEqual(out.split(), ["checkpoint-00000010", str(r), "checkpoint-00000020"], f"rank {r}: {err}")
+
+
+if __name__ == "__main__":
+    unittest.main()
