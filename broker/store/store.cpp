@@ -43,11 +43,17 @@ const char *const kMigrations[] = {
     // 5: a run's newest sealed checkpoint is one index step, however long
     // its history (a seal names its parent; a requeue resumes from it).
     R"(CREATE INDEX checkpoints_run_sealed ON checkpoints (run, sealed_at);)",
+    // 6: a RECOVERING run waits for attempt recover_to's heartbeats from
+    // recover_nodes nodes; kept, so that a broker restarted meanwhile still
+    // ends the wait with RECOVERED (0: not waiting here, e.g. a decision at a peer).
+    R"(ALTER TABLE runs ADD COLUMN recover_to INTEGER NOT NULL DEFAULT 0;
+       ALTER TABLE runs ADD COLUMN recover_nodes INTEGER NOT NULL DEFAULT 0;)",
 };
 
 struct Sql { const char *name; const char *text; };
 const Sql kStatements[] = {
-    {"load_runs", "SELECT id, owner, state, attempt, manifest, world_size, created, updated, owner_uid FROM runs"},
+    {"load_runs", "SELECT id, owner, state, attempt, manifest, world_size, created, updated, owner_uid, recover_to, recover_nodes FROM runs"},
+    {"set_recovering", "UPDATE runs SET recover_to = ?, recover_nodes = ? WHERE id = ?"},
     {"insert_run", "INSERT INTO runs (id, owner, state, attempt, manifest, world_size, created, updated, owner_uid) "
                    "VALUES (?,?,?,?,?,?,?,?,?)"},
     {"set_owner", "UPDATE runs SET owner = ?, owner_uid = ? WHERE id = ?"},
@@ -204,8 +210,15 @@ std::vector<RunRow> Store::load_runs() {
     while (sqlite3_step(s) == SQLITE_ROW)
         out.push_back(RunRow{col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 4), sqlite3_column_int64(s, 3),
                              sqlite3_column_int64(s, 5), sqlite3_column_double(s, 6), sqlite3_column_double(s, 7),
-                             sqlite3_column_int64(s, 8)});
+                             sqlite3_column_int64(s, 8), sqlite3_column_int64(s, 9), sqlite3_column_int64(s, 10)});
     return out;
+}
+
+void Store::set_recovering(const std::string &id, long long attempt, long long nodes) {
+    auto *s = stmt("set_recovering");
+    Done done{s};
+    Binder(s).integer(attempt).integer(nodes).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating run " + id, rc);
 }
 
 void Store::set_run_owner(const std::string &id, const std::string &owner, long long owner_uid) {

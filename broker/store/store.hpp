@@ -20,6 +20,7 @@ struct RunRow {
     long long world_size = 0;
     double created = 0, updated = 0;
     long long owner_uid = -1;   // -1: not known yet
+    long long recover_to = 0, recover_nodes = 0;   // RECOVERING here: the new attempt and its nodes
 };
 
 struct EventRow {
@@ -85,6 +86,9 @@ public:
     void finish_received(const std::string &id, const std::string &state, const std::string &result);
     void update_manifest(const std::string &run, const std::string &manifest, const std::string &owner);
     void set_run_owner(const std::string &id, const std::string &owner, long long owner_uid);
+    // A RECOVERING run's wait: the attempt that must heartbeat, from how
+    // many nodes (0, 0: no wait here).
+    void set_recovering(const std::string &id, long long attempt, long long nodes);
     // The job that runs an attempt, as this broker recorded it (the first
     // job of attempt 1; the job it submitted for every later one).
     struct AttemptRow { std::string run; long long attempt = 0; std::string cluster; long long job = 0, world = 0; };

@@ -100,6 +100,37 @@ TEST_CASE("a dead node: the same cluster without it, as the job's owner, then RE
     CHECK(f.beat("r1", 1, "n1", "0", "c1", 7) == 409);
 }
 
+TEST_CASE("a broker restarted while a run is RECOVERING still ends the wait with RECOVERED") {
+    // kill -9 between the new attempt's submission and its heartbeats
+    // (tests/integration/t0370-broker-kill9.sh found it): the wait was in
+    // memory only, so the run stayed RECOVERING for good.
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    f.svc.reset();   // the broker stops; its database stays
+    f.start();
+    CHECK(f.state("r1") == "RECOVERING");
+    REQUIRE(f.beat("r1", 2, "n3", "batch", "c1", 100) == 204);
+    REQUIRE(f.beat("r1", 2, "n3", "0", "c1", 100) == 204);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(f.state("r1") == "RECOVERING");   // still every node of attempt 2, not one
+    REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("RECOVERED: attempt 2 heartbeats from all 2 node(s)") != std::string::npos);
+    // Once: a later restart and heartbeat write no second RECOVERED.
+    f.svc.reset();
+    f.start();
+    REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::string after = f.events("r1");
+    CHECK(after.find("RECOVERED") == after.rfind("RECOVERED"));
+}
+
 TEST_CASE("a silent worker on a healthy node is suspected, not a FAULT, until a second deadline") {
     ServiceFixture f({{"c1", kConf}});
     f.start();
