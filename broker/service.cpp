@@ -43,6 +43,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
         if (!state_from_name(r.state)) log_warn("unknown run state in the database, read as FAILED", r.id, r.state);
         info.manifest = r.manifest;
         info.owner_uid = r.owner_uid;
+        info.requeue = r.requeue;
         // RECOVERING here when the broker stopped: its new attempt's
         // heartbeats still end the wait with RECOVERED.
         if (info.state == RunState::recovering && r.recover_to > 0 && r.recover_nodes > 0) {

@@ -48,14 +48,18 @@ const char *const kMigrations[] = {
     // ends the wait with RECOVERED (0: not waiting here, e.g. a decision at a peer).
     R"(ALTER TABLE runs ADD COLUMN recover_to INTEGER NOT NULL DEFAULT 0;
        ALTER TABLE runs ADD COLUMN recover_nodes INTEGER NOT NULL DEFAULT 0;)",
+    // 7: where the run may be requeued (--shardnet-requeue, from its first
+    // job's heartbeats): a restarted broker honours off and local too.
+    R"(ALTER TABLE runs ADD COLUMN requeue TEXT NOT NULL DEFAULT 'federated';)",
 };
 
 struct Sql { const char *name; const char *text; };
 const Sql kStatements[] = {
-    {"load_runs", "SELECT id, owner, state, attempt, manifest, world_size, created, updated, owner_uid, recover_to, recover_nodes FROM runs"},
+    {"load_runs", "SELECT id, owner, state, attempt, manifest, world_size, created, updated, owner_uid, recover_to, recover_nodes, requeue FROM runs"},
+    {"set_requeue", "UPDATE runs SET requeue = ? WHERE id = ?"},
     {"set_recovering", "UPDATE runs SET recover_to = ?, recover_nodes = ? WHERE id = ?"},
-    {"insert_run", "INSERT INTO runs (id, owner, state, attempt, manifest, world_size, created, updated, owner_uid) "
-                   "VALUES (?,?,?,?,?,?,?,?,?)"},
+    {"insert_run", "INSERT INTO runs (id, owner, state, attempt, manifest, world_size, created, updated, owner_uid, requeue) "
+                   "VALUES (?,?,?,?,?,?,?,?,?,?)"},
     {"set_owner", "UPDATE runs SET owner = ?, owner_uid = ? WHERE id = ?"},
     {"upsert_attempt", "INSERT INTO attempts (run, attempt, cluster, job, world) VALUES (?,?,?,?,?) "
                        "ON CONFLICT (run, attempt) DO UPDATE SET cluster = excluded.cluster, job = excluded.job, world = excluded.world"},
@@ -210,7 +214,7 @@ std::vector<RunRow> Store::load_runs() {
     while (sqlite3_step(s) == SQLITE_ROW)
         out.push_back(RunRow{col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 4), sqlite3_column_int64(s, 3),
                              sqlite3_column_int64(s, 5), sqlite3_column_double(s, 6), sqlite3_column_double(s, 7),
-                             sqlite3_column_int64(s, 8), sqlite3_column_int64(s, 9), sqlite3_column_int64(s, 10)});
+                             sqlite3_column_int64(s, 8), sqlite3_column_int64(s, 9), sqlite3_column_int64(s, 10), col_text(s, 11)});
     return out;
 }
 
@@ -251,8 +255,15 @@ void Store::insert_run(const RunRow &r) {
     auto *s = stmt("insert_run");
     Done done{s};
     Binder(s).text(r.id).text(r.owner).text(r.state).integer(r.attempt).text(r.manifest).integer(r.world_size)
-        .real(r.created).real(r.updated).integer(r.owner_uid);
+        .real(r.created).real(r.updated).integer(r.owner_uid).text(r.requeue);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("inserting run " + r.id, rc);
+}
+
+void Store::set_requeue(const std::string &id, const std::string &requeue) {
+    auto *s = stmt("set_requeue");
+    Done done{s};
+    Binder(s).text(requeue).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating run " + id, rc);
 }
 
 void Store::update_run(const std::string &id, const std::string &state, long long attempt, double now) {

@@ -21,6 +21,7 @@ struct RunRow {
     double created = 0, updated = 0;
     long long owner_uid = -1;   // -1: not known yet
     long long recover_to = 0, recover_nodes = 0;   // RECOVERING here: the new attempt and its nodes
+    std::string requeue = "federated";             // federated, local or off
 };
 
 struct EventRow {
@@ -89,6 +90,7 @@ public:
     // A RECOVERING run's wait: the attempt that must heartbeat, from how
     // many nodes (0, 0: no wait here).
     void set_recovering(const std::string &id, long long attempt, long long nodes);
+    void set_requeue(const std::string &id, const std::string &requeue);
     // The job that runs an attempt, as this broker recorded it (the first
     // job of attempt 1; the job it submitted for every later one).
     struct AttemptRow { std::string run; long long attempt = 0; std::string cluster; long long job = 0, world = 0; };

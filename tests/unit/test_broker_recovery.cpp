@@ -131,6 +131,46 @@ TEST_CASE("a broker restarted while a run is RECOVERING still ends the wait with
     CHECK(after.find("RECOVERED") == after.rfind("RECOVERED"));
 }
 
+TEST_CASE("a restarted broker keeps a run's requeue policy: off stays off") {
+    // The policy was in memory only: after a restart every run read as
+    // federated, and a FAULT requeued a run its user had asked not to.
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        FakeSlurm::Job j;
+        j.id = 7;
+        j.nodes = "n1";
+        j.batch_host = "n1";
+        j.node_count = 1;
+        j.tasks = 1;
+        f.slurm->jobs[kConf][7] = j;
+        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n3", "IDLE"}};
+    }
+    REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7, "off") == 204);
+    f.svc.reset();
+    f.start();   // a fresh fake Slurm: the same job, n1 now dead
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        FakeSlurm::Job j;
+        j.id = 7;
+        j.nodes = "n1";
+        j.batch_host = "n1";
+        j.node_count = 1;
+        j.tasks = 1;
+        f.slurm->jobs[kConf][7] = j;
+        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n3", "IDLE"}};
+    }
+    REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7, "off") == 204);
+    kill_node(f, "n1");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(f.state("r1") == "DEGRADED");
+    for (const auto &c : f.slurm->changes()) CHECK(c.argv[0] != "sbatch");
+    CHECK(f.events("r1").find("PLACEMENT") == std::string::npos);
+}
+
 TEST_CASE("a silent worker on a healthy node is suspected, not a FAULT, until a second deadline") {
     ServiceFixture f({{"c1", kConf}});
     f.start();
