@@ -62,7 +62,19 @@ public:
     // The run's newest sealed checkpoint's name ("" when none).
     std::string last_checkpoint(const std::string &run);
     void upsert_worker(const std::string &run, long long attempt, const std::string &node, const std::string &ranks,
-                       double last_seen, long long last_step);
+                       double last_seen, long long last_step, long long interval = 0, bool ended = false, bool watch_only = false,
+                       const std::string &cluster = "", long long job = 0);
+    // Workers that had not ended (nor faulted) at the last summary.
+    struct WorkerRow {
+        std::string run;
+        long long attempt = 0;
+        std::string node;
+        long long interval = 0;
+        bool watch_only = false;
+        std::string cluster;
+        long long job = 0;
+    };
+    std::vector<WorkerRow> load_workers();
     std::string integrity_check();
     // A requeue decision, written before it is acted on. False when a
     // decision with this id exists already (it is applied at most once).
