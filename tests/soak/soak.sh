@@ -31,7 +31,7 @@
 #
 # Usage (as root): tests/soak/soak.sh [BUILD]   (make soak at the top)
 # Env: SOAK_SECONDS, SOAK_BROKER_DOWN_SECONDS, SOAK_MAX_JOBS (per cluster
-# at once, default 2), SOAK_STALL_FACTOR, SOAK_SEED, SOAK_LOGS (where the
+# at once, default 2), SOAK_JOB_SECONDS (longest job, default 240), SOAK_STALL_FACTOR, SOAK_SEED, SOAK_LOGS (where the
 # logs stay, default BUILD/soak-logs).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,6 +39,7 @@ BUILD=$(cd "${1:-$ROOT/build}" && pwd)
 SOAK_SECONDS=${SOAK_SECONDS:-3600}
 DOWN_SECONDS=${SOAK_BROKER_DOWN_SECONDS:-600}
 MAX_JOBS=${SOAK_MAX_JOBS:-2}
+JOB_SECONDS=${SOAK_JOB_SECONDS:-240}   # jobs run 40 s (or less) up to this
 STALL_FACTOR=${SOAK_STALL_FACTOR:-1}
 SEED=${SOAK_SEED:-$RANDOM}
 LOGS=${SOAK_LOGS:-$BUILD/soak-logs}
@@ -98,7 +99,7 @@ jitter_loop() {
         n=${#pids[@]}
         if [ "$n" -gt 0 ]; then
             pid=${pids[$((RANDOM % n))]}
-            conf=$(tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | sed -n 's/^SLURM_CONF=//p')
+            conf=$({ tr '\0' '\n' < "/proc/$pid/environ"; } 2>/dev/null | sed -n 's/^SLURM_CONF=//p')
             cluster=$(basename "$(dirname "$conf")")
             step=$(tr '\0' ' ' < "/proc/$(ps -o ppid= -p "$pid" | tr -d ' ')/cmdline" 2>/dev/null | sed -n 's/.*\[\([0-9]*\)\..*/\1/p')
             job=${step:-}
@@ -156,7 +157,7 @@ track_jobs() {
 active() { local c=$1 k n=0; for k in "${!STATE[@]}"; do [[ $k == $c/* ]] || continue; case ${STATE[$k]} in PENDING|RUNNING|CONFIGURING|COMPLETING|SUBMITTED) n=$((n + 1)) ;; esac; done; echo $n; }
 submit() {
     local c=$1 nodes interval dur j run
-    nodes=$((1 + RANDOM % 2)); interval=$((1 + RANDOM % 3)); dur=$((40 + RANDOM % 200))
+    nodes=$((1 + RANDOM % 2)); interval=$((1 + RANDOM % 3)); lo=$((JOB_SECONDS < 80 ? JOB_SECONDS / 2 : 40)); dur=$((lo + RANDOM % (JOB_SECONDS - lo + 1)))
     run=soak-$c-$JOBS
     j=$(as_user $c sbatch --parsable -N$nodes -n$nodes -o "$WORK/$run.out" --shardnet=$run --shardnet-heartbeat=$interval \
         --wrap "srun $WORK/soak-train.sh $dur" 2>>"$LOGS/sbatch.err")
