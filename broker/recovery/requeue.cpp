@@ -106,6 +106,10 @@ void Service::requeue(const Fault &fault, int tries) {
         json::error_code ec;
         json::value sv = json::parse(spec_row->spec, ec);
         json::object spec = !ec && sv.is_object() ? sv.as_object() : json::object{};
+        // The next attempt heartbeats as this one did and keeps the run's
+        // requeue policy (its job's --shardnet options are not in the spec Slurm gives).
+        if (fault.state.interval > 0) spec["heartbeat"] = fault.state.interval;
+        spec["requeue"] = policy;
         // 3. Requirements: the run's manifest, nodes as the failed job had.
         Requirements req;
         json::value mv = json::parse(manifest.empty() ? "{}" : manifest, ec);

@@ -80,6 +80,9 @@ TEST_CASE("a dead node: the same cluster without it, as the job's owner, then RE
     CHECK(has(s.argv, "--shardnet-resume=latest"));
     CHECK(has(s.argv, "--export=ALL,SHARDNET_ATTEMPT=2"));
     CHECK(has(s.argv, "--ntasks=2"));
+    // Attempt 2 keeps attempt 1's interval and the run's policy.
+    CHECK(has(s.argv, "--shardnet-heartbeat=1"));
+    CHECK(has(s.argv, "--shardnet-requeue=federated"));
     REQUIRE(scancel.size() == 1);
     CHECK(scancel[0].argv == std::vector<std::string>{"scancel", "7"});
 
