@@ -5,7 +5,7 @@ BUILD ?= build
 CONFIGURE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps configured check unit integration demo bench fuzz install clean distclean
+.PHONY: all deps configured check unit integration soak demo bench fuzz install clean distclean
 all: configured
 	$(MAKE) -C $(BUILD) -j$(JOBS)
 
@@ -31,6 +31,15 @@ unit: all
 
 integration: all
 	./tests/run-integration.sh $(BUILD)
+
+# The soak (tests/soak/soak.sh, not part of check): healthy jobs on two real
+# clusters for SOAK_SECONDS (default 3600) with jittered heartbeats, broker
+# restarts, peer link drops and one SOAK_BROKER_DOWN_SECONDS (default 600)
+# outage; a table of counts, non-zero on any false FAULT or recovery.
+SOAK_SECONDS ?= 3600
+SOAK_BROKER_DOWN_SECONDS ?= 600
+soak: all
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_BROKER_DOWN_SECONDS=$(SOAK_BROKER_DOWN_SECONDS) ./tests/soak/soak.sh $(BUILD)
 
 demo: all
 	./scripts/demo.sh $(BUILD)

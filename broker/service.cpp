@@ -43,10 +43,30 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
         if (!state_from_name(r.state)) log_warn("unknown run state in the database, read as FAILED", r.id, r.state);
         info.manifest = r.manifest;
         info.owner_uid = r.owner_uid;
+        info.requeue = r.requeue;
+        // RECOVERING here when the broker stopped: its new attempt's
+        // heartbeats still end the wait with RECOVERED.
+        if (info.state == RunState::recovering && r.recover_to > 0 && r.recover_nodes > 0) {
+            info.recover_to = r.recover_to;
+            info.expected_nodes = r.recover_nodes;
+        }
         runs_[r.id] = std::move(info);
     }
     for (auto &a : store_->load_attempts())
         if (auto it = runs_.find(a.run); it != runs_.end()) it->second.jobs[a.attempt] = AttemptJob{a.cluster, a.job, a.world};
+    // The workers of live runs are watched again, with a deadline from now:
+    // one that died while the broker was down (or as it stopped) still
+    // becomes a FAULT, confirmed with Slurm as ever. A worker that reports
+    // goes on as before; an allocation's node without a worker stays watch-only.
+    const double started = wall_now();
+    for (const auto &w : store_->load_workers()) {
+        auto it = runs_.find(w.run);
+        if (it == runs_.end() || is_final(it->second.state) || it->second.state == RunState::moved || it->second.attempt != w.attempt)
+            continue;
+        if (w.job <= 0) continue;
+        if (w.watch_only) workers_.watch(w.run, w.node, w.attempt, int(w.interval), started, w.cluster, w.job);
+        else workers_.beat(w.run, w.node, w.attempt, int(w.interval), 0, std::nullopt, false, started, w.cluster, w.job, false);
+    }
     // Decisions for peers left 'forwarding' (a crash after writing one) are
     // sent again: the peer applies each id at most once.
     // A forwarder that threw starts over (after its 200 ms wait), rather

@@ -169,12 +169,12 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         std::shared_lock lock(runs_mu_);
         if (auto it = runs_.find(run); it != runs_.end()) state_now = it->second.state;
     }
-    on_store(reply, [this, run, attempt, create, new_attempt, started, claimed, recorded, owner_uid, owner_name, attempt_row,
+    on_store(reply, [this, run, attempt, policy = requeue_policy, create, new_attempt, started, claimed, recorded, owner_uid, owner_name, attempt_row,
                      final_state, final_cause, state_now, before, now](const Reply &reply) {
         try {
             transact([&] {
                 if (create) {
-                    store_->insert_run(RunRow{run, owner_name, "RUNNING", "{}", attempt, 0, now, now, owner_uid});
+                    store_->insert_run(RunRow{run, owner_name, "RUNNING", "{}", attempt, 0, now, now, owner_uid, 0, 0, policy});
                     event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
                 } else if (claimed) {
                     store_->set_run_owner(run, owner_name, owner_uid);
@@ -182,6 +182,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
                 if (recorded) store_->upsert_attempt(attempt_row);
                 if (started) {
                     store_state(run, RunState::running, attempt, now);
+                    store_->set_requeue(run, policy);
                     event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
                 } else if (new_attempt) {
                     store_state(run, final_state ? RunState::running : state_now, attempt, now);

@@ -141,6 +141,7 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
                     }
                     store_->set_run_owner(run, user, as.uid);
                     store_->upsert_attempt(Store::AttemptRow{run, to, p.cluster, job, 0});
+                    store_->set_recovering(run, to, (long long)p.nodes.size());
                     event(run, "RECEIVED", "decision " + id + " from broker " + from + " (peer " + by + ")", json::serialize(ev), now);
                     event(run, "PLACEMENT", p.cluster + " " + join(p.nodes) + ": job " + std::to_string(job) + ", attempt " +
                           std::to_string(to) + " (fabric " + p.fabric + ")", json::serialize(ev), now);

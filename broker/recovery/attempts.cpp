@@ -141,6 +141,10 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
                                   "--shardnet-resume=" + resume, "--comment=shardnet-decision:" + decision};
     if (long long tasks = num("tasks"); tasks > 0 && tasks <= (1 << 24)) argv.push_back("--ntasks=" + std::to_string(tasks));
     if (!ckpt_dir.empty()) argv.push_back("--shardnet-ckpt-dir=" + ckpt_dir);
+    // The failed attempt's interval and the run's policy (a peer's spec is
+    // taken only within these bounds and words).
+    if (long long hb = num("heartbeat"); hb > 0 && hb <= 86400) argv.push_back("--shardnet-heartbeat=" + std::to_string(hb));
+    if (const std::string rq = str("requeue"); rq == "federated" || rq == "local" || rq == "off") argv.push_back("--shardnet-requeue=" + rq);
     if (!workdir.empty()) argv.push_back("--chdir=" + workdir);
     if (!output.empty()) argv.push_back("--output=" + output);
     std::string out;

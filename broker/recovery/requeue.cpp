@@ -76,6 +76,7 @@ void Service::requeue(const Fault &fault, int tries) {
         if (!fresh) return;  // another worker of this attempt decided already
 
         json::object ev{{"decision", id}, {"from_cluster", fault.state.cluster}, {"excluded", bad}, {"old_job", fault.state.job}};
+        long long recover_nodes = 0;   // RECOVERING: the new attempt's nodes, kept across a restart
         auto record = [&](const std::string &state, long long new_job, const std::string &kind, const std::string &cause,
                           std::optional<RunState> run_state = std::nullopt) {
             return store_wait([&] {
@@ -84,6 +85,7 @@ void Service::requeue(const Fault &fault, int tries) {
                         store_->apply_decision(id, state, new_job);
                         event(fault.run, kind, cause, json::serialize(ev), wall_now());
                         if (run_state) store_state(fault.run, *run_state, fault.attempt, wall_now());
+                        if (run_state == RunState::recovering) store_->set_recovering(fault.run, to, recover_nodes);
                     });
                 } catch (const std::exception &e) {
                     log_warn("requeue decision " + id + " (" + state + ") not written", fault.run, e.what());
@@ -104,6 +106,10 @@ void Service::requeue(const Fault &fault, int tries) {
         json::error_code ec;
         json::value sv = json::parse(spec_row->spec, ec);
         json::object spec = !ec && sv.is_object() ? sv.as_object() : json::object{};
+        // The next attempt heartbeats as this one did and keeps the run's
+        // requeue policy (its job's --shardnet options are not in the spec Slurm gives).
+        if (fault.state.interval > 0) spec["heartbeat"] = fault.state.interval;
+        spec["requeue"] = policy;
         // 3. Requirements: the run's manifest, nodes as the failed job had.
         Requirements req;
         json::value mv = json::parse(manifest.empty() ? "{}" : manifest, ec);
@@ -193,6 +199,7 @@ void Service::requeue(const Fault &fault, int tries) {
             return;
         }
         ev["new_job"] = new_job;
+        recover_nodes = (long long)p.nodes.size();
         record_attempt(fault.run, to, p.cluster, new_job);
         const std::string matched = req.needs_hardware() ? " (" + std::string(req.accel_class.empty() ? "" : "class, ") +
                                     (req.fabric.empty() ? "" : "fabric, ") + (req.memory_gb > 0 ? "memory, " : "") + "shape matched)" : "";
@@ -235,6 +242,7 @@ void Service::check_recovered(const std::string &run, long long attempt, double 
         try {
             transact([&] {
                 store_state(run, RunState::running, attempt, now);
+                store_->set_recovering(run, 0, 0);
                 event(run, "RECOVERED", "attempt " + std::to_string(attempt) + " heartbeats from all " + std::to_string(up) + " node(s)",
                       json::serialize(json::object{{"attempt", attempt}, {"nodes", up}}), now);
             });

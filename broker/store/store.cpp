@@ -43,13 +43,31 @@ const char *const kMigrations[] = {
     // 5: a run's newest sealed checkpoint is one index step, however long
     // its history (a seal names its parent; a requeue resumes from it).
     R"(CREATE INDEX checkpoints_run_sealed ON checkpoints (run, sealed_at);)",
+    // 6: a RECOVERING run waits for attempt recover_to's heartbeats from
+    // recover_nodes nodes; kept, so that a broker restarted meanwhile still
+    // ends the wait with RECOVERED (0: not waiting here, e.g. a decision at a peer).
+    R"(ALTER TABLE runs ADD COLUMN recover_to INTEGER NOT NULL DEFAULT 0;
+       ALTER TABLE runs ADD COLUMN recover_nodes INTEGER NOT NULL DEFAULT 0;)",
+    // 7: where the run may be requeued (--shardnet-requeue, from its first
+    // job's heartbeats): a restarted broker honours off and local too.
+    R"(ALTER TABLE runs ADD COLUMN requeue TEXT NOT NULL DEFAULT 'federated';)",
+    // 8: enough of each worker to watch it again after a restart: its
+    // interval, whether it ended (or faulted already), whether it is a
+    // node of an allocation without a worker yet (watch only).
+    R"(ALTER TABLE workers ADD COLUMN interval INTEGER NOT NULL DEFAULT 0;
+       ALTER TABLE workers ADD COLUMN ended INTEGER NOT NULL DEFAULT 0;
+       ALTER TABLE workers ADD COLUMN watch_only INTEGER NOT NULL DEFAULT 0;
+       ALTER TABLE workers ADD COLUMN cluster TEXT NOT NULL DEFAULT '';
+       ALTER TABLE workers ADD COLUMN job INTEGER NOT NULL DEFAULT 0;)",
 };
 
 struct Sql { const char *name; const char *text; };
 const Sql kStatements[] = {
-    {"load_runs", "SELECT id, owner, state, attempt, manifest, world_size, created, updated, owner_uid FROM runs"},
-    {"insert_run", "INSERT INTO runs (id, owner, state, attempt, manifest, world_size, created, updated, owner_uid) "
-                   "VALUES (?,?,?,?,?,?,?,?,?)"},
+    {"load_runs", "SELECT id, owner, state, attempt, manifest, world_size, created, updated, owner_uid, recover_to, recover_nodes, requeue FROM runs"},
+    {"set_requeue", "UPDATE runs SET requeue = ? WHERE id = ?"},
+    {"set_recovering", "UPDATE runs SET recover_to = ?, recover_nodes = ? WHERE id = ?"},
+    {"insert_run", "INSERT INTO runs (id, owner, state, attempt, manifest, world_size, created, updated, owner_uid, requeue) "
+                   "VALUES (?,?,?,?,?,?,?,?,?,?)"},
     {"set_owner", "UPDATE runs SET owner = ?, owner_uid = ? WHERE id = ?"},
     {"upsert_attempt", "INSERT INTO attempts (run, attempt, cluster, job, world) VALUES (?,?,?,?,?) "
                        "ON CONFLICT (run, attempt) DO UPDATE SET cluster = excluded.cluster, job = excluded.job, world = excluded.world"},
@@ -66,9 +84,12 @@ const Sql kStatements[] = {
     {"seal", "INSERT INTO checkpoints (run, name, attempt, ranks, parent, sealed_at) VALUES (?,?,?,?,?,?)"},
     {"list_checkpoints", "SELECT run, name, attempt, ranks, parent, sealed_at FROM checkpoints WHERE run = ? ORDER BY sealed_at"},
     {"last_checkpoint", "SELECT name FROM checkpoints WHERE run = ? ORDER BY sealed_at DESC LIMIT 1"},
-    {"upsert_worker", "INSERT INTO workers (run, attempt, node, ranks, last_seen, last_step) VALUES (?,?,?,?,?,?) "
+    {"upsert_worker", "INSERT INTO workers (run, attempt, node, ranks, last_seen, last_step, interval, ended, watch_only, cluster, job) "
+                      "VALUES (?,?,?,?,?,?,?,?,?,?,?) "
                       "ON CONFLICT (run, attempt, node) DO UPDATE SET ranks = excluded.ranks, "
-                      "last_seen = excluded.last_seen, last_step = excluded.last_step"},
+                      "last_seen = excluded.last_seen, last_step = excluded.last_step, interval = excluded.interval, "
+                      "ended = excluded.ended, watch_only = excluded.watch_only, cluster = excluded.cluster, job = excluded.job"},
+    {"load_workers", "SELECT run, attempt, node, interval, watch_only, cluster, job FROM workers WHERE ended = 0 AND interval > 0"},
     {"insert_decision", "INSERT OR IGNORE INTO decisions (id, run, from_attempt, to_attempt, cluster, exclude, old_job, state, created) "
                         "VALUES (?,?,?,?,?,?,?,'written',?)"},
     {"apply_decision", "UPDATE decisions SET state = ?, new_job = ? WHERE id = ?"},
@@ -237,8 +258,15 @@ std::vector<RunRow> Store::load_runs() {
     while (row(s))
         out.push_back(RunRow{col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 4), sqlite3_column_int64(s, 3),
                              sqlite3_column_int64(s, 5), sqlite3_column_double(s, 6), sqlite3_column_double(s, 7),
-                             sqlite3_column_int64(s, 8)});
+                             sqlite3_column_int64(s, 8), sqlite3_column_int64(s, 9), sqlite3_column_int64(s, 10), col_text(s, 11)});
     return out;
+}
+
+void Store::set_recovering(const std::string &id, long long attempt, long long nodes) {
+    auto *s = stmt("set_recovering");
+    Done done{s};
+    Binder(s).integer(attempt).integer(nodes).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating run " + id, rc);
 }
 
 void Store::set_run_owner(const std::string &id, const std::string &owner, long long owner_uid) {
@@ -271,8 +299,15 @@ void Store::insert_run(const RunRow &r) {
     auto *s = stmt("insert_run");
     Done done{s};
     Binder(s).text(r.id).text(r.owner).text(r.state).integer(r.attempt).text(r.manifest).integer(r.world_size)
-        .real(r.created).real(r.updated).integer(r.owner_uid);
+        .real(r.created).real(r.updated).integer(r.owner_uid).text(r.requeue);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("inserting run " + r.id, rc);
+}
+
+void Store::set_requeue(const std::string &id, const std::string &requeue) {
+    auto *s = stmt("set_requeue");
+    Done done{s};
+    Binder(s).text(requeue).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating run " + id, rc);
 }
 
 void Store::update_run(const std::string &id, const std::string &state, long long attempt, double now) {
@@ -363,11 +398,24 @@ std::vector<CheckpointRow> Store::list_checkpoints(const std::string &run) {
 }
 
 void Store::upsert_worker(const std::string &run, long long attempt, const std::string &node, const std::string &ranks,
-                          double last_seen, long long last_step) {
+                          double last_seen, long long last_step, long long interval, bool ended, bool watch_only,
+                          const std::string &cluster, long long job) {
     auto *s = stmt("upsert_worker");
     Done done{s};
-    Binder(s).text(run).integer(attempt).text(node).text(ranks).real(last_seen).integer(last_step);
+    Binder(s).text(run).integer(attempt).text(node).text(ranks).real(last_seen).integer(last_step).integer(interval)
+        .integer(ended ? 1 : 0).integer(watch_only ? 1 : 0).text(cluster).integer(job);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing worker summary", rc);
+}
+
+std::vector<Store::WorkerRow> Store::load_workers() {
+    auto *s = stmt("load_workers");
+    Done done{s};
+    Binder b(s);
+    std::vector<WorkerRow> out;
+    while (sqlite3_step(s) == SQLITE_ROW)
+        out.push_back(WorkerRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), sqlite3_column_int64(s, 3),
+                                sqlite3_column_int64(s, 4) != 0, col_text(s, 5), sqlite3_column_int64(s, 6)});
+    return out;
 }
 
 bool Store::insert_decision(const std::string &id, const std::string &run, long long from, long long to,

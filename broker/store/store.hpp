@@ -22,6 +22,8 @@ struct RunRow {
     long long world_size = 0;
     double created = 0, updated = 0;
     long long owner_uid = -1;   // -1: not known yet
+    long long recover_to = 0, recover_nodes = 0;   // RECOVERING here: the new attempt and its nodes
+    std::string requeue = "federated";             // federated, local or off
 };
 
 struct EventRow {
@@ -64,7 +66,19 @@ public:
     // The run's newest sealed checkpoint's name ("" when none).
     std::string last_checkpoint(const std::string &run);
     void upsert_worker(const std::string &run, long long attempt, const std::string &node, const std::string &ranks,
-                       double last_seen, long long last_step);
+                       double last_seen, long long last_step, long long interval = 0, bool ended = false, bool watch_only = false,
+                       const std::string &cluster = "", long long job = 0);
+    // Workers that had not ended (nor faulted) at the last summary.
+    struct WorkerRow {
+        std::string run;
+        long long attempt = 0;
+        std::string node;
+        long long interval = 0;
+        bool watch_only = false;
+        std::string cluster;
+        long long job = 0;
+    };
+    std::vector<WorkerRow> load_workers();
     std::string integrity_check();
     // A requeue decision, written before it is acted on. False when a
     // decision with this id exists already (it is applied at most once).
@@ -89,6 +103,10 @@ public:
     void finish_received(const std::string &id, const std::string &state, const std::string &result);
     void update_manifest(const std::string &run, const std::string &manifest, const std::string &owner);
     void set_run_owner(const std::string &id, const std::string &owner, long long owner_uid);
+    // A RECOVERING run's wait: the attempt that must heartbeat, from how
+    // many nodes (0, 0: no wait here).
+    void set_recovering(const std::string &id, long long attempt, long long nodes);
+    void set_requeue(const std::string &id, const std::string &requeue);
     // The job that runs an attempt, as this broker recorded it (the first
     // job of attempt 1; the job it submitted for every later one).
     struct AttemptRow { std::string run; long long attempt = 0; std::string cluster; long long job = 0, world = 0; };

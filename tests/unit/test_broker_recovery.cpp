@@ -80,6 +80,9 @@ TEST_CASE("a dead node: the same cluster without it, as the job's owner, then RE
     CHECK(has(s.argv, "--shardnet-resume=latest"));
     CHECK(has(s.argv, "--export=ALL,SHARDNET_ATTEMPT=2"));
     CHECK(has(s.argv, "--ntasks=2"));
+    // Attempt 2 keeps attempt 1's interval and the run's policy.
+    CHECK(has(s.argv, "--shardnet-heartbeat=1"));
+    CHECK(has(s.argv, "--shardnet-requeue=federated"));
     REQUIRE(scancel.size() == 1);
     CHECK(scancel[0].argv == std::vector<std::string>{"scancel", "7"});
 
@@ -98,6 +101,144 @@ TEST_CASE("a dead node: the same cluster without it, as the job's owner, then RE
     CHECK(f.events("r1").find("RECOVERED: attempt 2 heartbeats from all 2 node(s)") != std::string::npos);
     // The old attempt is fenced.
     CHECK(f.beat("r1", 1, "n1", "0", "c1", 7) == 409);
+}
+
+TEST_CASE("a broker restarted while a run is RECOVERING still ends the wait with RECOVERED") {
+    // kill -9 between the new attempt's submission and its heartbeats
+    // (tests/integration/t0370-broker-kill9.sh found it): the wait was in
+    // memory only, so the run stayed RECOVERING for good.
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    f.svc.reset();   // the broker stops; its database stays
+    f.start();
+    CHECK(f.state("r1") == "RECOVERING");
+    REQUIRE(f.beat("r1", 2, "n3", "batch", "c1", 100) == 204);
+    REQUIRE(f.beat("r1", 2, "n3", "0", "c1", 100) == 204);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(f.state("r1") == "RECOVERING");   // still every node of attempt 2, not one
+    REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("RECOVERED: attempt 2 heartbeats from all 2 node(s)") != std::string::npos);
+    // Once: a later restart and heartbeat write no second RECOVERED.
+    f.svc.reset();
+    f.start();
+    REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::string after = f.events("r1");
+    CHECK(after.find("RECOVERED") == after.rfind("RECOVERED"));
+}
+
+TEST_CASE("a restarted broker keeps a run's requeue policy: off stays off") {
+    // The policy was in memory only: after a restart every run read as
+    // federated, and a FAULT requeued a run its user had asked not to.
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        FakeSlurm::Job j;
+        j.id = 7;
+        j.nodes = "n1";
+        j.batch_host = "n1";
+        j.node_count = 1;
+        j.tasks = 1;
+        f.slurm->jobs[kConf][7] = j;
+        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n3", "IDLE"}};
+    }
+    REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7, "off") == 204);
+    f.svc.reset();
+    f.start();   // a fresh fake Slurm: the same job, n1 now dead
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        FakeSlurm::Job j;
+        j.id = 7;
+        j.nodes = "n1";
+        j.batch_host = "n1";
+        j.node_count = 1;
+        j.tasks = 1;
+        f.slurm->jobs[kConf][7] = j;
+        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n3", "IDLE"}};
+    }
+    REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7, "off") == 204);
+    kill_node(f, "n1");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(f.state("r1") == "DEGRADED");
+    for (const auto &c : f.slurm->changes()) CHECK(c.argv[0] != "sbatch");
+    CHECK(f.events("r1").find("PLACEMENT") == std::string::npos);
+}
+
+TEST_CASE("a worker that dies while its broker is down is still a FAULT after the restart") {
+    // Workers were in memory only: a 1-node job whose node died while the
+    // broker was restarting was never heard of again (no heartbeat, no
+    // deadline), and its run stayed RUNNING (t0370-broker-kill9 found it).
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    f.svc->summarise();
+    f.svc->drain();
+    f.svc.reset();
+    f.start();   // a fresh fake Slurm: job 7 runs, n2 is dead, nobody reports
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        FakeSlurm::Job j;
+        j.id = 7;
+        j.nodes = "n1,n2";
+        j.batch_host = "n1";
+        j.node_count = 2;
+        j.tasks = 2;
+        f.slurm->jobs[kConf][7] = j;
+        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}};
+    }
+    kill_node(f, "n2");
+    f.tick_ahead(1);   // within the deadline counted from the restart: nothing yet
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(f.events("r1").find("FAULT") == std::string::npos);
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("FAULT: worker n2/0 missed heartbeats") != std::string::npos; }));
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+}
+
+TEST_CASE("restored workers that report on: no FAULT after a restart; ended ones are not restored") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    REQUIRE(f.call("POST", "/v1/heartbeats", R"({"run":"r1","attempt":1,"node":"n2","step":"0","cluster":"c1","job":7,"interval":1,"state":"ended","ranks":[{"rank":1,"step":3}]})").status == 204);
+    f.svc->summarise();
+    f.svc->drain();
+    f.svc.reset();
+    f.start();
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        FakeSlurm::Job j;
+        j.id = 7;
+        j.nodes = "n1,n2";
+        j.batch_host = "n1";
+        j.node_count = 2;
+        j.tasks = 2;
+        f.slurm->jobs[kConf][7] = j;
+        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}};
+    }
+    for (int i = 1; i <= 3; ++i) {   // n1 reports on; n2's step ended before the restart
+        REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+        REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
+        f.svc->tick(wall_now() + 2.5 * i);
+    }
+    f.svc->tick(wall_now() + 2.5);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(f.state("r1") == "RUNNING");
+    CHECK(f.events("r1").find("FAULT") == std::string::npos);
+    const std::string run = f.call("GET", "/v1/runs/r1").body;
+    INFO(run);
+    CHECK(run.find("\"n2/0\"") == std::string::npos);
 }
 
 TEST_CASE("a silent worker on a healthy node is suspected, not a FAULT, until a second deadline") {
