@@ -16,19 +16,22 @@ namespace {
 
 const std::string kConf = "/fake/c1.conf";
 
+// Job 7 of the test user on nodes (batch host the first), one task per
+// node, and the cluster's node states.
+void put_job(ServiceFixture &f, const std::string &nodes, std::map<std::string, std::string> states) {
+    std::lock_guard<std::mutex> lock(f.slurm->mu);
+    FakeSlurm::Job j;
+    j.id = 7;
+    j.nodes = nodes;
+    j.batch_host = nodes.substr(0, nodes.find(','));
+    j.node_count = j.tasks = 1 + (long long)std::count(nodes.begin(), nodes.end(), ',');
+    f.slurm->jobs[kConf][7] = j;
+    f.slurm->nodes[kConf] = std::move(states);
+}
+
 // Job 7 on n1,n2 of cluster c1 (n3, n4 idle), its workers reporting.
 void running_job(ServiceFixture &f) {
-    {
-        std::lock_guard<std::mutex> lock(f.slurm->mu);
-        FakeSlurm::Job j;
-        j.id = 7;
-        j.nodes = "n1,n2";
-        j.batch_host = "n1";
-        j.node_count = 2;
-        j.tasks = 2;
-        f.slurm->jobs[kConf][7] = j;
-        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}};
-    }
+    put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}});
     REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
     REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
     REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
@@ -139,31 +142,11 @@ TEST_CASE("a restarted broker keeps a run's requeue policy: off stays off") {
     // federated, and a FAULT requeued a run its user had asked not to.
     ServiceFixture f({{"c1", kConf}});
     f.start();
-    {
-        std::lock_guard<std::mutex> lock(f.slurm->mu);
-        FakeSlurm::Job j;
-        j.id = 7;
-        j.nodes = "n1";
-        j.batch_host = "n1";
-        j.node_count = 1;
-        j.tasks = 1;
-        f.slurm->jobs[kConf][7] = j;
-        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n3", "IDLE"}};
-    }
+    put_job(f, "n1", {{"n1", "ALLOCATED"}, {"n3", "IDLE"}});
     REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7, "off") == 204);
     f.svc.reset();
     f.start();   // a fresh fake Slurm: the same job, n1 now dead
-    {
-        std::lock_guard<std::mutex> lock(f.slurm->mu);
-        FakeSlurm::Job j;
-        j.id = 7;
-        j.nodes = "n1";
-        j.batch_host = "n1";
-        j.node_count = 1;
-        j.tasks = 1;
-        f.slurm->jobs[kConf][7] = j;
-        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n3", "IDLE"}};
-    }
+    put_job(f, "n1", {{"n1", "ALLOCATED"}, {"n3", "IDLE"}});
     REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7, "off") == 204);
     kill_node(f, "n1");
     f.tick_ahead(10);
@@ -185,17 +168,7 @@ TEST_CASE("a worker that dies while its broker is down is still a FAULT after th
     f.svc->drain();
     f.svc.reset();
     f.start();   // a fresh fake Slurm: job 7 runs, n2 is dead, nobody reports
-    {
-        std::lock_guard<std::mutex> lock(f.slurm->mu);
-        FakeSlurm::Job j;
-        j.id = 7;
-        j.nodes = "n1,n2";
-        j.batch_host = "n1";
-        j.node_count = 2;
-        j.tasks = 2;
-        f.slurm->jobs[kConf][7] = j;
-        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}};
-    }
+    put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}});
     kill_node(f, "n2");
     f.tick_ahead(1);   // within the deadline counted from the restart: nothing yet
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -216,17 +189,7 @@ TEST_CASE("restored workers that report on: no FAULT after a restart; ended ones
     f.svc->drain();
     f.svc.reset();
     f.start();
-    {
-        std::lock_guard<std::mutex> lock(f.slurm->mu);
-        FakeSlurm::Job j;
-        j.id = 7;
-        j.nodes = "n1,n2";
-        j.batch_host = "n1";
-        j.node_count = 2;
-        j.tasks = 2;
-        f.slurm->jobs[kConf][7] = j;
-        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}};
-    }
+    put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}});
     for (int i = 1; i <= 3; ++i) {   // n1 reports on; n2's step ended before the restart
         REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
         REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
@@ -256,13 +219,7 @@ TEST_CASE("a silent worker on a healthy node is suspected, not a FAULT, until a 
 TEST_CASE("requeue=off: a FAULT and no new job") {
     ServiceFixture f({{"c1", kConf}});
     f.start();
-    {
-        std::lock_guard<std::mutex> lock(f.slurm->mu);
-        FakeSlurm::Job j;
-        j.id = 7, j.nodes = "n1", j.batch_host = "n1";
-        f.slurm->jobs[kConf][7] = j;
-        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n3", "IDLE"}};
-    }
+    put_job(f, "n1", {{"n1", "ALLOCATED"}, {"n3", "IDLE"}});
     REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7, "off") == 204);
     kill_node(f, "n1");
     f.tick_ahead(10);
