@@ -25,7 +25,10 @@ for n in alpha1 alpha2 beta1 beta2; do
         "https://127.0.0.1:$(fed_port $b)/v1/nodes" > /dev/null
 done
 echo "probed the nodes into their brokers: $("$BUILD/hwloc-probe/shardnet-probe" --slurm-node --host beta1)"
-mkdir -p "$WORK/example"; cp "$TOP/etc/examples/pytorch/train.py" "$WORK/example/"; chmod -R a+rX "$WORK/example"
+# The example imports the trainer library (python/shardnet): beside it, as
+# `make install` would put it where /usr/bin/python3 looks.
+mkdir -p "$WORK/example"; cp "$TOP/etc/examples/pytorch/train.py" "$WORK/example/"; cp -r "$TOP/python/shardnet" "$WORK/example/"
+chmod -R a+rX "$WORK/example"
 sed "s|/opt/shardnet/examples/pytorch|$WORK/example|" "$TOP/etc/examples/pytorch/spec.yaml" > "$WORK/spec.yaml"; chmod 644 "$WORK/spec.yaml"
 echo; echo "== shard capacity"; shard capacity
 CK=$TEST_HOME/.shardnet/checkpoints
