@@ -71,6 +71,19 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     // sent again: the peer applies each id at most once.
     // A forwarder that threw starts over (after its 200 ms wait), rather
     // than leave the decisions unsent.
+    // Requeue decisions written but never acted on (a stop between the two)
+    // are taken up again: requeue() finds a job already submitted for one
+    // by its nonce, and submits only where there is none.
+    for (const auto &d : store_->written_decisions()) {
+        auto it = runs_.find(d.run);
+        if (it == runs_.end() || it->second.attempt != d.from_attempt || it->second.state != RunState::degraded) continue;
+        Fault f{d.run, d.exclude, d.from_attempt, "(decision " + d.id + " taken up after a restart)", WorkerState{}, FaultKind::silent};
+        f.state.attempt = d.from_attempt;
+        f.state.cluster = d.cluster;
+        f.state.job = d.old_job;
+        log_warn("requeue decision taken up again at start", d.run, d.id);
+        requeue(f);
+    }
     if (!cfg_.peers.empty())
         forwarder_ = std::thread([this] {
             while (!guarded("forwarder", [this] { forward_loop(); })) {}

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "broker/service.hpp"
+#include "broker/slurm/slurm_job.hpp"
 #include "broker/api/api_util.hpp"
 #include "broker/slurm/slurm_view.hpp"
 
@@ -40,13 +41,15 @@ void Service::requeue(const Fault &fault, int tries) {
         const long long to = fault.attempt + 1;
         const std::string id = cfg_.broker_name + ":" + fault.run + "/attempt-" + std::to_string(to);
         const double now = wall_now();
-        // 1. The decision, durable, before any action.
+        // 1. The decision, durable, before any action, with the nonce its
+        // job's comment will carry.
+        std::string nonce = detail::random_id().substr(4);
         std::string store_error;
         const bool fresh = store_wait([&] {
             bool inserted = false;
             try {
                 store_->transaction([&] {
-                    inserted = store_->insert_decision(id, fault.run, fault.attempt, to, fault.state.cluster, bad, fault.state.job, now);
+                    inserted = store_->insert_decision(id, fault.run, fault.attempt, to, fault.state.cluster, bad, fault.state.job, now, nonce);
                 });
             } catch (const std::exception &e) {
                 store_error = e.what();
@@ -73,7 +76,17 @@ void Service::requeue(const Fault &fault, int tries) {
             if (tries < 600) retry_later(1.0, "requeue retry", [this, fault, tries] { requeue(fault, tries + 1); });
             return;
         }
-        if (!fresh) return;  // another worker of this attempt decided already
+        // Decided already (another worker of this attempt, before): done,
+        // unless the broker stopped between writing it and acting on it. It
+        // is then taken up again; a job with its nonce is the one it made.
+        bool resumed = false;
+        if (!fresh) {
+            auto d = store_wait([&] { return store_->get_decision(id); });
+            if (!d || d->first != "written") return;
+            nonce = d->second;
+            resumed = true;
+            log_warn("requeue decision " + id + " taken up again (the broker stopped before it was applied)", fault.run, "");
+        }
 
         json::object ev{{"decision", id}, {"from_cluster", fault.state.cluster}, {"excluded", bad}, {"old_job", fault.state.job}};
         long long recover_nodes = 0;   // RECOVERING: the new attempt's nodes, kept across a restart
@@ -106,6 +119,34 @@ void Service::requeue(const Fault &fault, int tries) {
         json::error_code ec;
         json::value sv = json::parse(spec_row->spec, ec);
         json::object spec = !ec && sv.is_object() ? sv.as_object() : json::object{};
+        const std::string comment = nonce.empty() ? id : id + ":" + nonce;
+        const long long spec_uid = spec.if_contains("uid") && spec.at("uid").is_int64() ? spec.at("uid").as_int64() : -1;
+        const long long spec_nodes = spec.if_contains("nodes") && spec.at("nodes").is_int64() ? spec.at("nodes").as_int64() : 1;
+        // A decision taken up again: its job may run already (sbatch, then
+        // the stop). Slurm knows: a job of the owner with the nonce.
+        if (resumed && !nonce.empty())
+            for (const auto &[name, conf] : cfg_.clusters) {
+                std::string out;
+                if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) continue;
+                const long long job = submitted_for(out, "shardnet-decision:" + comment, spec_uid);
+                if (job <= 0) continue;
+                std::string ignored;   // the old attempt ends, as when it was submitted
+                slurm_->change(cfg_.clusters.at(fault.state.cluster), {"scancel", std::to_string(fault.state.job)}, ignored);
+                ev["target"] = name;
+                ev["new_job"] = job;
+                ev["resumed"] = true;
+                recover_nodes = spec_nodes;
+                record_attempt(fault.run, to, name, job);
+                const bool written = record("applied", job, "RECOVERING", "attempt " + std::to_string(to) + " runs as job " +
+                                            std::to_string(job) + " on " + name + ", submitted before the broker stopped",
+                                            RunState::recovering);
+                std::unique_lock lock(runs_mu_);
+                if (auto it = runs_.find(fault.run); it != runs_.end() && written && set_state(fault.run, it->second, RunState::recovering)) {
+                    it->second.expected_nodes = recover_nodes;
+                    it->second.recover_to = to;
+                }
+                return;
+            }
         // The next attempt heartbeats as this one did and keeps the run's
         // requeue policy (its job's --shardnet options are not in the spec Slurm gives).
         if (fault.state.interval > 0) spec["heartbeat"] = fault.state.interval;
@@ -190,7 +231,7 @@ void Service::requeue(const Fault &fault, int tries) {
         }
         cancel_old();
         std::string err;
-        const long long new_job = submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p.nodes, id, as, err);
+        const long long new_job = submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p.nodes, comment, as, err);
         ev["target"] = p.cluster;
         ev["nodes"] = json::value_from(p.nodes);
         ev["fabric"] = p.fabric;

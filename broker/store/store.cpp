@@ -59,6 +59,9 @@ const char *const kMigrations[] = {
        ALTER TABLE workers ADD COLUMN watch_only INTEGER NOT NULL DEFAULT 0;
        ALTER TABLE workers ADD COLUMN cluster TEXT NOT NULL DEFAULT '';
        ALTER TABLE workers ADD COLUMN job INTEGER NOT NULL DEFAULT 0;)",
+    // 9: a local decision's nonce, in its job's comment: after a crash
+    // between sbatch and 'applied', only a job with it is the decision's.
+    R"(ALTER TABLE decisions ADD COLUMN nonce TEXT NOT NULL DEFAULT '';)",
 };
 
 struct Sql { const char *name; const char *text; };
@@ -90,8 +93,10 @@ const Sql kStatements[] = {
                       "last_seen = excluded.last_seen, last_step = excluded.last_step, interval = excluded.interval, "
                       "ended = excluded.ended, watch_only = excluded.watch_only, cluster = excluded.cluster, job = excluded.job"},
     {"load_workers", "SELECT run, attempt, node, interval, watch_only, cluster, job FROM workers WHERE ended = 0 AND interval > 0"},
-    {"insert_decision", "INSERT OR IGNORE INTO decisions (id, run, from_attempt, to_attempt, cluster, exclude, old_job, state, created) "
-                        "VALUES (?,?,?,?,?,?,?,'written',?)"},
+    {"insert_decision", "INSERT OR IGNORE INTO decisions (id, run, from_attempt, to_attempt, cluster, exclude, old_job, state, created, nonce) "
+                        "VALUES (?,?,?,?,?,?,?,'written',?,?)"},
+    {"get_decision", "SELECT state, nonce FROM decisions WHERE id = ?"},
+    {"written_decisions", "SELECT id, run, from_attempt, cluster, exclude, old_job FROM decisions WHERE state = 'written' ORDER BY created"},
     {"apply_decision", "UPDATE decisions SET state = ?, new_job = ? WHERE id = ?"},
     {"forward_decision", "UPDATE decisions SET state = 'forwarding', peer = ?, payload = ? WHERE id = ?"},
     {"forwarding_decisions", "SELECT id, run, peer, payload FROM decisions WHERE state = 'forwarding' ORDER BY created"},
@@ -419,12 +424,32 @@ std::vector<Store::WorkerRow> Store::load_workers() {
 }
 
 bool Store::insert_decision(const std::string &id, const std::string &run, long long from, long long to,
-                            const std::string &cluster, const std::string &exclude, long long old_job, double now) {
+                            const std::string &cluster, const std::string &exclude, long long old_job, double now,
+                            const std::string &nonce) {
     auto *s = stmt("insert_decision");
     Done done{s};
-    Binder(s).text(id).text(run).integer(from).integer(to).text(cluster).text(exclude).integer(old_job).real(now);
+    Binder(s).text(id).text(run).integer(from).integer(to).text(cluster).text(exclude).integer(old_job).real(now).text(nonce);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("writing decision " + id, rc);
     return sqlite3_changes(db_) == 1;
+}
+
+std::optional<std::pair<std::string, std::string>> Store::get_decision(const std::string &id) {
+    auto *s = stmt("get_decision");
+    Done done{s};
+    Binder(s).text(id);
+    if (!row(s)) return std::nullopt;
+    return std::make_pair(col_text(s, 0), col_text(s, 1));
+}
+
+std::vector<Store::WrittenDecision> Store::written_decisions() {
+    auto *s = stmt("written_decisions");
+    Done done{s};
+    Binder b(s);
+    std::vector<WrittenDecision> out;
+    while (row(s))
+        out.push_back(WrittenDecision{col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), col_text(s, 3), col_text(s, 4),
+                                      sqlite3_column_int64(s, 5)});
+    return out;
 }
 
 void Store::apply_decision(const std::string &id, const std::string &state, long long new_job) {

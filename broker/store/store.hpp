@@ -82,8 +82,15 @@ public:
     std::string integrity_check();
     // A requeue decision, written before it is acted on. False when a
     // decision with this id exists already (it is applied at most once).
+    // nonce goes into the comment of the job the decision submits.
     bool insert_decision(const std::string &id, const std::string &run, long long from, long long to,
-                         const std::string &cluster, const std::string &exclude, long long old_job, double now);
+                         const std::string &cluster, const std::string &exclude, long long old_job, double now,
+                         const std::string &nonce = "");
+    // Local decisions written but never acted on (the broker stopped): taken up at start.
+    struct WrittenDecision { std::string id, run; long long from_attempt; std::string cluster, exclude; long long old_job; };
+    std::vector<WrittenDecision> written_decisions();
+    // A decision's state ('written' until acted on) and nonce, or none.
+    std::optional<std::pair<std::string, std::string>> get_decision(const std::string &id);
     void apply_decision(const std::string &id, const std::string &state, long long new_job);
     // A decision handed to a peer broker: kept 'forwarding' with what was
     // sent until the peer acknowledges it (then apply_decision 'delivered').

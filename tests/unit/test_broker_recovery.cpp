@@ -307,3 +307,50 @@ TEST_CASE("a store failure while the FAULT is written: retried until written, th
     CHECK(ev.find("FAULT: worker n2/0") == ev.rfind("FAULT: worker n2/0"));
     CHECK(f.slurm->count("sbatch") == 1);
 }
+
+TEST_CASE("a broker stopped between sbatch and 'applied': the decision is taken up again, its job found by nonce, none submitted twice") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    // The stop, as the store sees it: the job is submitted, 'applied' never written.
+    exec_sql(f.cfg.database, "CREATE TRIGGER stop_here BEFORE UPDATE ON decisions WHEN NEW.state = 'applied' "
+                             "BEGIN SELECT RAISE(ABORT, 'the broker stopped'); END;");
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }));
+    std::string comment;
+    for (const auto &c : f.slurm->changes())
+        for (const auto &a : c.argv)
+            if (a.rfind("--comment=", 0) == 0) comment = a.substr(10);
+    INFO(comment);
+    REQUIRE(comment.rfind("shardnet-decision:alpha:r1/attempt-2:", 0) == 0);   // the decision's id and its nonce
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(f.state("r1") == "DEGRADED");
+    f.svc->summarise();
+    f.svc->drain();
+    f.svc.reset();
+    exec_sql(f.cfg.database, "DROP TRIGGER stop_here;");
+
+    // Slurm as it is now: job 100 (attempt 2) runs, n2 is dead; and a job
+    // with the decision's id but not its nonce (a user can set any comment).
+    f.start([&](FakeSlurm &fs) {
+        FakeSlurm::Job old, fresh, fake;
+        old.id = 7, old.nodes = "n1,n2", old.batch_host = "n1", old.node_count = 2, old.tasks = 2, old.state = "CANCELLED";
+        fresh.id = 100, fresh.nodes = "n3,n4", fresh.batch_host = "n3", fresh.node_count = 2, fresh.tasks = 2, fresh.comment = comment;
+        fake.id = 150, fake.nodes = "n1", fake.comment = "shardnet-decision:alpha:r1/attempt-2:000000000000";
+        fs.jobs[kConf] = {{7, old}, {100, fresh}, {150, fake}};
+        fs.nodes[kConf] = {{"n1", "IDLE"}, {"n2", "DOWN*"}, {"n3", "ALLOCATED"}, {"n4", "ALLOCATED"}};
+        fs.dead_slurmd.insert("n2");
+        fs.next_job = 200;
+    });
+    // Taken up at start: no new FAULT needed.
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    CHECK(f.slurm->count("sbatch") == 0);   // nothing submitted twice
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("RECOVERING: attempt 2 runs as job 100 on c1, submitted before the broker stopped") != std::string::npos);
+    // Attempt 2's heartbeats recover it.
+    REQUIRE(f.beat("r1", 2, "n3", "0", "c1", 100) == 204);
+    REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+}

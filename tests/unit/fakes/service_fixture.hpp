@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -41,9 +42,12 @@ struct ServiceFixture {
         cfg.min_uid = 1;   // the host's own accounts (daemon, bin) stand in for users
         cfg.slurm_cache_ms = 0;
     }
-    void start() {
+    // setup: the fake cluster's state before the service sees it (a restart
+    // acts on what Slurm says at once).
+    void start(const std::function<void(FakeSlurm &)> &setup = {}) {
         auto s = std::make_unique<FakeSlurm>();
         slurm = s.get();
+        if (setup) setup(*s);
         svc = std::make_unique<Service>(cfg, std::make_unique<Store>(cfg.database), ServicePorts{std::move(s), peers});
     }
     ~ServiceFixture() {
