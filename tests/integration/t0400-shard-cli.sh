@@ -8,10 +8,21 @@ start_federation
 EX=$(cd "$(dirname "$0")/../../etc/examples" && pwd)
 cp "$EX/small.yaml" "$WORK/small.yaml"; chmod 644 "$WORK/small.yaml"
 
-# Capacity, as JSON, against Slurm's own view.
-cap=$(shard capacity --json) || fail "shard capacity failed"
-/usr/bin/python3 - "$cap" "$(slurm alpha sinfo -h -N -t idle -o %N | sort -u | wc -l)" "$(slurm beta sinfo -h -N -t idle -o %N | sort -u | wc -l)" <<'PY' \
-    || fail "capacity does not match the clusters: $cap"
+# Capacity, as JSON, against Slurm's own view. The last test's jobs may
+# still be leaving the nodes, so a reading counts when sinfo says the same
+# before and after it; a capacity that disagrees with a steady sinfo fails.
+# Idle as the broker counts it: state exactly "idle" (not "idle*", a node
+# that stopped answering).
+idle_of() { slurm "$1" sinfo -h -N -o '%N %T' | awk '$2 == "idle" {print $1}' | sort -u | wc -l; }
+idle_counts() { echo "$(idle_of alpha) $(idle_of beta)"; }
+steady=0
+for _ in $(seq 30); do
+    before=$(idle_counts)
+    cap=$(shard capacity --json) || fail "shard capacity failed"
+    after=$(idle_counts)
+    [ "$before" = "$after" ] || { sleep 1; continue; }
+    steady=1
+    /usr/bin/python3 - "$cap" $after <<'PY' || fail "capacity does not match the clusters ($after idle): $cap"
 import json, sys
 v = json.loads(sys.argv[1]); idle = {"alpha": int(sys.argv[2]), "beta": int(sys.argv[3])}
 got = {}
@@ -19,6 +30,9 @@ for r in v["clusters"]:
     got[r["cluster"]] = got.get(r["cluster"], 0) + r["idle_nodes"]
 assert got == idle, (got, idle)
 PY
+    break
+done
+[ $steady = 1 ] || fail "sinfo never held still for one capacity query"
 shard capacity | sed 's/^/  /'
 ok "shard capacity --json matches sinfo on both clusters"
 
