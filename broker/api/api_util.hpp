@@ -24,7 +24,11 @@ namespace json = boost::json;
 std::string sse_message(const EventRow &e);
 
 inline ApiResponse ok_json(unsigned status, const json::value &v) { return ApiResponse{status, json::serialize(v), "application/json"}; }
-inline ApiResponse no_content() { return ApiResponse{204, "", "application/json"}; }
+inline ApiResponse no_content() {
+    ApiResponse r;   // an empty body: nothing to copy
+    r.status = 204;
+    return r;
+}
 
 // Typed field access that names what was wrong.
 struct Fields {

@@ -1,6 +1,7 @@
 #include "broker/api/heartbeat_body.hpp"
 
 #include <boost/json/basic_parser_impl.hpp>
+#include <cstdint>
 #include <cstring>
 
 #include "common/parse_util.hpp"
@@ -18,16 +19,19 @@ enum Key { k_other, k_run, k_node, k_state, k_step, k_cluster, k_requeue, k_atte
 constexpr std::string_view kKeyNames[] = {"", "run", "node", "state", "step", "cluster", "requeue", "attempt", "interval",
                                           "job", "ranks", "checkpointing", "exit", "code", "signal", "ckpt_dir"};
 
+// k's size is N - 1 already: a comparison of known length, inlined.
+template <std::size_t N>
+bool same(std::string_view k, const char (&name)[N]) { return std::memcmp(k.data(), name, N - 1) == 0; }
+
 Key key_of(std::string_view k) {
-    auto is = [k](Key c) { return k == kKeyNames[c]; };
     switch (k.size()) {  // by length first: most keys are then one comparison away
-    case 3: return is(k_run) ? k_run : is(k_job) ? k_job : k_other;
-    case 4: return is(k_node) ? k_node : is(k_step) ? k_step : is(k_exit) ? k_exit : is(k_code) ? k_code : k_other;
-    case 5: return is(k_state) ? k_state : is(k_ranks) ? k_ranks : k_other;
-    case 6: return is(k_signal) ? k_signal : k_other;
-    case 7: return is(k_attempt) ? k_attempt : is(k_cluster) ? k_cluster : is(k_requeue) ? k_requeue : k_other;
-    case 8: return is(k_interval) ? k_interval : is(k_ckpt_dir) ? k_ckpt_dir : k_other;
-    case 13: return is(k_checkpointing) ? k_checkpointing : k_other;
+    case 3: return same(k, "run") ? k_run : same(k, "job") ? k_job : k_other;
+    case 4: return same(k, "node") ? k_node : same(k, "step") ? k_step : same(k, "exit") ? k_exit : same(k, "code") ? k_code : k_other;
+    case 5: return same(k, "state") ? k_state : same(k, "ranks") ? k_ranks : k_other;
+    case 6: return same(k, "signal") ? k_signal : k_other;
+    case 7: return same(k, "attempt") ? k_attempt : same(k, "cluster") ? k_cluster : same(k, "requeue") ? k_requeue : k_other;
+    case 8: return same(k, "interval") ? k_interval : same(k, "ckpt_dir") ? k_ckpt_dir : k_other;
+    case 13: return same(k, "checkpointing") ? k_checkpointing : k_other;
     default: return k_other;
     }
 }
@@ -41,6 +45,7 @@ struct Reader {
     enum Frame { top, ranks_array, rank_object, exit_object, other };
     HeartbeatBody &hb;
     BodyError &err;
+    std::string_view body;   // a string inside it is kept as a view
     // The open objects and arrays, innermost last. The fields read sit at
     // depth 4 at most; a deeper level is counted, not kept (always other).
     static constexpr int kKept = 8;
@@ -50,9 +55,9 @@ struct Reader {
     Key key = k_other;
     bool seen_run = false, seen_attempt = false, seen_node = false, seen_ranks = false, not_object = false;
 
-    Reader(HeartbeatBody &h, BodyError &e) : hb(h), err(e) {}
+    Reader(HeartbeatBody &h, BodyError &e, std::string_view b) : hb(h), err(e), body(b) {}
 
-    void fail(std::string_view field, const std::string &why) {
+    [[gnu::cold, gnu::noinline]] void fail(std::string_view field, const std::string &why) {
         if (err.code.empty()) err = BodyError{"bad_field", std::string(field), std::string(field) + ": " + why};
     }
     Frame parent() const { return depth == 0 || depth > kKept ? other : frames[depth - 1]; }
@@ -74,8 +79,11 @@ struct Reader {
         }
     }
     void bounded(long long v, long long lo, long long hi, long long &dst) {
-        if (v < lo || v > hi) return fail(kKeyNames[key], "expected " + std::to_string(lo) + ".." + std::to_string(hi));
+        if (v < lo || v > hi) return out_of_range(lo, hi);
         dst = v;
+    }
+    [[gnu::cold, gnu::noinline]] void out_of_range(long long lo, long long hi) {
+        fail(kKeyNames[key], "expected " + std::to_string(lo) + ".." + std::to_string(hi));
     }
     void integer(long long v) {
         switch (parent()) {
@@ -83,6 +91,7 @@ struct Reader {
             if (key == k_attempt) { seen_attempt = true; return bounded(v, 1, 1000000, hb.attempt); }
             if (key == k_interval) return bounded(v, 1, 86400, hb.interval);
             if (key == k_job) return bounded(v, 0, 1LL << 40, hb.job);
+            if (key == k_other) return;   // a field the broker does not read
             return wrong_kind();
         case rank_object:
             if (key == k_step && (!hb.top_step || v > *hb.top_step)) hb.top_step = v;
@@ -97,30 +106,67 @@ struct Reader {
     }
     void string_value(std::string_view s) {
         if (parent() != top) return wrong_kind();
-        std::string *dst;
+        std::string_view *dst;
+        int slot;
         switch (key) {
-        case k_run: seen_run = true; dst = &hb.run; break;
-        case k_node: seen_node = true; dst = &hb.node; break;
-        case k_state: dst = &hb.state; break;
-        case k_step: dst = &hb.step; break;
-        case k_cluster: dst = &hb.cluster; break;
-        case k_requeue: dst = &hb.requeue; break;
-        case k_ckpt_dir: dst = &hb.ckpt_dir; break;
+        case k_run: seen_run = true; dst = &hb.run; slot = 0; break;
+        case k_node: seen_node = true; dst = &hb.node; slot = 1; break;
+        case k_state: dst = &hb.state; slot = 2; break;
+        case k_step: dst = &hb.step; slot = 3; break;
+        case k_cluster: dst = &hb.cluster; slot = 4; break;
+        case k_requeue: dst = &hb.requeue; slot = 5; break;
+        case k_ckpt_dir: dst = &hb.ckpt_dir; slot = 6; break;
         default: return wrong_kind();
         }
         // Every string kept is stored, logged or passed on: no control
         // characters (C0, escaped newline or NUL included, and DEL, as
         // has_control_chars), and valid UTF-8, which the parser leaves to us.
-        // One pass for both: the strings are nearly always printable ASCII.
-        unsigned char any = 0;
-        bool control = false;
-        for (unsigned char c : s) {
-            any |= c;
-            control |= (c < 0x20) | (c == 0x7f);
+        if (!plain_ascii(s) && !printable_utf8(s)) return;
+        // A string as written in the body is kept as a view of it; one the
+        // parser decoded (escapes) lives in its own buffer, so it is copied.
+        const auto at = reinterpret_cast<std::uintptr_t>(s.data()), lo = reinterpret_cast<std::uintptr_t>(body.data());
+        if (at >= lo && at - lo <= body.size() && s.size() <= body.size() - (at - lo)) {
+            *dst = s;
+        } else {
+            hb.decoded[slot].assign(s);
+            *dst = hb.decoded[slot];
         }
-        if (control) return fail(kKeyNames[key], "control characters are not allowed");
-        if (any >= 0x80 && !is_valid_utf8(s)) return fail(kKeyNames[key], "not valid UTF-8");
-        dst->assign(s);
+    }
+    // True when every byte is printable ASCII (0x20..0x7e), which nearly
+    // every kept string is: eight bytes at a time, by the word tricks of
+    // "Bit Twiddling Hacks" (hasless for < 0x20; bytes >= 0x7f carry or
+    // have their top bit set).
+    // Short strings are read as two overlapping words.
+    static bool plain_ascii(std::string_view s) {
+        const char *p = s.data();
+        const std::size_t n = s.size();
+        if (n >= 8) {
+            std::uint64_t bad = 0;
+            for (std::size_t i = 0; i + 8 <= n; i += 8) bad |= word_bad(load<std::uint64_t>(p + i));
+            return !((bad | word_bad(load<std::uint64_t>(p + n - 8))) & 0x8080808080808080ull);
+        }
+        if (n >= 4) {
+            const std::uint64_t x = load<std::uint32_t>(p) | std::uint64_t(load<std::uint32_t>(p + n - 4)) << 32;
+            return !(word_bad(x) & 0x8080808080808080ull);
+        }
+        for (std::size_t i = 0; i < n; ++i)
+            if (static_cast<unsigned char>(p[i]) < 0x20 || static_cast<unsigned char>(p[i]) >= 0x7f) return false;
+        return true;
+    }
+    template <class T> static T load(const char *p) { T x; std::memcpy(&x, p, sizeof x); return x; }
+    // The top bit of each byte of the result: that byte of x is < 0x20
+    // (hasless), >= 0x80, or 0x7f (it carries into the top bit).
+    static std::uint64_t word_bad(std::uint64_t x) {
+        constexpr std::uint64_t ones = 0x0101010101010101ull;
+        return ((x - ones * 0x20) & ~x) | x | (x + ones);
+    }
+    // The slow path: false, with the error, when s has a control character
+    // or is not UTF-8.
+    [[gnu::cold, gnu::noinline]] bool printable_utf8(std::string_view s) {
+        for (unsigned char c : s)
+            if (c < 0x20 || c == 0x7f) return fail(kKeyNames[key], "control characters are not allowed"), false;
+        if (!is_valid_utf8(s)) return fail(kKeyNames[key], "not valid UTF-8"), false;
+        return true;
     }
 
     bool on_document_begin(ec_t &) { return true; }
@@ -188,7 +234,7 @@ bool read_heartbeat(std::string_view body, HeartbeatBody &out, BodyError &err) {
     // checked for UTF-8; string_value checks the ones it keeps.
     json::parse_options opt;
     opt.allow_invalid_utf8 = true;
-    json::basic_parser<Reader> p(opt, out, err);
+    json::basic_parser<Reader> p(opt, out, err, body);
     ec_t ec;
     const std::size_t used = p.write_some(false, body.data(), body.size(), ec);
     const bool trailing = body.substr(used).find_first_not_of(" \t\r\n") != std::string_view::npos;

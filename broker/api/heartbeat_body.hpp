@@ -8,13 +8,21 @@
 
 namespace shardnet::broker {
 
+// The strings are views: into the body read (a JSON string as written, the
+// usual case), or into the decoded copies the body keeps of strings that had
+// escapes. Valid while both the body text and this object live; not copied.
 struct HeartbeatBody {
-    std::string run, node, step, cluster, requeue = "federated", state = "running", ckpt_dir;
+    std::string_view run, node, step, cluster, requeue = "federated", state = "running", ckpt_dir;
     long long attempt = 0, interval = 10, job = 0;
     std::size_t ranks = 0;                   // entries of "ranks"
     std::optional<long long> top_step;       // highest ranks[].step
     bool checkpointing = false;              // any ranks[].checkpointing
     std::optional<long long> exit_code, exit_signal;  // ranks[0].exit
+
+    HeartbeatBody() = default;
+    HeartbeatBody(const HeartbeatBody &) = delete;
+    HeartbeatBody &operator=(const HeartbeatBody &) = delete;
+    std::string decoded[7];   // backing of the views of escaped strings, one per field
 };
 
 struct BodyError {

@@ -12,8 +12,8 @@ namespace shardnet::broker {
 enum RouteScope : unsigned { r_public = 0, r_worker = 1, r_user = 2, r_peer = 4, r_admin = 8 };
 
 struct RouteSpec {
-    const char *method;     // "GET" (HEAD answers too) or "POST"
-    const char *pattern;    // "/v1/runs/{id}/cancel": a {name} is one path segment
+    std::string_view method;    // "GET" (HEAD answers too) or "POST"
+    std::string_view pattern;   // "/v1/runs/{id}/cancel": a {name} is one path segment (views: their lengths are known)
     unsigned scopes;        // RouteScope bits
     const char *forbidden;  // the 403 message for a token of another scope
 };

@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <future>
 #include <map>
 #include <openssl/rand.h>
@@ -26,7 +27,8 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     HeartbeatBody hb;
     BodyError bad;
     if (!read_heartbeat(req.body, hb, bad)) return reply(error_response(400, bad.code, bad.message, bad.field));
-    const std::string &run = hb.run, &node = hb.node, &jobstep = hb.step, &requeue_policy = hb.requeue, &state = hb.state;
+    // Views into the body: nothing is copied on the path of a known worker.
+    const std::string_view run = hb.run, node = hb.node, jobstep = hb.step, requeue_policy = hb.requeue, state = hb.state;
     const long long attempt = hb.attempt, interval = hb.interval;
     if (!is_safe_name(run)) return reply(error_response(400, "bad_field", "run: not a valid run id", "run"));
     // Control characters in any kept string were refused by read_heartbeat.
@@ -34,7 +36,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     if (jobstep.size() > 32) return reply(error_response(400, "bad_field", "step: not a Slurm step id", "step"));
     const bool ended = state == "ended"sv, batch = jobstep == "batch"sv;
     if (!ended && state != "running"sv) return reply(error_response(400, "bad_field", "state: expected running or ended", "state"));
-    if (!who.run.empty() && who.run != run) return reply(error_response(403, "forbidden", "this token may not report for run " + run));
+    if (!who.run.empty() && who.run != run) return reply(error_response(403, "forbidden", "this token may not report for run " + std::string(run)));
     if (who.attempt && who.attempt != (unsigned long long)attempt)
         return reply(error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt"));
     // Which job reports: a derived token's own (slurmstepd took it from
@@ -46,12 +48,13 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         return reply(error_response(403, "forbidden", "heartbeats need a per-job worker token (derived from a worker key: "
                                     "plugstack worker_key_file=) or an admin token; a shared worker token cannot be tied to a job"));
     }
-    const std::string &cluster = who.bound ? who.cluster : hb.cluster;
+    const std::string_view cluster = who.bound ? std::string_view(who.cluster) : hb.cluster;
     const long long job = who.bound ? (long long)who.job : hb.job;
     count(c_heartbeats);
 
     bool create = false, new_attempt = false, started = false, check_recovery = false, claimed = false, recorded = false;
     std::optional<RunInfo> before;
+    std::string run_key;   // the run as a std::string, made only where a map or the store needs it
     Store::AttemptRow attempt_row;
     std::string owner_name;
     ConnCache *cc = req.conn_cache;
@@ -60,11 +63,12 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         // Same token, run and attempt as this connection's last heartbeat,
         // and no run changed since: nothing to check under the lock.
     } else {
+        run_key.assign(run);
         std::unique_lock lock(runs_mu_);
-        auto it = runs_.find(run);
+        auto it = runs_.find(run_key);
         RunInfo *info = it == runs_.end() ? nullptr : &it->second;
         if (who.bound)
-            if (std::string why = refuse_worker(info, run, who, attempt); !why.empty()) {
+            if (std::string why = refuse_worker(info, run_key, who, attempt); !why.empty()) {
                 lock.unlock();
                 count(c_refused);
                 return reply(error_response(403, "not_this_job", why, "attempt"));
@@ -77,24 +81,24 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
             const bool ours = rec != info->jobs.end() && rec->second.cluster == cluster && rec->second.job == job &&
                               !(now_rec != info->jobs.end() && now_rec->second.cluster == cluster && now_rec->second.job == job);
             lock.unlock();
-            if (ours || who.scope == Scope::admin) cancel_stale(cluster, job);
-            return reply(error_response(409, "stale_attempt", "run " + run + " is at attempt " + std::to_string(current) +
+            if (ours || who.scope == Scope::admin) cancel_stale(std::string(cluster), job);
+            return reply(error_response(409, "stale_attempt", "run " + run_key + " is at attempt " + std::to_string(current) +
                                         "; attempt " + std::to_string(attempt) + " is fenced", "attempt"));
         }
         if (info) before = *info;   // what a failed store write puts back
         if (!info) {
             create = true;
-            info = &runs_[run];
-            *info = RunInfo{"", RunState::running, attempt, 0, requeue_policy, 0};
+            info = &runs_[run_key];
+            *info = RunInfo{"", RunState::running, attempt, 0, std::string(requeue_policy), 0};
         } else if (info->state == RunState::pending && info->attempt == attempt) {  // created by its owner, now running
-            started = set_state(run, *info, RunState::running);
-            if (started) info->requeue = requeue_policy;
+            started = set_state(run_key, *info, RunState::running);
+            if (started) info->requeue = std::string(requeue_policy);
         } else if (info->attempt < attempt) {
             // The newer attempt fences the older ones whatever the state; a
             // final run stays final.
             new_attempt = true;
             info->attempt = attempt;
-            if (info->state != RunState::recovering && !is_final(info->state)) set_state(run, *info, RunState::running);
+            if (info->state != RunState::recovering && !is_final(info->state)) set_state(run_key, *info, RunState::running);
         }
         if (who.bound) {
             if (info->owner_uid < 0) {   // the first job of a run claims it
@@ -106,7 +110,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
             if (rec.job == 0 || rec.world < (long long)who.world) {
                 recorded = true;
                 rec = AttemptJob{who.cluster, (long long)who.job, std::max(rec.world, (long long)who.world)};
-                attempt_row = Store::AttemptRow{run, attempt, rec.cluster, rec.job, rec.world};
+                attempt_row = Store::AttemptRow{run_key, attempt, rec.cluster, rec.job, rec.world};
             }
         }
         const bool recovering = info->state == RunState::recovering;
@@ -118,32 +122,41 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     }
     // One worker per node and Slurm step: a batch script and the srun step
     // it started on the same node are two workers.
-    const std::string worker = jobstep.empty() ? node : node + "/" + jobstep;
+    char worker_buf[256 + 1 + 32];   // node and step are at most that long (checked above)
+    std::string_view worker = node;
+    if (!jobstep.empty()) {
+        std::memcpy(worker_buf, node.data(), node.size());
+        worker_buf[node.size()] = '/';
+        std::memcpy(worker_buf + node.size() + 1, jobstep.data(), jobstep.size());
+        worker = std::string_view(worker_buf, node.size() + 1 + jobstep.size());
+    }
     const bool new_worker = workers_.beat(run, worker, attempt, int(interval), int(hb.ranks), hb.top_step, ended,
                                           now, cluster, job, hb.checkpointing);
+    // Past the known worker's path, the run's name as a key of the maps.
+    if (run_key.empty() && (new_worker || batch || ended)) run_key.assign(run);
     // A step's first worker on a node: that node of the allocation is now
     // watched through its worker.
-    if (new_worker && !jobstep.empty() && !batch) workers_.unwatch(run, node + "/alloc", attempt);
-    if (batch && job > 0 && !ended && cfg_.clusters.count(cluster)) {
+    if (new_worker && !jobstep.empty() && !batch) workers_.unwatch(run_key, std::string(node) + "/alloc", attempt);
+    if (batch && job > 0 && !ended && cfg_.clusters.count(std::string(cluster))) {
         bool fresh;
         {
             std::lock_guard<std::mutex> lock(specs_mu_);
-            fresh = specs_seen_.insert(run + '\n' + std::to_string(attempt)).second;
+            fresh = specs_seen_.insert(run_key + '\n' + std::to_string(attempt)).second;
         }
-        if (fresh) capture_spec(run, attempt, cluster, job, hb.ckpt_dir, int(interval));
+        if (fresh) capture_spec(run_key, attempt, std::string(cluster), job, std::string(hb.ckpt_dir), int(interval));
     }
 
     // The batch script's end is the job's end: the run ends with its status.
     std::optional<RunState> final_state;
     std::string final_cause;
     if (ended && batch) {
-        if (hb.exit_code && *hb.exit_code == 0) final_state = RunState::succeeded, final_cause = "batch script exited 0 on " + node;
-        else if (hb.exit_code) final_state = RunState::failed, final_cause = "batch script exited " + std::to_string(*hb.exit_code) + " on " + node;
-        else if (hb.exit_signal) final_state = RunState::failed, final_cause = "batch script killed by signal " + std::to_string(*hb.exit_signal) + " on " + node;
+        if (hb.exit_code && *hb.exit_code == 0) final_state = RunState::succeeded, final_cause = "batch script exited 0 on " + std::string(node);
+        else if (hb.exit_code) final_state = RunState::failed, final_cause = "batch script exited " + std::to_string(*hb.exit_code) + " on " + std::string(node);
+        else if (hb.exit_signal) final_state = RunState::failed, final_cause = "batch script killed by signal " + std::to_string(*hb.exit_signal) + " on " + std::string(node);
     }
     if (final_state) {
         std::unique_lock lock(runs_mu_);
-        auto it = runs_.find(run);
+        auto it = runs_.find(run_key);
         // Not the run's end when a failure is being handled: cancelling the
         // old attempt's job is part of its recovery.
         const bool handling = it != runs_.end() && (it->second.state == RunState::recovering ||
@@ -151,58 +164,58 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         if (it == runs_.end() || handling || it->second.attempt != attempt) final_state.reset();
         else {
             if (!before) before = it->second;
-            if (!set_state(run, it->second, *final_state)) final_state.reset();
+            if (!set_state(run_key, it->second, *final_state)) final_state.reset();
         }
     }
     // After the new attempt's own record, so that ATTEMPT precedes RECOVERED.
     const bool recovery = check_recovery && !batch;
     if (!create && !new_attempt && !started && !claimed && !recorded && !final_state) {
-        if (recovery) check_recovered(run, attempt, now);
+        if (recovery) check_recovered(run_key, attempt, now);
         return reply(no_content());
     }
-    if (new_attempt) workers_.fence(run, attempt);
+    if (new_attempt) workers_.fence(run_key, attempt);
     // A run first seen, a new attempt, its owner or its job is a durable
     // record: ack after it is written.
     const long long owner_uid = claimed ? (long long)who.uid : -1;
     RunState state_now = RunState::running;
     {
         std::shared_lock lock(runs_mu_);
-        if (auto it = runs_.find(run); it != runs_.end()) state_now = it->second.state;
+        if (auto it = runs_.find(run_key); it != runs_.end()) state_now = it->second.state;
     }
-    on_store(reply, [this, run, attempt, policy = requeue_policy, create, new_attempt, started, claimed, recorded, owner_uid, owner_name, attempt_row,
+    on_store(reply, [this, run_key, attempt, policy = std::string(requeue_policy), create, new_attempt, started, claimed, recorded, owner_uid, owner_name, attempt_row,
                      final_state, final_cause, state_now, before, now](const Reply &reply) {
         try {
             transact([&] {
                 if (create) {
-                    store_->insert_run(RunRow{run, owner_name, "RUNNING", "{}", attempt, 0, now, now, owner_uid, 0, 0, policy});
-                    event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
+                    store_->insert_run(RunRow{run_key, owner_name, "RUNNING", "{}", attempt, 0, now, now, owner_uid, 0, 0, policy});
+                    event(run_key, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
                 } else if (claimed) {
-                    store_->set_run_owner(run, owner_name, owner_uid);
+                    store_->set_run_owner(run_key, owner_name, owner_uid);
                 }
                 if (recorded) store_->upsert_attempt(attempt_row);
                 if (started) {
-                    store_state(run, RunState::running, attempt, now);
-                    store_->set_requeue(run, policy);
-                    event(run, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
+                    store_state(run_key, RunState::running, attempt, now);
+                    store_->set_requeue(run_key, policy);
+                    event(run_key, "RUNNING", "first heartbeat", json::serialize(json::object{{"attempt", attempt}}), now);
                 } else if (new_attempt) {
-                    store_state(run, final_state ? RunState::running : state_now, attempt, now);
-                    event(run, "ATTEMPT", "attempt " + std::to_string(attempt) + " heartbeats; older attempts fenced",
+                    store_state(run_key, final_state ? RunState::running : state_now, attempt, now);
+                    event(run_key, "ATTEMPT", "attempt " + std::to_string(attempt) + " heartbeats; older attempts fenced",
                           json::serialize(json::object{{"attempt", attempt}}), now);
                 }
                 if (final_state) {
-                    store_state(run, *final_state, attempt, now);
-                    event(run, state_name(*final_state), final_cause, json::serialize(json::object{{"attempt", attempt}}), now);
+                    store_state(run_key, *final_state, attempt, now);
+                    event(run_key, state_name(*final_state), final_cause, json::serialize(json::object{{"attempt", attempt}}), now);
                 }
             });
             reply(no_content());
         } catch (const std::exception &e) {
             // Memory goes back to what the database still says.
-            undo_run(run, create ? std::nullopt : before);
-            log_warn("heartbeat not written: the store refused it", run, e.what());
+            undo_run(run_key, create ? std::nullopt : before);
+            log_warn("heartbeat not written: the store refused it", run_key, e.what());
             reply(store_error_response(e));
         }
     });
-    if (recovery) check_recovered(run, attempt, now);
+    if (recovery) check_recovered(run_key, attempt, now);
 }
 
 }  // namespace shardnet::broker

@@ -1,6 +1,7 @@
 #include "broker/detector/workers.hpp"
 
 #include <cmath>
+#include <cstring>
 
 namespace shardnet::broker {
 
@@ -80,13 +81,22 @@ void WorkerTable::watch(const std::string &run, const std::string &node, long lo
     file(file_at, std::move(key));
 }
 
-bool WorkerTable::beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
-                       std::optional<long long> step, bool ended, double now, const std::string &cluster, long long job,
+bool WorkerTable::beat(std::string_view run, std::string_view node, long long attempt, int interval, int ranks,
+                       std::optional<long long> step, bool ended, double now, std::string_view cluster, long long job,
                        bool checkpointing) {
-    // Built in a buffer this thread keeps: finding a known worker allocates nothing.
-    thread_local std::string key;
-    key.assign(run).push_back('\n');
-    key.append(node);
+    // Built on the stack: finding a known worker allocates and copies
+    // nothing but the key's bytes.
+    char buf[512];
+    std::string long_key;
+    std::string_view key;
+    if (run.size() + 1 + node.size() <= sizeof buf) {
+        std::memcpy(buf, run.data(), run.size());
+        buf[run.size()] = '\n';
+        std::memcpy(buf + run.size() + 1, node.data(), node.size());
+        key = std::string_view(buf, run.size() + 1 + node.size());
+    } else {
+        key = long_key = std::string(run) + '\n' + std::string(node);
+    }
     long long file_at = 0;
     bool fresh = false;
     {
@@ -94,7 +104,7 @@ bool WorkerTable::beat(const std::string &run, const std::string &node, long lon
         Shard &s = shards_[hash % kShards];
         std::lock_guard<std::mutex> lock(s.mu);
         auto it = s.map.find(Hashed{key, hash});
-        if (it == s.map.end()) it = s.map.try_emplace(key).first;
+        if (it == s.map.end()) it = s.map.try_emplace(std::string(key)).first;
         WorkerState &w = it->second;
         if (attempt != w.attempt) w = WorkerState{}, w.attempt = attempt, w.progress_time = now, fresh = true;
         w.interval = interval;
@@ -116,7 +126,7 @@ bool WorkerTable::beat(const std::string &run, const std::string &node, long lon
         w.slot = static_cast<long long>(std::ceil(deadline(w)));
         file_at = w.slot;
     }
-    file(file_at, key);
+    file(file_at, std::string(key));
     return fresh;
 }
 

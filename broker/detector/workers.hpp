@@ -54,8 +54,8 @@ public:
 
     // A heartbeat arrived. step: highest rank step or nullopt. True when
     // the worker is new (first heartbeat of this attempt).
-    bool beat(const std::string &run, const std::string &node, long long attempt, int interval, int ranks,
-              std::optional<long long> step, bool ended, double now, const std::string &cluster = "", long long job = 0,
+    bool beat(std::string_view run, std::string_view node, long long attempt, int interval, int ranks,
+              std::optional<long long> step, bool ended, double now, std::string_view cluster = {}, long long job = 0,
               bool checkpointing = false);
     // Watch a node of an attempt's allocation that has no worker yet: from
     // now, checked every interval x misses until a worker there reports

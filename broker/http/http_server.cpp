@@ -208,13 +208,13 @@ private:
         const bool keep = parser_->keep_alive();
         const unsigned version = parser_->version;
         // The request's deadline (arm_deadline) also covers its answer.
-        if (ar.method == "GET" && ar.target.find("/events?") != std::string::npos &&
+        if (std::string_view(ar.method) == std::string_view("GET") && ar.target.find("/events?") != std::string::npos &&
             (ar.target.find("follow=1") != std::string::npos || ar.target.find("follow=true") != std::string::npos)) {
             deadline_ = Clock::time_point::max();  // a stream stays open: its keep-alives find a gone client
             return start_stream(ar, version);
         }
         in_handle_ = true;
-        head_ = ar.method == "HEAD";
+        head_ = std::string_view(ar.method) == std::string_view("HEAD");
         keep_ = keep;
         version_ = version;
         // The reply captures a plain pointer, which std::function keeps

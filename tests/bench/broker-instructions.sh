@@ -29,7 +29,11 @@ count() {
     wrk -t1 -c8 -d3s -s "$TOP/tests/bench/heartbeat.lua" "http://127.0.0.1:$port" > "$T/$name.wrk"
     callgrind_control -i off "$VP" > /dev/null 2>&1
     callgrind_control -d "$VP" > /dev/null 2>&1
-    kill "$VP"; wait "$VP" 2>/dev/null || true; VP=""
+    # Stopped, and made to stop: a program under valgrind may not leave on TERM.
+    kill "$VP"
+    for _ in $(seq 50); do kill -0 "$VP" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$VP" 2>/dev/null || true
+    wait "$VP" 2>/dev/null || true; VP=""
     local n ir
     n=$(awk '/requests in/ {print $1}' "$T/$name.wrk")
     ir=$(cat "$T/$name".cg.* | awk '/^totals:/ {s += $2} END {print s}')

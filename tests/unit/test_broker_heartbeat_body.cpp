@@ -1,4 +1,6 @@
 #include <doctest/doctest.h>
+#include <cstdio>
+#include <string>
 
 #include "broker/api/heartbeat_body.hpp"
 
@@ -121,4 +123,64 @@ TEST_CASE("a kept string with a control character is refused, naming the field")
     err = fails("{\"run\":\"r\",\"attempt\":1,\"node\":\"n\",\"cluster\":\"a\xc3\",\"ranks\":[]}");
     CHECK(err.field == "cluster");
     CHECK(err.message == "cluster: not valid UTF-8");
+}
+
+TEST_CASE("the printable-ASCII fast path agrees with a byte-by-byte check at every length and position") {
+    // The fast path reads words (and, for short strings, overlapping
+    // halves): one odd byte anywhere, at any length, must still be found.
+    const unsigned char odd[] = {0x00, 0x01, 0x1f, 0x7f, 0x80, 0xc3, 0xff};
+    for (std::size_t len = 1; len <= 20; ++len)
+        for (std::size_t at = 0; at < len; ++at)
+            for (unsigned char c : odd) {
+                std::string v(len, 'a');
+                v[at] = char(c);
+                // Control bytes go through JSON's escape, the others raw.
+                std::string json_v;
+                for (unsigned char b : v) {
+                    char esc[8];
+                    if (b < 0x20) std::snprintf(esc, sizeof esc, "\\u%04x", b), json_v += esc;
+                    else json_v += char(b);
+                }
+                const std::string body = R"({"run":"r","attempt":1,"node":")" + json_v + R"(","ranks":[]})";
+                CAPTURE(len);
+                CAPTURE(at);
+                CAPTURE(int(c));
+                HeartbeatBody hb;
+                BodyError err;
+                const bool ok = read_heartbeat(body, hb, err);
+                // 0xc3 alone is a truncated UTF-8 sequence unless a
+                // continuation byte follows, which 'a' is not.
+                CHECK_FALSE(ok);
+                CHECK(err.field == "node");
+            }
+    // The edges of printable ASCII are taken at every length.
+    for (std::size_t len = 1; len <= 20; ++len)
+        for (char c : {' ', '~', '!'}) {
+            const std::string v(len, c);
+            HeartbeatBody hb;
+            BodyError err;
+            CAPTURE(len);
+            REQUIRE(read_heartbeat(R"({"run":"r","attempt":1,"node":")" + v + R"(","ranks":[]})", hb, err));
+            CHECK(hb.node == v);
+        }
+}
+
+TEST_CASE("a string as written is a view into the body; a decoded one is the body's own copy") {
+    const std::string body = R"({"run":"r1","attempt":1,"node":"n\u0041\/x","cluster":"alpha","ranks":[]})";
+    HeartbeatBody hb;
+    BodyError err;
+    REQUIRE(read_heartbeat(body, hb, err));
+    CHECK(hb.run == "r1");
+    CHECK(hb.cluster == "alpha");
+    CHECK(hb.node == "nA/x");   // escapes decoded
+    auto inside = [&](std::string_view v) { return v.data() >= body.data() && v.data() + v.size() <= body.data() + body.size(); };
+    CHECK(inside(hb.run));
+    CHECK(inside(hb.cluster));
+    CHECK_FALSE(inside(hb.node));
+    // A long escaped string (decoded in parts by the parser) is whole.
+    std::string long_node;
+    for (int i = 0; i < 3000; ++i) long_node += "\\u0041";
+    HeartbeatBody hb2;
+    REQUIRE(read_heartbeat(R"({"run":"r","attempt":1,"node":")" + long_node + R"(","ranks":[]})", hb2, err));
+    CHECK(hb2.node == std::string(3000, 'A'));
 }

@@ -124,7 +124,7 @@ TEST_CASE("route_methods: the methods a path takes, for 405's Allow") {
 TEST_CASE("the route table: one row per method and pattern, GET or POST, each {name} a whole segment") {
     std::set<std::string> seen;
     for (const auto &r : api_routes()) {
-        const std::string m = r.method, pat = r.pattern;
+        const std::string m(r.method), pat(r.pattern);
         CHECK_MESSAGE((m == "GET" || m == "POST"), m << " " << pat);
         CHECK_MESSAGE(seen.insert(m + " " + pat).second, "twice: " << m << " " << pat);
         CHECK_MESSAGE(pat.front() == '/', pat);
@@ -152,7 +152,7 @@ TEST_CASE("doc/broker-openapi.json documents every served route and no other (HE
             documented.insert(upper(m) + " " + std::string(path));
         }
     }
-    for (const auto &r : api_routes()) served.insert(std::string(r.method) + " " + r.pattern);
+    for (const auto &r : api_routes()) served.insert(std::string(r.method) + " " + std::string(r.pattern));
     for (const auto &s : served) CHECK_MESSAGE(documented.count(s), "served but not in " OPENAPI_DOC ": " << s);
     for (const auto &d : documented) CHECK_MESSAGE(served.count(d), "in " OPENAPI_DOC " but not served: " << d);
     CHECK(documented == served);
@@ -163,12 +163,12 @@ TEST_CASE("doc/broker-openapi.json: who may call a route, as the table says") {
     const auto &paths = doc.at("paths").as_object();
     const bool global_security = doc.contains("security") && doc.at("security").is_array() && !doc.at("security").as_array().empty();
     for (const auto &r : api_routes()) {
-        std::string m = r.method;
+        std::string m(r.method);
         for (char &c : m) c = char(std::tolower(static_cast<unsigned char>(c)));
         const auto *item = paths.if_contains(r.pattern);
         if (!item || !item->is_object() || !item->as_object().contains(m)) continue;  // reported above
         const auto &op = item->as_object().at(m).as_object();
-        const std::string where = std::string(r.method) + " " + r.pattern;
+        const std::string where = std::string(r.method) + " " + std::string(r.pattern);
         const json::value *sec = op.if_contains("security");
         const bool token = sec ? sec->is_array() && !sec->as_array().empty() : global_security;
         REQUIRE_MESSAGE(op.contains("responses"), where);
