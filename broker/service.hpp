@@ -194,6 +194,12 @@ private:
                              const std::string &run, long long to, const std::string &resume,
                              const std::vector<std::string> &nodes, const std::string &decision, const SubmitAs &as,
                              std::string &err);
+    // A job a decision already submitted, found by the comment it was
+    // given ("shardnet-decision:ID:NONCE") on any local cluster: a comment is
+    // the user's to set, so only a job of that uid counts. nullopt: none
+    // (or no cluster answered).
+    struct Submitted { std::string cluster; long long job = 0; };
+    std::optional<Submitted> find_submitted(const std::string &decision, long long uid);
     // The job the broker submitted for an attempt: the only job whose
     // tokens may report for it (memory and store; any thread but the store's).
     void record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job);

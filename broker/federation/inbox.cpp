@@ -51,11 +51,20 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
                 return reply(error_response(400, "bad_field", "manifest." + err, "manifest"));
         }
     }
+    // The run's requeue policy travels with it: a run that may only be
+    // requeued locally stays so at the broker that takes it.
+    std::string policy = "federated";
+    if (auto *rq = spec_v->as_object().if_contains("requeue")) {
+        const json::string *p = rq->if_string();
+        if (!p || (*p != "federated" && *p != "local" && *p != "off"))
+            return reply(error_response(400, "bad_field", "spec.requeue: expected federated, local or off", "spec"));
+        policy = std::string(*p);
+    }
     Requirements want;
     if (auto *r = v.as_object().if_contains("requires"); r && r->is_object())
         if (auto err = requirements_from_json(r->as_object(), want); !err.empty())
             return reply(error_response(400, "bad_field", err, "requires"));
-    post_answering(slurm_thread_, "receive decision", reply, [this, id, from, run, to, script, resume, manifest,
+    post_answering(slurm_thread_, "receive decision", reply, [this, id, from, run, to, script, resume, manifest, policy,
                                                              spec = spec_v->as_object(), want, by = who.name,
                                                              peer_users = who.users](const Reply &reply) {
         const double now = wall_now();
@@ -85,14 +94,10 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
             // Received, but this broker stopped before answering: Slurm knows
             // whether the job was submitted. A comment is the user's to set,
             // so only a job of the decision's own user counts.
-            if (as.uid >= 0 && !nonce.empty())
-                for (const auto &[name, conf] : cfg_.clusters) {
-                    std::string out;
-                    if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) continue;
-                    const long long job = submitted_for(out, "shardnet-decision:" + id + ":" + nonce, as.uid);
-                    if (job <= 0) continue;
-                    record_attempt(run, to, name, job);
-                    json::object res{{"accepted", true}, {"cluster", name}, {"job", job}, {"redelivered", true}};
+            if (!nonce.empty())
+                if (const auto found = find_submitted(id + ":" + nonce, as.uid)) {
+                    record_attempt(run, to, found->cluster, found->job);
+                    json::object res{{"accepted", true}, {"cluster", found->cluster}, {"job", found->job}, {"redelivered", true}};
                     store_wait([&] { store_->finish_received(id, "applied", json::serialize(res)); return 0; });
                     return reply(ok_json(200, res));
                 }
@@ -136,8 +141,10 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
                     if (known) {
                         store_state(run, RunState::recovering, to, now);
                         store_->update_manifest(run, manifest.empty() ? "{}" : manifest, user);
+                        store_->set_requeue(run, policy);
                     } else {
-                        store_->insert_run(RunRow{run, user, "RECOVERING", manifest.empty() ? "{}" : manifest, to, 0, now, now, as.uid});
+                        store_->insert_run(RunRow{run, user, "RECOVERING", manifest.empty() ? "{}" : manifest, to, 0, now, now, as.uid,
+                                                  0, 0, policy});
                     }
                     store_->set_run_owner(run, user, as.uid);
                     store_->upsert_attempt(Store::AttemptRow{run, to, p.cluster, job, 0});
@@ -169,6 +176,7 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
             info.expected_nodes = (long long)p.nodes.size();
             info.recover_to = to;
             info.manifest = manifest.empty() ? "{}" : manifest;
+            info.requeue = policy;
             runs_generation_.fetch_add(1, std::memory_order_release);
         }
         reply(ok_json(200, res));

@@ -109,6 +109,16 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
     return row;
 }
 
+std::optional<Service::Submitted> Service::find_submitted(const std::string &decision, long long uid) {
+    if (uid < 0) return std::nullopt;
+    for (const auto &[name, conf] : cfg_.clusters) {
+        std::string out;
+        if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) continue;
+        if (const long long job = submitted_for(out, "shardnet-decision:" + decision, uid); job > 0) return Submitted{name, job};
+    }
+    return std::nullopt;
+}
+
 long long Service::submit_attempt(const std::string &cluster, const json::object &spec, const std::string &script,
                                   const std::string &run, long long to, const std::string &resume,
                                   const std::vector<std::string> &nodes, const std::string &decision, const SubmitAs &as,

@@ -125,11 +125,9 @@ void Service::requeue(const Fault &fault, int tries) {
         // A decision taken up again: its job may run already (sbatch, then
         // the stop). Slurm knows: a job of the owner with the nonce.
         if (resumed && !nonce.empty())
-            for (const auto &[name, conf] : cfg_.clusters) {
-                std::string out;
-                if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) continue;
-                const long long job = submitted_for(out, "shardnet-decision:" + comment, spec_uid);
-                if (job <= 0) continue;
+            if (const auto found = find_submitted(comment, spec_uid)) {
+                const std::string &name = found->cluster;
+                const long long job = found->job;
                 std::string ignored;   // the old attempt ends, as when it was submitted
                 slurm_->change(cfg_.clusters.at(fault.state.cluster), {"scancel", std::to_string(fault.state.job)}, ignored);
                 ev["target"] = name;

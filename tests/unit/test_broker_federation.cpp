@@ -178,6 +178,35 @@ TEST_CASE("the inbox: a peer's decision runs as the local account it names, at m
     REQUIRE(ServiceFixture::until([&] { return f.state("r9") == "RUNNING"; }));
 }
 
+TEST_CASE("the inbox keeps the run's requeue policy: in the job it submits, in memory and in the store") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf] = {{"n1", "IDLE"}};
+    }
+    json::object d = json::parse(decision_body("beta:r7/attempt-2", "r7", 2, "daemon")).as_object();
+    d["spec"].as_object()["requeue"] = "local";
+    auto r = f.call("POST", "/v1/decisions", json::serialize(d), "peer-t");
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    auto changes = f.slurm->changes();
+    REQUIRE(changes.size() == 1);
+    CHECK(std::find(changes[0].argv.begin(), changes[0].argv.end(), "--shardnet-requeue=local") != changes[0].argv.end());
+    bool stored = false;
+    for (const auto &row : Store(f.cfg.database).load_runs())
+        if (row.id == "r7") stored = row.requeue == "local";
+    CHECK(stored);
+    // A policy that is none of the three is refused, naming the field.
+    d["id"] = "beta:r6/attempt-2";
+    d["run"] = "r6";
+    d["spec"].as_object()["requeue"] = "anywhere";
+    r = f.call("POST", "/v1/decisions", json::serialize(d), "peer-t");
+    CHECK(r.status == 400);
+    CHECK(contains(r.body, "spec.requeue"));
+    CHECK(f.slurm->count("sbatch") == 1);
+}
+
 TEST_CASE("the inbox refuses what it cannot or may not do, with 409 naming why") {
     ServiceFixture f({{"c1", kConf}});
     f.start();
