@@ -48,9 +48,11 @@ bench: all
 	./tests/bench/srun-overhead.sh $(BUILD)
 	./tests/bench/probe-speed.sh $(BUILD)
 	./tests/bench/broker-vs-nginx.sh $(BUILD)
+	./tests/bench/broker-instructions.sh $(BUILD)
 	$(MAKE) -C $(BUILD)/tests bench/placement-bench && $(BUILD)/tests/bench/placement-bench
 	./tests/bench/requeue-vs-slurm.sh $(BUILD)
 	./tests/bench/pylib-save.sh
+	./tests/bench/ckpt-grid.sh $(BUILD)
 
 # libFuzzer with ASan and UBSan on every parser of untrusted input
 # (tests/fuzz/README.md): a tree of its own in build-fuzz/, then each target

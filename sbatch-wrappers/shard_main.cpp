@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "sbatch-wrappers/ckpt_plan.hpp"
 #include "sbatch-wrappers/client.hpp"
 #include "sbatch-wrappers/spec.hpp"
 #include "sbatch-wrappers/submit.hpp"
@@ -30,6 +31,10 @@ constexpr const char *kUsage =
     "  watch RUN                 live status and events until the run ends (its exit status)\n"
     "  capacity [--class C] [--gpus N] [--gpus-per-node N] [--fabric F] [--region R] [--cluster C] [--json]\n"
     "  runs | show RUN | events RUN | ckpt ls RUN | ckpt verify RUN | cancel RUN   [--json]\n"
+    "  validate SPEC.yaml        check a spec alone (no broker needed)\n"
+    "  ckpt plan --write-cost D --mtbf D --restart D [--work D] [--json]\n"
+    "                            the checkpoint interval for these inputs (D: 90s, 5m, 6h, 2d)\n"
+    "  ckpt simulate (--write-cost D --mtbf D --restart D | --grid) [--weibull-shape K] [--seed N] [--json]\n"
     "Broker and token also from SHARD_BROKER, SHARD_TOKEN, SHARD_CA_FILE or ~/.config/shardnet/shard.json.\n";
 
 struct Args {
@@ -148,9 +153,10 @@ std::string new_run_id(const std::string &name) {
     return name + "-" + b;
 }
 
-int cmd_run(CliConfig &cfg, const Args &a) {
-    if (a.pos.size() != 1) return fail(usage, "run: give one SPEC.yaml");
-    JobSpec s;
+// The spec and the options that change it, checked before anything asks a
+// broker: a bad spec is the user's to fix wherever they are.
+int spec_of(const Args &a, const char *cmd, JobSpec &s) {
+    if (a.pos.size() != 1) return fail(usage, std::string(cmd) + ": give one SPEC.yaml");
     if (auto err = load_spec(a.pos[0], s); !err.empty()) return fail(usage, err);
     if (a.has("gpus")) s.gpus = std::atoi(a.get("gpus").c_str());
     if (a.has("class")) {
@@ -163,6 +169,19 @@ int cmd_run(CliConfig &cfg, const Args &a) {
     if (!start.empty() && !s.clusters.empty() && std::find(s.clusters.begin(), s.clusters.end(), start) == s.clusters.end())
         return fail(usage, "--cluster " + start + " is not among the spec's clusters");
     if (auto err = resolve_shape(s); !err.empty()) return fail(usage, a.pos[0] + ": " + err);
+    return ok;
+}
+
+int cmd_validate(const Args &a) {
+    JobSpec s;
+    if (int rc = spec_of(a, "validate", s); rc != ok) return rc;
+    std::printf("%s: ok: %d node(s), %d task(s) per node%s\n", a.pos[0].c_str(), s.nodes, s.tasks_per_node,
+                s.accelerator.empty() ? "" : (", " + std::to_string(s.gpus_per_node) + "x " + s.accelerator + " per node").c_str());
+    return ok;
+}
+
+int cmd_run(CliConfig &cfg, const Args &a, JobSpec &s) {
+    const std::string start = a.get("cluster");
     Answer cap = capacity_query(cfg, s.accelerator, 0, s.gpus_per_node, s.fabric, s.regions.size() == 1 ? s.regions[0] : "",
                                 !start.empty() ? start : s.clusters.size() == 1 ? s.clusters[0] : "");
     if (!cap.ok()) return fail(broker_error, "capacity: " + cap.error);
@@ -357,12 +376,13 @@ int main(int argc, char **argv) {
         if (s.rfind("--", 0) == 0) {
             std::string k = s.substr(2), v = "1";
             if (auto eq = k.find('='); eq != std::string::npos) { v = k.substr(eq + 1); k.resize(eq); }
-            else if (k != "json" && k != "dry-run") {
+            else if (k != "json" && k != "dry-run" && k != "grid") {
                 if (i + 1 >= argc) return fail(usage, "--" + k + " needs a value\n" + kUsage);
                 v = argv[++i];
             }
             static const char *known[] = {"broker", "token", "ca-file", "json", "dry-run", "gpus", "class", "cluster",
-                                          "gpus-per-node", "fabric", "region"};
+                                          "gpus-per-node", "fabric", "region", "write-cost", "mtbf", "restart", "work",
+                                          "weibull-shape", "seed", "grid"};
             if (std::none_of(std::begin(known), std::end(known), [&](const char *x) { return k == x; }))
                 return fail(usage, "unknown option --" + k + "\n" + kUsage);
             if (k == "broker") flags.url = v;
@@ -375,13 +395,20 @@ int main(int argc, char **argv) {
             a.pos.push_back(s);
         }
     }
-    static const char *commands[] = {"run", "watch", "capacity", "runs", "show", "events", "ckpt", "cancel"};
+    static const char *commands[] = {"run", "watch", "capacity", "runs", "show", "events", "ckpt", "cancel", "validate"};
     if (cmd.empty() || std::none_of(std::begin(commands), std::end(commands), [&](const char *x) { return cmd == x; }))
         return fail(usage, (cmd.empty() ? std::string("no command") : "unknown command " + cmd) + "\n" + kUsage);
+    // What needs no broker comes first.
+    if (cmd == "validate") return cmd_validate(a);
+    if (cmd == "ckpt" && a.pos.size() == 1 && a.pos[0] == "plan") return ckpt_plan(a.opt);
+    if (cmd == "ckpt" && a.pos.size() == 1 && a.pos[0] == "simulate") return ckpt_simulate(a.opt);
+    JobSpec spec;
+    if (cmd == "run")
+        if (int rc = spec_of(a, "run", spec); rc != ok) return rc;
     CliConfig cfg;
     // A dry run needs the broker for capacity too: the same rules.
     if (auto err = load_cli_config(cfg, flags); !err.empty()) return fail(usage, err);
-    if (cmd == "run") return cmd_run(cfg, a);
+    if (cmd == "run") return cmd_run(cfg, a, spec);
     if (cmd == "watch") return cmd_watch(cfg, a);
     if (cmd == "capacity") return cmd_capacity(cfg, a);
     if (cmd == "ckpt") return cmd_ckpt(cfg, a);
