@@ -151,8 +151,11 @@ bool is_accelerator(uint16_t class_id, bool compute_evidence) {
 }
 
 bool is_nvswitch_id(uint16_t vendor, uint16_t device) {
-    // pci.ids 2026.08.22: 10de 1af1  GA100 [A100 NVSwitch]; 10de 22a3  GH100 [H100 NVSwitch]
-    return vendor == 0x10de && (device == 0x1af1 || device == 0x22a3);
+    // pci.ids 2026.08.22: 10de 1af1  GA100 [A100 NVSwitch]; 10de 22a3  GH100 [H100 NVSwitch].
+    // 10de 1ac2 is not in pci.ids: it is the DGX-2's first-generation
+    // NVSwitch as hwloc's capture of a DGX-2 records it (its test topology
+    // nvidiaDGX2.xml: class 0680, subtype "NVSwitch", twelve of them).
+    return vendor == 0x10de && (device == 0x1ac2 || device == 0x1af1 || device == 0x22a3);
 }
 
 std::string vendor_name(uint16_t vendor) {

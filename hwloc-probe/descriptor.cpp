@@ -24,7 +24,7 @@ json::value str_or_null(const std::string &s) { return s.empty() ? json::value(n
 std::string gpu_interconnect(const NodeInfo &n) {
     if (n.nvswitches > 0) return "NVSwitch";
     for (const auto &a : n.accelerators)
-        if (a.nvlinks_up && *a.nvlinks_up > 0) return "NVLink";
+        if ((a.nvlinks_up && *a.nvlinks_up > 0) || (a.nvlink_peers && *a.nvlink_peers > 0)) return "NVLink";
     for (const auto &a : n.accelerators)
         if (!a.xgmi_hive.empty()) return "XGMI";
     return "";
@@ -88,6 +88,7 @@ json::object to_descriptor(const NodeInfo &raw, double probed_at) {
                        {"numa", opt(a.numa)}, {"cpus", str_or_null(a.cpus)}, {"cores", str_or_null(a.cores)},
                        {"uuid", str_or_null(a.uuid)},
                        {"nvlinks_up", opt(a.nvlinks_up)}, {"nvlinks_total", opt(a.nvlinks_total)},
+                       {"nvlink_peers", opt(a.nvlink_peers)},
                        {"xgmi_hive", str_or_null(a.xgmi_hive)}};
         accs.push_back(std::move(o));
     }

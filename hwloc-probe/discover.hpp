@@ -48,5 +48,9 @@ void discover_nvml(NodeInfo &out);
 // AMD GPUs from the amdgpu driver's own files under SYSFS/bus/pci/devices/BUS
 // (what ROCm SMI reads): product name, unique id, VRAM and XGMI hive.
 void discover_amdgpu_sysfs(NodeInfo &out, const std::string &sysfs = "/sys");
+// NVSwitches by PCI id (SYSFS/bus/pci/devices/*/{vendor,device}), for a node
+// where hwloc dropped them (class 0680 without a backend's subtype). Only
+// when an NVIDIA accelerator was found and hwloc counted none.
+void discover_nvswitch_sysfs(NodeInfo &out, const std::string &sysfs = "/sys");
 
 }  // namespace shardnet::probe

@@ -122,6 +122,25 @@ void add_pci_devices(hwloc_topology_t topo, NodeInfo &out, bool live) {
     }
 }
 
+// NVLink as hwloc's NVML backend records it: a matrix of bandwidths
+// between GPU OS devices (and, on POWER, CPU packages). Each accelerator
+// counts the devices it has bandwidth to, itself excepted.
+void add_nvlink_distances(hwloc_topology_t topo, NodeInfo &out) {
+    unsigned nr = 1;
+    hwloc_distances_s *d = nullptr;
+    if (hwloc_distances_get_by_name(topo, "NVLinkBandwidth", &nr, &d, 0) != 0 || nr == 0 || !d) return;
+    for (unsigned i = 0; i < d->nbobjs; ++i) {
+        hwloc_obj_t o = d->objs[i];
+        if (!o || o->type != HWLOC_OBJ_OS_DEVICE || !o->parent || o->parent->type != HWLOC_OBJ_PCI_DEVICE) continue;
+        const std::string bus = pci_bus(o->parent);
+        int peers = 0;
+        for (unsigned j = 0; j < d->nbobjs; ++j) peers += j != i && d->values[i * d->nbobjs + j] > 0;
+        for (auto &a : out.accelerators)
+            if (a.pci_bus == bus) a.nvlink_peers = std::max(a.nvlink_peers.value_or(0), peers);
+    }
+    hwloc_distances_release(topo, d);
+}
+
 // A NIC's OS devices as a saved topology records them.
 PciOsdevs osdevs_in_topology(hwloc_obj_t pci, std::vector<NicPort> &ports, NicEvidence &ev) {
     PciOsdevs o;
@@ -201,12 +220,18 @@ std::string discover_hwloc(const std::string &xml, NodeInfo &out) {
     // On this machine, NICs are named from sysfs (discover_sysfs_osdevs):
     // hwloc's OS-device pass also resolves every block device through udev.
     if (xml.empty()) hwloc_topology_set_type_filter(raw, HWLOC_OBJ_OS_DEVICE, HWLOC_TYPE_FILTER_KEEP_NONE);
+    // A saved topology keeps every PCI device it has: an NVSwitch (class
+    // 0680, "other bridge") is one hwloc drops as unimportant when no
+    // backend gave it a subtype.
+    if (!xml.empty()) hwloc_topology_set_type_filter(raw, HWLOC_OBJ_PCI_DEVICE, HWLOC_TYPE_FILTER_KEEP_ALL);
     // hwloc's x86 (CPUID) pass only annotates what Linux's sysfs and
     // /proc/cpuinfo already gave (vendor, model), and to run CPUID on each
     // CPU it moves this thread onto every one of them in turn.
     if (xml.empty()) hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
-    // Nor are distances, memory attributes or CPU kinds: skip reading them.
-    hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |
+    // Nor are memory attributes or CPU kinds: skip reading them. Distances
+    // only from a saved topology, where they may record NVLink (the live
+    // probe asks NVML).
+    hwloc_topology_set_flags(raw, (xml.empty() ? HWLOC_TOPOLOGY_FLAG_NO_DISTANCES : 0) | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS |
                                       HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS);
     if (!xml.empty()) {
         if (hwloc_topology_set_xml(raw, xml.c_str()) != 0)
@@ -245,6 +270,7 @@ std::string discover_hwloc(const std::string &xml, NodeInfo &out) {
         out.memory_source = "hwloc";
     }
     add_pci_devices(raw, out, xml.empty());
+    if (!xml.empty()) add_nvlink_distances(raw, out);
     if (xml.empty()) {
         const OsdevMap live = discover_sysfs_osdevs();
         add_nics(raw, out, &live);

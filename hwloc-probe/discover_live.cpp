@@ -10,10 +10,20 @@
 #include <uct/api/uct.h>
 #include <ucp/api/ucp.h>
 
+#include "hwloc-probe/accel_class.hpp"
 #include "hwloc-probe/discover.hpp"
 #include "common/dl_library.hpp"
 
 namespace shardnet::probe {
+
+namespace {
+std::string first_line_of(const std::string &path) {
+    std::ifstream f(path);
+    std::string v;
+    std::getline(f, v);
+    return v;
+}
+}  // namespace
 
 void discover_meminfo(NodeInfo &out) {
     // slurmd sizes RealMemory from the kernel, and in containers hwloc can
@@ -84,12 +94,7 @@ OsdevMap discover_sysfs_osdevs(const std::string &sysfs) {
         }
         std::sort(o.ports.begin(), o.ports.end());
     });
-    auto first_line = [](const std::string &path) {
-        std::ifstream f(path);
-        std::string v;
-        std::getline(f, v);
-        return v;
-    };
+    auto first_line = first_line_of;
     for (auto &[bus, o] : out) {
         std::sort(o.netdevs.begin(), o.netdevs.end());
         for (const auto &nd : o.netdevs) {
@@ -113,6 +118,24 @@ std::string pci_driver(const std::string &bus, const std::string &sysfs) {
     target[n] = '\0';
     const char *slash = std::strrchr(target, '/');
     return slash ? slash + 1 : target;
+}
+
+void discover_nvswitch_sysfs(NodeInfo &out, const std::string &sysfs) {
+    if (out.nvswitches > 0 || std::none_of(out.accelerators.begin(), out.accelerators.end(),
+                                           [](const Accelerator &a) { return a.vendor == "nvidia"; }))
+        return;
+    const std::string dir = sysfs + "/bus/pci/devices";
+    DIR *d = opendir(dir.c_str());
+    if (!d) return;
+    while (dirent *e = readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        const std::string base = dir + "/" + e->d_name;
+        const unsigned long vendor = std::strtoul(first_line_of(base + "/vendor").c_str(), nullptr, 16);
+        if (vendor != 0x10de) continue;
+        const unsigned long device = std::strtoul(first_line_of(base + "/device").c_str(), nullptr, 16);
+        if (is_nvswitch_id(uint16_t(vendor), uint16_t(device))) ++out.nvswitches;
+    }
+    closedir(d);
 }
 
 void discover_amdgpu_sysfs(NodeInfo &out, const std::string &sysfs) {

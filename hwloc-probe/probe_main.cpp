@@ -149,6 +149,7 @@ int probe(const Options &opt) {
         discover_ib_sysfs(node);
         discover_nvml(node);
         discover_amdgpu_sysfs(node);
+        discover_nvswitch_sysfs(node);
         for (auto &a : node.accelerators) {  // NVML names are better evidence than PCI names
             unsigned v = 0, d = 0;
             std::sscanf(a.pci_id.c_str(), "%x:%x", &v, &d);

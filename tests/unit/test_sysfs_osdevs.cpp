@@ -58,3 +58,23 @@ TEST_CASE("AMD GPUs take name, id, VRAM and XGMI hive from amdgpu's sysfs files"
     CHECK(a[2].model == "GH100");
     CHECK(a[2].uuid.empty());
 }
+
+// tests/fixtures/sysfs-nvswitch: two NVIDIA NVSwitches (DGX-2's 10de:1ac2,
+// H100's 10de:22a3), an H200 GPU and an Intel function with a look-alike
+// device id.
+TEST_CASE("NVSwitches are counted by PCI id from sysfs when hwloc counted none") {
+    NodeInfo n;
+    Accelerator gpu;
+    gpu.vendor = "nvidia";
+    n.accelerators.push_back(gpu);
+    discover_nvswitch_sysfs(n, std::string(FIXTURES) + "/sysfs-nvswitch");
+    CHECK(n.nvswitches == 2);
+    // hwloc's count stands when it has one; no NVIDIA GPU, no look.
+    NodeInfo counted = n;
+    counted.nvswitches = 12;
+    discover_nvswitch_sysfs(counted, std::string(FIXTURES) + "/sysfs-nvswitch");
+    CHECK(counted.nvswitches == 12);
+    NodeInfo none;
+    discover_nvswitch_sysfs(none, std::string(FIXTURES) + "/sysfs-nvswitch");
+    CHECK(none.nvswitches == 0);
+}
