@@ -1,5 +1,7 @@
 #include "broker/service.hpp"
 
+#include "broker/api/store_answer.hpp"
+
 #include "broker/slurm/slurm_calls.hpp"
 
 #include <boost/asio/post.hpp>
@@ -195,6 +197,11 @@ std::string Service::metrics() const {
     line("shardnet_rate_limited_total", "requests answered 429", total(c_rate_limited));
     line("shardnet_auth_failures_total", "requests answered 401", total(c_auth_failures));
     line("shardnet_worker_refusals_total", "worker reports refused: not the token's job, run or attempt", total(c_refused));
+    s += "# HELP shardnet_store_refusals_total requests answered 503 or 500 because the store refused them, by cause\n"
+         "# TYPE shardnet_store_refusals_total counter\n";
+    for (auto [kind, cause] : {std::pair{StoreFault::full, "full"}, {StoreFault::io, "io"}, {StoreFault::busy, "busy"},
+                               {StoreFault::other, "other"}})
+        s += std::string("shardnet_store_refusals_total{cause=\"") + cause + "\"} " + std::to_string(detail::store_refusals(kind)) + "\n";
     line("shardnet_failed_jobs_total", "jobs on the broker's threads that threw (logged, then dropped)", failed_jobs());
     line("shardnet_slurm_calls_total", "commands run against slurmctld", slurm_->calls());
     line("shardnet_slurm_cache_hits_total", "Slurm queries answered from the cache", slurm_->cache_hits());

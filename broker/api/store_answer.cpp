@@ -2,12 +2,22 @@
 
 #include "broker/store/store_error.hpp"
 
+#include <atomic>
+
 namespace shardnet::broker::detail {
+
+namespace {
+std::atomic<unsigned long long> refusals[4];   // by StoreFault
+}
+
+unsigned long long store_refusals(StoreFault kind) { return refusals[int(kind)].load(std::memory_order_relaxed); }
 
 ApiResponse store_error_response(const std::exception &e) {
     const auto *se = dynamic_cast<const StoreError *>(&e);
     ApiResponse r;
-    switch (se ? se->fault() : StoreFault::other) {
+    const StoreFault kind = se ? se->fault() : StoreFault::other;
+    refusals[int(kind)].fetch_add(1, std::memory_order_relaxed);
+    switch (kind) {
     case StoreFault::full:
         r = error_response(503, "store_full", e.what());
         r.retry_after = kRetryFullSeconds;

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "broker/service.hpp"
+#include "broker/store/store_error.hpp"
 
 namespace shardnet::broker::detail {
 
@@ -18,5 +19,7 @@ inline constexpr unsigned kRetryBusySeconds = 1;
 // StoreError of those kinds; 500 store for any other exception. The
 // message is what the store said (the cause and the database's path first).
 ApiResponse store_error_response(const std::exception &e);
+// How many answers store_error_response gave for each kind (the metrics).
+unsigned long long store_refusals(StoreFault kind);
 
 }  // namespace shardnet::broker::detail

@@ -352,6 +352,12 @@ for r in create cancel commit first node; do
         || fail "locked database, $r: $code in ${secs}s $(cat "$T/lk-$r.body")"
 done
 wait $LOCKER
+refusals() {  # CAUSE: the metrics' count of store refusals of that cause
+    req GET /metrics "" | grep -o "shardnet_store_refusals_total{cause=\"$1\"} [0-9]*" | awk '{print $2}'
+}
+n=$(refusals busy)
+[ "${n:-0}" -ge 5 ] && ok "locked database: /metrics counts the refusals (store_refusals_total{cause=busy} $n)" \
+    || fail "locked database: store_refusals_total{cause=busy} is '${n:-}', expected >= 5"
 agree() {  # WHEN
     local a b c d
     a=$(req GET /v1/runs/lk-new admin-t); b=$(req GET /v1/runs/lk-cancel admin-t)
@@ -421,6 +427,9 @@ else
             || fail "full disk, $1: fl-kept $a; fl-cancel $b; checkpoints $c; fl-new $d; fl-first $e"
     }
     full_writes "full"
+    n=$(refusals full)
+    [ "${n:-0}" -ge 5 ] && ok "full disk: /metrics counts the refusals (store_refusals_total{cause=full} $n)" \
+        || fail "full disk: store_refusals_total{cause=full} is '${n:-}', expected >= 5"
     grep '"msg":"commit of c1 not written: the store refused it"' "$T/log" | grep -q "database disk is full: $MNT/broker.db" \
         && ok "full disk: the broker's log says what was not written and why" || fail "full disk: no warning on the log: $(tail -2 "$T/log")"
     expect "full disk: still serving" 200 '"ok":true' -- GET /v1/health ""
