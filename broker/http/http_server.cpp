@@ -88,16 +88,23 @@ public:
 
     void run() {
         if constexpr (std::is_same_v<Stream, TlsStream>) {
-            arm_deadline();
-            stream_.async_handshake(asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
-                if (!ec) return self->do_read();
-                // A failed handshake (plain HTTP to the TLS port, a client
-                // that distrusts our certificate) is said, and its socket
-                // goes now, not at the deadline.
-                fail(ec, "TLS handshake");
-                beast::error_code ignored;
-                beast::get_lowest_layer(self->stream_).close(ignored);
-                self->timer_.cancel();
+            // On the session's own thread: a handshake waits for its
+            // request as a header does, so at max_connections a connection
+            // stuck in it (a trickled ClientHello) is sheddable too; the
+            // header that follows keeps its place in that queue.
+            asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+                self->arm_deadline();
+                self->counts_.wait(self.get());
+                self->stream_.async_handshake(asio::ssl::stream_base::server, [self](beast::error_code ec) {
+                    if (!ec) return self->do_read();
+                    // A failed handshake (plain HTTP to the TLS port, a client
+                    // that distrusts our certificate, a shed one) is said, and
+                    // its socket goes now, not at the deadline.
+                    fail(ec, "TLS handshake");
+                    beast::error_code ignored;
+                    beast::get_lowest_layer(self->stream_).close(ignored);
+                    self->timer_.cancel();
+                });
             });
         } else {
             beast::error_code ec;
