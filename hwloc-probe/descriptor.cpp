@@ -76,7 +76,7 @@ json::object to_descriptor(const NodeInfo &raw, double probed_at) {
     d["host"] = str_or_null(n.host);
     json::array numa;
     for (const auto &nn : n.numa)
-        numa.push_back(json::object{{"index", nn.index}, {"memory_bytes", opt(nn.memory_bytes)}, {"cpus", nn.cpus}});
+        numa.push_back(json::object{{"index", nn.index}, {"memory_bytes", opt(nn.memory_bytes)}, {"cpus", str_or_null(nn.cpus)}});
     d["cpu"] = json::object{{"arch", str_or_null(n.arch)}, {"model", str_or_null(n.cpu_model)},
                             {"packages", n.packages}, {"cores", n.cores}, {"pus", n.pus}, {"numa", std::move(numa)}};
     d["memory"] = json::object{{"total_bytes", opt(n.memory_bytes)}, {"source", str_or_null(n.memory_source)},
