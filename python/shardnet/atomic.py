@@ -31,3 +31,27 @@ def write_text(path, text, fsync=True):
             f.flush()
             os.fsync(f.fileno())
     commit(tmp, path, fsync)
+
+
+def remove_stale(directory, names):
+    """Removes the temporary files of names (NAME.tmp.PID) in directory that
+    no save of this process is writing: what a save killed part-way (an
+    earlier attempt's, or this node's before a crash) left behind. Only the
+    caller's own names are touched: other ranks may be saving beside them.
+    Returns how many were removed."""
+    mine = f".tmp.{os.getpid()}"
+    removed = 0
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return 0
+    for entry in entries:
+        base, sep, pid = entry.rpartition(".tmp.")
+        if not sep or base not in names or not pid.isdigit() or entry.endswith(mine):
+            continue
+        try:
+            os.unlink(os.path.join(directory, entry))
+            removed += 1
+        except OSError:
+            pass
+    return removed

@@ -137,6 +137,9 @@ def save(step, state, name=None, ckpt_dir=None, save_rng=True, durable=None):
             os.unlink(mpath)
         except FileNotFoundError:
             pass
+        # What a killed save of this rank left here goes; the temporary
+        # name has the pid, so a crash's leftovers would otherwise stay.
+        atomic.remove_stale(path, {shard_name(c.rank), manifest_name(c.rank)})
         _serialise(payload, tmp)
     except BaseException as e:
         _discard(tmp)

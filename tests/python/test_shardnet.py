@@ -355,6 +355,17 @@ class KilledSave(Env):
         self.assertNotIn("rank-0.pt", left, "the shard got its final name before it was complete")
         self.assertTrue(any(n.startswith("rank-0.pt.tmp.") for n in left), left)
 
+    def test_the_next_save_removes_what_a_killed_one_left(self):
+        left = self.kill_mid_save("shard")
+        tmp = [n for n in left if n.startswith("rank-0.pt.tmp.")]
+        self.assertTrue(tmp, left)
+        # Another rank's temporary file beside it is not this rank's to remove.
+        new = os.path.join(os.environ["SHARDNET_CKPT_DIR"], "checkpoint-00000020")
+        open(os.path.join(new, "rank-1.pt.tmp.99999"), "w").close()
+        shardnet.save(20, state(), durable=True)
+        after = sorted(os.listdir(new))
+        self.assertEqual(after, ["rank-0.manifest", "rank-0.pt", "rank-1.pt.tmp.99999"])
+
     def test_kill_before_the_manifest(self):
         self.assertIn("rank-0.pt", self.kill_mid_save("manifest"))
 
