@@ -393,7 +393,10 @@ int user_init_step(spank_t sp) {
     bool ok = set_env(sp, "SHARDNET_RUN", run) && set_env(sp, "SHARDNET_ATTEMPT", std::to_string(g.attempt)) &&
               set_env(sp, "SHARDNET_CKPT_DIR", ckpt) && set_env(sp, "SHARDNET_RESUME_FROM", resume) &&
               set_env(sp, "SHARDNET_CKPT_EVERY", g.job->ckpt_every) &&
-              set_env(sp, "SHARDNET_REQUEUE", requeue_name(g.job->requeue));
+              set_env(sp, "SHARDNET_REQUEUE", requeue_name(g.job->requeue)) &&
+              // Which signal comes before the time limit (plugstack prelimit=),
+              // so that the trainer's library watches that one; "" when none.
+              set_env(sp, "SHARDNET_PRELIMIT_SIGNAL", g.cfg->prelimit_signal ? std::to_string(g.cfg->prelimit_signal) : "");
     if (!ok) return refuse("cannot set the task environment");
     // torchrun's contract (torch_env.hpp): the rendezvous of an srun step,
     // the same on every node of it. The batch script is no rank: its srun

@@ -8,7 +8,7 @@ cat > "$WORK/trap.sh" <<'SH'
 #!/bin/bash
 out=$1.$SHARDNET_RANK
 trap 'echo "USR1 at $(date +%s)" > $out; exit 0' USR1
-start=$(date +%s); echo "start $start" > $out.start
+start=$(date +%s); echo "start $start ${SHARDNET_PRELIMIT_SIGNAL-unset}" > $out.start
 for i in $(seq 300); do sleep 0.1; done
 echo "no signal" > $out
 SH
@@ -19,7 +19,8 @@ for r in 0 1; do
     s=$(cut -d' ' -f2 "$WORK/sig.$r.start"); t=$(cut -d' ' -f3 "$WORK/sig.$r")
     # 60 s limit, 55 s ahead: about 5 s after the start.
     [ $((t - s)) -ge 2 ] && [ $((t - s)) -le 12 ] || fail "rank $r: USR1 after $((t - s)) s"
-    ok "rank $r: SIGUSR1 $((t - s)) s after start (limit 60 s, prelimit 55 s)"
+    [ "$(cut -d' ' -f3 "$WORK/sig.$r.start")" = 10 ] || fail "rank $r: SHARDNET_PRELIMIT_SIGNAL is '$(cut -d' ' -f3 "$WORK/sig.$r.start")', expected 10 (USR1)"
+    ok "rank $r: SIGUSR1 $((t - s)) s after start (limit 60 s, prelimit 55 s), named in SHARDNET_PRELIMIT_SIGNAL"
 done
 hb_bodies | grep -q '"prelimit_signalled": true' || fail "heartbeats do not tell the broker the signal was sent"
 ok "heartbeats report the signal"

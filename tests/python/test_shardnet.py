@@ -174,6 +174,24 @@ class Policy(Env):
         self.assertEqual(out.stdout.split(), ["1", "False"], out.stderr)
 
 
+    def test_watches_the_sites_signal(self):
+        # prelimit=USR2@S: the plugin says SHARDNET_PRELIMIT_SIGNAL=12, and the
+        # library, from import on, turns USR2 (not USR1) into the flag.
+        code = textwrap.dedent("""
+            import os, signal, time
+            import shardnet
+            os.kill(os.getpid(), signal.SIGUSR2); time.sleep(0.1)
+            print(shardnet.emergency_pending(), signal.getsignal(signal.SIGUSR1) is signal.SIG_DFL)
+        """)
+        env = dict(os.environ, PYTHONPATH=LIB, SHARDNET_PRELIMIT_SIGNAL=str(int(signal.SIGUSR2)))
+        out = subprocess.run([PY, "-c", code], env=env, capture_output=True, text=True)
+        self.assertEqual(out.stdout.split(), ["True", "True"], out.stderr)
+        # A signal meant to end the program, or no signal at all: SIGUSR1.
+        from shardnet import prelimit
+        for v, want in (("15", signal.SIGUSR1), ("2", signal.SIGUSR1), ("x", signal.SIGUSR1), ("", signal.SIGUSR1),
+                        ("999", signal.SIGUSR1), (str(int(signal.SIGUSR2)), signal.SIGUSR2)):
+            self.assertEqual(prelimit.configured_signal({"SHARDNET_PRELIMIT_SIGNAL": v}), want, v)
+
 class SaveLoad(Env):
     def test_manifest_as_the_agent_reads_it(self):
         ck = self.shardnet_env(SHARDNET_RANK="1", SHARDNET_WORLD_SIZE="2")
