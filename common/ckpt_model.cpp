@@ -26,7 +26,7 @@ double expected_waste(double tau, double delta, double mtbf, double restart) {
 double numeric_optimum(double delta, double mtbf, double restart) {
     // T_w / T_s = M e^(R/M) (e^((tau+delta)/M) - 1) / tau is convex in tau
     // > 0 (R only scales it): golden section on a log scale of tau.
-    double lo = std::log(1e-3), hi = std::log(100 * (mtbf + delta));
+    double lo = std::log(1e-6 * std::min(delta, mtbf)), hi = std::log(100 * (mtbf + delta));
     const double g = (std::sqrt(5.0) - 1) / 2;
     auto f = [&](double lt) { return expected_wall_time(std::exp(lt), delta, mtbf, restart, 1); };
     double a = hi - g * (hi - lo), b = lo + g * (hi - lo), fa = f(a), fb = f(b);
@@ -73,6 +73,7 @@ std::string format_duration(double seconds) {
 }
 
 long long interval_steps(double tau, double step_seconds, const Bounds &b) {
+    if (!std::isfinite(tau)) tau = b.max_seconds;
     const double t = std::clamp(tau, b.min_seconds, std::max(b.min_seconds, b.max_seconds));
     if (!(step_seconds > 0)) return b.min_steps;
     const double steps = std::round(t / step_seconds);

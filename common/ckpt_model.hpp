@@ -33,7 +33,8 @@ double expected_wall_time(double tau, double delta, double mtbf, double restart,
 // this model).
 double expected_waste(double tau, double delta, double mtbf, double restart);
 // The tau that minimises expected_wall_time, found by golden-section search
-// (the complete model's exact optimum; a check on Daly's formula).
+// from a millionth of min(delta, M) to 100 (M + delta) (the complete
+// model's exact optimum; a check on Daly's formula). delta, M > 0.
 double numeric_optimum(double delta, double mtbf, double restart);
 
 // Durations as people write them: "90s", "5m", "1.5h", "2d", "24h",

@@ -14,11 +14,12 @@ namespace shardnet::ckpt {
 struct SimInputs {
     double delta = 0, mtbf = 0, restart = 0;
     double weibull_shape = 1;   // 1: exponential; < 1: failures come early and in clusters
-    double work = 0;            // seconds of compute; 0: 20000 x the mean time between failures
+    double work = 0;            // seconds of compute; 0: as much as sees about 20000 failures
     std::uint64_t seed = 1;
 };
 
-// The fraction of wall time not spent on the work, for an interval tau.
+// The fraction of wall time not spent on the work, for an interval tau
+// (1 when the run would take more than 20 million failures to finish).
 // The same seed draws the same failure times for every tau (common random
 // numbers), so that intervals compare with little noise.
 double simulated_waste(const SimInputs &in, double tau);

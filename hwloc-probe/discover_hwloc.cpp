@@ -124,7 +124,7 @@ void add_pci_devices(hwloc_topology_t topo, NodeInfo &out, bool live) {
 
 // NVLink as hwloc's NVML backend records it: a matrix of bandwidths
 // between GPU OS devices (and, on POWER, CPU packages). Each accelerator
-// counts the devices it has bandwidth to, itself excepted.
+// counts the GPUs and NVSwitches it has bandwidth to, itself excepted.
 void add_nvlink_distances(hwloc_topology_t topo, NodeInfo &out) {
     unsigned nr = 1;
     hwloc_distances_s *d = nullptr;
@@ -133,8 +133,14 @@ void add_nvlink_distances(hwloc_topology_t topo, NodeInfo &out) {
         hwloc_obj_t o = d->objs[i];
         if (!o || o->type != HWLOC_OBJ_OS_DEVICE || !o->parent || o->parent->type != HWLOC_OBJ_PCI_DEVICE) continue;
         const std::string bus = pci_bus(o->parent);
+        // GPUs and NVSwitches (I/O objects) only: an NVLink to a CPU
+        // package (POWER) is not a GPU interconnect.
         int peers = 0;
-        for (unsigned j = 0; j < d->nbobjs; ++j) peers += j != i && d->values[i * d->nbobjs + j] > 0;
+        for (unsigned j = 0; j < d->nbobjs; ++j) {
+            const hwloc_obj_t p = d->objs[j];
+            peers += j != i && d->values[i * d->nbobjs + j] > 0 && p &&
+                     (p->type == HWLOC_OBJ_OS_DEVICE || p->type == HWLOC_OBJ_PCI_DEVICE);
+        }
         for (auto &a : out.accelerators)
             if (a.pci_bus == bus) a.nvlink_peers = std::max(a.nvlink_peers.value_or(0), peers);
     }

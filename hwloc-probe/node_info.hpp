@@ -29,7 +29,7 @@ struct Accelerator {
     std::string uuid;
     std::optional<int> nvlinks_up;     // NVML, live only
     std::optional<int> nvlinks_total;
-    // Devices (GPUs, CPU packages) joined to this one by NVLink in hwloc's
+    // GPUs and NVSwitches joined to this one by NVLink in hwloc's
     // "NVLinkBandwidth" distances (a saved topology; hwloc's NVML backend
     // writes them): evidence of NVLink where NVML was not asked.
     std::optional<int> nvlink_peers;

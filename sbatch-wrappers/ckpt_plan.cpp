@@ -34,7 +34,8 @@ std::optional<double> duration(const std::map<std::string, std::string> &opt, co
     }
     auto v = parse_duration(it->second);
     if (!v) err = std::string("--") + key + " " + it->second + ": not a duration (90s, 5m, 1.5h, 2d or seconds)";
-    else if (*v < positive_min) err = std::string("--") + key + " " + it->second + ": must be more than 0";
+    else if (*v < positive_min)
+        err = std::string("--") + key + " " + it->second + (positive_min > 0 ? ": must be at least 1 ms" : ": must not be negative");
     else return v;
     return std::nullopt;
 }
@@ -45,21 +46,33 @@ struct Inputs {
 };
 
 bool read_inputs(const std::map<std::string, std::string> &opt, Inputs &in, std::string &err) {
-    auto d = duration(opt, "write-cost", true, 1e-9, err);
+    auto d = duration(opt, "write-cost", true, 1e-3, err);
     if (!err.empty()) return false;
-    auto m = duration(opt, "mtbf", true, 1e-9, err);
+    auto m = duration(opt, "mtbf", true, 1e-3, err);
     if (!err.empty()) return false;
     auto r = duration(opt, "restart", true, 0, err);
     if (!err.empty()) return false;
-    in.work = duration(opt, "work", false, 1e-9, err);
+    in.work = duration(opt, "work", false, 1e-3, err);
     if (!err.empty()) return false;
     in.delta = *d, in.mtbf = *m, in.restart = *r;
+    // Where interruptions come so much faster than a checkpoint write or a
+    // restart that the run would take over a million times its work, the
+    // model's answer is "never" (and a simulation would not end): said so.
+    const double ratio = expected_wall_time(daly_interval(in.delta, in.mtbf), in.delta, in.mtbf, in.restart, 1);
+    if (!std::isfinite(ratio) || ratio > 1e6) {
+        err = "with a mean time to interruption of " + format_duration(in.mtbf) + ", a checkpoint write of " +
+              format_duration(in.delta) + " and a restart of " + format_duration(in.restart) +
+              " the run would almost never finish (over a million times its work in wall time)";
+        return false;
+    }
     return true;
 }
 
+// Minutes with one decimal (as Daly's examples are given); under a minute, seconds.
 std::string minutes(double s) {
     char b[32];
-    std::snprintf(b, sizeof b, "%.1f min", s / 60);
+    if (s < 60) std::snprintf(b, sizeof b, "%.1f s", s);
+    else std::snprintf(b, sizeof b, "%.1f min", s / 60);
     return b;
 }
 
@@ -106,7 +119,15 @@ int ckpt_simulate(const std::map<std::string, std::string> &opt) {
             return usage_error("simulate: --weibull-shape " + it->second + ": expected a number from 0.2 to 5");
     }
     std::uint64_t seed = 1;
-    if (auto it = opt.find("seed"); it != opt.end()) seed = std::strtoull(it->second.c_str(), nullptr, 10);
+    if (auto it = opt.find("seed"); it != opt.end()) {
+        const std::string &v = it->second;
+        if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
+            return usage_error("simulate: --seed " + v + ": expected a whole number");
+        seed = std::stoull(v);
+    }
+    if (opt.count("grid"))
+        for (const char *k : {"write-cost", "mtbf", "restart", "work"})
+            if (opt.count(k)) return usage_error(std::string("simulate: --grid takes its own inputs; --") + k + " goes without it");
     struct Point { double delta, mtbf, restart; };
     std::vector<Point> points;
     if (opt.count("grid")) {

@@ -398,6 +398,10 @@ int main(int argc, char **argv) {
     static const char *commands[] = {"run", "watch", "capacity", "runs", "show", "events", "ckpt", "cancel", "validate"};
     if (cmd.empty() || std::none_of(std::begin(commands), std::end(commands), [&](const char *x) { return cmd == x; }))
         return fail(usage, (cmd.empty() ? std::string("no command") : "unknown command " + cmd) + "\n" + kUsage);
+    // The inputs of ckpt plan/simulate mean nothing to any other command.
+    if (!(cmd == "ckpt" && a.pos.size() == 1 && (a.pos[0] == "plan" || a.pos[0] == "simulate")))
+        for (const char *k : {"write-cost", "mtbf", "restart", "work", "weibull-shape", "seed", "grid"})
+            if (a.has(k)) return fail(usage, std::string("--") + k + " is an option of shard ckpt plan / simulate\n" + kUsage);
     // What needs no broker comes first.
     if (cmd == "validate") return cmd_validate(a);
     if (cmd == "ckpt" && a.pos.size() == 1 && a.pos[0] == "plan") return ckpt_plan(a.opt);

@@ -34,6 +34,8 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     // Control characters in any kept string were refused by read_heartbeat.
     if (node.empty() || node.size() > 256) return reply(error_response(400, "bad_field", "node: not a node name", "node"));
     if (jobstep.size() > 32) return reply(error_response(400, "bad_field", "step: not a Slurm step id", "step"));
+    if (requeue_policy != "federated"sv && requeue_policy != "local"sv && requeue_policy != "off"sv)
+        return reply(error_response(400, "bad_field", "requeue: expected federated, local or off", "requeue"));
     const bool ended = state == "ended"sv, batch = jobstep == "batch"sv;
     if (!ended && state != "running"sv) return reply(error_response(400, "bad_field", "state: expected running or ended", "state"));
     if (!who.run.empty() && who.run != run) return reply(error_response(403, "forbidden", "this token may not report for run " + std::string(run)));

@@ -117,6 +117,19 @@ void Service::forward_one(const Store::Forwarding &f, ForwardRetry &retry) {
         if (answer.kind == PeerDecision::Kind::bad) return bad_answer(f, answer, retry);
         return forwarded(f, answer);
     }
+    // A 4xx other than 408/429: the peer read the decision and will never
+    // take it as it is (a field it refuses). Resending the same bytes
+    // cannot help: a bad answer, which ends the decision after a few.
+    if (res.status >= 400 && res.status < 500 && res.status != 408 && res.status != 429) {
+        PeerDecision refused;
+        refused.kind = PeerDecision::Kind::bad;
+        refused.field = "status";
+        std::string said = res.body.substr(0, 200);
+        for (char &c : said)
+            if ((unsigned char)c < 0x20 || c == 0x7f) c = ' ';
+        refused.error = "status: HTTP " + std::to_string(res.status) + " " + said;
+        return bad_answer(f, refused, retry);
+    }
     // No answer (down, slow, 5xx): it may come; resent until it does.
     back_off(retry.next, retry.delay);
     log_json("warn", "decision not delivered", {{"decision", f.id}, {"peer", f.peer},

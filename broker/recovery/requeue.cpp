@@ -148,7 +148,7 @@ void Service::requeue(const Fault &fault, int tries) {
         // The next attempt heartbeats as this one did and keeps the run's
         // requeue policy (its job's --shardnet options are not in the spec Slurm gives).
         if (fault.state.interval > 0) spec["heartbeat"] = fault.state.interval;
-        spec["requeue"] = policy;
+        spec["requeue"] = policy == "local" || policy == "off" ? policy : "federated";   // only what a peer takes
         // 3. Requirements: the run's manifest, nodes as the failed job had.
         Requirements req;
         json::value mv = json::parse(manifest.empty() ? "{}" : manifest, ec);

@@ -24,13 +24,21 @@ assert abs(v["young_s"] / 60 - 120.0) < 1e-9, v
 assert 0 < v["expected_waste"] < 0.2, v
 assert v["expected_wall_s"] > 30 * 86400, v' || fail "ckpt plan --json"
 for bad in "--write-cost 5x --mtbf 1h --restart 1m:--write-cost 5x" "--mtbf 1h --restart 1m:--write-cost is required" \
-           "--write-cost 5m --mtbf 0 --restart 1m:--mtbf 0: must be more than 0" "--write-cost 5m --mtbf -3h --restart 1m:--mtbf -3h"; do
+           "--write-cost 5m --mtbf 0 --restart 1m:--mtbf 0: must be at least 1 ms" \
+           "--write-cost 10d --mtbf 1s --restart 0:would almost never finish" "--write-cost 5m --mtbf -3h --restart 1m:--mtbf -3h"; do
     args=${bad%%:*}; want=${bad#*:}
     rc=0; err=$("$SHARD" ckpt plan $args 2>&1) || rc=$?
     [ $rc = 2 ] || fail "ckpt plan $args: exit $rc, expected 2"
     echo "$err" | grep -qF -- "$want" || fail "ckpt plan $args: error does not say '$want': $err"
 done
 "$SHARD" ckpt simulate --write-cost 5m --mtbf 6h --restart 10m | tail -1 | grep -q "worst: Daly's interval wastes" || fail "ckpt simulate"
+# Inputs where failures outrun every write or restart end at once, with an error.
+rc=0; err=$(timeout 20 "$SHARD" ckpt simulate --write-cost 10d --mtbf 1s --restart 1m 2>&1) || rc=$?
+[ $rc = 2 ] && grep -q "almost never finish" <<<"$err" || fail "ckpt simulate of a run that never ends: exit $rc: $err"
+timeout 20 "$SHARD" ckpt simulate --write-cost 1s --mtbf 1s --restart 7s > /dev/null || fail "ckpt simulate of a mostly failing run did not end in 20 s"
+rc=0; "$SHARD" ckpt simulate --grid --mtbf 1h 2>/dev/null || rc=$?; [ $rc = 2 ] || fail "--grid with --mtbf: exit $rc"
+rc=0; "$SHARD" ckpt simulate --seed x --write-cost 1s --mtbf 1h --restart 1m 2>/dev/null || rc=$?; [ $rc = 2 ] || fail "--seed x: exit $rc"
+rc=0; "$SHARD" runs --mtbf 5m 2>/dev/null || rc=$?; [ $rc = 2 ] || fail "runs --mtbf: exit $rc"
 
 # A spec, checked with no broker anywhere.
 printf 'name: t\ncommand: "python3 train.py"\nnodes: 2\n' > "$T/good.yaml"

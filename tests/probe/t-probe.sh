@@ -154,14 +154,14 @@ assert nics["qib0"] == "infiniband", nics
 [ "$(T2 40intel64-2g2n4c+pcilocality --slurm-node)" = "NodeName=node1 CPUs=40 Boards=2 SocketsPerBoard=2 CoresPerSocket=10 ThreadsPerCore=1 RealMemory=524274 Features=InfiniBand,Ethernet" ] \
     && ok "40intel64: hwloc Groups are Slurm Boards (Boards=2 SocketsPerBoard=2)" || fail "40intel64 --slurm-node: $(T2 40intel64-2g2n4c+pcilocality --slurm-node)"
 T2 power8gpudistances --pretty | grep -q "4 x unknown" && ok "power8: P100s (10de:15f9, no class) stay unknown" || fail "power8 classes"
-# NVLink from hwloc's NVLinkBandwidth distances: each P100 has one GPU and
-# its CPU package as NVLink peers (the matrix in the XML).
+# NVLink from hwloc's NVLinkBandwidth distances: each P100 has one GPU peer
+# (and its CPU package, which is no GPU interconnect) in the XML's matrix.
 T2 power8gpudistances | /usr/bin/python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 assert d["fabric"]["summary"] == ["NVLink"], d["fabric"]
-assert [a["nvlink_peers"] for a in d["accelerators"]] == [2, 2, 2, 2], d["accelerators"]
-' && ok "power8: NVLink pairs from hwloc distances (2 peers per P100)" || fail "power8 NVLink"
+assert [a["nvlink_peers"] for a in d["accelerators"]] == [1, 1, 1, 1], d["accelerators"]
+' && ok "power8: NVLink pairs from hwloc distances (one GPU peer per P100)" || fail "power8 NVLink"
 # NVSwitch from PCI ids: the DGX-2 capture without hwloc's subtype still
 # has 11 NVSwitches by id (10de:1ac2); the twelfth records no PCI id and
 # cannot be decided, so it is not counted.

@@ -144,6 +144,21 @@ TEST_CASE("unreadable answers: an event each, then the decision ends and the run
     CHECK(f.peers->requests(kGamma).empty());
 }
 
+TEST_CASE("a peer that answers 4xx will never take the decision as it is: bad answers, then the decision ends") {
+    ServiceFixture f({{"c1", kConf}}, two_peers());
+    f.start();
+    f.peers->on(kBeta, [](const HttpRequest &) {
+        return answer(400, json::object{{"error", json::object{{"code", "bad_field"}, {"message", "spec.requeue: expected federated, local or off"}}}});
+    });
+    fault_without_room(f);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED" && contains(f.events("r1"), "the decision ends"); }, 20));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(contains(ev, "status: HTTP 400"));
+    CHECK(contains(ev, "spec.requeue"));
+    CHECK(f.peers->requests(kBeta).size() == 5);   // not resent without end
+}
+
 TEST_CASE("the inbox: a peer's decision runs as the local account it names, at most once") {
     ServiceFixture f({{"c1", kConf}});
     f.start();

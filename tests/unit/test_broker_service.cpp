@@ -104,6 +104,11 @@ TEST_CASE("bad input gets the right 4xx, naming the field") {
     CHECK(Fixture::body(r).at("error").at("field").as_string() == "run");
     r = f.call("POST", "/v1/heartbeats", "admin-t", R"({"run":"r1","attempt":1,"node":"a","ranks":{}})");
     CHECK(Fixture::body(r).at("error").at("field").as_string() == "ranks");
+    // The requeue policy is one of three: anything else would reach a
+    // decision a peer refuses.
+    r = f.call("POST", "/v1/heartbeats", "admin-t", R"({"run":"r1","attempt":1,"node":"a","requeue":"anywhere","ranks":[]})");
+    CHECK(r.status == 400);
+    CHECK(Fixture::body(r).at("error").at("field").as_string() == "requeue");
     CHECK(f.call("GET", "/v1/nothing", "admin-t").status == 404);
     CHECK(f.call("POST", "/v1/heartbeats", "r2-t", hb("r1", 1, "a1", 5)).status == 403);  // token tied to r2
 }
