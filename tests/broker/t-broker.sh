@@ -600,48 +600,8 @@ kill -TERM $PID; wait $PID; PID=""
 # probes over TLS are answered, every one.
 sed -i 's/"sse_keepalive_ms": 300}/"sse_keepalive_ms": 300, "max_connections": 200}/; s/"read_timeout_ms": 1000/"read_timeout_ms": 10000/' "$T/broker.json"
 start
-/usr/bin/python3 - "$P" "$T/cert.pem" <<'PY' > "$T/tls-loris" && ok "TLS slowloris x400 at max_connections 200: $(cat "$T/tls-loris")" || fail "TLS slowloris: $(cat "$T/tls-loris")"
-import socket, ssl, sys, time
-port, ca = int(sys.argv[1]), sys.argv[2]
-ctx = ssl.create_default_context(cafile=ca)
-# A real ClientHello, sent a byte at a time.
-inc, outc = ssl.MemoryBIO(), ssl.MemoryBIO()
-obj = ctx.wrap_bio(inc, outc, server_hostname="127.0.0.1")
-try: obj.do_handshake()
-except ssl.SSLWantReadError: pass
-hello = outc.read()
-conns = {}
-def opencon():
-    s = socket.socket(); s.setblocking(False)
-    try: s.connect(("127.0.0.1", port))
-    except BlockingIOError: pass
-    conns[s] = 0
-for _ in range(400): opencon()
-answered, worst, cut, end = 0, 0.0, 0, time.time() + 6
-while time.time() < end:
-    for s in list(conns):
-        try:
-            if conns[s] < len(hello) - 1:
-                s.send(hello[conns[s]:conns[s] + 1]); conns[s] += 1
-            else:
-                s.recv(1)
-        except (BlockingIOError, InterruptedError): pass
-        except OSError:
-            s.close(); del conns[s]; cut += 1; opencon()
-    t0 = time.time()
-    try:
-        p = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=5), server_hostname="127.0.0.1")
-        p.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        d = p.recv(100); p.close()
-    except (OSError, ssl.SSLError) as e:
-        d = str(e).encode()
-    if not d.startswith(b"HTTP/1.1 200"):
-        print("a probe got %r after %d answered" % (d, answered)); sys.exit(1)
-    answered += 1; worst = max(worst, time.time() - t0)
-    time.sleep(0.2)
-print("%d probes answered, slowest %.3f s; %d slow connections shed" % (answered, worst, cut))
-sys.exit(0 if answered >= 5 and cut > 0 else 1)
-PY
+/usr/bin/python3 "$(dirname "$0")/slowloris.py" "$P" --tls "$T/cert.pem" > "$T/tls-loris" \
+    && ok "TLS slowloris x400 at max_connections 200: $(cat "$T/tls-loris")" || fail "TLS slowloris: $(cat "$T/tls-loris")"
 kill -TERM $PID; wait $PID; PID=""
 
 # A hostile peer (tests/harness/hostile_peer.py) as this broker's only peer:
@@ -816,39 +776,8 @@ kill -TERM $PID; wait $PID; PID=""
 write_config ""
 sed -i 's/"sse_keepalive_ms": 300}/"sse_keepalive_ms": 300, "max_connections": 200}/; s/"read_timeout_ms": 1000/"read_timeout_ms": 10000/' "$T/broker.json"
 start
-/usr/bin/python3 - "$P" <<'PY' > "$T/loris" && ok "slowloris x400 at max_connections 200: $(cat "$T/loris")" || fail "slowloris at the cap: $(cat "$T/loris")"
-import socket, sys, time
-port = int(sys.argv[1])
-head = b"POST /v1/heartbeats HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 10000
-conns = {}
-def opencon():
-    s = socket.socket(); s.setblocking(False)
-    try: s.connect(("127.0.0.1", port))
-    except BlockingIOError: pass
-    conns[s] = 0
-for _ in range(400): opencon()
-answered, worst, cut, end = 0, 0.0, 0, time.time() + 6
-while time.time() < end:
-    for s in list(conns):
-        try:
-            s.send(head[conns[s]:conns[s] + 1]); conns[s] += 1
-        except (BlockingIOError, InterruptedError): pass
-        except OSError:
-            s.close(); del conns[s]; cut += 1; opencon()
-    t0 = time.time()
-    try:
-        p = socket.create_connection(("127.0.0.1", port), timeout=5)
-        p.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        d = p.recv(100); p.close()
-    except OSError as e:
-        d = str(e).encode()
-    if not d.startswith(b"HTTP/1.1 200"):
-        print("a probe got %r after %d answered" % (d, answered)); sys.exit(1)
-    answered += 1; worst = max(worst, time.time() - t0)
-    time.sleep(0.2)
-print("%d probes answered, slowest %.3f s; %d slow connections shed" % (answered, worst, cut))
-sys.exit(0 if answered >= 5 and cut > 0 else 1)
-PY
+/usr/bin/python3 "$(dirname "$0")/slowloris.py" "$P" > "$T/loris" \
+    && ok "slowloris x400 at max_connections 200: $(cat "$T/loris")" || fail "slowloris at the cap: $(cat "$T/loris")"
 kill -TERM $PID; wait $PID; PID=""
 
 # Slow SSE readers: 20 streams that never read follow a run of 12000
