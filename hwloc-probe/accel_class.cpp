@@ -77,6 +77,8 @@ constexpr IdRule kIds[] = {
 // NVML and ROCm SMI report ("NVIDIA H100 80GB HBM3" is NVML's H100 SXM5,
 // as on the DGX H100; "Tesla V100-SXM3-32GB-H" is the DGX-2H fixture's).
 struct NameRule { int family; std::initializer_list<const char *> words; const char *cls; };
+// Families 1-17 are NVIDIA's, 18 on AMD's: a name only counts on its maker's device.
+constexpr int kFirstAmdFamily = 18;
 const NameRule kNames[] = {
     {1, {"GB200"}, "GB200"},
     {2, {"GH200"}, "GH200"},
@@ -104,13 +106,14 @@ const NameRule kNames[] = {
     {24, {"MI210"}, "MI210"},
 };
 
-std::string class_from_name(const std::string &model) {
+std::string class_from_name(const std::string &model, uint16_t vendor) {
     const auto words = model_words(model);
     const auto has = [&](const char *w) { return std::find(words.begin(), words.end(), w) != words.end(); };
     const char *found = nullptr;
     int found_family = 0;
     for (const auto &r : kNames) {
         if (r.family == found_family) continue;  // that family already decided
+        if (vendor != (r.family >= kFirstAmdFamily ? 0x1002 : 0x10de)) continue;
         if (!std::all_of(r.words.begin(), r.words.end(), has)) continue;
         if (found) return "";  // two families: the name is ambiguous
         found = r.cls;
@@ -138,7 +141,7 @@ std::vector<std::string> model_words(const std::string &model) {
 
 std::string classify_accelerator(uint16_t vendor, uint16_t device, const std::string &model,
                                  std::optional<uint64_t>) {
-    if (auto cls = class_from_name(model); !cls.empty()) return cls;
+    if (auto cls = class_from_name(model, vendor); !cls.empty()) return cls;
     for (const auto &r : kIds)
         if (r.vendor == vendor && r.device == device) return r.cls;
     return "unknown";
@@ -163,6 +166,7 @@ std::string vendor_name(uint16_t vendor) {
     case 0x10de: return "nvidia";
     case 0x1002: return "amd";
     case 0x8086: return "intel";
+    case 0x1da3: return "habana";   // pci.ids: Habana Labs Ltd. (Intel Gaudi)
     }
     char buf[8];
     std::snprintf(buf, sizeof buf, "%04x", vendor);

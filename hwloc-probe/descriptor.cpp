@@ -200,8 +200,11 @@ std::string gres_conf(const NodeInfo &n) {
     std::map<std::string, unsigned> index_by_vendor;
     for (const auto &a : n.accelerators) {
         unsigned idx = index_by_vendor[a.vendor]++;
+        // Gaudi: the kernel's compute-accelerator nodes (drivers/accel,
+        // Linux 6.2+, where the habanalabs driver lives: /dev/accel/accelN).
         std::string file = a.vendor == "nvidia" ? "/dev/nvidia" + std::to_string(idx)
                          : a.vendor == "amd"    ? "/dev/dri/renderD" + std::to_string(128 + idx)
+                         : a.vendor == "habana" ? "/dev/accel/accel" + std::to_string(idx)
                                                 : "";
         s += "NodeName=" + (n.host.empty() ? std::string("UNKNOWN") : n.host) + " Name=gpu";
         if (a.cls != "unknown") s += " Type=" + a.cls;

@@ -162,6 +162,12 @@ d = json.load(sys.stdin)
 assert d["fabric"]["summary"] == ["NVLink"], d["fabric"]
 assert [a["nvlink_peers"] for a in d["accelerators"]] == [1, 1, 1, 1], d["accelerators"]
 ' && ok "power8: NVLink pairs from hwloc distances (one GPU peer per P100)" || fail "power8 NVLink"
+# Gaudi (Habana Labs, 1da3) devices get their /dev/accel/accelN files in
+# gres.conf: the DGX-2 capture with its V100s' ids made Gaudi's (1da3:1000).
+sed 's/\[10de:1db8\]/[1da3:1000]/' "$T/nvidiaDGX2.xml" > "$TMP/gaudi.xml"
+g=$("$PROBE" -i "$TMP/gaudi.xml" --host gnode --gres-conf)
+[ "$(grep -c 'File=/dev/accel/accel' <<<"$g")" = 16 ] && grep -q 'File=/dev/accel/accel15 ' <<<"$g" \
+    && ok "Gaudi gres.conf lines name /dev/accel/accelN" || fail "Gaudi gres.conf: $g"
 # NVSwitch from PCI ids: the DGX-2 capture without hwloc's subtype still
 # has 11 NVSwitches by id (10de:1ac2); the twelfth records no PCI id and
 # cannot be decided, so it is not counted.

@@ -113,3 +113,13 @@ TEST_CASE("content hash ignores only the hash and the probe time") {
     CHECK(to_descriptor(n, 1.0).at("hash") != a.at("hash"));
     CHECK(content_hash(a) == a.at("hash").as_string());
 }
+
+TEST_CASE("a model name counts only on its maker's device") {
+    // An NVIDIA name on a Habana (1da3) or AMD function, an AMD name on an
+    // NVIDIA one: a relabelled or mis-captured device is unknown, not a class.
+    CHECK(classify_accelerator(0x1da3, 0x1000, "Tesla V100-SXM3-32GB", std::nullopt) == "unknown");
+    CHECK(classify_accelerator(0x1002, 0x0001, "NVIDIA H100 80GB HBM3", std::nullopt) == "unknown");
+    CHECK(classify_accelerator(0x10de, 0x0001, "AMD Instinct MI300X", std::nullopt) == "unknown");
+    CHECK(classify_accelerator(0x10de, 0x0000, "Tesla V100-SXM3-32GB", std::nullopt) == "V100");
+    CHECK(classify_accelerator(0x1002, 0x0000, "AMD Instinct MI300X", std::nullopt) == "MI300X");
+}
