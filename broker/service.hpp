@@ -158,6 +158,10 @@ private:
     // Asks Slurm (on its own thread) before a suspected failure becomes FAULT.
     void confirm(Fault fault, double now);
     void raise_fault(const Fault &fault, const std::string &cause, boost::json::object evidence, double now, int tries = 0);
+    // The batch script ended while its last report was lost (the broker was
+    // down or restarting): the run ends as Slurm says its job did
+    // (COMPLETED: SUCCEEDED, CANCELLED: CANCELLED), with an event saying so.
+    void end_from_slurm(const Fault &fault, const std::string &job_state, double now);
     // Work to do again later (a store write that failed), run from tick().
     void retry_later(double delay, const char *what, std::function<void()> fn);
     void run_retries(double now);

@@ -45,6 +45,7 @@ void Service::confirm(Fault fault, double now) {
             if (v.job_state == "NODE_FAIL" || v.job_state == "FAILED" || v.job_state == "TIMEOUT" || v.job_state == "OUT_OF_MEMORY")
                 return raise_fault(fault, fault.cause + "; Slurm job " + std::to_string(fault.state.job) + " " + v.job_state, ev, wall_now());
             workers_.retire(fault.run, fault.node);  // the job ended; its last report was lost
+            if (fault.node.size() > 6 && fault.node.ends_with("/batch")) end_from_slurm(fault, v.job_state, wall_now());
             return;
         }
         const bool node_down = node_state_bad(v.node_state) || !v.slurmd_answers;
@@ -105,6 +106,39 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
             if (it == runs_.end() || it->second.attempt != fault.attempt || !set_state(fault.run, it->second, RunState::degraded)) return;
         }
         requeue(fault);
+    });
+}
+
+void Service::end_from_slurm(const Fault &fault, const std::string &job_state, double now) {
+    std::optional<RunState> to;
+    if (job_state == "COMPLETED") to = RunState::succeeded;
+    else if (job_state.rfind("CANCELLED", 0) == 0) to = RunState::cancelled;
+    if (!to) return;
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(fault.run);
+        // Only a running run of that attempt: while a failure is handled,
+        // cancelling the old job is part of it.
+        if (it == runs_.end() || it->second.attempt != fault.attempt || it->second.state != RunState::running ||
+            !transition_allowed(it->second.state, *to))
+            return;
+    }
+    const std::string cause = "Slurm job " + std::to_string(fault.state.job) + " " + job_state + " on " + fault.state.cluster +
+                              " (the batch script's end was not reported: the broker was away)";
+    const std::string evidence = json::serialize(json::object{{"attempt", fault.attempt}, {"job", fault.state.job},
+                                                              {"slurm_job_state", job_state}, {"last_seen", fault.state.last_seen}});
+    on_store([this, fault, to = *to, cause, evidence, now] {
+        try {
+            transact([&] {
+                store_state(fault.run, to, fault.attempt, now);
+                event(fault.run, state_name(to), cause, evidence, now);
+            });
+        } catch (const std::exception &e) {
+            log_warn("run end not written: the store refused it", fault.run, e.what());
+            return;
+        }
+        std::unique_lock lock(runs_mu_);
+        if (auto it = runs_.find(fault.run); it != runs_.end() && it->second.attempt == fault.attempt) set_state(fault.run, it->second, to);
     });
 }
 

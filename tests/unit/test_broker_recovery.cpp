@@ -354,3 +354,32 @@ TEST_CASE("a broker stopped between sbatch and 'applied': the decision is taken 
     REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
 }
+
+TEST_CASE("a batch script whose end was not reported: the run ends as Slurm says its job did") {
+    // The soak found it: jobs that ended while their broker restarted left
+    // their runs RUNNING for good (the agent's last heartbeat was lost).
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->jobs[kConf][7].state = "COMPLETED";
+    }
+    f.tick_ahead(10);   // every worker silent past its deadline; Slurm: the job completed
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "SUCCEEDED"; }));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("SUCCEEDED: Slurm job 7 COMPLETED on c1 (the batch script's end was not reported") != std::string::npos);
+    CHECK(ev.find("FAULT") == std::string::npos);
+    CHECK(f.slurm->count("sbatch") == 0);
+    // A job Slurm says was cancelled: CANCELLED.
+    ServiceFixture g({{"c1", kConf}});
+    g.start();
+    running_job(g);
+    {
+        std::lock_guard<std::mutex> lock(g.slurm->mu);
+        g.slurm->jobs[kConf][7].state = "CANCELLED";
+    }
+    g.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "CANCELLED"; }));
+}
