@@ -27,7 +27,8 @@
 # summary table counts jobs, heartbeats (the brokers' counters, summed over
 # their restarts), agent stops, broker restarts, link drops, FAULT and
 # RECOVERED events; the exit status is non-zero on any false FAULT or
-# recovery, or any job that did not end COMPLETED.
+# recovery, any job that did not end COMPLETED, or any run left RUNNING
+# after its job ended.
 #
 # Usage (as root): tests/soak/soak.sh [BUILD]   (make soak at the top)
 # Env: SOAK_SECONDS, SOAK_BROKER_DOWN_SECONDS, SOAK_MAX_JOBS (per cluster
@@ -217,6 +218,18 @@ for _ in $(seq 300); do
     sleep 1
 done
 sleep 5   # the last reports, the detector's last deadlines
+# A run whose batch script's end was lost (its broker away) is ended from
+# Slurm's job state at its worker's deadline: up to misses x the longest
+# interval (3 x 10 s) after the job, and a broker's restart on top.
+for _ in $(seq 60); do
+    left=0
+    for x in A B; do
+        n=$(fed_get $x /v1/runs 2>/dev/null | /usr/bin/python3 -c 'import json,sys; print(sum(r["state"] == "RUNNING" for r in json.load(sys.stdin)["runs"]))' 2>/dev/null || echo 1)
+        left=$((left + n))
+    done
+    [ "$left" = 0 ] && break
+    sleep 1
+done
 track_jobs
 sample
 kill "$JITTER_PID" 2>/dev/null; wait "$JITTER_PID" 2>/dev/null; JITTER_PID=""
@@ -247,6 +260,7 @@ STALLS=$(wc -l < "$LOGS/stalls.log")
 MAXSTALL=$(awk 'BEGIN { m = 0 } { r = $5 / $4; if (r > m) { m = r; s = $5; i = $4 } } END { printf "%.2f s at interval %d s (%.2f intervals)", s, i, m }' "$LOGS/stalls.log")
 RUNS_OK=$(/usr/bin/python3 -c 'import json,sys; print(sum(r["state"] == "SUCCEEDED" for f in sys.argv[1:] for r in json.load(open(f))["runs"]))' "$LOGS"/runs-*.json)
 RUNS=$(/usr/bin/python3 -c 'import json,sys; print(sum(len(json.load(open(f))["runs"]) for f in sys.argv[1:]))' "$LOGS"/runs-*.json)
+RUNS_RUNNING=$(/usr/bin/python3 -c 'import json,sys; print(sum(r["state"] == "RUNNING" for f in sys.argv[1:] for r in json.load(open(f))["runs"]))' "$LOGS"/runs-*.json)
 {
 echo
 echo "soak summary ($(( $(now) - T0 ))s, seed $SEED)"
@@ -254,6 +268,7 @@ printf '  %-44s %s\n' \
     "jobs submitted" "$JOBS" \
     "jobs COMPLETED / other end" "$completed / $bad" \
     "runs at the brokers (SUCCEEDED)" "$RUNS ($RUNS_OK)" \
+    "runs still RUNNING after their jobs ended" "$RUNS_RUNNING" \
     "heartbeats accepted (A + B)" "$HB" \
     "agent stops (heartbeat jitter)" "$STALLS, longest $MAXSTALL" \
     "broker restarts (kill -9 / SIGTERM)" "$RESTARTS ($KILL9 / $((RESTARTS - KILL9)))" \
@@ -271,6 +286,7 @@ rc=0
 [ "$FAULTS" = 0 ] || { echo "soak: FAIL: $FAULTS false FAULT(s)"; rc=1; }
 [ $((RECOVERED + PLACEMENTS)) = 0 ] || { echo "soak: FAIL: $((RECOVERED + PLACEMENTS)) false recovery event(s)"; rc=1; }
 [ "$bad" = 0 ] || { echo "soak: FAIL: $bad job(s) did not end COMPLETED"; rc=1; }
+[ "$RUNS_RUNNING" = 0 ] || { echo "soak: FAIL: $RUNS_RUNNING run(s) still RUNNING although every job ended"; rc=1; }
 [ "$JOBS" -gt 0 ] && [ "$HB" -gt 0 ] || { echo "soak: FAIL: no jobs or no heartbeats"; rc=1; }
 echo "soak: logs in $LOGS"
 exit $rc
