@@ -67,6 +67,10 @@ int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std:
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
     if (with_stderr) posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
     else posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    // Nothing of the broker's but the three: its listening socket, its
+    // clients' connections and its files are not the command's, and a
+    // command that outlives a broker killed -9 must not hold its port.
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     std::vector<char *> args;
     for (auto &a : argv) args.push_back(a.data());
     args.push_back(nullptr);
@@ -115,6 +119,9 @@ int run_slurm_as(const std::string &slurm_conf, const std::vector<std::string> &
     if (pid < 0) { close(in[0]); close(in[1]); close(o[0]); close(o[1]); return -1; }
     if (pid == 0) {
         if (dup2(in[0], 0) < 0 || dup2(o[1], 1) < 0 || dup2(o[1], 2) < 0) _exit(126);
+        // The user's command gets none of the broker's descriptors (its
+        // sockets, its database), and cannot keep its port past a crash.
+        if (close_range(3, ~0U, 0) != 0) _exit(126);
         if (setgroups(std::size_t(ngroups), groups.data()) != 0 || setresgid(gid_t(as.gid), gid_t(as.gid), gid_t(as.gid)) != 0 ||
             setresuid(uid_t(as.uid), uid_t(as.uid), uid_t(as.uid)) != 0)
             _exit(126);

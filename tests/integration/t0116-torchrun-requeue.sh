@@ -20,9 +20,14 @@ dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))   # env:
 w, rank = dist.get_world_size(), dist.get_rank()
 snap = os.path.join(os.getcwd(), "snapshot-%s.pt" % e["TORCHELASTIC_RUN_ID"])
 first = torch.load(snap)["step"] + 1 if os.path.exists(snap) else 0
-print("start rank=%s world=%s restarts=%s addr=%s port=%s run=%s node=%s from=%d"
-      % (e["RANK"], e["WORLD_SIZE"], e["TORCHELASTIC_RESTART_COUNT"], e["MASTER_ADDR"], e["MASTER_PORT"],
-         e["TORCHELASTIC_RUN_ID"], e["SLURMD_NODENAME"], first), flush=True)
+log = os.path.join(os.getcwd(), "ranks-%s.log" % e["TORCHELASTIC_RUN_ID"])   # every attempt's lines (its --output is rewritten)
+def say(line):
+    print(line, flush=True)
+    with open(log, "a") as f:
+        f.write(line + "\n")
+say("start rank=%s world=%s restarts=%s addr=%s port=%s run=%s node=%s from=%d"
+    % (e["RANK"], e["WORLD_SIZE"], e["TORCHELASTIC_RESTART_COUNT"], e["MASTER_ADDR"], e["MASTER_PORT"],
+       e["TORCHELASTIC_RUN_ID"], e["SLURMD_NODENAME"], first))
 for i in range(first, int(e.get("LOOPS", "40"))):
     t = torch.tensor([1.0])
     dist.all_reduce(t)
@@ -31,7 +36,7 @@ for i in range(first, int(e.get("LOOPS", "40"))):
         torch.save({"step": i}, snap + ".tmp")
         os.replace(snap + ".tmp", snap)
     time.sleep(0.5)
-print("done rank=%s restarts=%s" % (e["RANK"], e["TORCHELASTIC_RESTART_COUNT"]), flush=True)
+say("done rank=%s restarts=%s" % (e["RANK"], e["TORCHELASTIC_RESTART_COUNT"]))
 dist.destroy_process_group()
 PY
 printf '#!/bin/bash\nsrun -n2 /usr/bin/python3 %s/envloop.py\n' "$WORK" > "$WORK/batch.sh"
@@ -46,7 +51,7 @@ victim=$(slurm beta squeue -h -j "$j" -o %N)
 wait_for 60 'any(e["kind"] == "RECOVERED" for e in v["events"])' /v1/runs/trq/events \
     || fail "no RECOVERED: $(broker_get /v1/runs/trq/events)"
 wait_for 90 'v["state"] == "SUCCEEDED"' /v1/runs/trq || fail "the run did not succeed: $(broker_get /v1/runs/trq) $(cat "$WORK/trq-$j.out")"
-/usr/bin/python3 - "$WORK/trq-$j.out" "$victim" "$SCRATCH/beta/slurm.conf" <<'PY' || fail "attempts' variables: $(cat "$WORK/trq-$j.out")"
+/usr/bin/python3 - "$WORK/ranks-trq.log" "$victim" "$SCRATCH/beta/slurm.conf" <<'PY' || fail "attempts' variables: $(cat "$WORK/ranks-trq.log")"
 import subprocess, sys
 out, victim, conf = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = [dict(kv.split("=", 1) for kv in l.split()[1:]) | {"what": l.split()[0]} for l in open(out) if l.startswith(("start ", "done "))]

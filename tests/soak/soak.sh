@@ -12,8 +12,11 @@
 #     x interval - 0.3 s: the deadline (misses x interval) less 0.3 s. The
 #     agent itself is what is delayed, as a loaded or swapping node delays
 #     it, and its commits with it. SOAK_STALL_FACTOR (default 1) scales the
-#     stops: above ~2 they pass two deadlines and must raise FAULTs (the
-#     soak's self-check: SOAK_STALL_FACTOR=3 must fail);
+#     stops. A silent worker on a node whose slurmd answers is suspected
+#     at its first deadline and a FAULT only at its second (2 x misses x
+#     interval): stops of factor 4 and more pass that and must raise FAULTs
+#     (the soak's self-check: SOAK_STALL_FACTOR=5 must fail; at 3 the
+#     longest stops, 5.7 intervals, still fall short of the 6 it takes);
 #   - a broker (A or B, at random) is restarted at random (every 40-180 s:
 #     kill -9 or SIGTERM, down 0-15 s);
 #   - the peer link B -> A (the TCP proxy between them) is dropped at
