@@ -19,6 +19,10 @@ void Service::tick(double now) {
             std::shared_lock lock(runs_mu_);
             auto it = runs_.find(fault.run);
             if (it == runs_.end() || it->second.attempt != fault.attempt || is_final(it->second.state)) continue;
+            // Recovering to a newer attempt: the old attempt's workers going
+            // silent is the recovery itself (its job is being ended), not a
+            // new fault (a restarted broker restores and watches them).
+            if (it->second.state == RunState::recovering && it->second.recover_to > fault.attempt) continue;
         }
         confirm(std::move(fault), now);
     }
@@ -76,7 +80,8 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
     {
         std::shared_lock lock(runs_mu_);
         auto it = runs_.find(fault.run);
-        if (it == runs_.end() || it->second.attempt != fault.attempt || !transition_allowed(it->second.state, RunState::degraded))
+        if (it == runs_.end() || it->second.attempt != fault.attempt || !transition_allowed(it->second.state, RunState::degraded) ||
+            (it->second.state == RunState::recovering && it->second.recover_to > fault.attempt))
             return;
     }
     if (tries == 0) count(c_faults);
