@@ -114,6 +114,19 @@ public:
         std::string manifest = "{}";    // as created (JSON), with "requires"
         long long owner_uid = -1;       // -1: created by an admin for whoever runs it first
         std::map<long long, AttemptJob> jobs{};   // attempt -> its job
+        // --shardnet-ckpt-every=auto (its agents report a "policy" version):
+        // the interval in force, the heartbeat answer that carries it, and
+        // the latest computation with its inputs (policy/policy.cpp).
+        bool ckpt_auto = false;
+        long long policy_version = 0, policy_steps = 0;
+        std::shared_ptr<const std::string> policy_answer{}, policy_detail{};
+        // The recovery under way, timed for the policy's R: its phases end
+        // at the FAULT, the new job, RECOVERED, and the first new step.
+        struct RecoveryClock {
+            long long to = 0;   // the attempt that recovers (0: none timed)
+            std::string tier;
+            double last_seen = 0, fault_at = 0, placed_at = 0, recovered_at = 0;
+        } clock{};
     };
     // Why a derived worker token (who) may not report for attempt of a run
     // (info: null when the run is new), or "". See doc/trust-model.md.
@@ -131,6 +144,14 @@ private:
     void commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
                 const Reply &reply, double now);
     void list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply);
+    // Checkpoint policy (policy/policy.cpp): GET /v1/runs/{id}/policy, and
+    // on the store thread at every summary: exposure, recoveries' first
+    // steps, and each auto run's interval, recomputed.
+    void get_policy(const std::string &id, const TokenEntry &who, const Reply &reply);
+    struct WorkerSummary { std::string run, node; WorkerState w; };
+    void measure_policies(const std::vector<WorkerSummary> &workers, double now);
+    void load_policies();
+    double exposure_at_ = 0;   // store thread: when node-seconds were last counted
     void put_node(const ApiRequest &req, const Reply &reply, double now);
     void get_nodes(const std::string &host, const Reply &reply);
 

@@ -15,9 +15,9 @@ using ec_t = boost::system::error_code;
 
 // The keys the broker reads; each key is looked up once, when it ends.
 enum Key { k_other, k_run, k_node, k_state, k_step, k_cluster, k_requeue, k_attempt, k_interval, k_job, k_ranks,
-           k_checkpointing, k_exit, k_code, k_signal, k_ckpt_dir };
+           k_checkpointing, k_exit, k_code, k_signal, k_ckpt_dir, k_policy };
 constexpr std::string_view kKeyNames[] = {"", "run", "node", "state", "step", "cluster", "requeue", "attempt", "interval",
-                                          "job", "ranks", "checkpointing", "exit", "code", "signal", "ckpt_dir"};
+                                          "job", "ranks", "checkpointing", "exit", "code", "signal", "ckpt_dir", "policy"};
 
 // k's size is N - 1 already: a comparison of known length, inlined.
 template <std::size_t N>
@@ -28,7 +28,7 @@ Key key_of(std::string_view k) {
     case 3: return same(k, "run") ? k_run : same(k, "job") ? k_job : k_other;
     case 4: return same(k, "node") ? k_node : same(k, "step") ? k_step : same(k, "exit") ? k_exit : same(k, "code") ? k_code : k_other;
     case 5: return same(k, "state") ? k_state : same(k, "ranks") ? k_ranks : k_other;
-    case 6: return same(k, "signal") ? k_signal : k_other;
+    case 6: return same(k, "signal") ? k_signal : same(k, "policy") ? k_policy : k_other;
     case 7: return same(k, "attempt") ? k_attempt : same(k, "cluster") ? k_cluster : same(k, "requeue") ? k_requeue : k_other;
     case 8: return same(k, "interval") ? k_interval : same(k, "ckpt_dir") ? k_ckpt_dir : k_other;
     case 13: return same(k, "checkpointing") ? k_checkpointing : k_other;
@@ -73,7 +73,7 @@ struct Reader {
         switch (key) {
         case k_run: case k_node: case k_state: case k_step: case k_cluster: case k_requeue: case k_ckpt_dir:
             return fail(kKeyNames[key], "expected a string");
-        case k_attempt: case k_interval: case k_job: return fail(kKeyNames[key], "expected an integer");
+        case k_attempt: case k_interval: case k_job: case k_policy: return fail(kKeyNames[key], "expected an integer");
         case k_ranks: return fail("ranks", "expected an array");
         default: return;
         }
@@ -91,6 +91,7 @@ struct Reader {
             if (key == k_attempt) { seen_attempt = true; return bounded(v, 1, 1000000, hb.attempt); }
             if (key == k_interval) return bounded(v, 1, 86400, hb.interval);
             if (key == k_job) return bounded(v, 0, 1LL << 40, hb.job);
+            if (key == k_policy) { long long p = 0; bounded(v, 0, 1LL << 40, p); hb.policy = p; return; }
             if (key == k_other) return;   // a field the broker does not read
             return wrong_kind();
         case rank_object:

@@ -18,6 +18,9 @@ struct HeartbeatBody {
     std::optional<long long> top_step;       // highest ranks[].step
     bool checkpointing = false;              // any ranks[].checkpointing
     std::optional<long long> exit_code, exit_signal;  // ranks[0].exit
+    // The checkpoint policy version the agent's trainer has (0: none yet);
+    // present only for a job with --shardnet-ckpt-every=auto.
+    std::optional<long long> policy;
 
     HeartbeatBody() = default;
     HeartbeatBody(const HeartbeatBody &) = delete;

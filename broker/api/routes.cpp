@@ -106,6 +106,8 @@ std::span<const Service::Route> Service::routes() {
          [](Service &s, const Call &c) { s.list_events(c.p(0), c.query, c.who, c.reply); }},
         {{"GET", "/v1/runs/{id}/checkpoints", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) { s.list_checkpoints(c.p(0), c.who, c.reply); }},
+        {{"GET", "/v1/runs/{id}/policy", r_worker | r_user | r_peer | r_admin, ""},
+         [](Service &s, const Call &c) { s.get_policy(c.p(0), c.who, c.reply); }},
         {{"POST", "/v1/runs/{id}/checkpoints/{name}/commit", r_worker | r_admin, "commits need a worker or admin token"},
          [](Service &s, const Call &c) { s.commit(c.p(0), c.p(1), c.req, c.who, c.reply, c.now); }},
     };

@@ -46,6 +46,14 @@ bool get_int(Ctx &c, const std::string &path, const json::value &v, long long lo
     return true;
 }
 
+bool get_num(Ctx &c, const std::string &path, const json::value &v, double lo, double hi, double &out) {
+    if (!v.is_number()) return c.fail(path, "expected a number");
+    const double x = v.to_number<double>();
+    if (!(x >= lo && x <= hi)) return c.fail(path, "expected " + std::to_string(lo) + ".." + std::to_string(hi));
+    out = x;
+    return true;
+}
+
 bool get_str(Ctx &c, const std::string &path, const json::value &v, std::string &out) {
     if (!v.is_string() || v.as_string().empty()) return c.fail(path, "expected a non-empty string");
     out = std::string(v.as_string());
@@ -70,7 +78,7 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
     Ctx c;
     const auto &o = root.as_object();
     if (!only_keys(c, "", o, {"listen", "plain_http", "tls", "database", "cluster", "threads", "limits", "detector", "tokens", "clusters",
-                            "worker_keys", "slurm", "broker_name", "peers", "requeue"}))
+                            "worker_keys", "slurm", "broker_name", "peers", "requeue", "checkpoint_policy"}))
         return c.err;
     long long n = 0;
     if (auto *v = o.if_contains("listen")) {
@@ -263,6 +271,23 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
             cfg.min_uid = n;
         }
     }
+    if (auto *v = o.if_contains("checkpoint_policy")) {
+        if (!v->is_object()) return "checkpoint_policy: expected an object";
+        const auto &p = v->as_object();
+        if (!only_keys(c, "checkpoint_policy", p, {"mtbf_node_hours", "restart_seconds", "min_seconds", "max_seconds", "min_steps", "hysteresis"}))
+            return c.err;
+        auto &cp = cfg.ckpt_policy;
+        struct D { const char *k; double lo, hi; double *out; };
+        for (const D &d : {D{"mtbf_node_hours", 1e-3, 1e7, &cp.mtbf_node_hours}, D{"restart_seconds", 0, 7 * 86400.0, &cp.restart_seconds},
+                           D{"min_seconds", 0, 30 * 86400.0, &cp.min_seconds}, D{"max_seconds", 1, 30 * 86400.0, &cp.max_seconds},
+                           D{"hysteresis", 0, 10, &cp.hysteresis}})
+            if (auto *x = p.if_contains(d.k); x && !get_num(c, std::string("checkpoint_policy.") + d.k, *x, d.lo, d.hi, *d.out)) return c.err;
+        if (auto *x = p.if_contains("min_steps")) {
+            if (!get_int(c, "checkpoint_policy.min_steps", *x, 1, 1LL << 40, n)) return c.err;
+            cp.min_steps = n;
+        }
+        if (cp.min_seconds > cp.max_seconds) return "checkpoint_policy: min_seconds is above max_seconds";
+    }
     if (cfg.broker_name.empty()) cfg.broker_name = cfg.cluster;
     return "";
 }
@@ -282,6 +307,9 @@ std::string config_template() {
   "slurm": {"_doc": "every slurmctld call: answers reused for cache_ms, at most max_calls_per_second",
             "cache_ms": 1000, "max_calls_per_second": 20},
   "worker_keys": [],
+  "checkpoint_policy": {"_doc": "--shardnet-ckpt-every=auto: priors until measured, bounds on the interval; see doc/checkpoint-policy.md",
+                        "mtbf_node_hours": 5000, "restart_seconds": 300, "min_seconds": 60, "max_seconds": 86400,
+                        "min_steps": 1, "hysteresis": 0.2},
   "requeue": {"_doc": "jobs are submitted only as their real owner, never as uid 0, the SlurmUser or a uid below min_uid",
               "min_uid": 1000},
   "tokens": [

@@ -73,6 +73,19 @@ struct BrokerConfig {
     std::vector<Peer> peers;
     // Submitting as a job's owner: never uid 0 or the SlurmUser, never below this.
     long long min_uid = 1000;
+    // The checkpoint interval of runs with --shardnet-ckpt-every=auto
+    // (doc/checkpoint-policy.md): the site's priors while the broker's own
+    // history is thin, and the bounds on what it computes.
+    struct CkptPolicy {
+        // A node's mean time between interruptions before any is observed;
+        // weighs as one interruption. About what large GPU fleets report
+        // (Meta's Llama 3: 419 interruptions in 54 days on ~2,000 nodes).
+        double mtbf_node_hours = 5000;
+        double restart_seconds = 300;   // R before a recovery was measured
+        double min_seconds = 60, max_seconds = 86400;
+        long long min_steps = 1;
+        double hysteresis = 0.2;
+    } ckpt_policy;
 };
 
 // "" and cfg filled, or an error naming the field ("limits.body_bytes: ...").

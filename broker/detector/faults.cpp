@@ -95,10 +95,19 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
     // The database first: the FAULT and DEGRADED, then memory, then the
     // requeue. A store that fails is tried again (the FAULT is not lost).
     on_store([this, fault, cause, evidence, now, tries] {
+        // The attempt's first FAULT is one interruption of its nodes (the
+        // checkpoint policy's M); more FAULTs of it are the same one.
+        bool first = false;
+        {
+            std::shared_lock lock(runs_mu_);
+            auto it = runs_.find(fault.run);
+            first = it != runs_.end() && it->second.state != RunState::degraded;
+        }
         try {
             transact([&] {
                 store_state(fault.run, RunState::degraded, fault.attempt, now);
                 event(fault.run, "FAULT", "worker " + fault.node + " " + cause, json::serialize(evidence), now);
+                if (first) store_->add_exposure(fault.state.cluster, 0, 1);
             });
         } catch (const std::exception &e) {
             log_warn("FAULT not written; tried again in 1 s", fault.run, e.what());
@@ -109,6 +118,7 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
             std::unique_lock lock(runs_mu_);
             auto it = runs_.find(fault.run);
             if (it == runs_.end() || it->second.attempt != fault.attempt || !set_state(fault.run, it->second, RunState::degraded)) return;
+            if (first) it->second.clock = RunInfo::RecoveryClock{fault.attempt + 1, "", fault.state.last_seen, now};
         }
         requeue(fault);
     });
@@ -148,14 +158,15 @@ void Service::end_from_slurm(const Fault &fault, const std::string &job_state, d
 }
 
 void Service::summarise() {
-    std::vector<std::tuple<std::string, std::string, WorkerState>> rows;
-    workers_.for_each([&](const std::string &run, const std::string &node, const WorkerState &w) { rows.emplace_back(run, node, w); });
+    std::vector<WorkerSummary> rows;
+    workers_.for_each([&](const std::string &run, const std::string &node, const WorkerState &w) { rows.push_back({run, node, w}); });
     on_store([this, rows = std::move(rows)] {
         transact([&] {
             for (const auto &[run, node, w] : rows)
                 store_->upsert_worker(run, w.attempt, node, std::to_string(w.ranks), w.last_seen, w.step, w.interval,
                                       w.ended || w.faulted, w.watch_only, w.cluster, w.job);
         });
+        measure_policies(rows, wall_now());
     });
 }
 

@@ -61,7 +61,10 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     std::string owner_name;
     ConnCache *cc = req.conn_cache;
     const unsigned long long gen = runs_generation_.load(std::memory_order_acquire);
-    if (cc && cc->run_generation == gen && cc->run == run && cc->run_attempt == attempt) {
+    // The checkpoint policy the agent lacks, when the run has a newer one
+    // (the heartbeat's answer carries it: 200 instead of 204).
+    std::shared_ptr<const std::string> policy_answer;
+    if (cc && cc->run_generation == gen && cc->run == run && cc->run_attempt == attempt && (!hb.policy || *hb.policy == cc->run_policy)) {
         // Same token, run and attempt as this connection's last heartbeat,
         // and no run changed since: nothing to check under the lock.
     } else {
@@ -115,11 +118,18 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
                 attempt_row = Store::AttemptRow{run_key, attempt, rec.cluster, rec.job, rec.world};
             }
         }
+        if (hb.policy) {
+            info->ckpt_auto = true;
+            if (info->policy_version > 0 && info->policy_version != *hb.policy) policy_answer = info->policy_answer;
+        }
         const bool recovering = info->state == RunState::recovering;
         if (create || started || new_attempt || claimed || recorded) runs_generation_.fetch_add(1, std::memory_order_release);
         lock.unlock();
-        // While a run recovers every heartbeat is looked at; after, the cache.
-        if (cc && !create && !new_attempt && !recovering) { cc->run = run; cc->run_attempt = attempt; cc->run_generation = gen; }
+        // While a run recovers every heartbeat is looked at; after, the
+        // cache (not while the agent is to get a new policy).
+        if (cc && !create && !new_attempt && !recovering && !policy_answer) {
+            cc->run = run; cc->run_attempt = attempt; cc->run_generation = gen; cc->run_policy = hb.policy.value_or(0);
+        }
         check_recovery = recovering;
     }
     // One worker per node and Slurm step: a batch script and the srun step
@@ -171,9 +181,10 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     }
     // After the new attempt's own record, so that ATTEMPT precedes RECOVERED.
     const bool recovery = check_recovery && !batch;
+    auto answer = [policy_answer] { return policy_answer ? ApiResponse{200, *policy_answer} : no_content(); };
     if (!create && !new_attempt && !started && !claimed && !recorded && !final_state) {
         if (recovery) check_recovered(run_key, attempt, now);
-        return reply(no_content());
+        return reply(answer());
     }
     if (new_attempt) workers_.fence(run_key, attempt);
     // A run first seen, a new attempt, its owner or its job is a durable
@@ -185,7 +196,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         if (auto it = runs_.find(run_key); it != runs_.end()) state_now = it->second.state;
     }
     on_store(reply, [this, run_key, attempt, policy = std::string(requeue_policy), create, new_attempt, started, claimed, recorded, owner_uid, owner_name, attempt_row,
-                     final_state, final_cause, state_now, before, now](const Reply &reply) {
+                     final_state, final_cause, state_now, before, now, answer](const Reply &reply) {
         try {
             transact([&] {
                 if (create) {
@@ -209,7 +220,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
                     event(run_key, state_name(*final_state), final_cause, json::serialize(json::object{{"attempt", attempt}}), now);
                 }
             });
-            reply(no_content());
+            reply(answer());
         } catch (const std::exception &e) {
             // Memory goes back to what the database still says.
             undo_run(run_key, create ? std::nullopt : before);

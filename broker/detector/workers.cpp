@@ -110,7 +110,11 @@ bool WorkerTable::beat(std::string_view run, std::string_view node, long long at
         w.interval = interval;
         w.ranks = ranks;
         w.last_seen = now;
-        if (step && *step > w.step) { w.step = *step; w.progress_time = now; }
+        if (step && *step > w.step) {
+            if (w.first_step < 0) w.first_step = *step, w.first_step_time = now;
+            w.step = *step;
+            w.progress_time = w.step_time = now;
+        }
         if (checkpointing) w.progress_time = now;  // writing a checkpoint is progress, not a hang
         w.ended = ended;
         w.suspected = false;

@@ -23,6 +23,9 @@ struct WorkerState {
     double last_seen = 0;
     double progress_time = 0;   // when the step last advanced
     long long step = -1;        // highest step any rank reported
+    double step_time = 0;       // when it was first reported (checkpoint writes aside)
+    long long first_step = -1;  // the first step this worker reported, and when:
+    double first_step_time = 0; // the step time, and a recovery's first new step
     bool ended = false;
     bool faulted = false;
     long long slot = 0;         // wheel second this worker is filed under; 0: not filed

@@ -60,11 +60,23 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
             return reply(error_response(400, "bad_field", "spec.requeue: expected federated, local or off", "spec"));
         policy = std::string(*p);
     }
+    // When the sender saw the failure (its last heartbeat, its FAULT), for
+    // this broker's measure of the recovery; a peer's clock, so only
+    // believable times are kept (else the recovery is not timed).
+    double fault_seen = 0, fault_at = 0;
+    if (auto *fv = v.as_object().if_contains("fault"); fv && fv->is_object()) {
+        const auto *ls = fv->as_object().if_contains("last_seen"), *at = fv->as_object().if_contains("at");
+        const double now = wall_now();
+        if (ls && at && ls->is_number() && at->is_number()) {
+            const double a = ls->to_number<double>(), b = at->to_number<double>();
+            if (a > now - 86400 && a <= b && b <= now + 60) fault_seen = a, fault_at = b;
+        }
+    }
     Requirements want;
     if (auto *r = v.as_object().if_contains("requires"); r && r->is_object())
         if (auto err = requirements_from_json(r->as_object(), want); !err.empty())
             return reply(error_response(400, "bad_field", err, "requires"));
-    post_answering(slurm_thread_, "receive decision", reply, [this, id, from, run, to, script, resume, manifest, policy,
+    post_answering(slurm_thread_, "receive decision", reply, [this, id, from, run, to, script, resume, manifest, policy, fault_seen, fault_at,
                                                              spec = spec_v->as_object(), want, by = who.name,
                                                              peer_users = who.users](const Reply &reply) {
         const double now = wall_now();
@@ -177,6 +189,7 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
             info.recover_to = to;
             info.manifest = manifest.empty() ? "{}" : manifest;
             info.requeue = policy;
+            info.clock = fault_at > 0 ? RunInfo::RecoveryClock{to, "peer", fault_seen, fault_at, wall_now()} : RunInfo::RecoveryClock{};
             runs_generation_.fetch_add(1, std::memory_order_release);
         }
         reply(ok_json(200, res));

@@ -188,6 +188,12 @@ void Service::requeue(const Fault &fault, int tries) {
                                      {"to_attempt", to}, {"spec", spec}, {"script", spec_row->script}, {"owner", owner},
                                      {"resume", resume}, {"manifest", manifest}, {"requires", requirements_to_json(req)},
                                      {"local_rejected", others}};
+                {
+                    // When the failure was seen, for the peer's measure of the recovery (its R).
+                    std::shared_lock lock(runs_mu_);
+                    if (auto it = runs_.find(fault.run); it != runs_.end() && it->second.clock.to == to && it->second.clock.fault_at > 0)
+                        payload["fault"] = json::object{{"last_seen", it->second.clock.last_seen}, {"at", it->second.clock.fault_at}};
+                }
                 const std::string peer = cfg_.peers.front().name;
                 ev["peer"] = peer;
                 const bool written = store_wait([&] {
@@ -253,6 +259,8 @@ void Service::requeue(const Fault &fault, int tries) {
         if (it != runs_.end() && written && set_state(fault.run, it->second, RunState::recovering)) {
             it->second.expected_nodes = (long long)p.nodes.size();
             it->second.recover_to = to;
+            auto &clock = it->second.clock;
+            if (clock.to == to) clock.placed_at = wall_now(), clock.tier = p.cluster == fault.state.cluster ? "same_cluster" : "other_cluster";
         }
     });
 }
@@ -292,7 +300,8 @@ void Service::check_recovered(const std::string &run, long long attempt, double 
             return;
         }
         std::unique_lock lock(runs_mu_);
-        if (auto it = runs_.find(run); it != runs_.end()) set_state(run, it->second, RunState::running);
+        if (auto it = runs_.find(run); it != runs_.end() && set_state(run, it->second, RunState::running) && it->second.clock.to == attempt)
+            it->second.clock.recovered_at = now;
     });
 }
 

@@ -62,6 +62,18 @@ const char *const kMigrations[] = {
     // 9: a local decision's nonce, in its job's comment: after a crash
     // between sbatch and 'applied', only a job with it is the decision's.
     R"(ALTER TABLE decisions ADD COLUMN nonce TEXT NOT NULL DEFAULT '';)",
+    // 10: what the checkpoint policy measures (doc/checkpoint-policy.md):
+    // each rank's write time of a checkpoint (the seal keeps the slowest),
+    // node-seconds observed and interruptions per cluster, each recovery's
+    // phases, and the interval in force per run.
+    R"(ALTER TABLE commits ADD COLUMN write_seconds REAL;
+       ALTER TABLE checkpoints ADD COLUMN write_seconds REAL;
+       CREATE TABLE exposure (cluster TEXT PRIMARY KEY, node_seconds REAL NOT NULL, interruptions INTEGER NOT NULL);
+       CREATE TABLE recoveries (run TEXT NOT NULL, attempt INTEGER NOT NULL, tier TEXT NOT NULL, detect REAL NOT NULL,
+                                place REAL NOT NULL, start REAL NOT NULL, restore REAL NOT NULL, at REAL NOT NULL,
+                                PRIMARY KEY (run, attempt));
+       CREATE TABLE ckpt_policies (run TEXT PRIMARY KEY, version INTEGER NOT NULL, every_steps INTEGER NOT NULL,
+                                   seconds REAL NOT NULL, detail TEXT NOT NULL, updated REAL NOT NULL);)",
 };
 
 struct Sql { const char *name; const char *text; };
@@ -81,10 +93,19 @@ const Sql kStatements[] = {
     {"upsert_node", "INSERT INTO nodes (host, hash, descriptor, updated) VALUES (?,?,?,?) "
                     "ON CONFLICT (host) DO UPDATE SET hash = excluded.hash, descriptor = excluded.descriptor, updated = excluded.updated"},
     {"list_nodes", "SELECT host, hash, descriptor, updated FROM nodes WHERE ?1 = '' OR host = ?1 ORDER BY host"},
-    {"insert_commit", "INSERT OR REPLACE INTO commits (run, attempt, name, rank, files, time) VALUES (?,?,?,?,?,?)"},
+    {"insert_commit", "INSERT OR REPLACE INTO commits (run, attempt, name, rank, files, time, write_seconds) VALUES (?,?,?,?,?,?,?)"},
+    {"commit_write_seconds", "SELECT max(write_seconds) FROM commits WHERE run = ? AND attempt = ? AND name = ?"},
+    {"write_samples", "SELECT write_seconds FROM checkpoints WHERE run = ? AND write_seconds IS NOT NULL ORDER BY sealed_at DESC LIMIT ?"},
+    {"add_exposure", "INSERT INTO exposure (cluster, node_seconds, interruptions) VALUES (?1, ?2, ?3) ON CONFLICT (cluster) DO UPDATE SET "
+                     "node_seconds = node_seconds + ?2, interruptions = interruptions + ?3"},
+    {"exposure", "SELECT cluster, node_seconds, interruptions FROM exposure ORDER BY cluster"},
+    {"insert_recovery", "INSERT OR REPLACE INTO recoveries (run, attempt, tier, detect, place, start, restore, at) VALUES (?,?,?,?,?,?,?,?)"},
+    {"recoveries", "SELECT run, attempt, tier, detect, place, start, restore, at FROM recoveries ORDER BY at DESC LIMIT ?"},
+    {"upsert_policy", "INSERT OR REPLACE INTO ckpt_policies (run, version, every_steps, seconds, detail, updated) VALUES (?,?,?,?,?,?)"},
+    {"load_policies", "SELECT run, version, every_steps, seconds, detail, updated FROM ckpt_policies"},
     {"count_commits", "SELECT count(*) FROM commits WHERE run = ? AND attempt = ? AND name = ?"},
     {"is_sealed", "SELECT 1 FROM checkpoints WHERE run = ? AND name = ?"},
-    {"seal", "INSERT INTO checkpoints (run, name, attempt, ranks, parent, sealed_at) VALUES (?,?,?,?,?,?)"},
+    {"seal", "INSERT INTO checkpoints (run, name, attempt, ranks, parent, sealed_at, write_seconds) VALUES (?,?,?,?,?,?,?)"},
     {"list_checkpoints", "SELECT run, name, attempt, ranks, parent, sealed_at FROM checkpoints WHERE run = ? ORDER BY sealed_at"},
     {"last_checkpoint", "SELECT name FROM checkpoints WHERE run = ? ORDER BY sealed_at DESC LIMIT 1"},
     {"upsert_worker", "INSERT INTO workers (run, attempt, node, ranks, last_seen, last_step, interval, ended, watch_only, cluster, job) "
@@ -359,10 +380,12 @@ std::vector<Store::NodeRow> Store::list_nodes(const std::string &host) {
 }
 
 long long Store::insert_commit(const std::string &run, long long attempt, const std::string &name, long long rank,
-                               const std::string &files, double now) {
+                               const std::string &files, double now, double write_seconds) {
     auto *s = stmt("insert_commit");
     Done done{s};
-    Binder(s).text(run).integer(attempt).text(name).integer(rank).text(files).real(now);
+    Binder b(s);
+    b.text(run).integer(attempt).text(name).integer(rank).text(files).real(now);
+    if (write_seconds >= 0) b.real(write_seconds);   // else NULL: not measured
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing commit", rc);
     auto *c = stmt("count_commits");
     Done done_c{c};
@@ -387,8 +410,17 @@ bool Store::checkpoint_sealed(const std::string &run, const std::string &name) {
 void Store::seal_checkpoint(const CheckpointRow &c) {
     auto *s = stmt("seal");
     Done done{s};
-    Binder(s).text(c.run).text(c.name).integer(c.attempt).integer(c.ranks).text(c.parent).real(c.sealed_at);
+    Binder b(s);
+    b.text(c.run).text(c.name).integer(c.attempt).integer(c.ranks).text(c.parent).real(c.sealed_at);
+    if (c.write_seconds >= 0) b.real(c.write_seconds);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("sealing " + c.name, rc);
+}
+
+double Store::commit_write_seconds(const std::string &run, long long attempt, const std::string &name) {
+    auto *s = stmt("commit_write_seconds");
+    Done done{s};
+    Binder(s).text(run).integer(attempt).text(name);
+    return row(s) && sqlite3_column_type(s, 0) != SQLITE_NULL ? sqlite3_column_double(s, 0) : -1;
 }
 
 std::vector<CheckpointRow> Store::list_checkpoints(const std::string &run) {
@@ -536,6 +568,66 @@ std::string Store::integrity_check() {
     std::string r = sqlite3_step(st) == SQLITE_ROW ? col_text(st, 0) : "no answer";
     sqlite3_finalize(st);
     return r;
+}
+
+std::vector<double> Store::write_samples(const std::string &run, int limit) {
+    auto *s = stmt("write_samples");
+    Done done{s};
+    Binder(s).text(run).integer(limit);
+    std::vector<double> out;
+    while (row(s)) out.push_back(sqlite3_column_double(s, 0));
+    return out;
+}
+
+void Store::add_exposure(const std::string &cluster, double node_seconds, long long interruptions) {
+    auto *s = stmt("add_exposure");
+    Done done{s};
+    Binder(s).text(cluster).real(node_seconds).integer(interruptions);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing node exposure", rc);
+}
+
+std::vector<Store::ExposureRow> Store::exposure() {
+    auto *s = stmt("exposure");
+    Done done{s};
+    std::vector<ExposureRow> out;
+    while (row(s)) out.push_back(ExposureRow{col_text(s, 0), sqlite3_column_double(s, 1), sqlite3_column_int64(s, 2)});
+    return out;
+}
+
+void Store::insert_recovery(const RecoveryRow &r) {
+    auto *s = stmt("insert_recovery");
+    Done done{s};
+    Binder(s).text(r.run).integer(r.attempt).text(r.tier).real(r.detect).real(r.place).real(r.start).real(r.restore).real(r.at);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing a recovery's phases", rc);
+}
+
+std::vector<Store::RecoveryRow> Store::recoveries(int limit) {
+    auto *s = stmt("recoveries");
+    Done done{s};
+    Binder(s).integer(limit);
+    std::vector<RecoveryRow> out;
+    while (row(s))
+        out.push_back(RecoveryRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), sqlite3_column_double(s, 3),
+                                  sqlite3_column_double(s, 4), sqlite3_column_double(s, 5), sqlite3_column_double(s, 6),
+                                  sqlite3_column_double(s, 7)});
+    return out;
+}
+
+void Store::upsert_policy(const PolicyRow &p) {
+    auto *s = stmt("upsert_policy");
+    Done done{s};
+    Binder(s).text(p.run).integer(p.version).integer(p.every_steps).real(p.seconds).text(p.detail).real(p.updated);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing the checkpoint policy", rc);
+}
+
+std::vector<Store::PolicyRow> Store::load_policies() {
+    auto *s = stmt("load_policies");
+    Done done{s};
+    std::vector<PolicyRow> out;
+    while (row(s))
+        out.push_back(PolicyRow{col_text(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_double(s, 3),
+                                col_text(s, 4), sqlite3_column_double(s, 5)});
+    return out;
 }
 
 }  // namespace shardnet::broker

@@ -38,6 +38,7 @@ struct CheckpointRow {
     long long attempt = 0, ranks = 0;
     std::string parent;
     double sealed_at = 0;
+    double write_seconds = -1;   // the slowest rank's write, -1: not measured
 };
 
 class Store {
@@ -58,8 +59,11 @@ public:
     struct NodeRow { std::string host, hash, descriptor; double updated = 0; };
     std::vector<NodeRow> list_nodes(const std::string &host = "");
     // Returns how many ranks of (run, attempt, name) have committed now.
+    // write_seconds: the rank's "checkpointing" to "committed" (-1: not measured).
     long long insert_commit(const std::string &run, long long attempt, const std::string &name, long long rank,
-                            const std::string &files, double now);
+                            const std::string &files, double now, double write_seconds = -1);
+    // The slowest write of the ranks' commits of a checkpoint (-1: none measured).
+    double commit_write_seconds(const std::string &run, long long attempt, const std::string &name);
     bool checkpoint_sealed(const std::string &run, const std::string &name);
     void seal_checkpoint(const CheckpointRow &c);
     std::vector<CheckpointRow> list_checkpoints(const std::string &run);
@@ -119,6 +123,30 @@ public:
     struct AttemptRow { std::string run; long long attempt = 0; std::string cluster; long long job = 0, world = 0; };
     void upsert_attempt(const AttemptRow &a);
     std::vector<AttemptRow> load_attempts();
+
+    // What the checkpoint policy measures (doc/checkpoint-policy.md).
+    // The write times of the run's newest sealed checkpoints, newest first.
+    std::vector<double> write_samples(const std::string &run, int limit);
+    // Node-seconds of workers observed, and interruptions (an attempt's
+    // first FAULT), per cluster; added to.
+    void add_exposure(const std::string &cluster, double node_seconds, long long interruptions);
+    struct ExposureRow { std::string cluster; double node_seconds = 0; long long interruptions = 0; };
+    std::vector<ExposureRow> exposure();
+    // One recovery's phases in seconds: detect (last heartbeat to FAULT),
+    // place (FAULT to the new job), start (to RECOVERED), restore (to the
+    // first new step). tier: same_cluster, other_cluster or peer.
+    struct RecoveryRow {
+        std::string run;
+        long long attempt = 0;
+        std::string tier;
+        double detect = 0, place = 0, start = 0, restore = 0, at = 0;
+    };
+    void insert_recovery(const RecoveryRow &r);
+    std::vector<RecoveryRow> recoveries(int limit);   // the newest first, every run
+    // The interval in force for a run, with what it was computed from (JSON).
+    struct PolicyRow { std::string run; long long version = 0, every_steps = 0; double seconds = 0; std::string detail; double updated = 0; };
+    void upsert_policy(const PolicyRow &p);
+    std::vector<PolicyRow> load_policies();
 
     // Runs fn inside one transaction (all or nothing).
     void transaction(const std::function<void()> &fn);

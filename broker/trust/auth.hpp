@@ -32,6 +32,7 @@ struct ConnCache {
     std::string run;
     long long run_attempt = 0;
     unsigned long long run_generation = 0;
+    long long run_policy = 0;   // the checkpoint policy version its agent had then
 };
 
 class Auth {

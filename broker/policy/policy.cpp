@@ -1,0 +1,214 @@
+// The checkpoint policy of runs with --shardnet-ckpt-every=auto: measured
+// here (write time per seal, step time, node exposure and interruptions,
+// each recovery's phases), computed (policy/estimate.hpp over
+// common/ckpt_model.hpp), kept with hysteresis, and handed to the run's
+// agents in the heartbeat answer. See doc/checkpoint-policy.md.
+#include <boost/json.hpp>
+#include <set>
+
+#include "broker/policy/estimate.hpp"
+#include "broker/service.hpp"
+#include "broker/api/api_util.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+
+namespace {
+
+json::value measured_json(const std::optional<policy::Measured> &m) {
+    if (!m) return nullptr;
+    return json::object{{"value", m->value}, {"samples", m->samples}, {"source", m->source}};
+}
+
+ckpt::Bounds bounds_of(const BrokerConfig::CkptPolicy &p) {
+    ckpt::Bounds b;
+    b.min_seconds = p.min_seconds;
+    b.max_seconds = p.max_seconds;
+    b.min_steps = p.min_steps;
+    b.hysteresis = p.hysteresis;
+    return b;
+}
+
+std::string answer_json(long long version, const policy::Result &r) {
+    return json::serialize(json::object{{"policy", json::object{{"version", version}, {"every_steps", r.steps},
+                                                               {"seconds", r.seconds}, {"model", "daly"}}}});
+}
+
+bool is_batch(const std::string &node) { return node.size() > 6 && node.ends_with("/batch"); }
+
+}  // namespace
+
+void Service::load_policies() {
+    for (auto &p : store_->load_policies()) {
+        auto it = runs_.find(p.run);
+        if (it == runs_.end()) continue;
+        RunInfo &info = it->second;
+        info.policy_version = p.version;
+        info.policy_steps = p.every_steps;
+        info.policy_detail = std::make_shared<const std::string>(p.detail);
+        info.policy_answer = std::make_shared<const std::string>(json::serialize(json::object{
+            {"policy", json::object{{"version", p.version}, {"every_steps", p.every_steps}, {"seconds", p.seconds}, {"model", "daly"}}}}));
+    }
+}
+
+void Service::measure_policies(const std::vector<WorkerSummary> &workers, double now) {
+    const auto &conf = cfg_.ckpt_policy;
+    // 1. Node-seconds since the last count: each live node of a run once
+    // (a batch script and its step on one node are one node). A gap longer
+    // than two summaries (the broker was stopped) is not counted.
+    const double dt = exposure_at_ > 0 ? std::min(now - exposure_at_, 2.0 * cfg_.summary_seconds) : 0;
+    exposure_at_ = now;
+    std::map<std::string, std::set<std::string>> live;   // cluster -> run/node
+    for (const auto &s : workers) {
+        const WorkerState &w = s.w;
+        if (w.ended || w.faulted || w.watch_only || w.last_seen < now - double(w.interval) * cfg_.detector_misses) continue;
+        live[w.cluster].insert(s.run + '\n' + s.node.substr(0, s.node.find('/')));
+    }
+    if (dt > 0)
+        transact([&] {
+            for (const auto &[cluster, nodes] : live) store_->add_exposure(cluster, dt * double(nodes.size()), 0);
+        });
+
+    // 2. The runs to look at, as memory has them now.
+    struct Look { std::string run; long long attempt, version, steps; RunInfo::RecoveryClock clock; bool running; };
+    std::vector<Look> look;
+    {
+        std::shared_lock lock(runs_mu_);
+        for (const auto &[id, info] : runs_)
+            if ((info.ckpt_auto && info.state == RunState::running) || info.clock.recovered_at > 0)
+                look.push_back(Look{id, info.attempt, info.policy_version, info.policy_steps, info.clock,
+                                    info.ckpt_auto && info.state == RunState::running});
+    }
+    if (look.empty()) return;
+    std::map<std::string, std::vector<const WorkerSummary *>> of_run;
+    for (const auto &s : workers) of_run[s.run].push_back(&s);
+
+    // 3. A recovery whose new attempt made its first step: its phases are
+    // complete, and one more sample of R.
+    for (const auto &l : look) {
+        if (l.clock.recovered_at <= 0 || l.clock.to != l.attempt) continue;
+        double first = 0;
+        for (const auto *s : of_run[l.run])
+            if (s->w.attempt == l.attempt && s->w.first_step_time > 0 && (first == 0 || s->w.first_step_time < first)) first = s->w.first_step_time;
+        const bool stale = now - l.clock.recovered_at > 3600;   // never stepped: not a sample
+        if (first == 0 && !stale) continue;
+        if (first > 0 && l.clock.fault_at > 0 && l.clock.placed_at > 0) {
+            Store::RecoveryRow row{l.run, l.attempt, l.clock.tier, std::max(0.0, l.clock.fault_at - l.clock.last_seen),
+                                   std::max(0.0, l.clock.placed_at - l.clock.fault_at), std::max(0.0, l.clock.recovered_at - l.clock.placed_at),
+                                   std::max(0.0, first - l.clock.recovered_at), now};
+            transact([&] { store_->insert_recovery(row); });
+        }
+        std::unique_lock lock(runs_mu_);
+        if (auto it = runs_.find(l.run); it != runs_.end() && it->second.clock.to == l.clock.to) it->second.clock = {};
+    }
+
+    // 4. Each auto run's interval from what is measured now.
+    double node_seconds = 0;
+    long long interruptions = 0;
+    for (const auto &e : store_->exposure()) node_seconds += e.node_seconds, interruptions += e.interruptions;
+    std::vector<policy::Phases> phases;
+    for (const auto &r : store_->recoveries(100)) phases.push_back(policy::Phases{r.tier, r.detect, r.place, r.start, r.restore});
+    const auto tiers = policy::by_tier(phases);
+    json::array tiers_json;
+    for (const auto &t : tiers)
+        tiers_json.push_back(json::object{{"tier", t.tier}, {"recoveries", t.n}, {"detect", t.mean.detect}, {"place", t.mean.place},
+                                          {"start", t.mean.start}, {"restore", t.mean.restore}, {"total", t.mean.total()}});
+    const ckpt::Bounds bounds = bounds_of(conf);
+    for (const auto &l : look) {
+        if (!l.running) continue;
+        policy::Inputs in;
+        in.write = policy::write_cost(store_->write_samples(l.run, 9));
+        std::vector<policy::Progress> progress;
+        std::set<std::string> nodes, batch_nodes;
+        for (const auto *s : of_run[l.run]) {
+            if (s->w.attempt != l.attempt || s->w.watch_only) continue;
+            (is_batch(s->node) ? batch_nodes : nodes).insert(s->node.substr(0, s->node.find('/')));
+            progress.push_back(policy::Progress{s->w.first_step, s->w.step, s->w.first_step_time, s->w.step_time});
+        }
+        in.step = policy::step_time(progress);
+        in.nodes = (long long)std::max<std::size_t>(1, nodes.empty() ? batch_nodes.size() : nodes.size());
+        in.node_mtbf = policy::node_mtbf(node_seconds, interruptions, conf.mtbf_node_hours * 3600);
+        in.restart = policy::restart_cost(phases, conf.restart_seconds);
+        const auto result = policy::compute(in, bounds);
+
+        json::object detail{{"run", l.run}, {"auto", true}, {"attempt", l.attempt}, {"computed_at", now},
+                            {"bounds", json::object{{"min_seconds", bounds.min_seconds}, {"max_seconds", bounds.max_seconds},
+                                                    {"min_steps", bounds.min_steps}, {"hysteresis", bounds.hysteresis}}}};
+        json::object mtbf{{"value", in.node_mtbf.value / double(in.nodes)}, {"node_value", in.node_mtbf.value}, {"nodes", in.nodes},
+                          {"node_hours_observed", node_seconds / 3600}, {"interruptions", interruptions},
+                          {"prior_node_hours", conf.mtbf_node_hours}, {"samples", in.node_mtbf.samples}, {"source", in.node_mtbf.source}};
+        detail["inputs"] = json::object{{"write_seconds", measured_json(in.write)}, {"step_seconds", measured_json(in.step)},
+                                        {"mtbf_seconds", mtbf},
+                                        {"restart_seconds", json::object{{"value", in.restart.value}, {"samples", in.restart.samples},
+                                                                         {"source", in.restart.source}, {"tiers", tiers_json}}}};
+        long long version = l.version, steps = l.steps;
+        bool changed = false;
+        if (result) {
+            changed = ckpt::should_change(l.version ? std::optional<long long>(l.steps) : std::nullopt, result->steps, bounds);
+            if (changed) version = l.version + 1, steps = result->steps;
+            detail["computed"] = json::object{{"every_steps", result->steps}, {"seconds", result->seconds}, {"daly_seconds", result->daly},
+                                              {"young_seconds", result->young}, {"optimum_seconds", result->optimum},
+                                              {"expected_waste", result->waste}, {"mtbf_seconds", result->mtbf}};
+            detail["line"] = policy::summary_line(*result, in);
+        } else {
+            detail["waiting_for"] = !in.write ? "the write time of a sealed checkpoint (its ranks' \"checkpointing\" to \"committed\")"
+                                              : "two steps of progress from a worker";
+        }
+        detail["version"] = version;
+        detail["every_steps"] = version ? json::value(steps) : json::value(nullptr);
+        detail["state"] = version ? "in_force" : "measuring";
+        auto text = std::make_shared<const std::string>(json::serialize(detail));
+        std::shared_ptr<const std::string> answer;
+        if (changed) {
+            answer = std::make_shared<const std::string>(answer_json(version, *result));
+            try {
+                transact([&] {
+                    store_->upsert_policy(Store::PolicyRow{l.run, version, result->steps, result->seconds, *text, now});
+                    event(l.run, "POLICY", std::string(detail.at("line").as_string()) + (l.version ? " (was " + std::to_string(l.steps) + ")" : ""),
+                          json::serialize(json::object{{"version", version}, {"every_steps", result->steps}, {"seconds", result->seconds},
+                                                       {"write_seconds", in.write->value}, {"step_seconds", in.step->value},
+                                                       {"mtbf_seconds", result->mtbf}, {"restart_seconds", in.restart.value},
+                                                       {"expected_waste", result->waste}}),
+                          now);
+                });
+            } catch (const std::exception &e) {
+                log_warn("checkpoint policy not written; computed again at the next summary", l.run, e.what());
+                continue;
+            }
+        }
+        std::unique_lock lock(runs_mu_);
+        auto it = runs_.find(l.run);
+        if (it == runs_.end()) continue;
+        it->second.policy_detail = text;
+        if (changed && it->second.policy_version == l.version) {
+            it->second.policy_version = version;
+            it->second.policy_steps = steps;
+            it->second.policy_answer = answer;
+            // Connections cached the old version: their next heartbeat looks again.
+            runs_generation_.fetch_add(1, std::memory_order_release);
+        }
+    }
+}
+
+void Service::get_policy(const std::string &id, const TokenEntry &who, const Reply &reply) {
+    std::shared_ptr<const std::string> detail;
+    bool autom = false;
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
+        detail = it->second.policy_detail;
+        autom = it->second.ckpt_auto || it->second.policy_version > 0;
+    }
+    if (detail) return reply(ApiResponse{200, *detail, "application/json"});
+    if (!autom)
+        return reply(ok_json(200, json::object{{"run", id}, {"auto", false}, {"state", "fixed"},
+                                               {"message", "no agent of this run asked for a policy: its interval is the job's own "
+                                                           "(--shardnet-ckpt-every=STEPS), or it has not heartbeat since the broker started"}}));
+    return reply(ok_json(200, json::object{{"run", id}, {"auto", true}, {"state", "measuring"}, {"version", 0},
+                                           {"waiting_for", "the next summary (detector.summary_seconds)"}}));
+}
+
+}  // namespace shardnet::broker
