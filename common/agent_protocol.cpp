@@ -70,6 +70,7 @@ std::string encode_agent_config(const AgentConfig &c, std::string &out) {
     kv("requeue", c.requeue);
     if (!c.ckpt_dir.empty()) kv("ckpt_dir", c.ckpt_dir);
     kv("world", std::to_string(c.world));
+    if (c.ckpt_auto) kv("ckpt_auto", "1");
     for (const auto &r : c.ranks) kv("rank", std::to_string(r.rank) + ":" + std::to_string(r.local_rank));
     if (err.empty() && !c.token.empty()) err = agent_config_value_error("token", c.token);
     if (!err.empty()) return "agent config refused: " + err;
@@ -109,6 +110,7 @@ std::string AgentConfigParser::feed(const std::string &line) {
         if (!n) return "bad world: " + v;
         c.world = unsigned(*n);
     }
+    else if (k == "ckpt_auto") { if (v != "1" && v != "0") return "bad ckpt_auto (expected 0 or 1)"; c.ckpt_auto = v == "1"; }
     else if (k == "attempt") { auto n = num(1, 1000000); if (!n) return "bad attempt"; c.attempt = unsigned(*n); }
     else if (k == "job") { auto n = num(0, 0xffffffffLL); if (!n) return "bad job"; c.job = (unsigned long)*n; }
     else if (k == "interval") { auto n = num(1, 86400); if (!n) return "bad interval"; c.interval = int(*n); }

@@ -42,6 +42,9 @@ struct AgentConfig {
     std::string requeue = "federated";   // the job's --shardnet-requeue
     std::string ckpt_dir;      // the job's checkpoint directory (reported by the batch step)
     unsigned world = 1;        // the step's ranks (checkpoint commits name it)
+    // --shardnet-ckpt-every=auto: the broker computes the interval; the
+    // agent asks for it in each heartbeat and writes it to policy_file.
+    bool ckpt_auto = false;
     std::vector<AgentRank> ranks;
 };
 

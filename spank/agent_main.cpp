@@ -82,7 +82,7 @@ private:
 class Agent {
 public:
     Agent(AgentConfig cfg, LineReader &in) : cfg_(std::move(cfg)), in_(in) {
-        for (const auto &r : cfg_.ranks) ranks_.push_back(RankState{r.rank, r.local_rank, 0, {}, {}, 0, false, {}, {}});
+        for (const auto &r : cfg_.ranks) ranks_.push_back(RankState{r.rank, r.local_rank, 0, {}, {}, 0, false, {}, {}, -1, 0});
     }
 
     int run() {
@@ -190,7 +190,7 @@ private:
         std::string text;
         std::string err = read_small_file(dir + "/rank-" + std::to_string(r.rank) + ".manifest", kMaxManifestBytes, text);
         HttpRequest req;
-        if (err.empty()) req.body = commit_json(text, cfg_.attempt, r.rank, cfg_.world, err);
+        if (err.empty()) req.body = commit_json(text, cfg_.attempt, r.rank, cfg_.world, err, name == r.committed ? r.write_seconds : -1);
         if (!err.empty()) {
             log("checkpoint " + name + " of rank " + std::to_string(r.rank) + " not committed: " + err);
             return true;
@@ -249,19 +249,26 @@ private:
 
     void heartbeat(const char *state, int timeout_ms) {
         for (auto &r : ranks_) {
-            double mt = 0;
+            double mt = 0, took = -1;
             bool ckpt = false;
             std::string committed;
-            auto step = read_progress(cfg_.progress_dir + "/rank-" + std::to_string(r.rank), &mt, &ckpt, &committed);
+            auto step = read_progress(cfg_.progress_dir + "/rank-" + std::to_string(r.rank), &mt, &ckpt, &committed, &took);
             if (step) { r.step = step; r.progress_time = mt; r.checkpointing = ckpt; }
-            if (!committed.empty()) r.committed = committed;
+            if (ckpt && r.ckpt_began == 0) r.ckpt_began = mt;
+            if (!committed.empty() && committed != r.committed) {
+                // The write time: as the trainer timed it, else from the
+                // progress file's times as this agent saw them.
+                r.write_seconds = took >= 0 ? took : r.ckpt_began > 0 && mt >= r.ckpt_began ? mt - r.ckpt_began : -1;
+                r.ckpt_began = 0;
+                r.committed = committed;
+            }
         }
         HttpRequest req;
         req.url = cfg_.url + "/v1/heartbeats";
         req.bearer = cfg_.token;
         req.ca_file = cfg_.ca_file;
         req.timeout_ms = timeout_ms;
-        req.body = heartbeat_json(cfg_, ranks_, state, ++seq_, wall_now(), prelimit_sent_);
+        req.body = heartbeat_json(cfg_, ranks_, state, ++seq_, wall_now(), prelimit_sent_, policy_version_);
         // The step's end cuts a request short: read events while we wait.
         auto res = client_.send(req, in_.eof() ? -1 : in_.fd(), [this] {
             read_events();
@@ -282,9 +289,33 @@ private:
         first_ = false;
         broker_ok_ = ok;
         if (ok) {
+            if (res.status == 200 && cfg_.ckpt_auto) take_policy(res.body);
             commit_checkpoints(timeout_ms);
             sync_seals(timeout_ms);
         }
+    }
+
+    // A new checkpoint policy from the broker: into the file the trainer's
+    // library reads (SHARDNET_CKPT_POLICY), atomically (a temporary name in
+    // the same directory, then rename).
+    void take_policy(const std::string &body) {
+        std::string err;
+        auto p = parse_policy_answer(body, err);
+        if (!p) { log(err); return; }
+        if (p->version == policy_version_) return;
+        const std::string path = cfg_.progress_dir + "/ckpt-policy", tmp = path + ".tmp";
+        const std::string text = policy_file_text(*p);
+        ::unlink(tmp.c_str());
+        int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        bool written = fd >= 0 && ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+        if (fd >= 0) ::close(fd);
+        if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) {
+            log("checkpoint policy not written to " + path + ": " + std::strerror(errno));
+            ::unlink(tmp.c_str());
+            return;
+        }
+        log("checkpoint policy v" + std::to_string(p->version) + " from the broker: every " + std::to_string(p->every_steps) + " steps");
+        policy_version_ = p->version;
     }
 
     void check_time_limit() {
@@ -324,6 +355,7 @@ private:
     std::map<std::string, int> unsealed_;   // checkpoint -> heartbeats asked
     HttpClient client_;
     unsigned long long seq_ = 0;
+    long long policy_version_ = 0;   // the checkpoint policy written for the trainer (0: none)
     bool broker_ok_ = false;
     time_t started_ = std::time(nullptr);
     bool first_ = true;

@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +13,8 @@
 
 namespace shardnet {
 
-std::optional<long long> read_progress(const std::string &path, double *mtime, bool *checkpointing, std::string *committed) {
+std::optional<long long> read_progress(const std::string &path, double *mtime, bool *checkpointing, std::string *committed,
+                                       double *took) {
     int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return std::nullopt;
     struct stat st;
@@ -37,11 +39,23 @@ std::optional<long long> read_progress(const std::string &path, double *mtime, b
             if (is_safe_name(name, 128)) *committed = std::string(name);
         }
     }
+    // "... committed NAME took SECONDS": the trainer timed its write.
+    if (took && v) {
+        *took = -1;
+        if (auto at = rest.find(" took "); at != std::string_view::npos) {
+            std::string secs(rest.substr(at + 6, 24));
+            secs = secs.substr(0, secs.find_first_of(" \t\r\n"));
+            char *end = nullptr;
+            const double x = std::strtod(secs.c_str(), &end);
+            if (!secs.empty() && end && *end == 0 && x >= 0 && x <= 7 * 86400.0) *took = x;
+        }
+    }
     if (v && mtime) *mtime = double(st.st_mtim.tv_sec) + double(st.st_mtim.tv_nsec) / 1e9;
     return v;
 }
 
-std::string commit_json(const std::string &text, unsigned attempt, unsigned rank, unsigned world, std::string &err) {
+std::string commit_json(const std::string &text, unsigned attempt, unsigned rank, unsigned world, std::string &err,
+                        double write_seconds) {
     boost::json::array files;
     std::size_t pos = 0, lineno = 0;
     while (pos < text.size()) {
@@ -60,11 +74,13 @@ std::string commit_json(const std::string &text, unsigned attempt, unsigned rank
         files.push_back(boost::json::object{{"path", path}, {"sha256", hash}, {"bytes", bytes}});
     }
     if (files.empty()) { err = "manifest lists no files"; return ""; }
-    return boost::json::serialize(boost::json::object{{"attempt", attempt}, {"rank", rank}, {"world_size", world}, {"files", files}});
+    boost::json::object body{{"attempt", attempt}, {"rank", rank}, {"world_size", world}, {"files", files}};
+    if (write_seconds >= 0) body["write_seconds"] = write_seconds;
+    return boost::json::serialize(body);
 }
 
 std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &ranks, const char *state,
-                           unsigned long long seq, double now, bool prelimit_signalled) {
+                           unsigned long long seq, double now, bool prelimit_signalled, long long policy) {
     boost::json::array rs;
     for (const auto &r : ranks) {
         boost::json::object o;
@@ -105,6 +121,7 @@ std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &r
     // Where a requeued attempt resumes from: only the batch step says it.
     if (c.step == "batch" && !c.ckpt_dir.empty()) hb["ckpt_dir"] = c.ckpt_dir;
     hb["prelimit_signalled"] = prelimit_signalled;
+    if (c.ckpt_auto) hb["policy"] = policy;
     hb["ranks"] = std::move(rs);
     return boost::json::serialize(hb);
 }
@@ -127,6 +144,28 @@ std::vector<SealedCheckpoint> sealed_checkpoints(const std::string &body, std::s
         out.push_back(SealedCheckpoint{std::string(n->as_string()), boost::json::serialize(m) + "\n"});
     }
     return out;
+}
+
+std::optional<PolicyAnswer> parse_policy_answer(const std::string &body, std::string &err) {
+    boost::json::error_code ec;
+    boost::json::value v = boost::json::parse(body, ec);
+    const boost::json::object *p = nullptr;
+    if (!ec && v.is_object())
+        if (auto *x = v.as_object().if_contains("policy")) p = x->if_object();
+    if (!p) { err = "the broker's heartbeat answer is not {\"policy\": {...}}"; return std::nullopt; }
+    auto *version = p->if_contains("version"), *steps = p->if_contains("every_steps"), *secs = p->if_contains("seconds");
+    if (!version || !version->is_int64() || version->as_int64() < 1 || !steps || !steps->is_int64() || steps->as_int64() < 1 ||
+        steps->as_int64() > (1LL << 40) || !secs || !secs->is_number()) {
+        err = "the broker's checkpoint policy lacks version, every_steps or seconds";
+        return std::nullopt;
+    }
+    return PolicyAnswer{version->as_int64(), steps->as_int64(), secs->to_number<double>()};
+}
+
+std::string policy_file_text(const PolicyAnswer &p) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "every_steps=%lld version=%lld seconds=%.3f\n", p.every_steps, p.version, p.seconds);
+    return buf;
 }
 
 }  // namespace shardnet

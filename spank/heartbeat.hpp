@@ -19,6 +19,8 @@ struct RankState {
     double progress_time = 0;           // when it wrote it (mtime)
     bool checkpointing = false;         // the trainer says it is writing a checkpoint
     std::string committed;              // the last checkpoint the trainer finished
+    double write_seconds = -1;          // ... and how long it took to write (-1: not known)
+    double ckpt_began = 0;              // mtime of the first "checkpointing" seen since the last commit
     std::string reported;               // ... and the last the broker took
 };
 
@@ -26,12 +28,16 @@ struct RankState {
 // (while it writes a checkpoint, so that slow writes are not a hang) or
 // "STEP committed NAME" (its shards of checkpoint NAME are written, listed
 // in NAME/rank-R.manifest). Never follows a symlink, reads 200 bytes.
+// "STEP committed NAME took SECONDS": the trainer timed the write (its
+// "checkpointing" to "committed"); took is -1 when the line does not say.
 std::optional<long long> read_progress(const std::string &path, double *mtime, bool *checkpointing = nullptr,
-                                       std::string *committed = nullptr);
+                                       std::string *committed = nullptr, double *took = nullptr);
 
 // A rank's manifest of checkpoint shards: lines "SHA256 BYTES PATH" (PATH
 // relative to the checkpoint). The commit body for the broker, or "" with err.
-std::string commit_json(const std::string &manifest_text, unsigned attempt, unsigned rank, unsigned world, std::string &err);
+// write_seconds: how long the rank took to write it (-1: not known).
+std::string commit_json(const std::string &manifest_text, unsigned attempt, unsigned rank, unsigned world, std::string &err,
+                        double write_seconds = -1);
 
 // state: "running" or "ended". seq counts heartbeats of this agent.
 // The names in the broker's answer to GET /v1/runs/RUN/checkpoints (every
@@ -40,7 +46,16 @@ std::string commit_json(const std::string &manifest_text, unsigned attempt, unsi
 struct SealedCheckpoint { std::string name, marker; };
 std::vector<SealedCheckpoint> sealed_checkpoints(const std::string &body, std::string &err);
 
+// policy: the checkpoint policy version the agent holds (sent when c.ckpt_auto).
 std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &ranks, const char *state,
-                           unsigned long long seq, double now, bool prelimit_signalled);
+                           unsigned long long seq, double now, bool prelimit_signalled, long long policy = 0);
+
+// The broker's answer to a heartbeat of an auto job when the policy
+// changed: {"policy": {"version", "every_steps", "seconds"}}.
+struct PolicyAnswer { long long version = 0, every_steps = 0; double seconds = 0; };
+std::optional<PolicyAnswer> parse_policy_answer(const std::string &body, std::string &err);
+// The policy file's line for the trainer's library (SHARDNET_CKPT_POLICY):
+// "every_steps=N version=V seconds=S".
+std::string policy_file_text(const PolicyAnswer &p);
 
 }  // namespace shardnet

@@ -244,6 +244,7 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
     ac.progress_dir = g.progress_dir;
     ac.requeue = requeue_name(g.job->requeue);
     ac.ckpt_dir = g.ckpt_dir;
+    ac.ckpt_auto = g.job->ckpt_every == "auto";
     // This node's tasks, local index -> global rank.
     uint32_t ntasks = g.local_tasks;
     for (uint32_t i = 0; i < ntasks; ++i) {
@@ -444,7 +445,10 @@ int stepd_task_init(spank_t sp) {
     bool ok = set_env(sp, "SHARDNET_RANK", std::to_string(rank)) &&
               set_env(sp, "SHARDNET_LOCAL_RANK", std::to_string(local)) &&
               set_env(sp, "SHARDNET_WORLD_SIZE", std::to_string(world ? world : 1)) &&
-              set_env(sp, "SHARDNET_PROGRESS", std::string(g.progress_dir) + "/rank-" + std::to_string(rank));
+              set_env(sp, "SHARDNET_PROGRESS", std::string(g.progress_dir) + "/rank-" + std::to_string(rank)) &&
+              // The broker's interval for --shardnet-ckpt-every=auto, written by the agent.
+              set_env(sp, "SHARDNET_CKPT_POLICY", g.job && g.job->ckpt_every == "auto" && g.agent.pid > 0
+                                                      ? std::string(g.progress_dir) + "/ckpt-policy" : std::string());
     if (!ok) return -1;
     if (batch) return 0;
     StepLayout l;

@@ -26,6 +26,14 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
     if (rank >= world) return reply(error_response(400, "bad_field", "rank: must be below world_size", "rank"));
     if (who.attempt && who.attempt != (unsigned long long)attempt)
         return reply(error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt"));
+    // How long the rank took to write it ("checkpointing" to "committed",
+    // as its agent saw): the checkpoint policy's write time. Optional.
+    double write_seconds = -1;
+    if (auto *ws = v.as_object().if_contains("write_seconds")) {
+        if (!ws->is_number() || !(ws->to_number<double>() >= 0 && ws->to_number<double>() <= 7 * 86400.0))
+            return reply(error_response(400, "bad_field", "write_seconds: expected seconds, 0..604800", "write_seconds"));
+        write_seconds = ws->to_number<double>();
+    }
     auto *files = v.as_object().if_contains("files");
     if (!files || !files->is_array() || files->as_array().empty())
         return reply(error_response(400, "bad_field", "files: expected a non-empty array of {path, sha256, bytes}", "files"));
@@ -68,16 +76,18 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
         }
     }
     std::string files_text = json::serialize(*files);
-    on_store(reply, [this, id, name, attempt, rank, world, files_text, now](const Reply &reply) {
+    on_store(reply, [this, id, name, attempt, rank, world, files_text, now, write_seconds](const Reply &reply) {
         try {
             bool sealed = false;
             long long count = 0;
             transact([&] {
                 if (store_->checkpoint_sealed(id, name)) { sealed = true; count = world; return; }
-                count = store_->insert_commit(id, attempt, name, rank, files_text, now);
+                count = store_->insert_commit(id, attempt, name, rank, files_text, now, write_seconds);
                 if (count >= world) {
                     const std::string parent = store_->last_checkpoint(id);
-                    store_->seal_checkpoint(CheckpointRow{id, name, attempt, world, parent, now});
+                    // The checkpoint took as long as its slowest rank.
+                    store_->seal_checkpoint(CheckpointRow{id, name, attempt, world, parent, now,
+                                                          store_->commit_write_seconds(id, attempt, name)});
                     event(id, "SEALED", name + " committed by all " + std::to_string(world) + " ranks",
                           json::serialize(json::object{{"checkpoint", name}, {"attempt", attempt}, {"ranks", world},
                                                        {"parent", parent.empty() ? json::value(nullptr) : json::value(parent)}}),

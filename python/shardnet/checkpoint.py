@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 
 from . import agreement, atomic, prelimit, rng
@@ -61,7 +62,7 @@ def _serialise(payload, path):
     torch.save(payload, path)
 
 
-def _finish(tmp, shard, mpath, name, step, rank):
+def _finish(tmp, shard, mpath, name, step, rank, began=None):
     """The second half of a save: fsync and hash the shard (one read of the
     page cache), rename it, write the manifest likewise, then the commit line."""
     try:
@@ -71,7 +72,7 @@ def _finish(tmp, shard, mpath, name, step, rank):
     except OSError as e:
         _discard(tmp)
         raise CheckpointError(f"saving checkpoint {name} of rank {rank} in {os.path.dirname(shard)}: {e}") from e
-    committed(name, step)
+    committed(name, step, None if began is None else time.monotonic() - began)
 
 
 def _finish_in_background(*args):
@@ -125,6 +126,7 @@ def save(step, state, name=None, ckpt_dir=None, save_rng=True, durable=None):
     root = ckpt_dir or c.ckpt_dir
     path = os.path.join(root, name)
     prelimit.clear()  # this save is the emergency one, if one was due
+    began = time.monotonic()
     progress(step, checkpointing=True)
     shard, mpath = os.path.join(path, shard_name(c.rank)), os.path.join(path, manifest_name(c.rank))
     tmp = atomic.temporary_name(shard)
@@ -148,7 +150,7 @@ def save(step, state, name=None, ckpt_dir=None, save_rng=True, durable=None):
         raise
     finally:
         progress(step)
-    args = (tmp, shard, mpath, name, step, c.rank)
+    args = (tmp, shard, mpath, name, step, c.rank, began)
     if durable:
         _finish(*args)
     else:

@@ -15,6 +15,7 @@ class Contract:
     progress: str       # the progress file, or "" (no agent: progress is a no-op)
     attempt: str
     run: str
+    ckpt_policy: str = ""   # the broker's interval for ckpt_every "auto" (a file the agent writes), or ""
 
 
 def _int(env, names, default):
@@ -38,7 +39,8 @@ def contract(env=None):
                  ckpt_every=env.get("SHARDNET_CKPT_EVERY", "") or "auto",
                  progress=env.get("SHARDNET_PROGRESS", ""),
                  attempt=env.get("SHARDNET_ATTEMPT", ""),
-                 run=env.get("SHARDNET_RUN", ""))
+                 run=env.get("SHARDNET_RUN", ""),
+                 ckpt_policy=env.get("SHARDNET_CKPT_POLICY", ""))
     if not 0 <= c.rank < c.world_size:
         raise ValueError(f"rank {c.rank} is not within the world size {c.world_size} (SHARDNET_RANK/RANK, SHARDNET_WORLD_SIZE/WORLD_SIZE)")
     return c

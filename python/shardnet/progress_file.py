@@ -1,7 +1,8 @@
 """The progress file the heartbeat agent reads (shardnet(8), SHARDNET_PROGRESS):
 "STEP", "STEP checkpointing" while a checkpoint is written, and " committed
-NAME" after the last checkpoint whose shards and manifest this rank finished
-(the agent commits it to the broker). The commit may come from save()'s
+NAME took SECONDS" after the last checkpoint whose shards and manifest this
+rank finished, with how long it took from "checkpointing" (the agent commits
+it to the broker, whose checkpoint policy uses the time). The commit may come from save()'s
 background thread: it repeats the newest step, never an older one."""
 import threading
 
@@ -9,7 +10,7 @@ from . import atomic
 from .env import contract
 
 _lock = threading.Lock()
-_state = {"step": None, "checkpointing": False, "committed": ""}
+_state = {"step": None, "checkpointing": False, "committed": "", "took": None}
 
 
 def last_committed():
@@ -19,10 +20,10 @@ def last_committed():
 
 def _reset():
     with _lock:
-        _state.update(step=None, checkpointing=False, committed="")
+        _state.update(step=None, checkpointing=False, committed="", took=None)
 
 
-def format_progress(step, checkpointing=False, committed=""):
+def format_progress(step, checkpointing=False, committed="", took=None):
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise ValueError(f"progress: the step must be a whole number >= 0, not {step!r}")
     line = str(step)
@@ -30,11 +31,13 @@ def format_progress(step, checkpointing=False, committed=""):
         line += " checkpointing"
     if committed:
         line += f" committed {committed}"
+        if took is not None:
+            line += f" took {max(took, 0.0):.6f}"
     return line + "\n"
 
 
 def _write():
-    line = format_progress(_state["step"], _state["checkpointing"], _state["committed"])
+    line = format_progress(_state["step"], _state["checkpointing"], _state["committed"], _state["took"])
     path = contract().progress
     if path:
         # Not fsync'd: the file is node-local and only read while we live.
@@ -52,10 +55,12 @@ def progress(step, checkpointing=False):
         return _write()
 
 
-def committed(name, step):
-    """Checkpoint name (of step) is complete on this rank: the next line says so."""
+def committed(name, step, took=None):
+    """Checkpoint name (of step) is complete on this rank, took seconds after
+    its save began: the next line says so."""
     with _lock:
         _state["committed"] = name
+        _state["took"] = took
         if _state["step"] is None or _state["step"] < step:
             _state["step"] = step
         return _write()

@@ -22,7 +22,7 @@ from shardnet import atomic, checkpoint, manifest, progress_file as progress_mod
 PY = "/usr/bin/python3"
 LIB = os.path.dirname(os.path.dirname(os.path.abspath(shardnet.__file__)))
 KEYS = ["SHARDNET_RANK", "SHARDNET_WORLD_SIZE", "SHARDNET_CKPT_DIR", "SHARDNET_RESUME_FROM", "SHARDNET_CKPT_EVERY",
-        "SHARDNET_PROGRESS", "SHARDNET_ATTEMPT", "SHARDNET_RUN", "RANK", "WORLD_SIZE"]
+        "SHARDNET_PROGRESS", "SHARDNET_CKPT_POLICY", "SHARDNET_ATTEMPT", "SHARDNET_RUN", "RANK", "WORLD_SIZE"]
 # What the agent accepts (spank/heartbeat.cpp commit_json: sscanf "%64s %llu %256s", 64 lowercase hex, no "..").
 AGENT_MANIFEST_LINE = re.compile(r"[0-9a-f]{64} [0-9]+ [^\s]{1,256}")
 
@@ -54,6 +54,7 @@ class Env(unittest.TestCase):
         self.cwd = os.getcwd()
         os.chdir(self.dir)
         progress_mod._reset()
+        shardnet.policy._reset()
         shardnet.prelimit.clear()
         checkpoint._pending.update(thread=None, error=None)
 
@@ -89,11 +90,16 @@ class Progress(Env):
         self.assertEqual(open(p).read(), "6 checkpointing\n")
         name = shardnet.save(6, state())
         self.assertEqual(shardnet.wait(), name)
-        self.assertEqual(open(p).read(), f"6 committed {name}\n")
+        # The write's time from save() to the commit line: the broker's checkpoint policy uses it.
+        line = open(p).read()
+        m = re.fullmatch(rf"6 committed {name} took ([0-9]+\.[0-9]{{6}})\n", line)
+        self.assertTrue(m, line)
+        self.assertTrue(0 < float(m.group(1)) < 30, line)
+        took = m.group(1)
         shardnet.progress(7)
-        self.assertEqual(open(p).read(), f"7 committed {name}\n", "the last commit is repeated with each step")
+        self.assertEqual(open(p).read(), f"7 committed {name} took {took}\n", "the last commit is repeated with each step")
         shardnet.progress(8, checkpointing=True)
-        self.assertEqual(open(p).read(), f"8 checkpointing committed {name}\n")
+        self.assertEqual(open(p).read(), f"8 checkpointing committed {name} took {took}\n")
         shardnet.progress(9)
         progress_mod.committed("checkpoint-x", 8)  # a background commit after step 9: the step stays 9
         self.assertEqual(open(p).read(), "9 committed checkpoint-x\n")
@@ -103,6 +109,8 @@ class Progress(Env):
         # tests/unit/test_heartbeat.cpp, "the Python library's progress line and manifest"
         self.assertEqual(progress_mod.format_progress(8, True, "checkpoint-00000010"),
                          "8 checkpointing committed checkpoint-00000010\n")
+        self.assertEqual(progress_mod.format_progress(8, False, "checkpoint-00000010", 0.25),
+                         "8 committed checkpoint-00000010 took 0.250000\n")
         sha = "245b8d90b348d3ea15a54379e63555b7d55c5c949a7488d3b5ea39358df2832a"
         self.assertEqual(manifest.format_manifest([manifest.Entry(sha, 14243, "rank-0.pt")]), f"{sha} 14243 rank-0.pt\n")
 
@@ -145,6 +153,28 @@ class Policy(Env):
             with self.assertRaisesRegex(ValueError, "SHARDNET_CKPT_EVERY"):
                 shardnet.should_checkpoint(4)
 
+    def test_auto_takes_the_brokers_policy_at_a_boundary(self):
+        self.shardnet_env(SHARDNET_CKPT_EVERY="auto", SHARDNET_CKPT_POLICY=os.path.join(self.dir, "ckpt-policy"))
+        policy_file = os.environ["SHARDNET_CKPT_POLICY"]
+        self.assertEqual([s for s in range(1, 21) if shardnet.should_checkpoint(s)], [10, 20], "no policy yet: the default")
+        with open(policy_file, "w") as f:  # what the agent writes (spank/heartbeat.cpp policy_file_text)
+            f.write("every_steps=7 version=1 seconds=3.500\n")
+        # Taken at the next boundary of the old interval (30), not before: every rank is there at once.
+        self.assertEqual([s for s in range(21, 43) if shardnet.should_checkpoint(s)], [30, 35, 42])
+        self.assertEqual((shardnet.checkpoint_interval(), shardnet.policy.policy_version()), (7, 1))
+        for junk in ("", "every_steps=0 version=2", "every_steps=x version=3", "version=4", "\xff\xfe"):
+            with open(policy_file, "w", encoding="latin-1") as f:
+                f.write(junk)
+            self.assertTrue(shardnet.should_checkpoint(49), junk)
+            self.assertEqual(shardnet.checkpoint_interval(), 7, f"a policy file {junk!r} is ignored")
+        with open(policy_file, "w") as f:
+            f.write("every_steps=4 version=1 seconds=1\n")
+        shardnet.should_checkpoint(56)
+        self.assertEqual(shardnet.checkpoint_interval(), 7, "an old version never replaces a newer one")
+        os.unlink(policy_file)
+        os.environ["SHARDNET_CKPT_EVERY"] = "5"
+        self.assertEqual(shardnet.checkpoint_interval(), 5, "a fixed interval is never the broker's")
+
     def test_prelimit_signal_until_save(self):
         self.shardnet_env(SHARDNET_CKPT_EVERY="1000")
         self.assertFalse(shardnet.should_checkpoint(7))
@@ -158,7 +188,7 @@ class Policy(Env):
         name = shardnet.save(7, state())
         self.assertIsNone(checkpoint._pending["thread"], "an emergency save must be durable when save returns")
         self.assertTrue(os.path.isfile(os.path.join(os.environ["SHARDNET_CKPT_DIR"], name, "rank-0.manifest")))
-        self.assertEqual(open(os.environ["SHARDNET_PROGRESS"]).read(), f"7 committed {name}\n")
+        self.assertRegex(open(os.environ["SHARDNET_PROGRESS"]).read(), rf"^7 committed {name} took [0-9.]+\n$")
         self.assertFalse(shardnet.should_checkpoint(8), "the save was the emergency checkpoint")
 
     def test_keeps_the_programs_handler(self):
@@ -422,6 +452,36 @@ class TwoRanks(Env):
         outs = [p.communicate(timeout=120) for p in procs]
         for r, (out, err) in enumerate(outs):
             self.assertEqual(out.split(), ["checkpoint-00000010", str(r), "checkpoint-00000020"], f"rank {r}: {err}")
+
+
+TWO_RANKS_POLICY = textwrap.dedent("""
+    import os, sys, torch, torch.distributed as dist, shardnet
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + sys.argv[1],
+                            rank=int(os.environ["SHARDNET_RANK"]), world_size=2)
+    due = [s for s in range(1, 40) if shardnet.should_checkpoint(s)]
+    print(",".join(map(str, due)), shardnet.checkpoint_interval(), shardnet.policy.policy_version())
+    dist.destroy_process_group()
+""")
+
+
+class TwoRanksPolicy(Env):
+    def test_ranks_agree_on_the_newest_policy(self):
+        # Rank 1's agent got version 3 (every 6 steps), rank 0's only version 2 (every 4):
+        # both take version 3 at the first boundary (10), so both checkpoint at the same steps.
+        self.shardnet_env(SHARDNET_WORLD_SIZE="2", SHARDNET_CKPT_EVERY="auto")
+        files = [os.path.join(self.dir, f"policy-{r}") for r in (0, 1)]
+        for f, text in zip(files, ("every_steps=4 version=2 seconds=1\n", "every_steps=6 version=3 seconds=1\n")):
+            with open(f, "w") as out:
+                out.write(text)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0)); port = str(s.getsockname()[1])
+        procs = [subprocess.Popen([PY, "-c", TWO_RANKS_POLICY, port], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=dict(os.environ, PYTHONPATH=LIB, SHARDNET_RANK=str(r), GLOO_SOCKET_IFNAME="lo",
+                                           SHARDNET_CKPT_POLICY=files[r]))
+                 for r in (0, 1)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        for r, (out, err) in enumerate(outs):
+            self.assertEqual(out.split(), ["10,12,18,24,30,36", "6", "3"], f"rank {r}: {err}")
 
 
 if __name__ == "__main__":

@@ -79,6 +79,7 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     losses = open(os.path.join(out_dir, f"losses-rank{RANK}.tsv"), "a")
     step_times, ckpt_times = [], []
+    interval = shardnet.checkpoint_interval()
     for step in range(start + 1, a.steps + 1):
         t0 = time.perf_counter()
         x, y = data(step)
@@ -95,7 +96,12 @@ def main():
             losses.write(f"{step}\t{(total / WORLD).item():.9e}\n"); losses.flush()
         shardnet.progress(step)
         step_times.append(time.perf_counter() - t0)
-        if shardnet.should_checkpoint(step):
+        due = shardnet.should_checkpoint(step)
+        if shardnet.checkpoint_interval() != interval:  # --shardnet-ckpt-every=auto: the broker's policy changed it
+            log(f"checkpoint interval now {shardnet.checkpoint_interval()} steps (was {interval}; broker policy "
+                f"v{shardnet.policy.policy_version()}) at step {step}")
+            interval = shardnet.checkpoint_interval()
+        if due:
             emergency = shardnet.emergency_pending()
             t1 = time.perf_counter()
             # Six digits: the names this example always had (names compare as strings).
