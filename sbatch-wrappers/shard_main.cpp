@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sbatch-wrappers/ckpt_plan.hpp"
+#include "sbatch-wrappers/ckpt_policy.hpp"
 #include "sbatch-wrappers/client.hpp"
 #include "sbatch-wrappers/spec.hpp"
 #include "sbatch-wrappers/submit.hpp"
@@ -30,7 +31,7 @@ constexpr const char *kUsage =
     "  run SPEC.yaml [--gpus N] [--class C] [--cluster C] [--dry-run] [--json]\n"
     "  watch RUN                 live status and events until the run ends (its exit status)\n"
     "  capacity [--class C] [--gpus N] [--gpus-per-node N] [--fabric F] [--region R] [--cluster C] [--json]\n"
-    "  runs | show RUN | events RUN | ckpt ls RUN | ckpt verify RUN | cancel RUN   [--json]\n"
+    "  runs | show RUN | events RUN | ckpt ls RUN | ckpt verify RUN | ckpt policy RUN | cancel RUN   [--json]\n"
     "  validate SPEC.yaml        check a spec alone (no broker needed)\n"
     "  ckpt plan --write-cost D --mtbf D --restart D [--work D] [--json]\n"
     "                            the checkpoint interval for these inputs (D: 90s, 5m, 6h, 2d)\n"
@@ -256,6 +257,7 @@ int cmd_watch(CliConfig &cfg, const Args &a) {
     long long after = 0;
     int misses = 0;
     std::string sealed = "-";   // the last sealed checkpoint seen
+    std::string policy;         // the last checkpoint policy line ("ckpt every 480 steps · Daly · M 6.1 h · δ 41 s")
     for (;;) {
         Answer ev = call(b, "GET", "/v1/runs/" + run + "/events?after=" + std::to_string(after), "", 5000);
         if (!ev.ok()) {
@@ -274,6 +276,7 @@ int cmd_watch(CliConfig &cfg, const Args &a) {
                         str(e, "cause").c_str());
             if (kind == "MOVED") moved_to = str(e.as_object().at("evidence"), "peer");
             if (kind == "SEALED") sealed = str(e.as_object().at("evidence"), "checkpoint");
+            if (kind == "POLICY") policy = str(e, "cause");
         }
         std::fflush(stdout);
         if (!moved_to.empty()) {
@@ -296,8 +299,9 @@ int cmd_watch(CliConfig &cfg, const Args &a) {
                         up += str(w, "health") == "healthy";
                         if (w.as_object().at("step").is_int64()) step = std::max<long long>(step, w.as_object().at("step").as_int64());
                     }
-                std::printf("\r\033[K%s %s | attempt %s | workers %lld/%lld | step %s | sealed %s", run.c_str(), state.c_str(),
-                            str(r.body, "attempt").c_str(), up, n, step < 0 ? "-" : std::to_string(step).c_str(), sealed.c_str());
+                std::printf("\r\033[K%s %s | attempt %s | workers %lld/%lld | step %s | sealed %s%s%s", run.c_str(), state.c_str(),
+                            str(r.body, "attempt").c_str(), up, n, step < 0 ? "-" : std::to_string(step).c_str(), sealed.c_str(),
+                            policy.empty() ? "" : " | ", policy.c_str());
                 std::fflush(stdout);
             }
         }
@@ -336,7 +340,17 @@ int cmd_simple(CliConfig &cfg, const std::string &cmd, const Args &a) {
 }
 
 int cmd_ckpt(CliConfig &cfg, const Args &a) {
-    if (a.pos.size() != 2 || (a.pos[0] != "ls" && a.pos[0] != "verify")) return fail(usage, "ckpt: ls RUN | verify RUN");
+    if (a.pos.size() != 2 || (a.pos[0] != "ls" && a.pos[0] != "verify" && a.pos[0] != "policy"))
+        return fail(usage, "ckpt: ls RUN | verify RUN | policy RUN");
+    if (a.pos[0] == "policy") {
+        Answer p = call(cfg.broker, "GET", "/v1/runs/" + a.pos[1] + "/policy");
+        if (!p.ok()) return fail(p.status == 404 ? usage : broker_error, "ckpt policy: " + p.error);
+        if (a.has("json")) return print_json(p.body);
+        const std::string report = render_policy(p.body);
+        if (report.empty()) return fail(broker_error, "ckpt policy: the broker's answer is not a policy");
+        std::fputs(report.c_str(), stdout);
+        return ok;
+    }
     Answer r = call(cfg.broker, "GET", "/v1/runs/" + a.pos[1] + "/checkpoints");
     if (!r.ok()) return fail(r.status == 404 ? usage : broker_error, "ckpt: " + r.error);
     const auto &cps = r.body.as_object().at("checkpoints").as_array();

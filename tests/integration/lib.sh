@@ -57,6 +57,7 @@ for l in open(sys.argv[1]):
     r=json.loads(l); b=r["body"]; b["_t"]=r["t"]; b["_auth"]=r["auth"]; print(json.dumps(b))' "$RX_LOG"; }
 
 # start_broker [STALL_SECONDS]: a real shardnet-broker on a fixed free port
+# (BROKER_EXTRA: more top-level keys of its config, e.g. "checkpoint_policy": {...})
 # (so that it can be restarted on the same one). Sets BROKER_URL,
 # BROKER_PID, AGENT_TOKEN_FILE (one token for all agents) and
 # WORKER_KEY_FILE (per-run tokens); ADMIN_TOKEN is for queries.
@@ -77,7 +78,8 @@ start_broker() {
     cat > "$WORK/broker.json" <<CONF
 {"listen": "127.0.0.1:$BROKER_PORT", "plain_http": true, "database": "$WORK/broker.db", "clusters": {$clusters},
  "worker_keys": [{"name": "site", "key_file": "$WORKER_KEY_FILE"}],
- "detector": {"misses": 3, "stall_seconds": $stall, "summary_seconds": 1},
+ "detector": {"misses": 3, "stall_seconds": $stall, "summary_seconds": 1},${BROKER_EXTRA:+
+ $BROKER_EXTRA,}
  "tokens": [{"name": "agents", "scope": "worker", "sha256": "$(printf %s "$agent_token" | sha256sum | cut -d' ' -f1)"},
             {"name": "ops", "scope": "admin", "sha256": "$(printf %s "$ADMIN_TOKEN" | sha256sum | cut -d' ' -f1)"}]}
 CONF
