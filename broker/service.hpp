@@ -206,6 +206,12 @@ private:
                                                       long long job, const std::string &ckpt_dir, std::string *nodelist = nullptr,
                                                       std::string *batch_host = nullptr);
     std::vector<ClusterOffer> local_offers(const std::string &ckpt_dir);
+    // Nodes the detector saw down, offered to no placement until the time
+    // kept (detector.quarantine_seconds); "cluster/node" keys.
+    void quarantine(const std::string &cluster, const std::string &node, double now);
+    bool quarantined(const std::string &cluster, const std::string &node, double now);
+    std::mutex quarantine_mu_;
+    std::map<std::string, double> quarantine_;
     // Every probed node's offer, by host: parsed from the stored descriptors
     // once, then kept up to date by POST /v1/nodes (store thread only).
     std::shared_ptr<const std::map<std::string, NodeOffer>> node_offers();

@@ -19,9 +19,9 @@ struct RankState {
     double progress_time = 0;           // when it wrote it (mtime)
     bool checkpointing = false;         // the trainer says it is writing a checkpoint
     std::string committed;              // the last checkpoint the trainer finished
-    double write_seconds = -1;          // ... and how long it took to write (-1: not known)
-    double ckpt_began = 0;              // mtime of the first "checkpointing" seen since the last commit
     std::string reported;               // ... and the last the broker took
+    double write_seconds = -1;          // how long the trainer took to write `committed` (-1: not known)
+    double ckpt_began = 0;              // mtime of the first "checkpointing" seen since the last commit
 };
 
 // The trainer's step from a progress file: "STEP", "STEP checkpointing"

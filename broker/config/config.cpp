@@ -140,7 +140,11 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
     if (auto *v = o.if_contains("detector")) {
         if (!v->is_object()) return "detector: expected an object";
         const auto &d = v->as_object();
-        if (!only_keys(c, "detector", d, {"misses", "stall_seconds", "summary_seconds"})) return c.err;
+        if (!only_keys(c, "detector", d, {"misses", "stall_seconds", "summary_seconds", "quarantine_seconds"})) return c.err;
+        if (auto *x = d.if_contains("quarantine_seconds")) {
+            if (!get_int(c, "detector.quarantine_seconds", *x, 0, 86400 * 7, n)) return c.err;
+            cfg.quarantine_seconds = int(n);
+        }
         if (auto *x = d.if_contains("misses")) { if (!get_int(c, "detector.misses", *x, 1, 100, n)) return c.err; cfg.detector_misses = int(n); }
         if (auto *x = d.if_contains("stall_seconds")) { if (!get_int(c, "detector.stall_seconds", *x, 1, 86400 * 7, n)) return c.err; cfg.stall_seconds = int(n); }
         if (auto *x = d.if_contains("summary_seconds")) { if (!get_int(c, "detector.summary_seconds", *x, 1, 3600, n)) return c.err; cfg.summary_seconds = int(n); }
@@ -303,7 +307,7 @@ std::string config_template() {
   "limits": {"header_bytes": 8192, "body_bytes": 1048576, "read_timeout_ms": 10000,
              "max_connections": 10000, "rate_per_token": 100000, "rate_burst": 200000,
              "sse_keepalive_ms": 15000, "store_busy_ms": 2000, "sse_buffer_bytes": 1048576},
-  "detector": {"misses": 3, "stall_seconds": 600, "summary_seconds": 10},
+  "detector": {"misses": 3, "stall_seconds": 600, "summary_seconds": 10, "quarantine_seconds": 600},
   "slurm": {"_doc": "every slurmctld call: answers reused for cache_ms, at most max_calls_per_second",
             "cache_ms": 1000, "max_calls_per_second": 20},
   "worker_keys": [],

@@ -59,6 +59,10 @@ struct BrokerConfig {
     int detector_misses = 3;
     int stall_seconds = 600;
     int summary_seconds = 10;          // soft state to the store every N s
+    // A node the detector saw down (slurmd unreachable, Slurm says down) is
+    // offered to no placement for this long: Slurm may list a dead node as
+    // idle for tens of seconds (SlurmdTimeout), and a job sent there waits.
+    int quarantine_seconds = 600;
     int slurm_cache_ms = 1000;         // Slurm query answers are reused this long
     int slurm_max_per_second = 20;     // calls to one slurmctld, at most
     std::vector<TokenEntry> tokens;

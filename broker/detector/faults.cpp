@@ -60,10 +60,14 @@ void Service::confirm(Fault fault, double now) {
                 return;
             }
             ev["no_worker_yet"] = true;
+            quarantine(fault.state.cluster, node, wall_now());
             return raise_fault(fault, "(node " + node + " of job " + std::to_string(fault.state.job) +
                                "'s allocation, no worker there yet) down: " + down_why, ev, wall_now());
         }
-        if (node_down) return raise_fault(fault, fault.cause + "; node " + node + " " + down_why, ev, wall_now());
+        if (node_down) {
+            quarantine(fault.state.cluster, node, wall_now());
+            return raise_fault(fault, fault.cause + "; node " + node + " " + down_why, ev, wall_now());
+        }
         if (fault.kind == FaultKind::stalled)  // node and job are fine: the trainer hangs
             return raise_fault(fault, fault.cause + "; node " + node + " and job healthy in Slurm", ev, wall_now());
         if (!fault.state.suspected) {

@@ -78,8 +78,10 @@ std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
         } else {
             std::istringstream is(out);
             std::set<std::string> seen;
+            const double now = wall_now();
             for (std::string n; is >> n;) {
                 if (!seen.insert(n).second) continue;  // a node in several partitions
+                if (quarantined(name, n, now)) continue;  // seen dead: Slurm may not know yet
                 auto d = described.find(n);
                 c.idle.push_back(d != described.end() ? d->second : undescribed(n));
             }
@@ -87,6 +89,18 @@ std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
         offers.push_back(std::move(c));
     }
     return offers;
+}
+
+void Service::quarantine(const std::string &cluster, const std::string &node, double now) {
+    if (cfg_.quarantine_seconds <= 0) return;
+    std::lock_guard<std::mutex> lock(quarantine_mu_);
+    quarantine_[cluster + "/" + node] = now + cfg_.quarantine_seconds;
+}
+
+bool Service::quarantined(const std::string &cluster, const std::string &node, double now) {
+    std::lock_guard<std::mutex> lock(quarantine_mu_);
+    for (auto it = quarantine_.begin(); it != quarantine_.end();) it = it->second <= now ? quarantine_.erase(it) : std::next(it);
+    return quarantine_.count(cluster + "/" + node) > 0;
 }
 
 void Service::capacity(const std::string &query, bool fan_out, const Reply &reply) {
