@@ -17,6 +17,7 @@
 #include "sbatch-wrappers/client.hpp"
 #include "sbatch-wrappers/spec.hpp"
 #include "sbatch-wrappers/submit.hpp"
+#include "sbatch-wrappers/verify_cmd.hpp"
 
 using namespace shardnet::cli;
 namespace json = boost::json;
@@ -36,11 +37,14 @@ constexpr const char *kUsage =
     "  ckpt plan --write-cost D --mtbf D --restart D [--work D] [--json]\n"
     "                            the checkpoint interval for these inputs (D: 90s, 5m, 6h, 2d)\n"
     "  ckpt simulate (--write-cost D --mtbf D --restart D | --grid) [--weibull-shape K] [--seed N] [--json]\n"
+    "  verify FILE... --key PUB.pem [--key ...] [--checkpoint-dir DIR] [--head HEAD.json] [--json]\n"
+    "                            receipts checked offline: signatures, each run's chain, the log head, the shards on disk\n"
     "Broker and token also from SHARD_BROKER, SHARD_TOKEN, SHARD_CA_FILE or ~/.config/shardnet/shard.json.\n";
 
 struct Args {
     std::vector<std::string> pos;
     std::map<std::string, std::string> opt;   // --key value (flags: "1")
+    std::map<std::string, std::vector<std::string>> all;   // every value of an option given more than once (--key)
     bool has(const std::string &k) const { return opt.count(k) > 0; }
     std::string get(const std::string &k) const { auto it = opt.find(k); return it == opt.end() ? "" : it->second; }
 };
@@ -396,27 +400,41 @@ int main(int argc, char **argv) {
             }
             static const char *known[] = {"broker", "token", "ca-file", "json", "dry-run", "gpus", "class", "cluster",
                                           "gpus-per-node", "fabric", "region", "write-cost", "mtbf", "restart", "work",
-                                          "weibull-shape", "seed", "grid"};
+                                          "weibull-shape", "seed", "grid", "key", "checkpoint-dir", "head", "statement",
+                                          "payload-type", "from"};
             if (std::none_of(std::begin(known), std::end(known), [&](const char *x) { return k == x; }))
                 return fail(usage, "unknown option --" + k + "\n" + kUsage);
             if (k == "broker") flags.url = v;
             else if (k == "token") flags.token = v;
             else if (k == "ca-file") flags.ca_file = v;
-            else a.opt[k] = v;
+            else a.opt[k] = v, a.all[k].push_back(v);
         } else if (cmd.empty()) {
             cmd = s;
         } else {
             a.pos.push_back(s);
         }
     }
-    static const char *commands[] = {"run", "watch", "capacity", "runs", "show", "events", "ckpt", "cancel", "validate"};
+    static const char *commands[] = {"run", "watch", "capacity", "runs", "show", "events", "ckpt", "cancel", "validate", "verify",
+                                     "receipt-sign", "log-head"};
     if (cmd.empty() || std::none_of(std::begin(commands), std::end(commands), [&](const char *x) { return cmd == x; }))
         return fail(usage, (cmd.empty() ? std::string("no command") : "unknown command " + cmd) + "\n" + kUsage);
     // The inputs of ckpt plan/simulate mean nothing to any other command.
     if (!(cmd == "ckpt" && a.pos.size() == 1 && (a.pos[0] == "plan" || a.pos[0] == "simulate")))
         for (const char *k : {"write-cost", "mtbf", "restart", "work", "weibull-shape", "seed", "grid"})
             if (a.has(k)) return fail(usage, std::string("--") + k + " is an option of shard ckpt plan / simulate\n" + kUsage);
+    // The receipt tools' options mean nothing to any other command.
+    const bool receipts = cmd == "verify" || cmd == "receipt-sign" || cmd == "log-head";
+    for (const char *k : {"key", "checkpoint-dir", "head", "statement", "payload-type", "from"})
+        if (!receipts && a.has(k)) return fail(usage, std::string("--") + k + " is an option of shard verify / receipt-sign / log-head\n" + kUsage);
     // What needs no broker comes first.
+    if (cmd == "verify") {
+        for (const char *k : {"statement", "payload-type", "from"})
+            if (a.has(k)) return fail(usage, std::string("--") + k + " is not an option of shard verify\n" + kUsage);
+        VerifyArgs v{a.pos, a.all["key"], a.get("checkpoint-dir"), a.get("head"), a.has("json")};
+        return verify_receipts(v);
+    }
+    if (cmd == "receipt-sign") return receipt_sign(a.opt);
+    if (cmd == "log-head") return log_head(a.opt, a.pos);
     if (cmd == "validate") return cmd_validate(a);
     if (cmd == "ckpt" && a.pos.size() == 1 && a.pos[0] == "plan") return ckpt_plan(a.opt);
     if (cmd == "ckpt" && a.pos.size() == 1 && a.pos[0] == "simulate") return ckpt_simulate(a.opt);

@@ -1,0 +1,151 @@
+#include "common/receipt_verify.hpp"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cerrno>
+#include <map>
+#include <sys/stat.h>
+#include <thread>
+
+#include "common/digest.hpp"
+
+namespace shardnet::receipt {
+
+namespace {
+
+std::string short_hex(const std::string &h) { return h.size() > 16 ? h.substr(0, 16) + "..." : h; }
+
+Failure fail(const Verified &v, std::string what) { return Failure{v.position, v.receipt.run, v.receipt.seq, std::move(what)}; }
+
+// One run's receipts, verified ones only, in input order.
+void check_run(const std::vector<const Verified *> &given, std::vector<Failure> &out) {
+    // The order given: a broker lists a run's receipts by seq.
+    long long top = 0;
+    for (const Verified *v : given) {
+        if (v->receipt.seq < top)
+            out.push_back(fail(*v, "out of order: listed after seq " + std::to_string(top) + " (receipts swapped?)"));
+        top = std::max(top, v->receipt.seq);
+    }
+    std::map<long long, std::vector<const Verified *>> by_seq;
+    for (const Verified *v : given) by_seq[v->receipt.seq].push_back(v);
+    const Verified *before = nullptr;   // the receipt at seq - 1, when exactly one is here
+    long long expect = 1;
+    for (const auto &[seq, here] : by_seq) {
+        const Verified &v = *here.front();
+        for (std::size_t i = 1; i < here.size(); ++i)
+            out.push_back(fail(*here[i], here[i]->digest == v.digest
+                                             ? "duplicate: the same receipt is listed again"
+                                             : "two different receipts with seq " + std::to_string(seq) + " (a forked chain)"));
+        if (seq != expect) {
+            out.push_back(fail(v, "missing predecessor: no verified receipt with seq " +
+                                      (seq - 1 == expect ? std::to_string(expect) : std::to_string(expect) + ".." + std::to_string(seq - 1))));
+        } else if (before && v.receipt.previous != before->digest) {
+            out.push_back(fail(v, "missing predecessor: previous is " + short_hex(v.receipt.previous) + ", but receipt seq " +
+                                      std::to_string(seq - 1) + " here has digest " + short_hex(before->digest) + " (altered or replaced)"));
+        }
+        if (before && seq == expect && v.receipt.attempt < before->receipt.attempt)
+            out.push_back(fail(v, "attempt " + std::to_string(v.receipt.attempt) + " after attempt " + std::to_string(before->receipt.attempt)));
+        before = here.size() == 1 ? &v : nullptr;
+        expect = seq + 1;
+    }
+}
+
+// A shard's name is a path inside its checkpoint: relative, no "..".
+bool inside(const std::string &name) {
+    if (name.empty() || name[0] == '/') return false;
+    std::size_t at = 0;
+    while (at <= name.size()) {
+        const std::size_t slash = std::min(name.find('/', at), name.size());
+        if (name.compare(at, slash - at, "..") == 0 && slash - at == 2) return false;
+        at = slash + 1;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::string Failure::text(const std::string &origin) const {
+    const std::string where = origin.empty() ? "" : " (" + origin + ")";
+    if (run.empty()) return "envelope #" + std::to_string(position + 1) + where + ": " + what;
+    return "run " + run + " seq " + std::to_string(seq) + where + ": " + what;
+}
+
+ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vector<SigningKey> &keys) {
+    // Signatures are independent and most of the cost (an Ed25519 verify is
+    // ~50-100 us): a long history is checked on every core.
+    std::vector<dsse::Verification> sigs(envs.size());
+    const std::size_t workers = envs.size() < 256 ? 1 : std::min<std::size_t>(8, std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (std::size_t w = 0; w < workers; ++w)
+        pool.emplace_back([&, w] {
+            for (std::size_t i = w; i < envs.size(); i += workers) sigs[i] = dsse::verify(envs[i], keys);
+        });
+    for (auto &th : pool) th.join();
+    ChainResult res;
+    for (std::size_t i = 0; i < envs.size(); ++i) {
+        const dsse::Envelope &env = envs[i];
+        Verified v{i, {}, envelope_digest(env), ""};
+        // Read before the signature is checked only to name the receipt in
+        // a failure: nothing of an unverified payload is used otherwise.
+        std::string bad = env.payload_type != dsse::kInTotoPayloadType
+                              ? "payloadType " + env.payload_type + " is not " + dsse::kInTotoPayloadType
+                              : parse_statement(env.payload, v.receipt);
+        const dsse::Verification &sig = sigs[i];
+        if (!bad.empty()) v.receipt.run.clear();
+        if (sig.verdict != dsse::Verdict::good) {
+            std::string what = sig.detail;
+            if (sig.verdict == dsse::Verdict::bad_signature) what += " (payload or signature altered)";
+            res.failures.push_back(fail(v, what + (bad.empty() ? "" : "; " + bad)));
+            continue;
+        }
+        if (!bad.empty()) {
+            res.failures.push_back(fail(v, bad));
+            continue;
+        }
+        v.keyid = sig.keyid;
+        res.receipts.push_back(std::move(v));
+    }
+    std::map<std::string, std::vector<const Verified *>> runs;
+    for (const auto &v : res.receipts) runs[v.receipt.run].push_back(&v);
+    for (const auto &[run, given] : runs) check_run(given, res.failures);
+    std::stable_sort(res.failures.begin(), res.failures.end(),
+                     [](const Failure &a, const Failure &b) { return a.position < b.position; });
+    return res;
+}
+
+std::vector<Failure> verify_checkpoint_files(const Verified &sealed, const std::string &dir) {
+    std::vector<Failure> out;
+    if (sealed.receipt.kind != Kind::checkpoint_sealed) {
+        out.push_back(fail(sealed, "not a checkpoint-sealed receipt"));
+        return out;
+    }
+    for (const auto &s : sealed.receipt.subjects) {
+        if (!inside(s.name)) {
+            out.push_back(fail(sealed, "shard " + s.name + ": not a path inside the checkpoint directory"));
+            continue;
+        }
+        const std::string path = dir + "/" + s.name;
+        std::string err;
+        unsigned long long bytes = 0;
+        struct stat st;
+        if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
+            out.push_back(fail(sealed, "shard " + s.name + " is missing: no " + path));
+            continue;
+        }
+        const std::string got = sha256_file_hex(path, bytes, err);
+        if (!err.empty()) {
+            out.push_back(fail(sealed, "shard " + s.name + ": " + err));
+            continue;
+        }
+        const auto *size = s.annotations.if_contains("size");
+        if (size && size->is_number() && size->to_number<double>() != double(bytes))
+            out.push_back(fail(sealed, "size mismatch for shard " + s.name + ": " + std::to_string(bytes) + " bytes on disk, " +
+                                           boost::json::serialize(*size) + " sealed"));
+        if (got != s.sha256)
+            out.push_back(fail(sealed, "digest mismatch for shard " + s.name + ": " + path + " has sha256 " + short_hex(got) +
+                                           ", the receipt sealed " + short_hex(s.sha256)));
+    }
+    return out;
+}
+
+}  // namespace shardnet::receipt

@@ -1,0 +1,46 @@
+// Offline verification of receipts with nothing but the brokers' public
+// keys: every signature, each run's hash chain (seq from 1, each naming the
+// digest of the one before), the order they were given in, and a sealed
+// checkpoint's shard files on disk against the digests it sealed.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "common/dsse.hpp"
+#include "common/receipt.hpp"
+
+namespace shardnet::receipt {
+
+struct Failure {
+    std::size_t position = 0;   // the envelope's index in the input
+    std::string run;            // "" when its payload could not be read
+    long long seq = 0;
+    std::string what;
+    // "run R seq N: what", or "envelope #K: what" when the payload is not a
+    // receipt; origin (a file name) is added when given.
+    std::string text(const std::string &origin = "") const;
+};
+
+struct Verified {
+    std::size_t position = 0;
+    Receipt receipt;
+    std::string digest;   // envelope_digest
+    std::string keyid;    // the key that verified it
+};
+
+struct ChainResult {
+    std::vector<Failure> failures;
+    std::vector<Verified> receipts;   // those whose signature verified, in input order
+};
+
+// Checks envs, in the order given (the order a broker lists a run's
+// receipts in), against keys. A receipt whose signature does not verify
+// takes no part in its chain: whatever names it as previous is reported as
+// missing its predecessor.
+ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vector<SigningKey> &keys);
+
+// Re-hashes each shard a checkpoint-sealed receipt names, below dir: a
+// missing file, another size or another digest is a failure naming the shard.
+std::vector<Failure> verify_checkpoint_files(const Verified &sealed, const std::string &dir);
+
+}  // namespace shardnet::receipt

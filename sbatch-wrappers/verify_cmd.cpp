@@ -1,0 +1,299 @@
+#include "sbatch-wrappers/verify_cmd.hpp"
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <ctime>
+#include <sys/stat.h>
+
+#include "common/json_fields.hpp"
+#include "common/parse_util.hpp"
+#include "common/receipt_verify.hpp"
+#include "common/safe_path.hpp"
+#include "common/tree_head.hpp"
+
+namespace shardnet::cli {
+
+namespace json = boost::json;
+using namespace shardnet::receipt;
+
+namespace {
+
+constexpr int kOk = 0, kFailed = 1, kUsage = 2;
+constexpr std::size_t kMaxInput = 256u << 20;   // a run's receipts, or a log bundle
+
+int usage_error(const std::string &cmd, const std::string &msg) {
+    std::fprintf(stderr, "shard: %s: %s\n", cmd.c_str(), msg.c_str());
+    return kUsage;
+}
+
+struct Input {
+    std::vector<dsse::Envelope> envs;
+    std::vector<std::string> origins;
+    std::vector<std::string> bad;   // envelopes that could not be read, one line each
+};
+
+// A file holds one envelope, a JSON array of them, or JSON lines.
+void read_envelopes(const std::string &name, const std::string &text, Input &in) {
+    auto add = [&](const json::value &v, const std::string &origin) {
+        dsse::Envelope e;
+        if (std::string err = dsse::from_json_value(v, e); !err.empty()) in.bad.push_back(origin + ": not a DSSE envelope: " + err);
+        else in.envs.push_back(std::move(e)), in.origins.push_back(origin);
+    };
+    json::error_code ec;
+    json::value whole = json::parse(text, ec);
+    if (!ec && whole.is_array()) {
+        for (std::size_t i = 0; i < whole.as_array().size(); ++i) add(whole.as_array()[i], name + "[" + std::to_string(i) + "]");
+        return;
+    }
+    if (!ec) return add(whole, name);
+    std::size_t pos = 0, line = 0;
+    while (pos < text.size()) {
+        const std::size_t nl = std::min(text.find('\n', pos), text.size());
+        const std::string_view l = std::string_view(text).substr(pos, nl - pos);
+        pos = nl + 1, ++line;
+        if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+        json::value v = json::parse(l, ec);
+        const std::string origin = name + ":" + std::to_string(line);
+        if (ec) in.bad.push_back(origin + ": not JSON: " + ec.message());
+        else add(v, origin);
+    }
+}
+
+bool read_file(const std::string &path, std::string &text, std::string &err) {
+    err = read_small_file(path, kMaxInput, text);
+    return err.empty();
+}
+
+std::vector<merkle::Hash> hashes(const json::array &a, std::string &err, const std::string &at) {
+    std::vector<merkle::Hash> out;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        auto h = a[i].is_string() ? merkle::from_hex(a[i].as_string()) : std::nullopt;
+        if (!h) { err = at + "[" + std::to_string(i) + "]: expected 64 lower-case hex digits"; return {}; }
+        out.push_back(*h);
+    }
+    return out;
+}
+
+json::array hex_array(const std::vector<merkle::Hash> &hs) {
+    json::array a;
+    for (const auto &h : hs) a.push_back(json::string(merkle::hex(h)));
+    return a;
+}
+
+// --head: the signed head, each receipt's inclusion in it, and (when the
+// file has one) that it extends an earlier signed head. Failures are lines.
+void check_head(const std::string &file, const Input &in, const ChainResult &res, const std::vector<SigningKey> &keys,
+                std::vector<std::string> &lines, json::object &report) {
+    std::string text, err;
+    if (!read_file(file, text, err)) { lines.push_back("log head: " + err); return; }
+    json::error_code ec;
+    json::value v = json::parse(text, ec);
+    if (ec || !v.is_object()) { lines.push_back("log head " + file + ": not a JSON object"); return; }
+    // A bundle {"head", "inclusion", "consistency"} or a bare head envelope.
+    const bool bundle = v.as_object().contains("head");
+    JsonFields f(v.as_object(), "");
+    if (bundle && !f.only({"head", "inclusion", "consistency"})) { lines.push_back("log head " + file + ": " + f.error()); return; }
+    dsse::Envelope env;
+    TreeHead head;
+    if (err = dsse::from_json_value(bundle ? v.as_object().at("head") : v, env); err.empty()) err = verify_tree_head(env, keys, head);
+    if (!err.empty()) { lines.push_back("log head " + file + ": " + err); return; }
+    report["tree_size"] = head.tree_size;
+    report["root_hash"] = merkle::hex(head.root_hash);
+    std::map<std::string, std::pair<uint64_t, std::vector<merkle::Hash>>> proofs;   // by leaf hash
+    const json::array *inc = bundle ? f.array("inclusion", false) : nullptr;
+    for (std::size_t i = 0; inc && i < inc->size(); ++i) {
+        const std::string at = "inclusion[" + std::to_string(i) + "]";
+        if (!(*inc)[i].is_object()) { lines.push_back("log head " + file + ": " + at + ": expected an object"); return; }
+        JsonFields p((*inc)[i].as_object(), at);
+        std::string leaf;
+        long long index = 0;
+        const json::array *path = nullptr;
+        if (!p.only({"leaf_hash", "leaf_index", "path"}) || !p.str("leaf_hash", leaf) || !p.integer("leaf_index", 0, 1LL << 62, index) ||
+            !(path = p.array("path"))) { lines.push_back("log head " + file + ": " + p.error()); return; }
+        auto hs = hashes(*path, err, at + ".path");
+        if (!err.empty()) { lines.push_back("log head " + file + ": " + err); return; }
+        proofs[leaf] = {uint64_t(index), std::move(hs)};
+    }
+    // Without proofs, receipts that are the whole log show their inclusion
+    // by making its root.
+    merkle::MemoryTree all;
+    for (const auto &e : in.envs) all.append(dsse::to_json(e));
+    const bool whole_log = in.bad.empty() && all.size() == head.tree_size && merkle::root(all.size(), all.source()) == head.root_hash;
+    for (const auto &r : res.receipts) {
+        const std::string bytes = dsse::to_json(in.envs[r.position]);
+        const merkle::Hash leaf = merkle::leaf_hash(bytes);
+        Failure fl{r.position, r.receipt.run, r.receipt.seq, ""};
+        auto it = proofs.find(merkle::hex(leaf));
+        if (it == proofs.end()) {
+            if (!whole_log) fl.what = "not shown to be in the log head of size " + std::to_string(head.tree_size) + " (no inclusion proof)";
+        } else if (!merkle::verify_inclusion(it->second.first, head.tree_size, leaf, it->second.second, head.root_hash)) {
+            fl.what = "not in the log: its inclusion proof (leaf " + std::to_string(it->second.first) + ") fails against the head of size " +
+                     std::to_string(head.tree_size);
+        }
+        if (!fl.what.empty()) lines.push_back(fl.text(in.origins[r.position]));
+    }
+    const json::object *cons = bundle ? f.object("consistency", false) : nullptr;
+    if (!cons) return;
+    JsonFields c(*cons, "consistency");
+    const json::array *path = nullptr;
+    if (!c.only({"head", "path"}) || !c.get("head", true) || !(path = c.array("path"))) { lines.push_back("log head " + file + ": " + c.error()); return; }
+    dsse::Envelope old_env;
+    TreeHead old;
+    if (err = dsse::from_json_value(cons->at("head"), old_env); err.empty()) err = verify_tree_head(old_env, keys, old);
+    auto hs = err.empty() ? hashes(*path, err, "consistency.path") : std::vector<merkle::Hash>{};
+    if (!err.empty()) { lines.push_back("log head " + file + ": earlier head: " + err); return; }
+    if (!merkle::verify_consistency(old.tree_size, head.tree_size, old.root_hash, head.root_hash, hs))
+        lines.push_back("log head " + file + ": the head of size " + std::to_string(head.tree_size) +
+                        " does not extend the earlier head of size " + std::to_string(old.tree_size) + " (consistency proof fails)");
+    report["extends_tree_size"] = old.tree_size;
+}
+
+// The sealed receipt DIR is checked against: the one naming DIR's last
+// component, else the last sealed one.
+const Verified *sealed_for(const std::string &dir, const ChainResult &res) {
+    std::string base = dir;
+    while (base.size() > 1 && base.back() == '/') base.pop_back();
+    base = base.substr(base.rfind('/') == std::string::npos ? 0 : base.rfind('/') + 1);
+    const Verified *last = nullptr, *named = nullptr;
+    for (const auto &r : res.receipts) {
+        if (r.receipt.kind != Kind::checkpoint_sealed) continue;
+        last = &r;
+        if (const auto *c = r.receipt.body.if_contains("checkpoint"); c && c->is_string() && c->as_string() == base) named = &r;
+    }
+    return named ? named : last;
+}
+
+}  // namespace
+
+int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
+    if (a.inputs.empty()) return usage_error("verify", "give envelope FILE... (or a RUN)");
+    if (a.key_files.empty()) return usage_error("verify", "give the brokers' public keys: --key PUB.pem (one or more)");
+    std::vector<SigningKey> keys;
+    for (const auto &k : a.key_files)
+        if (std::string err = load_public_keys(k, keys); !err.empty()) return usage_error("verify", err);
+    Input in;
+    for (const auto &arg : a.inputs) {
+        struct stat st;
+        std::string text, err;
+        if (::stat(arg.c_str(), &st) != 0 && is_safe_name(arg, 128)) {
+            if (!fetch)
+                return usage_error("verify", arg + ": no such file; verifying a run by name (shard verify RUN) needs the broker's "
+                                             "GET /v1/runs/RUN/receipts, which is not there yet: give the run's envelope files");
+            std::vector<std::string> texts;
+            if (err = fetch(arg, texts); !err.empty()) return usage_error("verify", arg + ": " + err);
+            for (std::size_t i = 0; i < texts.size(); ++i) read_envelopes(arg + "[" + std::to_string(i) + "]", texts[i], in);
+            continue;
+        }
+        if (!read_file(arg, text, err)) return usage_error("verify", err);
+        read_envelopes(arg, text, in);
+    }
+    const ChainResult res = verify_chain(in.envs, keys);
+    std::vector<std::string> lines = in.bad;
+    for (const auto &f : res.failures) lines.push_back(f.text(in.origins[f.position]));
+    json::object head_report, ckpt_report;
+    if (!a.head_file.empty()) check_head(a.head_file, in, res, keys, lines, head_report);
+    if (!a.checkpoint_dir.empty()) {
+        const Verified *s = sealed_for(a.checkpoint_dir, res);
+        if (!s) {
+            lines.push_back("checkpoint " + a.checkpoint_dir + ": no verified checkpoint-sealed receipt to check it against");
+        } else {
+            ckpt_report = json::object{{"dir", a.checkpoint_dir}, {"run", s->receipt.run}, {"seq", s->receipt.seq},
+                                       {"checkpoint", s->receipt.body.at("checkpoint")}, {"shards", s->receipt.subjects.size()}};
+            for (const auto &f : verify_checkpoint_files(*s, a.checkpoint_dir)) lines.push_back(f.text(in.origins[f.position]));
+        }
+    }
+    std::map<std::string, std::pair<long long, std::string>> runs;   // run -> last seq, its kind
+    for (const auto &r : res.receipts) {
+        auto &last = runs[r.receipt.run];
+        if (r.receipt.seq > last.first) last = {r.receipt.seq, kind_name(r.receipt.kind)};
+    }
+    if (a.json) {
+        json::array rs, fs;
+        for (const auto &r : res.receipts)
+            rs.push_back(json::object{{"run", r.receipt.run}, {"seq", r.receipt.seq}, {"kind", kind_name(r.receipt.kind)},
+                                      {"attempt", r.receipt.attempt}, {"broker", r.receipt.broker}, {"origin", in.origins[r.position]},
+                                      {"digest", r.digest}, {"keyid", r.keyid}});
+        for (const auto &l : lines) fs.push_back(json::string(l));
+        json::object out{{"ok", lines.empty()}, {"receipts", std::move(rs)}, {"failures", std::move(fs)}};
+        if (!head_report.empty()) out["log_head"] = std::move(head_report);
+        if (!ckpt_report.empty()) out["checkpoint"] = std::move(ckpt_report);
+        std::printf("%s\n", json::serialize(out).c_str());
+        return lines.empty() ? kOk : kFailed;
+    }
+    for (const auto &l : lines) std::printf("FAIL %s\n", l.c_str());
+    for (const auto &[run, last] : runs)
+        std::printf("run %s: receipts 1..%lld, last %s\n", run.c_str(), last.first, last.second.c_str());
+    if (!ckpt_report.empty())
+        std::printf("checkpoint %s: %zu shard(s) against run %s seq %lld\n", a.checkpoint_dir.c_str(),
+                    std::size_t(ckpt_report.at("shards").as_uint64()), ckpt_report.at("run").as_string().c_str(),
+                    (long long)ckpt_report.at("seq").as_int64());
+    if (!head_report.empty()) std::printf("log head: tree size %s, root %s\n", json::serialize(head_report.at("tree_size")).c_str(),
+                                          head_report.at("root_hash").as_string().c_str());
+    if (lines.empty())
+        std::printf("ok: %zu receipt(s) verified with %zu key(s)\n", res.receipts.size(), keys.size());
+    else
+        std::printf("FAILED: %zu problem(s) in %zu envelope(s)\n", lines.size(), in.envs.size() + in.bad.size());
+    return lines.empty() ? kOk : kFailed;
+}
+
+int receipt_sign(const std::map<std::string, std::string> &opt) {
+    auto get = [&](const char *k) { auto it = opt.find(k); return it == opt.end() ? std::string() : it->second; };
+    if (get("key").empty() || get("statement").empty()) return usage_error("receipt-sign", "give --key PRIV.pem --statement FILE");
+    SigningKey key;
+    if (std::string err = load_private_key(get("key"), key); !err.empty()) return usage_error("receipt-sign", err);
+    std::string text, err;
+    if (!read_file(get("statement"), text, err)) return usage_error("receipt-sign", err);
+    dsse::Envelope env{opt.count("payload-type") ? get("payload-type") : dsse::kInTotoPayloadType, text, {}};
+    // A receipt is checked before it is signed: a tool that signs what the
+    // verifier refuses would only make confusing test material.
+    if (env.payload_type == dsse::kInTotoPayloadType) {
+        Receipt r;
+        if (err = parse_statement(text, r); !err.empty()) return usage_error("receipt-sign", get("statement") + ": " + err);
+    }
+    if (err = dsse::sign(key, env); !err.empty()) return usage_error("receipt-sign", err);
+    std::printf("%s\n", dsse::to_json(env).c_str());
+    return kOk;
+}
+
+int log_head(const std::map<std::string, std::string> &opt, const std::vector<std::string> &files) {
+    auto it = opt.find("key");
+    if (it == opt.end() || files.empty()) return usage_error("log-head", "give --key PRIV.pem [--from N] FILE...");
+    SigningKey key;
+    if (std::string err = load_private_key(it->second, key); !err.empty()) return usage_error("log-head", err);
+    Input in;
+    for (const auto &f : files) {
+        std::string text, err;
+        if (!read_file(f, text, err)) return usage_error("log-head", err);
+        read_envelopes(f, text, in);
+    }
+    if (!in.bad.empty()) return usage_error("log-head", in.bad.front());
+    merkle::MemoryTree tree;
+    for (const auto &e : in.envs) tree.append(dsse::to_json(e));
+    const uint64_t n = tree.size();
+    const std::string now = utc_time(double(std::time(nullptr)));
+    auto head = [&](uint64_t size, json::value &out) {
+        dsse::Envelope env;
+        std::string err = sign_tree_head(key, TreeHead{size, merkle::root(size, tree.source()), now}, env);
+        out = dsse::to_json_object(env);
+        return err;
+    };
+    json::object bundle;
+    if (std::string err = head(n, bundle["head"]); !err.empty()) return usage_error("log-head", err);
+    json::array inc;
+    for (uint64_t i = 0; i < n; ++i)
+        inc.push_back(json::object{{"leaf_hash", merkle::hex(merkle::leaf_hash(dsse::to_json(in.envs[i])))}, {"leaf_index", i},
+                                   {"path", hex_array(merkle::inclusion_proof(i, n, tree.source()))}});
+    bundle["inclusion"] = std::move(inc);
+    if (opt.count("from")) {
+        auto m = parse_int(opt.at("from"), 0, (long long)n);
+        if (!m) return usage_error("log-head", "--from " + opt.at("from") + ": expected 0.." + std::to_string(n));
+        json::object c;
+        if (std::string err = head(uint64_t(*m), c["head"]); !err.empty()) return usage_error("log-head", err);
+        c["path"] = hex_array(merkle::consistency_proof(uint64_t(*m), n, tree.source()));
+        bundle["consistency"] = std::move(c);
+    }
+    std::printf("%s\n", json::serialize(bundle).c_str());
+    return kOk;
+}
+
+}  // namespace shardnet::cli

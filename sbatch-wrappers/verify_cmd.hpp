@@ -1,0 +1,35 @@
+// shard verify: receipts checked offline with the brokers' public keys
+// (common/receipt_verify), and the tools that make signed test material:
+// shard receipt-sign (a statement file into a signed envelope) and shard
+// log-head (a signed tree head with its proofs). See shard(1), doc/receipts.md.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace shardnet::cli {
+
+// A run's receipt envelopes (JSON texts, in the broker's order) for an
+// argument of shard verify that is not a file; "" or why not. Empty until
+// the broker serves GET /v1/runs/RUN/receipts.
+using ReceiptFetcher = std::function<std::string(const std::string &run, std::vector<std::string> &envelopes)>;
+
+struct VerifyArgs {
+    std::vector<std::string> inputs;     // FILE... (or RUN, with a fetcher)
+    std::vector<std::string> key_files;  // --key PUB.pem, one or more
+    std::string checkpoint_dir, head_file;
+    bool json = false;
+};
+
+// Exit status: 0 all verify, 1 something fails (a line each), 2 usage.
+int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch = nullptr);
+
+// --key PRIV.pem --statement FILE [--payload-type T]: the signed envelope on stdout.
+int receipt_sign(const std::map<std::string, std::string> &opt);
+// --key PRIV.pem [--from N] FILE...: a signed tree head over the given
+// envelopes (in order) with each one's inclusion proof; with --from, also
+// a signed head of the first N and the consistency proof to it.
+int log_head(const std::map<std::string, std::string> &opt, const std::vector<std::string> &files);
+
+}  // namespace shardnet::cli
