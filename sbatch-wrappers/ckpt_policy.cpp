@@ -30,11 +30,11 @@ std::string fmt(const char *f, double x) {
     return buf;
 }
 // "measured, 5 samples" or "site prior".
-std::string source(const json::object *m, const char *what) {
+std::string source(const json::object *m, const char *one, const char *many) {
     const std::string s = text(m, "source");
     const long long n = (long long)num(m, "samples");
     if (s == "prior") return "site prior";
-    return s + ", " + std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+    return s + ", " + std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
 }  // namespace
@@ -67,8 +67,8 @@ std::string render_policy(const json::value &answer) {
     };
     const json::object *w = obj(*in, "write_seconds"), *st = obj(*in, "step_seconds"), *m = obj(*in, "mtbf_seconds"),
                        *r = obj(*in, "restart_seconds");
-    line("write time (delta)", w ? format_duration(num(w, "value")) : "-", w ? source(w, "sealed checkpoint") + " (median)" : "not measured yet");
-    line("step time", st ? format_duration(num(st, "value")) : "-", st ? source(st, "step") : "not measured yet");
+    line("write time (delta)", w ? format_duration(num(w, "value")) : "-", w ? source(w, "sealed checkpoint", "sealed checkpoints") + " (median)" : "not measured yet");
+    line("step time", st ? format_duration(num(st, "value")) : "-", st ? source(st, "step", "steps") : "not measured yet");
     if (m) {
         const long long nodes = (long long)num(m, "nodes", 1), faults = (long long)num(m, "interruptions");
         line("mean time to interruption (M)", format_duration(num(m, "value")),
@@ -78,7 +78,7 @@ std::string render_policy(const json::value &answer) {
     }
     if (r) {
         line("restart (R)", format_duration(num(r, "value")), r && text(r, "source") == "prior" ? "site prior (no recovery measured yet)"
-                                                                                               : source(r, "recovery") + " (mean)");
+                                                                                               : source(r, "recovery", "recoveries") + " (mean)");
         if (auto *tiers = r->if_contains("tiers"); tiers && tiers->is_array())
             for (const auto &t : tiers->as_array()) {
                 const json::object *to = t.if_object();

@@ -28,7 +28,7 @@ cleanup() {
 trap cleanup EXIT
 policy() { broker_get /v1/runs/$RUN/policy; }
 
-j=$(as_user beta sbatch --parsable -N1 -n1 -o "$WORK/$RUN-%j.out" --shardnet=$RUN --shardnet-heartbeat=1 --shardnet-ckpt-every=auto \
+j=$(as_user beta sbatch --parsable -N1 -n1 -o "$WORK/$RUN-%j.out" --open-mode=append --shardnet=$RUN --shardnet-heartbeat=1 --shardnet-ckpt-every=auto \
     --wrap "srun /usr/bin/python3 $WORK/train.py --steps 600 --step-seconds 0.2")
 OUT=$WORK/$RUN-$j.out
 wait_for 60 'v.get("version", 0) >= 1' /v1/runs/$RUN/policy || fail "no policy in force: $(policy) $(tail -5 "$OUT" 2>/dev/null)"
@@ -87,6 +87,12 @@ for t in tiers.values():
 echo "$report" | grep -q "2 interruptions" || fail "shard ckpt policy does not show the interruptions: $report"
 ok "policy inputs from the broker: write time, step time measured; M from 2 interruptions + prior; R from 2 recoveries (same_cluster, other_cluster)"
 wait_for 150 'v["state"] == "SUCCEEDED"' /v1/runs/$RUN || fail "the run did not finish: $(broker_get /v1/runs/$RUN/events | tail -c 800) $(tail -5 "$OUT")"
+broker_get /v1/runs/$RUN/events | /usr/bin/python3 -c '
+import json, sys, time
+for e in json.load(sys.stdin)["events"]:
+    ev = e["evidence"]
+    what = ev.get("checkpoint") or ev.get("resume") or ""
+    print("   ", time.strftime("%H:%M:%S", time.localtime(e["time"])), "%-10s" % e["kind"], "attempt", ev.get("attempt", "-"), what, e["cause"][:90])'
 changes=$(grep -c "checkpoint interval now" "$OUT")
 grep "checkpoint interval now\|resumed from\|done at step" "$OUT" | sed 's/^/  /'
 versions=$(broker_get /v1/runs/$RUN/events | /usr/bin/python3 -c 'import json,sys; print(sum(e["kind"] == "POLICY" for e in json.load(sys.stdin)["events"]))')
