@@ -118,6 +118,7 @@ public:
         // the interval in force, the heartbeat answer that carries it, and
         // the latest computation with its inputs (policy/policy.cpp).
         bool ckpt_auto = false;
+        std::string ckpt_every{};   // --shardnet-ckpt-every as its agents say ("": not said); a requeue keeps it
         long long policy_version = 0, policy_steps = 0;
         std::shared_ptr<const std::string> policy_answer{}, policy_detail{};
         // The recovery under way, timed for the policy's R: its phases end

@@ -41,6 +41,7 @@ std::string agent_config_value_error(const std::string &key, const std::string &
     if (key == "run" && !is_safe_name(v)) return k + " is not a run id ([A-Za-z0-9._-], 1-64)";
     if (key == "step" && v != "batch" && !parse_int(v, 0, 0xffffffffLL)) return k + " is not a step id or 'batch'";
     if (key == "requeue" && v != "federated" && v != "local" && v != "off") return k + " is not federated, local or off";
+    if (key == "ckpt_every" && v != "auto" && !parse_int(v, 1, 0x7fffffffLL)) return k + " is not 'auto' or a number of steps";
     if ((key == "progress_dir" || key == "ckpt_dir" || key == "ca_file") && !v.empty())
         if (auto err = check_path_syntax(v); !err.empty()) return k + ": " + err;
     return "";
@@ -70,7 +71,7 @@ std::string encode_agent_config(const AgentConfig &c, std::string &out) {
     kv("requeue", c.requeue);
     if (!c.ckpt_dir.empty()) kv("ckpt_dir", c.ckpt_dir);
     kv("world", std::to_string(c.world));
-    if (c.ckpt_auto) kv("ckpt_auto", "1");
+    if (!c.ckpt_every.empty()) kv("ckpt_every", c.ckpt_every);
     for (const auto &r : c.ranks) kv("rank", std::to_string(r.rank) + ":" + std::to_string(r.local_rank));
     if (err.empty() && !c.token.empty()) err = agent_config_value_error("token", c.token);
     if (!err.empty()) return "agent config refused: " + err;
@@ -110,7 +111,7 @@ std::string AgentConfigParser::feed(const std::string &line) {
         if (!n) return "bad world: " + v;
         c.world = unsigned(*n);
     }
-    else if (k == "ckpt_auto") { if (v != "1" && v != "0") return "bad ckpt_auto (expected 0 or 1)"; c.ckpt_auto = v == "1"; }
+    else if (k == "ckpt_every") c.ckpt_every = v;
     else if (k == "attempt") { auto n = num(1, 1000000); if (!n) return "bad attempt"; c.attempt = unsigned(*n); }
     else if (k == "job") { auto n = num(0, 0xffffffffLL); if (!n) return "bad job"; c.job = (unsigned long)*n; }
     else if (k == "interval") { auto n = num(1, 86400); if (!n) return "bad interval"; c.interval = int(*n); }

@@ -42,9 +42,12 @@ struct AgentConfig {
     std::string requeue = "federated";   // the job's --shardnet-requeue
     std::string ckpt_dir;      // the job's checkpoint directory (reported by the batch step)
     unsigned world = 1;        // the step's ranks (checkpoint commits name it)
-    // --shardnet-ckpt-every=auto: the broker computes the interval; the
-    // agent asks for it in each heartbeat and writes it to policy_file.
-    bool ckpt_auto = false;
+    // --shardnet-ckpt-every as the job gave it ("auto" or a number of
+    // steps; "" unknown): sent in heartbeats so that a requeued attempt
+    // keeps it. With "auto" the broker computes the interval; the agent
+    // asks for it in each heartbeat and writes it for the trainer.
+    std::string ckpt_every;
+    bool ckpt_auto() const { return ckpt_every == "auto"; }
     std::vector<AgentRank> ranks;
 };
 

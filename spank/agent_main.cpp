@@ -289,7 +289,7 @@ private:
         first_ = false;
         broker_ok_ = ok;
         if (ok) {
-            if (res.status == 200 && cfg_.ckpt_auto) take_policy(res.body);
+            if (res.status == 200 && cfg_.ckpt_auto()) take_policy(res.body);
             commit_checkpoints(timeout_ms);
             sync_seals(timeout_ms);
         }

@@ -121,7 +121,8 @@ std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &r
     // Where a requeued attempt resumes from: only the batch step says it.
     if (c.step == "batch" && !c.ckpt_dir.empty()) hb["ckpt_dir"] = c.ckpt_dir;
     hb["prelimit_signalled"] = prelimit_signalled;
-    if (c.ckpt_auto) hb["policy"] = policy;
+    if (!c.ckpt_every.empty()) hb["ckpt_every"] = c.ckpt_every;
+    if (c.ckpt_auto()) hb["policy"] = policy;
     hb["ranks"] = std::move(rs);
     return boost::json::serialize(hb);
 }

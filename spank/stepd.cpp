@@ -244,7 +244,7 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
     ac.progress_dir = g.progress_dir;
     ac.requeue = requeue_name(g.job->requeue);
     ac.ckpt_dir = g.ckpt_dir;
-    ac.ckpt_auto = g.job->ckpt_every == "auto";
+    ac.ckpt_every = g.job->ckpt_every;
     // This node's tasks, local index -> global rank.
     uint32_t ntasks = g.local_tasks;
     for (uint32_t i = 0; i < ntasks; ++i) {

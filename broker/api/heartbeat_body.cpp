@@ -15,9 +15,9 @@ using ec_t = boost::system::error_code;
 
 // The keys the broker reads; each key is looked up once, when it ends.
 enum Key { k_other, k_run, k_node, k_state, k_step, k_cluster, k_requeue, k_attempt, k_interval, k_job, k_ranks,
-           k_checkpointing, k_exit, k_code, k_signal, k_ckpt_dir, k_policy };
+           k_checkpointing, k_exit, k_code, k_signal, k_ckpt_dir, k_policy, k_ckpt_every };
 constexpr std::string_view kKeyNames[] = {"", "run", "node", "state", "step", "cluster", "requeue", "attempt", "interval",
-                                          "job", "ranks", "checkpointing", "exit", "code", "signal", "ckpt_dir", "policy"};
+                                          "job", "ranks", "checkpointing", "exit", "code", "signal", "ckpt_dir", "policy", "ckpt_every"};
 
 // k's size is N - 1 already: a comparison of known length, inlined.
 template <std::size_t N>
@@ -31,6 +31,7 @@ Key key_of(std::string_view k) {
     case 6: return same(k, "signal") ? k_signal : same(k, "policy") ? k_policy : k_other;
     case 7: return same(k, "attempt") ? k_attempt : same(k, "cluster") ? k_cluster : same(k, "requeue") ? k_requeue : k_other;
     case 8: return same(k, "interval") ? k_interval : same(k, "ckpt_dir") ? k_ckpt_dir : k_other;
+    case 10: return same(k, "ckpt_every") ? k_ckpt_every : k_other;
     case 13: return same(k, "checkpointing") ? k_checkpointing : k_other;
     default: return k_other;
     }
@@ -71,7 +72,7 @@ struct Reader {
         if (parent() == ranks_array) return fail("ranks", "expected objects");
         if (parent() != top) return;
         switch (key) {
-        case k_run: case k_node: case k_state: case k_step: case k_cluster: case k_requeue: case k_ckpt_dir:
+        case k_run: case k_node: case k_state: case k_step: case k_cluster: case k_requeue: case k_ckpt_dir: case k_ckpt_every:
             return fail(kKeyNames[key], "expected a string");
         case k_attempt: case k_interval: case k_job: case k_policy: return fail(kKeyNames[key], "expected an integer");
         case k_ranks: return fail("ranks", "expected an array");
@@ -117,6 +118,7 @@ struct Reader {
         case k_cluster: dst = &hb.cluster; slot = 4; break;
         case k_requeue: dst = &hb.requeue; slot = 5; break;
         case k_ckpt_dir: dst = &hb.ckpt_dir; slot = 6; break;
+        case k_ckpt_every: dst = &hb.ckpt_every; slot = 7; break;
         default: return wrong_kind();
         }
         // Every string kept is stored, logged or passed on: no control

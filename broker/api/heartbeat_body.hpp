@@ -12,7 +12,7 @@ namespace shardnet::broker {
 // usual case), or into the decoded copies the body keeps of strings that had
 // escapes. Valid while both the body text and this object live; not copied.
 struct HeartbeatBody {
-    std::string_view run, node, step, cluster, requeue = "federated", state = "running", ckpt_dir;
+    std::string_view run, node, step, cluster, requeue = "federated", state = "running", ckpt_dir, ckpt_every;
     long long attempt = 0, interval = 10, job = 0;
     std::size_t ranks = 0;                   // entries of "ranks"
     std::optional<long long> top_step;       // highest ranks[].step
@@ -25,7 +25,7 @@ struct HeartbeatBody {
     HeartbeatBody() = default;
     HeartbeatBody(const HeartbeatBody &) = delete;
     HeartbeatBody &operator=(const HeartbeatBody &) = delete;
-    std::string decoded[7];   // backing of the views of escaped strings, one per field
+    std::string decoded[8];   // backing of the views of escaped strings, one per field
 };
 
 struct BodyError {

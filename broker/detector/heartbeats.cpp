@@ -36,6 +36,8 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     if (jobstep.size() > 32) return reply(error_response(400, "bad_field", "step: not a Slurm step id", "step"));
     if (requeue_policy != "federated"sv && requeue_policy != "local"sv && requeue_policy != "off"sv)
         return reply(error_response(400, "bad_field", "requeue: expected federated, local or off", "requeue"));
+    if (!hb.ckpt_every.empty() && hb.ckpt_every != "auto"sv && !parse_int(hb.ckpt_every, 1, 0x7fffffffLL))
+        return reply(error_response(400, "bad_field", "ckpt_every: expected auto or a number of steps", "ckpt_every"));
     const bool ended = state == "ended"sv, batch = jobstep == "batch"sv;
     if (!ended && state != "running"sv) return reply(error_response(400, "bad_field", "state: expected running or ended", "state"));
     if (!who.run.empty() && who.run != run) return reply(error_response(403, "forbidden", "this token may not report for run " + std::string(run)));
@@ -118,6 +120,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
                 attempt_row = Store::AttemptRow{run_key, attempt, rec.cluster, rec.job, rec.world};
             }
         }
+        if (!hb.ckpt_every.empty() && info->ckpt_every != hb.ckpt_every) info->ckpt_every.assign(hb.ckpt_every);
         if (hb.policy) {
             info->ckpt_auto = true;
             if (info->policy_version > 0 && info->policy_version != *hb.policy) policy_answer = info->policy_answer;

@@ -76,6 +76,13 @@ std::optional<Result> compute(const Inputs &in, const ckpt::Bounds &bounds) {
     return r;
 }
 
+bool worth_changing(std::optional<long long> current_steps, const Result &r, const Inputs &in, const ckpt::Bounds &bounds) {
+    if (!current_steps) return true;
+    if (!ckpt::should_change(current_steps, r.steps, bounds) || !in.write || !in.step) return false;
+    const double now_waste = ckpt::expected_waste(double(*current_steps) * in.step->value, in.write->value, r.mtbf, in.restart.value);
+    return now_waste > r.waste * (1 + kMinWasteGain);
+}
+
 std::string summary_line(const Result &r, const Inputs &in) {
     return "ckpt every " + std::to_string(r.steps) + " steps · Daly · M " + ckpt::format_duration(r.mtbf) + " · δ " +
            ckpt::format_duration(in.write ? in.write->value : 0);

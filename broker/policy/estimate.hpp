@@ -78,6 +78,15 @@ struct Result {
 // time is not measured yet.
 std::optional<Result> compute(const Inputs &in, const ckpt::Bounds &bounds);
 
+// Whether r's interval replaces the one in force (current_steps; none:
+// the first always does): it must differ by more than the hysteresis, and
+// the one in force must waste more, under today's inputs, than r's by more
+// than kMinWasteGain of r's waste. Near the optimum the waste is flat: an
+// interval 30% off costs a few tenths of a percent, and noisy measurements
+// would otherwise make the trainer's interval flap between neighbours.
+constexpr double kMinWasteGain = 0.02;
+bool worth_changing(std::optional<long long> current_steps, const Result &r, const Inputs &in, const ckpt::Bounds &bounds);
+
 // "ckpt every 480 steps · Daly · M 6.1 h · δ 41 s" (shard watch's line).
 std::string summary_line(const Result &r, const Inputs &in);
 

@@ -146,7 +146,7 @@ void Service::measure_policies(const std::vector<WorkerSummary> &workers, double
         long long version = l.version, steps = l.steps;
         bool changed = false;
         if (result) {
-            changed = ckpt::should_change(l.version ? std::optional<long long>(l.steps) : std::nullopt, result->steps, bounds);
+            changed = policy::worth_changing(l.version ? std::optional<long long>(l.steps) : std::nullopt, *result, in, bounds);
             if (changed) version = l.version + 1, steps = result->steps;
             detail["computed"] = json::object{{"every_steps", result->steps}, {"seconds", result->seconds}, {"daly_seconds", result->daly},
                                               {"young_seconds", result->young}, {"optimum_seconds", result->optimum},

@@ -155,8 +155,11 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
     // taken only within these bounds and words).
     if (long long hb = num("heartbeat"); hb > 0 && hb <= 86400) argv.push_back("--shardnet-heartbeat=" + std::to_string(hb));
     if (const std::string rq = str("requeue"); rq == "federated" || rq == "local" || rq == "off") argv.push_back("--shardnet-requeue=" + rq);
+    if (const std::string every = str("ckpt_every"); every == "auto" || parse_int(every, 1, 0x7fffffffLL))
+        argv.push_back("--shardnet-ckpt-every=" + every);
     if (!workdir.empty()) argv.push_back("--chdir=" + workdir);
-    if (!output.empty()) argv.push_back("--output=" + output);
+    // Every attempt writes where the first did: after what the earlier ones wrote, never over it.
+    if (!output.empty()) argv.push_back("--output=" + output), argv.push_back("--open-mode=append");
     std::string out;
     const int rc = slurm_->change_as(conf, argv, RunAs{as.uid, as.gid, script}, out);
     if (rc != 0) {

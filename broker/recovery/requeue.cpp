@@ -24,7 +24,7 @@ using detail::join;
 using detail::log_warn;
 
 void Service::requeue(const Fault &fault, int tries) {
-    std::string policy, manifest, owner;
+    std::string policy, manifest, owner, ckpt_every;
     long long owner_uid = -1;
     {
         std::shared_lock lock(runs_mu_);
@@ -34,9 +34,10 @@ void Service::requeue(const Fault &fault, int tries) {
         manifest = it->second.manifest;
         owner = it->second.owner;
         owner_uid = it->second.owner_uid;
+        ckpt_every = it->second.ckpt_every;
     }
     if (policy == "off" || !cfg_.clusters.count(fault.state.cluster) || fault.state.job <= 0) return;
-    detail::post_guarded(slurm_thread_, "requeue", [this, fault, policy, manifest, owner, owner_uid, tries] {
+    detail::post_guarded(slurm_thread_, "requeue", [this, fault, policy, manifest, owner, owner_uid, ckpt_every, tries] {
         const std::string bad = fault.node.substr(0, fault.node.find('/'));
         const long long to = fault.attempt + 1;
         const std::string id = cfg_.broker_name + ":" + fault.run + "/attempt-" + std::to_string(to);
@@ -149,6 +150,7 @@ void Service::requeue(const Fault &fault, int tries) {
         // requeue policy (its job's --shardnet options are not in the spec Slurm gives).
         if (fault.state.interval > 0) spec["heartbeat"] = fault.state.interval;
         spec["requeue"] = policy == "local" || policy == "off" ? policy : "federated";   // only what a peer takes
+        if (!ckpt_every.empty()) spec["ckpt_every"] = ckpt_every;   // a fixed interval stays fixed
         // 3. Requirements: the run's manifest, nodes as the failed job had.
         Requirements req;
         json::value mv = json::parse(manifest.empty() ? "{}" : manifest, ec);

@@ -21,6 +21,7 @@ TEST_CASE("agent config round-trips through the line protocol") {
     c.progress_dir = "/tmp/p";
     c.ranks = {{0, 0}, {5, 1}};
     c.nodelist = "alpha[1-2],beta-3.x_y";
+    c.ckpt_every = "auto";
     std::string text;
     REQUIRE(encode_agent_config(c, text) == "");
     std::istringstream in(text);
@@ -37,6 +38,7 @@ TEST_CASE("agent config round-trips through the line protocol") {
     CHECK(d.step == "batch");
     CHECK(d.prelimit_signal == 10);
     CHECK(d.prelimit_secs == 30);
+    CHECK(d.ckpt_auto());
     REQUIRE(d.ranks.size() == 2);
     CHECK(d.ranks[1].rank == 5);
     CHECK(d.ranks[1].local_rank == 1);
@@ -140,4 +142,14 @@ TEST_CASE("events") {
     CHECK_FALSE(parse_agent_event("pid=x:1"));
     CHECK_FALSE(parse_agent_event("kill=1:9"));
     CHECK_FALSE(parse_agent_event("pid=1"));
+}
+
+TEST_CASE("the job's checkpoint interval: auto or a number of steps, nothing else") {
+    for (const char *ok : {"auto", "1", "500"}) CHECK(agent_config_value_error("ckpt_every", ok) == "");
+    for (const char *bad : {"", "0", "-3", "AUTO", "10x", "99999999999"})
+        CHECK(agent_config_value_error("ckpt_every", bad) == "'ckpt_every' is not 'auto' or a number of steps");
+    AgentConfig c;
+    CHECK_FALSE(c.ckpt_auto());
+    c.ckpt_every = "10";
+    CHECK_FALSE(c.ckpt_auto());
 }

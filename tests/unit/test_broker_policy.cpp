@@ -90,6 +90,27 @@ TEST_CASE("the interval: Daly's worked example in steps, the bounds, the run's n
     CHECK(policy::compute(in, b)->steps == 3600);
 }
 
+TEST_CASE("a new interval replaces the one in force only when it saves waste: no flapping between neighbours") {
+    // t0118's inputs: delta 4-8 ms, M ~97 s, R ~5 s, steps of 0.2 s. The
+    // computed interval moved between 5 and 7 steps with the write time's noise.
+    policy::Inputs in;
+    in.write = policy::Measured{0.008, 9, "measured"};
+    in.step = policy::Measured{0.2, 100, "measured"};
+    in.node_mtbf = {97, 2, "measured+prior"};
+    in.restart = {5, 2, "measured"};
+    shardnet::ckpt::Bounds b;
+    b.min_seconds = 0;
+    auto r = policy::compute(in, b);
+    REQUIRE(r);
+    CHECK(r->steps == 6);
+    CHECK(policy::worth_changing(std::nullopt, *r, in, b));   // the first always
+    CHECK_FALSE(policy::worth_changing(5, *r, in, b));        // 20% off: a fraction of a percent of waste
+    CHECK_FALSE(policy::worth_changing(7, *r, in, b));
+    CHECK_FALSE(policy::worth_changing(6, *r, in, b));
+    CHECK(policy::worth_changing(60, *r, in, b));             // ten times too rare: real waste
+    CHECK(policy::worth_changing(1, *r, in, b));              // six times too often
+}
+
 TEST_CASE("checkpoint_policy in the broker's config: values, unknown keys, inconsistent bounds") {
     BrokerConfig cfg;
     const std::string base = R"({"plain_http": true, "checkpoint_policy": )";
@@ -189,6 +210,12 @@ TEST_CASE("policy input from agents is checked: the version, the write time") {
     CHECK(f.beat(1, R"("policy":"new",)").status == 400);
     CHECK(f.beat(1, R"("policy":-1,)").status == 400);
     CHECK(f.beat(1, R"("policy":0,)").status == 204);
+    for (const char *bad : {R"("ckpt_every":"often",)", R"("ckpt_every":"0",)", R"("ckpt_every":5,)"}) {
+        auto r = f.beat(1, bad);
+        CHECK(r.status == 400);
+        CHECK(r.body.find("ckpt_every") != std::string::npos);
+    }
+    CHECK(f.beat(1, R"("ckpt_every":"25",)").status == 204);
     for (const char *bad : {R"("write_seconds":"2")", R"("write_seconds":-1)", R"("write_seconds":1e12)"}) {
         auto r = f.call("POST", "/v1/runs/ra/checkpoints/checkpoint-1/commit",
                         std::string(R"({"attempt":1,"rank":0,"world_size":1,)") + bad + R"(,"files":[{"path":"s","sha256":"00","bytes":1}]})");

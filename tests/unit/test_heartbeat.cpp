@@ -191,3 +191,55 @@ TEST_CASE("SEALED markers: only in a checkpoint directory of the run's dir, neve
     CHECK_FALSE(mark_sealed(dir, "checkpoint-1/../../x", "x").empty());
     CHECK(std::system(("rm -rf '" + dir + "'").c_str()) == 0);
 }
+
+TEST_CASE("checkpoint policy: the trainer's write time, the version sent, the broker's answer, the file's line") {
+    char tmpl[] = "/tmp/shardnet-progress-XXXXXX";
+    int fd = mkstemp(tmpl);
+    REQUIRE(fd >= 0);
+    const std::string path = tmpl;
+    auto put = [&](const char *s) {
+        REQUIRE(ftruncate(fd, 0) == 0);
+        REQUIRE(pwrite(fd, s, strlen(s), 0) == ssize_t(strlen(s)));
+    };
+    std::string committed;
+    double took = 0;
+    put("20 committed checkpoint-000020 took 0.012345\n");   // what python/shardnet writes
+    CHECK(read_progress(path, nullptr, nullptr, &committed, &took) == 20);
+    CHECK(committed == "checkpoint-000020");
+    CHECK(took == doctest::Approx(0.012345));
+    put("21 committed checkpoint-000020\n");
+    CHECK(read_progress(path, nullptr, nullptr, &committed, &took) == 21);
+    CHECK(took == -1);   // not said: the agent times it itself
+    for (const char *bad : {"22 committed c took -1\n", "22 committed c took lots\n", "22 committed c took 1e99\n", "22 committed c took \n"}) {
+        put(bad);
+        CHECK(read_progress(path, nullptr, nullptr, &committed, &took) == 22);
+        CHECK(took == -1);
+    }
+    close(fd);
+    unlink(path.c_str());
+
+    AgentConfig c;
+    c.run = "r";
+    c.step = "0";
+    c.ckpt_every = "auto";
+    auto hb = boost::json::parse(heartbeat_json(c, {}, "running", 1, 0, false, 3)).as_object();
+    CHECK(hb.at("policy").as_int64() == 3);
+    CHECK(hb.at("ckpt_every").as_string() == "auto");
+    c.ckpt_every = "50";
+    hb = boost::json::parse(heartbeat_json(c, {}, "running", 1, 0, false, 3)).as_object();
+    CHECK_FALSE(hb.contains("policy"));   // a fixed interval asks for none
+    CHECK(hb.at("ckpt_every").as_string() == "50");
+
+    std::string err;
+    auto p = parse_policy_answer(R"({"policy":{"version":2,"every_steps":480,"seconds":96.5,"model":"daly"}})", err);
+    REQUIRE(p);
+    CHECK(p->version == 2);
+    CHECK(p->every_steps == 480);
+    CHECK(policy_file_text(*p) == "every_steps=480 version=2 seconds=96.500\n");
+    for (const char *bad : {"", "{}", R"({"policy":{"version":0,"every_steps":4,"seconds":1}})", R"({"policy":{"version":1,"every_steps":0,"seconds":1}})",
+                            R"({"policy":{"version":1,"every_steps":"4","seconds":1}})", R"({"policy":[]})"}) {
+        err.clear();
+        CHECK_FALSE(parse_policy_answer(bad, err));
+        CHECK_FALSE(err.empty());
+    }
+}
