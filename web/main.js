@@ -20,7 +20,7 @@ function route() {
   }
   document.getElementById("who").textContent = session.token() ? "signed in" : "not signed in";
   document.getElementById("signin-link").textContent = session.token() ? "Sign out / switch token" : "Sign in";
-  if (!session.token() && parts[0] !== "signin") {
+  if (!session.token() && current !== "signin") {
     location.replace(`#/signin?next=${encodeURIComponent(hash)}`);
     return;
   }
