@@ -67,13 +67,17 @@ export function render(id) {
   };
   (async () => {
     try {
-      await refreshState();
-      for (let after = 0; ;) {
-        const page = (await get(`${path}/events?after=${after}&limit=${PAGE}`)).events;
-        events.push(...page);
-        if (page.length < PAGE) break;
-        after = page[page.length - 1].id;
-      }
+      // The run's state and its events at once: two round trips, not four.
+      const all = async () => {
+        for (let after = 0; ;) {
+          const page = (await get(`${path}/events?after=${after}&limit=${PAGE}`)).events;
+          events.push(...page);
+          if (page.length < PAGE) return;
+          after = page[page.length - 1].id;
+        }
+      };
+      await Promise.all([refreshState(), all()]);
+      performance.mark("run-data");
       main.replaceChildren(h("h1", {}, `Run ${id}`), parts.summary, parts.live,
         h("h2", {}, "Timeline"), parts.timeline, parts.detail,
         h("h2", {}, "Recoveries: detect → place → start → first step"), parts.recoveries,

@@ -63,6 +63,7 @@ export function render() {
   const load = async () => {
     try {
       const v = await get("/v1/views/runs");
+      if (first) performance.mark("runs-data");
       rows = v.runs;
       at = v.at;
       err.replaceChildren();
