@@ -57,7 +57,7 @@ function table(cap, loadNodes) {
         detail.hidden = !open;
         if (open) detail.firstChild.replaceChildren(await nodesOf(r, loadNodes));
       } }, "Nodes");
-    body.append(h("tr", { "data-cluster": r.cluster },
+    body.append(h("tr", { "data-cluster": r.cluster, "data-broker": r.broker, "data-total": ok ? r.total_nodes : null },
       h("td", {}, r.broker), h("td", {}, r.cluster), h("td", {}, r.region || "–"),
       h("td", {}, state(ok ? "ok" : "unknown"), ok ? null : h("div", { class: "note" }, r.reason ?? "did not answer")),
       h("td", {}, r.accelerator_class ?? "–"), h("td", {}, r.gpus_per_node ?? "–"),

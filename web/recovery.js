@@ -26,7 +26,8 @@ function evAttempt(ev) {
 // model(events, {attempts, broker, now, state}) -> {t0, t1, lanes, bars, seals, points, lost, recoveries}
 export function model(events, { attempts = [], broker = "", now = Date.now() / 1000, state = "" } = {}) {
   const where = new Map();   // attempt -> lane label
-  for (const a of attempts) where.set(a.attempt, `${broker} / ${a.cluster}`);
+  const on = (cluster) => (broker ? `${broker} / ${cluster}` : cluster);
+  for (const a of attempts) where.set(a.attempt, on(a.cluster));
   const starts = new Map();  // attempt -> its start time
   const ends = new Map();
   let current = 1;
@@ -35,9 +36,9 @@ export function model(events, { attempts = [], broker = "", now = Date.now() / 1
     let a = evAttempt(ev);
     const e = ev.evidence ?? {};
     if ((ev.kind === "PLACEMENT" || ev.kind === "RECOVERING") && a) {
-      if (e.target && !where.has(a)) where.set(a, `${broker} / ${e.target}`);
+      if (e.target && !where.has(a)) where.set(a, on(e.target));
       if (e.peer && !e.target && !where.has(a)) where.set(a, `broker ${e.peer}`);
-      if (e.from_cluster && !where.has(a - 1)) where.set(a - 1, `${broker} / ${e.from_cluster}`);
+      if (e.from_cluster && !where.has(a - 1)) where.set(a - 1, on(e.from_cluster));
       if ((e.new_job || e.peer || ev.kind === "RECOVERING") && !starts.has(a)) starts.set(a, ev.time);
     }
     if (ev.kind === "MOVED" && a && !starts.has(a)) starts.set(a, ev.time);
