@@ -9,7 +9,7 @@ export function expect(ok, what) {
   if (ok) { passes++; console.log(`ok: ${what}`); } else { failures++; console.log(`FAIL: ${what}`); }
 }
 export function fail(what) { failures++; console.log(`FAIL: ${what}`); }
-export function done() {
+function done() {
   console.log(`${passes} passed, ${failures} failed`);
   process.exit(failures ? 1 : 0);
 }
@@ -39,4 +39,21 @@ export async function launch(url, { width = 1280, height = 900 } = {}) {
     try { await fn(); } finally { allowed = null; }
   };
   return { browser, page, consoleErrors, allowErrors, url };
+}
+
+// check(url, out, async ({page, allowErrors}) => ...): a browser for the
+// checks; a check that throws fails with a screenshot (out/failure.png);
+// any console error the checks did not provoke on purpose fails too. Exits.
+export async function check(url, out, checks) {
+  const b = await launch(url);
+  try {
+    await checks(b);
+    expect(b.consoleErrors.length === 0, `no console errors: ${b.consoleErrors.join(" | ")}`);
+  } catch (e) {
+    await shot(b.page, out, "failure").catch(() => {});
+    fail(e.message);
+  } finally {
+    await b.browser.close();
+  }
+  done();
 }

@@ -3,16 +3,14 @@
 //   node dashboard.mjs URL OUT_DIR LIVE_SCRIPT
 // LIVE_SCRIPT posts a new event for r-move while its page is open.
 import { execFile } from "node:child_process";
-import { launch, expect, shot, fail, done, text } from "./browser.mjs";
+import { check, expect, shot, fail, text } from "./browser.mjs";
 
 const [url, out, live] = process.argv.slice(2);
-const { browser, page, consoleErrors, allowErrors } = await launch(url);
-const go = async (hash, selector) => {
-  await page.goto(`${url}/${hash}`);
-  await page.waitForSelector(selector, { timeout: 5000 });
-};
-
-try {
+await check(url, out, async ({ page, allowErrors }) => {
+  const go = async (hash, selector) => {
+    await page.goto(`${url}/${hash}`);
+    await page.waitForSelector(selector, { timeout: 5000 });
+  };
   // Sign-in: a wrong token is refused with the broker's reason, a user's kept.
   await page.goto(`${url}/`);
   await page.waitForSelector("#token");
@@ -94,11 +92,4 @@ try {
   await page.setViewport({ width: 640, height: 900, deviceScaleFactor: 2 });
   await page.waitForSelector("#timeline");
   await shot(page, out, "run-zoom-200");
-  expect(consoleErrors.length === 0, `no console errors: ${consoleErrors.join(" | ")}`);
-} catch (e) {
-  await shot(page, out, "failure").catch(() => {});
-  fail(e.message);
-} finally {
-  await browser.close();
-}
-done();
+});

@@ -3,20 +3,18 @@
 // Usage: node harness.mjs URL OUT_DIR ADMIN_TOKEN USER_TOKEN RUN OTHER_RUN NODES_JSON
 //   RUN: the run killed on beta and resumed on alpha; OTHER_RUN: another
 //   user's; NODES_JSON: {"alpha": N, "beta": M} as sinfo counts them.
-import { launch, expect, shot, fail, done, text } from "./browser.mjs";
+import { check, expect, shot, fail, text } from "./browser.mjs";
 
 const [url, out, admin, user, run, other, nodesJson] = process.argv.slice(2);
 const nodes = JSON.parse(nodesJson);
-const { browser, page, consoleErrors, allowErrors } = await launch(url);
-const signIn = async (token) => {
-  await page.goto(`${url}/#/signin`);
-  await page.waitForSelector("#token");
-  await page.type("#token", token);
-  await page.keyboard.press("Enter");
-  await page.waitForSelector("#runs-body");
-};
-
-try {
+await check(url, out, async ({ page, allowErrors }) => {
+  const signIn = async (token) => {
+    await page.goto(`${url}/#/signin`);
+    await page.waitForSelector("#token");
+    await page.type("#token", token);
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#runs-body");
+  };
   await signIn(admin);
   await shot(page, out, "runs");
   // Capacity: every node of both clusters, the counts sinfo gives.
@@ -62,11 +60,4 @@ try {
     await page.waitForSelector("#run-missing");
   });
   await shot(page, out, "run-of-another-user");
-  expect(consoleErrors.length === 0, `no console errors: ${consoleErrors.join(" | ")}`);
-} catch (e) {
-  await shot(page, out, "failure").catch(() => {});
-  fail(e.message);
-} finally {
-  await browser.close();
-}
-done();
+});

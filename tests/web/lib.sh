@@ -7,19 +7,13 @@ WEB_TESTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 export PUPPETEER_SKIP_DOWNLOAD=1
 
-web_fail() { echo "FAIL: $*"; exit 1; }
+# The caller's fail (tests/integration/lib.sh has one), else this one.
+type fail >/dev/null 2>&1 || fail() { echo "FAIL: $*"; exit 1; }
+. "$WEB_TESTS/../npm/ensure.sh"
 
 web_deps() {
-    [ -x "$CHROMIUM" ] || web_fail "$CHROMIUM not found: scripts/install-deps.sh installs Debian's chromium"
-    command -v node >/dev/null 2>&1 || web_fail "node not found: scripts/install-deps.sh installs nodejs and npm"
-    local want have
-    want=$(sed -n 's/.*"puppeteer-core": *"\([^"]*\)".*/\1/p' "$WEB_TESTS/package.json")
-    have=$(sed -n 's/^[[:space:]]*"version": *"\([^"]*\)".*/\1/p' "$WEB_TESTS/node_modules/puppeteer-core/package.json" 2>/dev/null | head -1)
-    if [ -z "$want" ] || [ "$have" != "$want" ]; then
-        command -v npm >/dev/null 2>&1 || web_fail "npm not found: scripts/install-deps.sh installs it"
-        echo "installing puppeteer-core $want into $WEB_TESTS/node_modules (npm ci, no browser download)"
-        (cd "$WEB_TESTS" && npm ci --no-audit --no-fund --loglevel=error) || web_fail "npm ci in $WEB_TESTS failed: puppeteer-core is not installed"
-    fi
+    [ -x "$CHROMIUM" ] || fail "$CHROMIUM not found: scripts/install-deps.sh installs Debian's chromium"
+    npm_ensure "$WEB_TESTS" puppeteer-core   # no browser download: PUPPETEER_SKIP_DOWNLOAD
 }
 
 sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
@@ -54,7 +48,7 @@ web_start() {
     "$BROKER" --config "$T/broker.json" --port-file "$T/port" 2>> "$T/broker.log" &
     BROKER_PID=$!
     for _ in $(seq 200); do [ -s "$T/port" ] && break; kill -0 "$BROKER_PID" 2>/dev/null || break; sleep 0.05; done
-    [ -s "$T/port" ] || web_fail "the broker did not start: $(tail -5 "$T/broker.log")"
+    [ -s "$T/port" ] || fail "the broker did not start: $(tail -5 "$T/broker.log")"
     P=$(cat "$T/port")
 }
 
@@ -67,5 +61,5 @@ web_stop() {
 api() {  # METHOD PATH [BODY]: as the admin; fails the test on an error status
     local code
     code=$(curl -s -o "$T/api.out" -w '%{http_code}' -X "$1" -H "Authorization: Bearer admin-t" ${3:+--data-binary "$3"} "http://127.0.0.1:$P$2")
-    case "$code" in 2*) ;; *) web_fail "$1 $2: HTTP $code $(cat "$T/api.out")" ;; esac
+    case "$code" in 2*) ;; *) fail "$1 $2: HTTP $code $(cat "$T/api.out")" ;; esac
 }

@@ -36,7 +36,7 @@ sleep 0.5; commit r-move 1 ckpt-100
 sleep 1.5; hb r-move 1 b1 beta 0 140; hb r-move 1 b2 beta 1 140
 sleep 1.2   # the summary (1 s) keeps the workers' last heartbeat in the database
 web_stop
-/usr/bin/python3 "$WEB_TESTS/seed_recovery.py" "$T/broker.db" r-move > "$T/seeded" || web_fail "seed_recovery.py failed"
+/usr/bin/python3 "$WEB_TESTS/seed_recovery.py" "$T/broker.db" r-move > "$T/seeded" || fail "seed_recovery.py failed"
 # The seeded events lie up to 6 s after the last real one: the broker comes
 # back after them, so that the live event is the newest.
 sleep "$(/usr/bin/python3 -c "import time; print(max(0, $(cat "$T/seeded") - time.time() + 0.2))")"
