@@ -32,4 +32,8 @@ function route() {
 }
 
 window.addEventListener("hashchange", route);
+// Leaving the page ends its event stream now: chromium kept the streams of
+// pages navigated away from open, and at six (HTTP/1.1's limit per host)
+// the next page to this broker could not load.
+window.addEventListener("pagehide", () => { if (stop) { stop(); stop = null; } });
 route();

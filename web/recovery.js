@@ -91,8 +91,11 @@ function recovery(events, i, a) {
   const fault = events[i];
   const next = a + 1;
   let placement = null, started = null, recovered = null;
-  for (const ev of events.slice(i + 1)) {
-    const e = ev.evidence ?? {};
+  // Forward from the FAULT until all three are found or the next attempt
+  // fails too: one pass per recovery, not a copy of the rest of the run.
+  for (let j = i + 1; j < events.length && !(placement && started && recovered); j++) {
+    const ev = events[j], e = ev.evidence ?? {};
+    if (ev.kind === "FAULT" && e.attempt >= next) break;
     if (!placement && ev.kind === "PLACEMENT" && decisionAttempt(ev) === next && (e.new_job || e.peer)) placement = ev;
     else if (!started && (ev.kind === "ATTEMPT" || ev.kind === "RUNNING") && e.attempt === next) started = ev;
     else if (!recovered && ev.kind === "RECOVERED" && e.attempt === next) recovered = ev;

@@ -40,7 +40,9 @@ export function render(id) {
       h("span", {}, "Workers"), h("span", {}, `${view.workers_healthy} of ${view.workers} healthy`),
       h("span", {}, "Step"), h("span", {}, view.step ?? "–"),
       h("span", {}, "Last sealed"), h("span", {}, view.last_sealed ?? "none")));
-    const width = parts.timeline.clientWidth || main.clientWidth || 1000;
+    // The window's width, not the element's: reading an element's forces a
+    // layout of the whole page first (a third of a big run's render).
+    const width = Math.min(window.innerWidth, 1600) - 48;
     parts.timeline.replaceChildren(draw(m, { width, onOpen: openEvent }), h("div", { class: "legend" },
       h("span", {}, "■ FAULT"), h("span", {}, "◆ PLACEMENT"), h("span", {}, "▲ RECOVERED"), h("span", {}, "● other event"),
       h("span", {}, "| SEALED checkpoint"), h("span", {}, "shaded: work lost since the last seal"),
@@ -100,7 +102,10 @@ export function render(id) {
     }
   })();
   const tick = setInterval(() => { if (!gone && view) refreshState().then(queue, () => {}); }, 5000);
-  return () => { gone = true; stream?.close(); clearTimeout(timer); clearInterval(tick); };
+  // Zoom and a narrower window change the width in CSS pixels: the
+  // timeline is drawn again to it, its text then stays readable.
+  window.addEventListener("resize", queue);
+  return () => { gone = true; stream?.close(); clearTimeout(timer); clearInterval(tick); window.removeEventListener("resize", queue); };
 }
 
 function workers(d) {
@@ -126,10 +131,17 @@ function placements(events) {
   }));
 }
 
-function lineage(cps) {
+// The newest LINEAGE_SHOWN seals, newest first, each naming its parent.
+const LINEAGE_SHOWN = 20;
+function lineage(cps, all = false) {
   if (!cps.length) return h("p", { class: "note" }, "Nothing sealed yet.");
-  return h("ol", { id: "lineage" }, cps.map((c) => h("li", {},
-    `${c.name} ← ${c.parent ?? "(first)"}: attempt ${c.attempt}, ${c.ranks} ranks, sealed ${clock(c.sealed_at)}`)));
+  const shown = all ? cps : cps.slice(-LINEAGE_SHOWN);
+  const box = h("div");
+  const more = h("button", { type: "button", onclick: () => box.replaceWith(lineage(cps, true)) }, `Show all ${cps.length}`);
+  box.append(h("ol", { id: "lineage", reversed: true }, shown.slice().reverse().map((c) => h("li", {},
+    `${c.name} ← ${c.parent ?? "(first)"}: attempt ${c.attempt}, ${c.ranks} ranks, sealed ${clock(c.sealed_at)}`))),
+  shown.length < cps.length ? h("p", {}, `Newest ${shown.length} of ${cps.length} sealed checkpoints. `, more) : null);
+  return box;
 }
 
 function eventTable(events, open, all, showAll) {

@@ -37,19 +37,31 @@ export function draw(m, { width = 1000, onOpen }) {
   for (const k of m.seals)
     svg.append(s("rect", { class: "seal", x: x(k.time) - 1, y: y(k.lane) + 12, width: 3, height: 30 },
       s("title", {}, `SEALED ${k.name} at ${clock(k.time)}`)));
+  // Points: one listener on the whole drawing (thousands of points each
+  // with its own were most of a 2,000-event page's render); the label is
+  // both the accessible name and, on hover, the title.
+  const byId = new Map();
   for (const p of m.points) {
     const cx = x(p.ev.time), cy = y(p.lane) + 10, cls = `point ${SHAPES[p.ev.kind] ?? "p-other"}`;
     const label = `${p.ev.kind} at ${clock(p.ev.time)}: ${p.ev.cause}`;
-    const open = () => onOpen(p.ev);
-    const attrs = { class: cls, tabindex: 0, role: "button", "aria-label": label, "data-kind": p.ev.kind, "data-id": p.ev.id,
-      onclick: open, onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); open(); } } };
+    const attrs = { class: cls, tabindex: 0, role: "button", "aria-label": label, "data-kind": p.ev.kind, "data-id": p.ev.id };
     let shape;
     if (p.ev.kind === "FAULT") shape = s("rect", { ...attrs, x: cx - 6, y: cy - 6, width: 12, height: 12 });
     else if (p.ev.kind === "PLACEMENT") shape = s("polygon", { ...attrs, points: `${cx},${cy - 7} ${cx + 7},${cy} ${cx},${cy + 7} ${cx - 7},${cy}` });
     else if (p.ev.kind === "RECOVERED") shape = s("polygon", { ...attrs, points: `${cx},${cy - 7} ${cx + 7},${cy + 6} ${cx - 7},${cy + 6}` });
     else shape = s("circle", { ...attrs, cx, cy, r: 4 });
-    shape.append(s("title", {}, label));
+    byId.set(String(p.ev.id), p.ev);
     svg.append(shape);
   }
+  const opened = (e) => byId.get(e.target.closest?.(".point")?.dataset.id ?? "");
+  svg.addEventListener("click", (e) => { const ev = opened(e); if (ev) onOpen(ev); });
+  svg.addEventListener("keydown", (e) => {
+    const ev = opened(e);
+    if (ev && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); onOpen(ev); }
+  });
+  svg.addEventListener("mouseover", (e) => {
+    const el = e.target.closest?.(".point");
+    if (el && !el.firstChild) el.append(s("title", {}, el.getAttribute("aria-label")));
+  });
   return svg;
 }

@@ -14,7 +14,7 @@ BROKER=$BUILD/broker/shardnet-broker
 RUNS=${RUNS:-1000}; EVENTS=${EVENTS:-20000}; BIG=${BIG:-2000}; ROUNDS=${ROUNDS:-5}
 DUR=${DUR:-10}; CONN=${CONN:-64}; THREADS=${THREADS:-2}
 T=$(mktemp -d); chmod 755 "$T"; BROKER_PID=""; POLL=""
-trap '[ -n "$POLL" ] && kill $POLL 2>/dev/null; [ -n "$BROKER_PID" ] && kill -9 $BROKER_PID 2>/dev/null; rm -rf "$T"' EXIT
+trap '[ -n "$POLL" ] && kill $POLL 2>/dev/null; [ -n "$BROKER_PID" ] && kill -9 $BROKER_PID 2>/dev/null && wait $BROKER_PID 2>/dev/null; rm -rf "$T"' EXIT
 . "$TOP/tests/web/lib.sh"
 web_deps
 web_config "$T/broker.db"

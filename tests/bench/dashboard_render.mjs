@@ -14,6 +14,7 @@ await page.evaluateOnNewDocument(signIn, token);
 async function firstRender(hash, mark) {
   await page.goto("about:blank");
   await page.goto(`${url}/${hash}`);
+  if (process.env.TRACE) console.error(`loaded ${hash}`);
   await page.waitForFunction((m) => performance.getEntriesByName(m).length > 0, { timeout: 30000, polling: 10 }, mark);
   return page.evaluate((m) => [performance.getEntriesByName(m)[0].startTime, performance.getEntriesByName(m.replace("rendered", "data"))[0].startTime], mark);
 }

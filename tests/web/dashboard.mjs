@@ -90,6 +90,7 @@ await check(url, out, async ({ page, allowErrors }) => {
 
   // 200% zoom: the page still shows the timeline and reflows its tables.
   await page.setViewport({ width: 640, height: 900, deviceScaleFactor: 2 });
-  await page.waitForSelector("#timeline");
+  await page.waitForFunction(() => Number(document.querySelector("#timeline")?.getAttribute("width")) <= 640, { timeout: 2000 })
+    .catch(() => fail("the timeline was not drawn again to the narrower page"));
   await shot(page, out, "run-zoom-200");
 });

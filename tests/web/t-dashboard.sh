@@ -14,7 +14,7 @@ T=$(mktemp -d); BROKER_PID=""
 trap '[ -n "$BROKER_PID" ] && kill -9 $BROKER_PID 2>/dev/null && wait $BROKER_PID 2>/dev/null; rm -rf "$T"' EXIT
 . "$(dirname "$0")/lib.sh"
 OUT_DIR=${OUT_DIR:-$PWD/test-logs/web-dashboard}
-mkdir -p "$OUT_DIR"
+mkdir -p "$OUT_DIR"; rm -f "$OUT_DIR"/*.png
 web_deps
 web_config "$T/broker.db"
 web_start
