@@ -16,6 +16,9 @@ trap '[ -n "$BROKER_PID" ] && kill -9 $BROKER_PID 2>/dev/null && wait $BROKER_PI
 OUT_DIR=${OUT_DIR:-$PWD/test-logs/web-dashboard}
 mkdir -p "$OUT_DIR"; rm -f "$OUT_DIR"/*.png
 web_deps
+# The logic first, without a browser: the SSE parser, the timeline's model.
+node --test "$WEB_TESTS/units.test.mjs" > "$T/units.out" 2>&1 || { cat "$T/units.out"; fail "tests/web/units.test.mjs"; }
+echo "ok: $(grep -E '^# (pass|fail)' "$T/units.out" | tr '\n' ' ')(units.test.mjs)"
 web_config "$T/broker.db"
 web_start
 
