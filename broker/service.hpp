@@ -43,6 +43,8 @@ struct ApiRequest {
     std::string body;
     ConnCache *conn_cache = nullptr;   // the connection's, when it has one
     std::string last_event_id{};   // the Last-Event-ID header, as sent (SSE reconnects)
+    std::string if_none_match{};   // the dashboard's files: the ETags the client holds (web/)
+    bool accepts_gzip = false;     // Accept-Encoding names gzip (the dashboard's files come compressed)
 };
 
 struct ApiResponse {
@@ -51,6 +53,7 @@ struct ApiResponse {
     const char *content_type = "application/json";   // a literal: a 204 then allocates nothing
     const char *allow = nullptr;   // 405: the methods the resource takes (a literal)
     unsigned retry_after = 0;      // 503: seconds to wait before trying again (Retry-After; 0: none)
+    const char *headers = nullptr; // more header lines, each ending CRLF, kept alive by the handler (web/)
 };
 
 // Called exactly once per request, on the calling thread or later from
@@ -157,6 +160,8 @@ private:
     void get_nodes(const std::string &host, const Reply &reply);
 
     void list_clusters(const Reply &reply);
+    // Read-only joins for the dashboard (api/views.cpp).
+    void runs_view(const std::string &id, const TokenEntry &who, const Reply &reply);
     bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const;
     // The route table (api/routes.cpp): each API resource and its handler.
     struct Call;

@@ -14,6 +14,7 @@
 #include "broker/api/heartbeat_body.hpp"
 #include "common/parse_util.hpp"
 #include "broker/api/api_util.hpp"
+#include "broker/web/static_files.hpp"
 
 namespace shardnet::broker {
 
@@ -110,6 +111,13 @@ std::span<const Service::Route> Service::routes() {
          [](Service &s, const Call &c) { s.get_policy(c.p(0), c.who, c.reply); }},
         {{"POST", "/v1/runs/{id}/checkpoints/{name}/commit", r_worker | r_admin, "commits need a worker or admin token"},
          [](Service &s, const Call &c) { s.commit(c.p(0), c.p(1), c.req, c.who, c.reply, c.now); }},
+        // The dashboard: its views of runs, then its files (web/, built into
+        // the broker), last: no API request walks past them.
+        {{"GET", "/v1/views/runs", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.runs_view("", c.who, c.reply); }},
+        {{"GET", "/v1/views/runs/{id}", r_worker | r_user | r_peer | r_admin, ""},
+         [](Service &s, const Call &c) { s.runs_view(c.p(0), c.who, c.reply); }},
+        {{"GET", "/", r_public, ""}, [](Service &, const Call &c) { c.reply(web::serve(c.req, "index.html")); }},
+        {{"GET", "/ui/{file}", r_public, ""}, [](Service &, const Call &c) { c.reply(web::serve(c.req, c.params.p[0])); }},
     };
     return table;
 }

@@ -300,6 +300,7 @@ private:
         else if (version == 10) out_ += "Connection: keep-alive\r\n";
         if (r.allow) { out_ += "Allow: "; out_ += r.allow; out_ += "\r\n"; }
         if (r.retry_after) { out_ += "Retry-After: "; out_ += std::to_string(r.retry_after); out_ += "\r\n"; }
+        if (r.headers) out_ += r.headers;
         if (r.status != 204 && r.status != 304) {
             if (!r.body.empty()) { out_ += "Content-Type: "; out_ += r.content_type; out_ += "\r\n"; }
             out_ += "Content-Length: ";

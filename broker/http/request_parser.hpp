@@ -22,6 +22,8 @@ public:
         out_.bearer.clear();
         out_.body.clear();
         out_.last_event_id.clear();
+        out_.if_none_match.clear();
+        out_.accepts_gzip = false;
     }
     unsigned version = 11;
     // "Expect: 100-continue" (RFC 9110 10.1.1): the client waits for a 100
@@ -51,6 +53,8 @@ private:
         // An SSE client's reconnect says where it was (not in Beast's field list).
         else if (f == field::unknown && boost::beast::iequals(name, "Last-Event-ID"))
             out_.last_event_id.assign(value.data(), value.size());
+        else if (f == field::if_none_match) out_.if_none_match.assign(value.data(), value.size());
+        else if (f == field::accept_encoding) out_.accepts_gzip = value.find("gzip") != string_view::npos;
         else if (f == field::transfer_encoding) {
             for (std::size_t start = 0; start <= value.size();) {   // "gzip, chunked": one coding each
                 auto comma = value.find(',', start);

@@ -1,0 +1,96 @@
+// Drives the dashboard in Debian's chromium (puppeteer-core, no browser
+// download) and checks what a person would see. Usage:
+//   node dashboard.mjs URL OUT_DIR LIVE_SCRIPT
+// LIVE_SCRIPT posts a new event for r-move while its page is open.
+import { execFile } from "node:child_process";
+import { check, expect, shot, fail, text } from "./browser.mjs";
+
+const [url, out, live] = process.argv.slice(2);
+await check(url, out, async ({ page, allowErrors }) => {
+  const go = async (hash, selector) => {
+    await page.goto(`${url}/${hash}`);
+    await page.waitForSelector(selector, { timeout: 5000 });
+  };
+  // Sign-in: a wrong token is refused with the broker's reason, a user's kept.
+  await page.goto(`${url}/`);
+  await page.waitForSelector("#token");
+  await allowErrors(/status of 401/, async () => {
+    await page.type("#token", "wrong-token");
+    await page.click("#signin-button");
+    await page.waitForFunction(() => /Not signed in/.test(document.querySelector("#signin-msg")?.textContent ?? ""));
+  });
+  expect(/not known/.test(await text(page, "#signin-msg")), `a wrong token's refusal names why: ${await text(page, "#signin-msg")}`);
+  await shot(page, out, "signin");
+  await page.$eval("#token", (el) => { el.value = ""; });
+  await page.type("#token", "daemon-t");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#runs-body tr");
+  const runs = await page.$$eval("#runs-body tr", (trs) => trs.map((tr) => tr.dataset.run));
+  expect(runs.includes("r-move") && runs.includes("r-daemon"), `daemon's runs are listed: ${runs}`);
+  expect(!runs.includes("r-bin"), `another user's run is not listed: ${runs}`);
+  const row = await page.$eval('#runs-body tr[data-run="r-move"]', (tr) => [...tr.cells].map((c) => c.textContent));
+  expect(row[2].includes("RUNNING") && row[3] === "alpha" && row[4] === "2" && row[5].startsWith("2/2") && row[7] === "ckpt-100",
+    `r-move's row: state, cluster alpha, 2 attempts, 2/2 workers, last seal ckpt-100: ${row}`);
+  await shot(page, out, "runs");
+
+  // Sorting by a column's header, and the keyboard: Tab reaches a row, Enter opens it.
+  await page.click("#runs-table th:nth-child(1) button");
+  const sorted = await page.$$eval("#runs-body tr", (trs) => trs.map((tr) => tr.dataset.run));
+  expect(JSON.stringify(sorted) === JSON.stringify([...sorted].sort()), `sorted by run: ${sorted}`);
+  await page.focus('#runs-body tr[data-run="r-move"]');
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#timeline");
+
+  // Another user's run by its URL: not found, nothing of it shown.
+  await allowErrors(/status of 404/, async () => {
+    await go("#/runs/r-bin", "#run-missing");
+  });
+  expect(/no run r-bin/.test(await text(page, "#run-missing")), "another user's run URL says not found");
+  await shot(page, out, "run-of-another-user");
+
+  // The capacity market: both clusters unknown (no Slurm answers), never
+  // available, and the silent peer unknown.
+  await go("#/capacity", "#capacity-at");
+  const cap = await page.$$eval("#capacity-body tr[data-cluster]", (trs) => trs.map((tr) => [tr.dataset.cluster, tr.cells[3].textContent, tr.cells[8].textContent]));
+  expect(cap.length === 2 && cap.every(([, st, n]) => st.startsWith("unknown") && n === "unknown"), `capacity rows unknown: ${JSON.stringify(cap)}`);
+  expect(/broker east: unknown/.test(await text(page, "#capacity-peers")), `the silent peer is unknown: ${await text(page, "#capacity-peers")}`);
+  expect(/queried at/.test(await text(page, "#capacity-at")), "capacity says when it was queried");
+  await shot(page, out, "capacity");
+
+  // The run killed on beta and resumed on alpha, as an admin sees it.
+  await page.evaluate(() => sessionStorage.setItem("shardnet.token", "admin-t"));
+  await go("#/runs/r-move", "#timeline");
+  const lanes = await page.$$eval("#timeline .lane-label", (ls) => ls.map((l) => l.textContent));
+  expect(lanes.length === 2 && lanes.includes("west / beta") && lanes.includes("west / alpha"), `two lanes, beta and alpha: ${lanes}`);
+  const kinds = await page.$$eval("#timeline .point", (ps) => ps.map((p) => p.dataset.kind));
+  for (const k of ["FAULT", "PLACEMENT", "RECOVERED"]) expect(kinds.includes(k), `a ${k} point: ${kinds}`);
+  expect((await page.$$("#timeline .lost")).length === 1, "the work lost between ckpt-100 and the FAULT is shaded");
+  expect((await page.$$("#timeline .seal")).length === 1, "one SEALED mark");
+  expect(/lost \d/.test(await text(page, "#timeline")), "the lost work is labelled in text");
+  const phases = await page.$$eval("#run-recoveries .phase", (ps) => ps.map((p) => p.textContent));
+  expect(phases.length === 4 && phases.every((p) => !/not yet/.test(p)), `detect, place, start, first step with seconds: ${phases}`);
+  expect(/beta: not chosen: 1 idle node without b1/.test(await text(page, "#placement-list")), "placement reasons name the rejected cluster");
+  expect(/ckpt-100 ← \(first\)/.test(await text(page, "#lineage")), "checkpoint lineage");
+  // A point opens with the keyboard to its cause and evidence.
+  await page.$eval('#timeline .point[data-kind="FAULT"]', (el) => el.focus());   // SVG: not an HTMLElement
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#event-open");
+  expect(/last_seen/.test(await text(page, "#event-open")) && /NODE_FAIL/.test(await text(page, "#event-open")), "the FAULT opens to its evidence");
+  await page.waitForFunction(() => /live/.test(document.querySelector("#run-live")?.textContent ?? ""), { timeout: 5000 });
+  await shot(page, out, "run");
+
+  // A new event while the page is open: on it within 1 s, no reload.
+  const seals = (await page.$$("#timeline .seal")).length;
+  const started = Date.now();
+  await new Promise((res, rej) => execFile(live, (e) => (e ? rej(e) : res())));
+  await page.waitForFunction((n) => document.querySelectorAll("#timeline .seal").length > n, { timeout: 1000 }, seals)
+    .catch(() => fail("the live SEALED event did not appear within 1 s"));
+  console.log(`ok: live event on the page ${Date.now() - started} ms after it was posted (no reload)`);
+  expect(/ckpt-200/.test(await text(page, "#events-table")), "the live event is in the event table");
+
+  // 200% zoom: the page still shows the timeline and reflows its tables.
+  await page.setViewport({ width: 640, height: 900, deviceScaleFactor: 2 });
+  await page.waitForFunction(() => Number(document.querySelector("#timeline")?.getAttribute("width")) <= 640, { timeout: 2000 })
+    .catch(() => fail("the timeline was not drawn again to the narrower page"));
+  await shot(page, out, "run-zoom-200");
+});

@@ -1,0 +1,61 @@
+#!/bin/bash
+# The dashboard in a real browser: Debian's chromium, headless, driven by
+# puppeteer-core (dashboard.mjs) against a standalone broker filled through
+# its API (runs, heartbeats, checkpoint commits) and, for what only Slurm
+# makes happen (a FAULT on beta, attempt 2 placed on alpha, RECOVERED),
+# through its database while it is stopped (seed_recovery.py). Checks
+# sign-in, the runs table, a user's view of another's run, the capacity
+# table, the timeline's lanes, points and lost work, a live event within
+# 1 s, no console errors; screenshots in $OUT_DIR (default: a folder kept
+# under the build's test-logs/). Run by `make check` with BROKER set.
+set -uo pipefail
+BROKER=${BROKER:?}
+T=$(mktemp -d); BROKER_PID=""
+trap '[ -n "$BROKER_PID" ] && kill -9 $BROKER_PID 2>/dev/null && wait $BROKER_PID 2>/dev/null; rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
+OUT_DIR=${OUT_DIR:-$PWD/test-logs/web-dashboard}
+mkdir -p "$OUT_DIR"; rm -f "$OUT_DIR"/*.png
+web_deps
+# The logic first, without a browser: the SSE parser, the timeline's model.
+node --test "$WEB_TESTS/units.test.mjs" > "$T/units.out" 2>&1 || { cat "$T/units.out"; fail "tests/web/units.test.mjs"; }
+echo "ok: $(grep -E '^# (pass|fail)' "$T/units.out" | tr '\n' ' ')(units.test.mjs)"
+web_config "$T/broker.db"
+web_start
+
+# Three runs: two of daemon's, one of bin's. r-move heartbeats on beta,
+# seals ckpt-100 and goes on to step 140 (lost when b1 dies).
+for r in r-move:daemon r-daemon:daemon r-bin:bin; do api POST /v1/runs "{\"id\":\"${r%%:*}\",\"owner\":\"${r##*:}\",\"world_size\":2}"; done
+hb() {  # RUN ATTEMPT NODE CLUSTER RANK STEP
+    api POST /v1/heartbeats "{\"run\":\"$1\",\"attempt\":$2,\"node\":\"$3\",\"cluster\":\"$4\",\"interval\":600,\"state\":\"running\",\"ranks\":[{\"rank\":$5,\"step\":$6}]}"
+}
+commit() {  # RUN ATTEMPT NAME
+    for rank in 0 1; do
+        api POST "/v1/runs/$1/checkpoints/$3/commit" "{\"attempt\":$2,\"rank\":$rank,\"world_size\":2,\"files\":[{\"path\":\"rank-$rank.pt\",\"sha256\":\"$(sha "$3$rank")\",\"bytes\":1024}]}"
+    done
+}
+hb r-move 1 b1 beta 0 90; hb r-move 1 b2 beta 1 90
+hb r-daemon 1 d1 beta 0 5; hb r-bin 1 x1 alpha 0 7
+sleep 0.5; commit r-move 1 ckpt-100
+sleep 1.5; hb r-move 1 b1 beta 0 140; hb r-move 1 b2 beta 1 140
+sleep 1.2   # the summary (1 s) keeps the workers' last heartbeat in the database
+web_stop
+/usr/bin/python3 "$WEB_TESTS/seed_recovery.py" "$T/broker.db" r-move > "$T/seeded" || fail "seed_recovery.py failed"
+# The seeded events lie up to 6 s after the last real one: the broker comes
+# back after them, so that the live event is the newest.
+sleep "$(/usr/bin/python3 -c "import time; print(max(0, $(cat "$T/seeded") - time.time() + 0.2))")"
+web_start
+hb r-move 2 a1 alpha 0 150; hb r-move 2 a2 alpha 1 150
+
+# The live event: posted by the driver while the run page is open.
+cat > "$T/live.sh" <<LIVE
+#!/bin/sh
+for rank in 0 1; do
+curl -s -o /dev/null -H "Authorization: Bearer admin-t" --data-binary "{\"attempt\":2,\"rank\":\$rank,\"world_size\":2,\"files\":[{\"path\":\"r\$rank\",\"sha256\":\"$(sha live)\",\"bytes\":1}]}" \
+    "http://127.0.0.1:$P/v1/runs/r-move/checkpoints/ckpt-200/commit"
+done
+LIVE
+chmod +x "$T/live.sh"
+nice -n 15 node "$WEB_TESTS/dashboard.mjs" "http://127.0.0.1:$P" "$OUT_DIR" "$T/live.sh"
+rc=$?
+[ $rc = 0 ] && echo "ok: dashboard in chromium (screenshots in $OUT_DIR)" || echo "FAIL: dashboard in chromium (broker log: $(tail -3 "$T/broker.log"))"
+exit $rc
