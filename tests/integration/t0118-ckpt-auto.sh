@@ -36,7 +36,7 @@ for _ in $(seq 100); do grep -q "checkpoint interval now" "$OUT" 2>/dev/null && 
 grep -q "checkpoint interval now" "$OUT" || fail "the trainer did not take the policy: $(tail -5 "$OUT") $(policy)"
 ok "attempt 1: $(grep -o 'checkpoint interval now.*' "$OUT" | head -1)"
 
-kill_current() {  # the node of the run's current job
+current_node() {  # CLUSTER NODE of the run's current job
     local cluster job node
     # The first job, or the one the newest placement submitted.
     read -r cluster job < <(broker_get /v1/runs/$RUN/events | /usr/bin/python3 -c '
@@ -45,9 +45,7 @@ p = [e["evidence"] for e in json.load(sys.stdin)["events"] if e["kind"] == "PLAC
 print(*(("beta", sys.argv[1]) if not p else (p[-1]["target"], p[-1]["new_job"])))' "$j")
     node=$(slurm "$cluster" squeue -h -j "$job" -o %N)
     [ -n "$node" ] || fail "job $job of $RUN is not running on $cluster"
-    killed+=("$node")
-    "$HARNESS/clusters.sh" kill-node "$SCRATCH" "$cluster" "$node"
-    echo "$node"
+    echo "$cluster $node"
 }
 # Each kill after a checkpoint of the attempt was sealed; each recovery is
 # measured once its new attempt made a step.
@@ -55,7 +53,10 @@ for round in 1 2; do
     a=$round
     wait_for 60 "any(e['kind'] == 'SEALED' and e['evidence']['attempt'] == $a for e in v['events'])" /v1/runs/$RUN/events \
         || fail "attempt $a sealed nothing: $(tail -5 "$OUT")"
-    victim=$(kill_current)
+    read -r vcluster victim < <(current_node)
+    [ -n "$victim" ] || fail "no node to kill for attempt $a"
+    killed+=("$victim")   # in this shell: the cleanup starts it again
+    "$HARNESS/clusters.sh" kill-node "$SCRATCH" "$vcluster" "$victim"
     wait_for 90 "any(e['kind'] == 'RECOVERED' and e['evidence']['attempt'] == $((a + 1)) for e in v['events'])" /v1/runs/$RUN/events \
         || fail "no RECOVERED of attempt $((a + 1)) after $victim was killed: $(broker_get /v1/runs/$RUN/events | tail -c 1500)"
     wait_for 60 "(v['inputs']['restart_seconds']['samples'] >= $round)" /v1/runs/$RUN/policy \
