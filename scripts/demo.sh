@@ -85,4 +85,19 @@ print(f"    final parameters bitwise equal: {ha == hb}  ({ha[:16]}...)")
 PY
 echo; echo "== checkpoint overhead (the trainer's own measure, attempt 2 on alpha)"
 grep -h "checkpoint overhead" "$WORK/$run"-*.out | sed 's/^/    /' || true
+echo; echo "== the dashboard (served by each broker)"
+echo "$ADMIN_TOKEN" > "$FED/admin.token"; chmod 600 "$FED/admin.token"
+echo "    beta-broker  https://127.0.0.1:$B_PORT/#/runs/$run"
+echo "    alpha-broker https://127.0.0.1:$A_PORT/#/runs/$run"
+echo "    sign in with the admin token in $FED/admin.token (self-signed certificates: $FED/*.crt)"
+. "$TOP/tests/web/lib.sh"
+if (web_deps >/dev/null) && nice -n 10 node "$WEB_TESTS/screenshot.mjs" "https://127.0.0.1:$B_PORT" "$ADMIN_TOKEN" "$run" "$BUILD/demo-run.png"; then
+    echo "    a screenshot of the run page: $BUILD/demo-run.png"
+else
+    echo "    (no screenshot: chromium or puppeteer-core could not run)"
+fi
+# On a terminal (not in CI) the brokers stay up to be looked at.
+if [ -t 0 ] && [ -t 1 ] && [ -z "${CI:-}" ]; then
+    read -r -p "    the clusters and brokers stay up until you press Enter " _ || true
+fi
 echo; echo "== tearing down"
