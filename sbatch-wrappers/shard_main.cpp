@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "common/parse_util.hpp"
 #include "sbatch-wrappers/ckpt_plan.hpp"
 #include "sbatch-wrappers/ckpt_policy.hpp"
 #include "sbatch-wrappers/client.hpp"
@@ -435,10 +436,11 @@ int main(int argc, char **argv) {
         for (const char *k : {"statement", "payload-type", "from"})
             if (a.has(k)) return fail(usage, std::string("--") + k + " is not an option of shard verify\n" + kUsage);
         VerifyArgs v{a.pos, a.all["key"], a.get("checkpoint-dir"), a.get("head"), a.has("json")};
-        // Files only: no broker is needed (nor its config). A RUN: its brokers.
+        // Files only: no broker is needed (nor its config). A RUN (a name
+        // that is no file, as verify_receipts reads it): its brokers.
         const bool run_named = std::any_of(a.pos.begin(), a.pos.end(), [](const std::string &p) {
             struct stat st;
-            return ::stat(p.c_str(), &st) != 0;
+            return ::stat(p.c_str(), &st) != 0 && shardnet::is_safe_name(p, 128);
         });
         if (!run_named) return verify_receipts(v);
         CliConfig cfg;
