@@ -31,6 +31,8 @@
 #include "broker/runs/run_state.hpp"
 #include "broker/store/store.hpp"
 #include "broker/detector/workers.hpp"
+#include "broker/receipts/receipts.hpp"
+#include "common/receipt.hpp"
 
 namespace shardnet::broker {
 
@@ -239,7 +241,37 @@ private:
     std::optional<Submitted> find_submitted(const std::string &decision, long long uid);
     // The job the broker submitted for an attempt: the only job whose
     // tokens may report for it (memory and store; any thread but the store's).
-    void record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job);
+    // nodes and cause: for the attempt's receipt (the decision that made it).
+    void record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job,
+                        const std::vector<std::string> &nodes = {}, const boost::json::object &cause = {},
+                        const receipts::ChainLink &from = {});
+
+    // Signed receipts (receipts/receipts.cpp, doc/receipts.md): each is
+    // written inside the store transaction of the record it attests, on the
+    // store thread, and appended to the log in it; nothing when the config
+    // has no receipts key. The digest of the receipt written ("" when off).
+    // from: where the chain continues when its newest receipt is a peer's.
+    std::string write_receipt(receipt::Kind kind, const std::string &run, long long attempt, boost::json::object body,
+                              std::vector<receipt::Subject> subjects, double now, const receipts::ChainLink &from = {});
+    // The attempt's first recorded job (once per attempt): owner, where, the
+    // nodes with their descriptor hashes, and the decision behind it. cause
+    // may carry "user" and "uid": the owner as resolved for a peer's run,
+    // which is in memory only after the transaction (they move to "owner").
+    void receipt_attempt_started(const std::string &run, long long attempt, const std::string &cluster, long long job,
+                                 const std::vector<std::string> &nodes, boost::json::object cause, double now,
+                                 const receipts::ChainLink &from = {});
+    // A seal: every shard file of the ranks' commits is a subject.
+    void receipt_sealed(const std::string &run, long long attempt, const std::string &name, const std::string &parent, double now);
+    // The newest receipt of run here (seq and digest; empty: none, or off).
+    receipts::ChainLink last_receipt_link(const std::string &run);
+    // The API (receipts/receipts_api.cpp).
+    void get_keys(const Reply &reply);
+    void get_receipts(const std::string &id, const TokenEntry &who, const Reply &reply);
+    void get_log_head(const Reply &reply);
+    void get_log_proof(bool inclusion, const std::string &query, const Reply &reply);
+    // A signed head of the log as it is now: the stored one when the log has
+    // not grown since, else signed now (store thread).
+    Store::TreeHeadRow current_head(double now);
     // fan_out: also ask the peers (never for a peer's own question).
     void capacity(const std::string &query, bool fan_out, const Reply &reply);
     // GET /v1/capacity?local=1 at every peer at once: their rows, and one

@@ -86,7 +86,8 @@ std::string load_cli_config(CliConfig &cfg, const BrokerRef &flags) {
     return "";
 }
 
-Answer call(const BrokerRef &b, const std::string &method, const std::string &path, const std::string &body, long timeout_ms) {
+Answer call(const BrokerRef &b, const std::string &method, const std::string &path, const std::string &body, long timeout_ms,
+            std::size_t max_body) {
     // One connection, kept alive; never destroyed (libcurl, loaded at run
     // time, may be gone before static destructors run).
     static HttpClient &client = *new HttpClient;
@@ -97,6 +98,7 @@ Answer call(const BrokerRef &b, const std::string &method, const std::string &pa
     r.bearer = b.token;
     r.ca_file = b.ca_file;
     r.timeout_ms = timeout_ms;
+    r.max_body = max_body;
     HttpResponse res = client.send(r);
     Answer a;
     a.status = res.status;

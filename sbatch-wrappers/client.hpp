@@ -30,7 +30,8 @@ struct Answer {
     bool ok() const { return status >= 200 && status < 300; }
 };
 
+// max_body: the largest answer read (a run's receipts may pass the 1 MiB default).
 Answer call(const BrokerRef &b, const std::string &method, const std::string &path, const std::string &body = "",
-            long timeout_ms = 10000);
+            long timeout_ms = 10000, std::size_t max_body = std::size_t(1) << 20);
 
 }  // namespace shardnet::cli

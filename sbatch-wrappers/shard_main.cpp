@@ -8,15 +8,18 @@
 #include <map>
 #include <random>
 #include <string>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
 
+#include "common/parse_util.hpp"
 #include "sbatch-wrappers/ckpt_plan.hpp"
 #include "sbatch-wrappers/ckpt_policy.hpp"
 #include "sbatch-wrappers/client.hpp"
 #include "sbatch-wrappers/spec.hpp"
 #include "sbatch-wrappers/submit.hpp"
+#include "sbatch-wrappers/receipts_cmd.hpp"
 #include "sbatch-wrappers/verify_cmd.hpp"
 
 using namespace shardnet::cli;
@@ -37,8 +40,10 @@ constexpr const char *kUsage =
     "  ckpt plan --write-cost D --mtbf D --restart D [--work D] [--json]\n"
     "                            the checkpoint interval for these inputs (D: 90s, 5m, 6h, 2d)\n"
     "  ckpt simulate (--write-cost D --mtbf D --restart D | --grid) [--weibull-shape K] [--seed N] [--json]\n"
-    "  verify FILE... --key PUB.pem [--key ...] [--checkpoint-dir DIR] [--head HEAD.json] [--json]\n"
+    "  receipts RUN [--json]     the run's signed receipts from its brokers (--json: the envelopes)\n"
+    "  verify (RUN | FILE...) [--key PUB.pem ...] [--checkpoint-dir DIR] [--head HEAD.json] [--json]\n"
     "                            receipts checked offline: signatures, each run's chain, the log head, the shards on disk\n"
+    "                            (RUN: fetched with the log heads and proofs; no --key: the brokers' own keys, with a warning)\n"
     "Broker and token also from SHARD_BROKER, SHARD_TOKEN, SHARD_CA_FILE or ~/.config/shardnet/shard.json.\n";
 
 struct Args {
@@ -414,7 +419,7 @@ int main(int argc, char **argv) {
             a.pos.push_back(s);
         }
     }
-    static const char *commands[] = {"run", "watch", "capacity", "runs", "show", "events", "ckpt", "cancel", "validate", "verify",
+    static const char *commands[] = {"run", "watch", "capacity", "runs", "show", "events", "ckpt", "cancel", "validate", "verify", "receipts",
                                      "receipt-sign", "log-head"};
     if (cmd.empty() || std::none_of(std::begin(commands), std::end(commands), [&](const char *x) { return cmd == x; }))
         return fail(usage, (cmd.empty() ? std::string("no command") : "unknown command " + cmd) + "\n" + kUsage);
@@ -431,7 +436,16 @@ int main(int argc, char **argv) {
         for (const char *k : {"statement", "payload-type", "from"})
             if (a.has(k)) return fail(usage, std::string("--") + k + " is not an option of shard verify\n" + kUsage);
         VerifyArgs v{a.pos, a.all["key"], a.get("checkpoint-dir"), a.get("head"), a.has("json")};
-        return verify_receipts(v);
+        // Files only: no broker is needed (nor its config). A RUN (a name
+        // that is no file, as verify_receipts reads it): its brokers.
+        const bool run_named = std::any_of(a.pos.begin(), a.pos.end(), [](const std::string &p) {
+            struct stat st;
+            return ::stat(p.c_str(), &st) != 0 && shardnet::is_safe_name(p, 128);
+        });
+        if (!run_named) return verify_receipts(v);
+        CliConfig cfg;
+        if (auto err = load_cli_config(cfg, flags); !err.empty()) return fail(usage, err);
+        return verify_receipts(v, broker_fetcher(cfg));
     }
     if (cmd == "receipt-sign") return receipt_sign(a.opt);
     if (cmd == "log-head") return log_head(a.opt, a.pos);
@@ -448,5 +462,9 @@ int main(int argc, char **argv) {
     if (cmd == "watch") return cmd_watch(cfg, a);
     if (cmd == "capacity") return cmd_capacity(cfg, a);
     if (cmd == "ckpt") return cmd_ckpt(cfg, a);
+    if (cmd == "receipts") {
+        if (a.pos.size() != 1) return fail(usage, "receipts: give one RUN");
+        return show_receipts(cfg, a.pos[0], a.has("json"));
+    }
     return cmd_simple(cfg, cmd, a);
 }

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <cstdio>
 #include <ctime>
+#include <set>
 #include <sys/stat.h>
 
 #include "common/json_fields.hpp"
@@ -82,10 +83,12 @@ json::array hex_array(const std::vector<merkle::Hash> &hs) {
 
 // --head: the signed head, each receipt's inclusion in it, and (when the
 // file has one) that it extends an earlier signed head. Failures are lines.
-void check_head(const std::string &file, const Input &in, const ChainResult &res, const std::vector<SigningKey> &keys,
-                std::vector<std::string> &lines, json::object &report) {
-    std::string text, err;
-    if (!read_file(file, text, err)) { lines.push_back("log head: " + err); return; }
+// only: the positions of the envelopes this head is about (a fetched run:
+// those its broker listed); null: every one.
+void check_head(const std::string &file, const std::string &text, const Input &in, const ChainResult &res,
+                const std::vector<SigningKey> &keys, std::vector<std::string> &lines, json::object &report,
+                const std::set<std::size_t> *only = nullptr) {
+    std::string err;
     json::error_code ec;
     json::value v = json::parse(text, ec);
     if (ec || !v.is_object()) { lines.push_back("log head " + file + ": not a JSON object"); return; }
@@ -120,6 +123,7 @@ void check_head(const std::string &file, const Input &in, const ChainResult &res
     for (const auto &e : in.envs) all.append(dsse::to_json(e));
     const bool whole_log = in.bad.empty() && all.size() == head.tree_size && merkle::root(all.size(), all.source()) == head.root_hash;
     for (const auto &r : res.receipts) {
+        if (only && !only->count(r.position)) continue;
         const std::string bytes = dsse::to_json(in.envs[r.position]);
         const merkle::Hash leaf = merkle::leaf_hash(bytes);
         Failure fl{r.position, r.receipt.run, r.receipt.seq, ""};
@@ -165,33 +169,84 @@ const Verified *sealed_for(const std::string &dir, const ChainResult &res) {
 
 }  // namespace
 
+namespace {
+
+// A run fetched from its brokers: the envelopes in chain order (by the seq
+// each broker listed them under: a wrong one shows as out of order), and
+// which broker's head bundle covers which of them.
+struct FetchedHead { std::string name, bundle; std::set<std::size_t> positions; };
+
+void add_fetched(const std::string &run, std::vector<FetchedLog> &logs, Input &in, std::vector<FetchedHead> &heads) {
+    struct One { long long seq; std::size_t log, i; };
+    std::vector<One> all;
+    for (std::size_t l = 0; l < logs.size(); ++l)
+        for (std::size_t i = 0; i < logs[l].envelopes.size(); ++i) all.push_back(One{i < logs[l].seqs.size() ? logs[l].seqs[i] : 0, l, i});
+    std::stable_sort(all.begin(), all.end(), [](const One &x, const One &y) { return x.seq < y.seq; });
+    heads.resize(heads.size() + logs.size());
+    const std::size_t first = heads.size() - logs.size();
+    for (std::size_t l = 0; l < logs.size(); ++l)
+        heads[first + l] = FetchedHead{"broker " + logs[l].broker + "'s log head", logs[l].head_bundle, {}};
+    for (const auto &o : all) {
+        const std::size_t before = in.envs.size();
+        read_envelopes(run + "@" + logs[o.log].broker + "[seq " + std::to_string(o.seq) + "]", logs[o.log].envelopes[o.i], in);
+        if (in.envs.size() > before) heads[first + o.log].positions.insert(before);
+    }
+}
+
+}  // namespace
+
 int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
     if (a.inputs.empty()) return usage_error("verify", "give envelope FILE... (or a RUN)");
-    if (a.key_files.empty()) return usage_error("verify", "give the brokers' public keys: --key PUB.pem (one or more)");
     std::vector<SigningKey> keys;
     for (const auto &k : a.key_files)
         if (std::string err = load_public_keys(k, keys); !err.empty()) return usage_error("verify", err);
     Input in;
+    std::vector<FetchedHead> heads;
+    std::vector<std::string> fetched_pems;   // the brokers' own word for their keys (no --key)
     for (const auto &arg : a.inputs) {
         struct stat st;
         std::string text, err;
         if (::stat(arg.c_str(), &st) != 0 && is_safe_name(arg, 128)) {
-            if (!fetch)
-                return usage_error("verify", arg + ": no such file; verifying a run by name (shard verify RUN) needs the broker's "
-                                             "GET /v1/runs/RUN/receipts, which is not there yet: give the run's envelope files");
-            std::vector<std::string> texts;
-            if (err = fetch(arg, texts); !err.empty()) return usage_error("verify", arg + ": " + err);
-            for (std::size_t i = 0; i < texts.size(); ++i) read_envelopes(arg + "[" + std::to_string(i) + "]", texts[i], in);
+            if (!fetch) return usage_error("verify", arg + ": no such file, and no broker to ask for a run of that name");
+            std::vector<FetchedLog> logs;
+            if (err = fetch(arg, logs); !err.empty()) return usage_error("verify", arg + ": " + err);
+            for (const auto &l : logs) fetched_pems.insert(fetched_pems.end(), l.key_pems.begin(), l.key_pems.end());
+            add_fetched(arg, logs, in, heads);
             continue;
         }
         if (!read_file(arg, text, err)) return usage_error("verify", err);
         read_envelopes(arg, text, in);
     }
+    if (keys.empty() && !fetched_pems.empty()) {
+        for (const auto &pem : fetched_pems) {
+            SigningKey k;
+            if (std::string err = SigningKey::from_public_pem(pem, k); !err.empty()) return usage_error("verify", "a broker's key (GET /v1/keys): " + err);
+            keys.push_back(std::move(k));
+        }
+        std::fprintf(stderr, "shard: verify: warning: no --key: using the %zu key(s) the brokers list themselves (GET /v1/keys). "
+                             "That shows the receipts are the brokers' and unaltered since, not that the brokers are the ones you "
+                             "trust: pin their keys with --key PUB.pem\n", keys.size());
+    }
+    if (keys.empty()) return usage_error("verify", "give the brokers' public keys: --key PUB.pem (one or more)");
     const ChainResult res = verify_chain(in.envs, keys);
     std::vector<std::string> lines = in.bad;
     for (const auto &f : res.failures) lines.push_back(f.text(in.origins[f.position]));
     json::object head_report, ckpt_report;
-    if (!a.head_file.empty()) check_head(a.head_file, in, res, keys, lines, head_report);
+    if (!a.head_file.empty()) {
+        std::string text, err;
+        if (!read_file(a.head_file, text, err)) lines.push_back("log head: " + err);
+        else check_head(a.head_file, text, in, res, keys, lines, head_report);
+    }
+    // A fetched run: each broker's head, over the receipts it listed.
+    json::array head_reports;
+    for (const auto &h : heads) {
+        if (h.positions.empty()) continue;
+        if (h.bundle.empty()) { lines.push_back(h.name + ": none given, so no receipt is shown to be in a log"); continue; }
+        json::object r;
+        check_head(h.name, h.bundle, in, res, keys, lines, r, &h.positions);
+        if (!r.empty()) head_reports.push_back(std::move(r));
+    }
+    if (head_report.empty() && head_reports.size() == 1) head_report = head_reports[0].as_object();
     if (!a.checkpoint_dir.empty()) {
         const Verified *s = sealed_for(a.checkpoint_dir, res);
         if (!s) {
@@ -216,6 +271,7 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
         for (const auto &l : lines) fs.push_back(json::string(l));
         json::object out{{"ok", lines.empty()}, {"receipts", std::move(rs)}, {"failures", std::move(fs)}};
         if (!head_report.empty()) out["log_head"] = std::move(head_report);
+        if (head_reports.size() > 1) out["log_heads"] = head_reports;
         if (!ckpt_report.empty()) out["checkpoint"] = std::move(ckpt_report);
         std::printf("%s\n", json::serialize(out).c_str());
         return lines.empty() ? kOk : kFailed;
@@ -227,6 +283,9 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
         std::printf("checkpoint %s: %zu shard(s) against run %s seq %lld\n", a.checkpoint_dir.c_str(),
                     std::size_t(ckpt_report.at("shards").as_uint64()), ckpt_report.at("run").as_string().c_str(),
                     (long long)ckpt_report.at("seq").as_int64());
+    if (head_reports.size() > 1) head_report = {};
+    for (const auto &h : head_reports.size() > 1 ? head_reports : json::array{})
+        std::printf("log head: tree size %s, root %s\n", json::serialize(h.at("tree_size")).c_str(), h.at("root_hash").as_string().c_str());
     if (!head_report.empty()) std::printf("log head: tree size %s, root %s\n", json::serialize(head_report.at("tree_size")).c_str(),
                                           head_report.at("root_hash").as_string().c_str());
     if (lines.empty())

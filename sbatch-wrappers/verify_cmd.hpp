@@ -10,10 +10,20 @@
 
 namespace shardnet::cli {
 
-// A run's receipt envelopes (JSON texts, in the broker's order) for an
-// argument of shard verify that is not a file; "" or why not. Empty until
-// the broker serves GET /v1/runs/RUN/receipts.
-using ReceiptFetcher = std::function<std::string(const std::string &run, std::vector<std::string> &envelopes)>;
+// What one broker holds of a run (shard verify RUN): its envelopes (JSON
+// texts) with the seq it listed each under, a head bundle over them ({"head",
+// "inclusion"}, as --head reads it; "" when it gave none) and its public
+// keys as it lists them (GET /v1/keys: used only without --key).
+struct FetchedLog {
+    std::string broker;
+    std::vector<std::string> envelopes;
+    std::vector<long long> seqs;
+    std::string head_bundle;
+    std::vector<std::string> key_pems;
+};
+// Every broker's part of run (a moved run's chain crosses brokers); "" or
+// why not (sbatch-wrappers/receipts_cmd.cpp asks the brokers).
+using ReceiptFetcher = std::function<std::string(const std::string &run, std::vector<FetchedLog> &logs)>;
 
 struct VerifyArgs {
     std::vector<std::string> inputs;     // FILE... (or RUN, with a fetcher)

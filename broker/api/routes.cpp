@@ -111,6 +111,18 @@ std::span<const Service::Route> Service::routes() {
          [](Service &s, const Call &c) { s.get_policy(c.p(0), c.who, c.reply); }},
         {{"POST", "/v1/runs/{id}/checkpoints/{name}/commit", r_worker | r_admin, "commits need a worker or admin token"},
          [](Service &s, const Call &c) { s.commit(c.p(0), c.p(1), c.req, c.who, c.reply, c.now); }},
+        // Receipts (receipts/receipts_api.cpp): the keys are public (they
+        // prove nothing by themselves); a run's receipts are its owner's,
+        // admins' and the peers' it moved to or from; the log's hashes any
+        // token's (they name no run).
+        {{"GET", "/v1/keys", r_public, ""}, [](Service &s, const Call &c) { s.get_keys(c.reply); }},
+        {{"GET", "/v1/runs/{id}/receipts", r_user | r_peer | r_admin, "a run's receipts need a user, peer or admin token"},
+         [](Service &s, const Call &c) { s.get_receipts(c.p(0), c.who, c.reply); }},
+        {{"GET", "/v1/log/head", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.get_log_head(c.reply); }},
+        {{"GET", "/v1/log/proof/inclusion", r_worker | r_user | r_peer | r_admin, ""},
+         [](Service &s, const Call &c) { s.get_log_proof(true, c.query, c.reply); }},
+        {{"GET", "/v1/log/proof/consistency", r_worker | r_user | r_peer | r_admin, ""},
+         [](Service &s, const Call &c) { s.get_log_proof(false, c.query, c.reply); }},
         // The dashboard: its views of runs, then its files (web/, built into
         // the broker), last: no API request walks past them.
         {{"GET", "/v1/views/runs", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.runs_view("", c.who, c.reply); }},

@@ -2,6 +2,7 @@
 // rank of the attempt's world has committed; the list of a run's checkpoints.
 #include <boost/json.hpp>
 
+#include "common/json_fields.hpp"
 #include "common/parse_util.hpp"
 #include "broker/service.hpp"
 #include "broker/api/api_util.hpp"
@@ -44,6 +45,11 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
         long long bytes = 0;
         if (!ff.str("path", p) || !ff.str("sha256", h) || !ff.integer("bytes", 0, 1LL << 50, bytes))
             return reply(error_response(400, "bad_field", "files[]." + ff.err, "files"));
+        // A seal's receipt names each file by its SHA-256 (in-toto's digest):
+        // with receipts on, a commit must give real ones.
+        if (cfg_.receipts.on() && (!is_lower_hex(h, 64) || p.empty() || p.size() > 4096 || has_control_chars(p)))
+            return reply(error_response(400, "bad_field", is_lower_hex(h, 64) ? "files[].path: 1-4096 bytes without control characters"
+                                        : "files[].sha256: expected 64 lower-case hex digits (receipts sign it)", "files"));
     }
     if (!who.bound && who.scope != Scope::admin)
         return reply(error_response(403, "forbidden", "commits need a per-job worker token (derived from a worker key) or an admin token"));
@@ -88,6 +94,7 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
                     // The checkpoint took as long as its slowest rank.
                     store_->seal_checkpoint(CheckpointRow{id, name, attempt, world, parent, now,
                                                           store_->commit_write_seconds(id, attempt, name)});
+                    receipt_sealed(id, attempt, name, parent, now);   // the seal's receipt, in its transaction
                     event(id, "SEALED", name + " committed by all " + std::to_string(world) + " ranks",
                           json::serialize(json::object{{"checkpoint", name}, {"attempt", attempt}, {"ranks", world},
                                                        {"parent", parent.empty() ? json::value(nullptr) : json::value(parent)}}),

@@ -67,6 +67,35 @@ bool is_hex64(const std::string &s) {
     return true;
 }
 
+// "receipts": {"key_file": PRIVATE.pem, "public_keys": [RETIRED.pem, ...]}.
+// The private key is checked like every secret file (load_private_key:
+// root or this user's, not group/other readable, no symlink).
+std::string parse_receipts(Ctx &c, const json::value &v, ReceiptKeys &out) {
+    if (!v.is_object()) return "receipts: expected an object";
+    const auto &r = v.as_object();
+    if (!only_keys(c, "receipts", r, {"key_file", "public_keys"})) return c.err;
+    if (!r.contains("key_file"))
+        return "receipts: needs key_file (an Ed25519 private key: openssl genpkey -algorithm ed25519 -out KEY; chmod 600 KEY)";
+    if (!get_str(c, "receipts.key_file", r.at("key_file"), out.key_file)) return c.err;
+    if (out.key_file[0] != '/') return "receipts.key_file: expected an absolute path";
+    if (std::string err = load_private_key(out.key_file, out.key); !err.empty()) return "receipts.key_file: " + err;
+    if (auto *pk = r.if_contains("public_keys")) {
+        if (!pk->is_array()) return "receipts.public_keys: expected an array of PEM files (the public halves of retired keys)";
+        std::size_t i = 0;
+        for (const auto &f : pk->as_array()) {
+            const std::string path = "receipts.public_keys[" + std::to_string(i++) + "]";
+            std::string file;
+            if (!get_str(c, path, f, file)) return c.err;
+            if (file[0] != '/') return path + ": expected an absolute path";
+            if (std::string err = load_public_keys(file, out.retired); !err.empty()) return path + ": " + err;
+            out.public_key_files.push_back(file);
+        }
+    }
+    // The current key listed again as retired would show twice at /v1/keys.
+    std::erase_if(out.retired, [&](const SigningKey &k) { return k.keyid() == out.key.keyid(); });
+    return "";
+}
+
 }  // namespace
 
 std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
@@ -78,7 +107,7 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
     Ctx c;
     const auto &o = root.as_object();
     if (!only_keys(c, "", o, {"listen", "plain_http", "tls", "database", "cluster", "threads", "limits", "detector", "tokens", "clusters",
-                            "worker_keys", "slurm", "broker_name", "peers", "requeue", "checkpoint_policy"}))
+                            "worker_keys", "slurm", "broker_name", "peers", "requeue", "checkpoint_policy", "receipts"}))
         return c.err;
     long long n = 0;
     if (auto *v = o.if_contains("listen")) {
@@ -228,6 +257,8 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
             cfg.worker_keys.push_back(std::move(wk));
         }
     }
+    if (auto *v = o.if_contains("receipts"))
+        if (std::string err = parse_receipts(c, *v, cfg.receipts); !err.empty()) return err;
     if (auto *v = o.if_contains("tokens")) {
         if (!v->is_array()) return "tokens: expected an array";
         std::size_t i = 0;
@@ -298,7 +329,7 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
 
 std::string config_template() {
     return R"({
-  "_doc": "shardnet-broker configuration; see shardnet-broker(8). Unknown keys are errors.",
+  "_doc": "shardnet-broker configuration; see shardnet-broker(8). Unknown keys are errors. Signed receipts: add \"receipts\": {\"key_file\": \"/etc/shardnet/receipts.key\", \"public_keys\": []} (an Ed25519 key, root 0600).",
   "listen": "0.0.0.0:8443",
   "tls": {"cert": "/etc/shardnet/broker.crt", "key": "/etc/shardnet/broker.key"},
   "database": "/var/lib/shardnet/broker.db",

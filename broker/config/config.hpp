@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "common/signing_key.hpp"
+
 namespace shardnet::broker {
 
 enum class Scope { worker, user, peer, admin };
@@ -33,6 +35,18 @@ struct TokenEntry {
 // common/worker_token.hpp): the same file as the plugin's worker_key_file.
 struct WorkerKey {
     std::string name, key_file, key;
+};
+
+// Signed receipts (doc/receipts.md): the broker's Ed25519 signing key and
+// the public halves of keys it signed with before (rotation keeps them
+// listed at GET /v1/keys, so old receipts still verify). Read when the
+// config is (re)loaded; no key: the broker signs nothing.
+struct ReceiptKeys {
+    std::string key_file;
+    std::vector<std::string> public_key_files;
+    SigningKey key;                  // empty: receipts are off
+    std::vector<SigningKey> retired;
+    bool on() const { return !key.empty(); }
 };
 
 struct BrokerConfig {
@@ -67,6 +81,7 @@ struct BrokerConfig {
     int slurm_max_per_second = 20;     // calls to one slurmctld, at most
     std::vector<TokenEntry> tokens;
     std::vector<WorkerKey> worker_keys;  // read when the config is loaded
+    ReceiptKeys receipts;                // optional "receipts" section
     // Local clusters: name -> SLURM_CONF, to confirm failures with Slurm.
     std::map<std::string, std::string> clusters;
     struct ClusterInfo { std::string region; std::vector<std::string> ckpt_roots; };

@@ -112,6 +112,10 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
                 store_state(fault.run, RunState::degraded, fault.attempt, now);
                 event(fault.run, "FAULT", "worker " + fault.node + " " + cause, json::serialize(evidence), now);
                 if (first) store_->add_exposure(fault.state.cluster, 0, 1);
+                // The attempt ends at its first FAULT (later ones are the same end).
+                if (first)
+                    write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
+                                  json::object{{"how", "fault"}, {"cause", "worker " + fault.node + " " + cause}, {"evidence", evidence}}, {}, now);
             });
         } catch (const std::exception &e) {
             log_warn("FAULT not written; tried again in 1 s", fault.run, e.what());
@@ -146,9 +150,11 @@ void Service::end_from_slurm(const Fault &fault, const std::string &job_state, d
                               " (the batch script's end was not reported: the broker was away)";
     const std::string evidence = json::serialize(json::object{{"attempt", fault.attempt}, {"job", fault.state.job},
                                                               {"slurm_job_state", job_state}, {"last_seen", fault.state.last_seen}});
-    on_store([this, fault, to = *to, cause, evidence, now] {
+    on_store([this, fault, to = *to, cause, evidence, now, job_state] {
         try {
             transact([&] {
+                write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
+                              json::object{{"how", "exited"}, {"slurm_job_state", job_state}, {"job", fault.state.job}}, {}, now);
                 store_state(fault.run, to, fault.attempt, now);
                 event(fault.run, state_name(to), cause, evidence, now);
             });

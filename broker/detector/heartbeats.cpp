@@ -198,8 +198,12 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         std::shared_lock lock(runs_mu_);
         if (auto it = runs_.find(run_key); it != runs_.end()) state_now = it->second.state;
     }
+    // The attempt's receipt names its job: the token's, or an admin's word
+    // for a run or attempt it starts.
+    const bool job_known = recorded || ((create || new_attempt || started) && job > 0 && !cluster.empty());
     on_store(reply, [this, run_key, attempt, policy = std::string(requeue_policy), create, new_attempt, started, claimed, recorded, owner_uid, owner_name, attempt_row,
-                     final_state, final_cause, state_now, before, now, answer](const Reply &reply) {
+                     final_state, final_cause, state_now, before, now, answer, job_known, cluster = std::string(cluster), job,
+                     node = std::string(node), exit_code = hb.exit_code, exit_signal = hb.exit_signal](const Reply &reply) {
         try {
             transact([&] {
                 if (create) {
@@ -218,7 +222,12 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
                     event(run_key, "ATTEMPT", "attempt " + std::to_string(attempt) + " heartbeats; older attempts fenced",
                           json::serialize(json::object{{"attempt", attempt}}), now);
                 }
+                if (job_known) receipt_attempt_started(run_key, attempt, cluster, job, {node}, {}, now);
                 if (final_state) {
+                    json::object how{{"how", "exited"}, {"node", node}};
+                    if (exit_code) how["exit_codes"] = json::array{*exit_code};
+                    if (exit_signal) how["signal"] = *exit_signal;
+                    write_receipt(receipt::Kind::attempt_ended, run_key, attempt, std::move(how), {}, now);
                     store_state(run_key, *final_state, attempt, now);
                     event(run_key, state_name(*final_state), final_cause, json::serialize(json::object{{"attempt", attempt}}), now);
                 }

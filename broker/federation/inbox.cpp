@@ -25,6 +25,18 @@ namespace shardnet::broker {
 namespace json = boost::json;
 using namespace detail;
 
+namespace {
+
+// What made a peer's attempt: the decision, the broker it came from and the
+// receipt the sender's chain ended with; the owner as resolved here (a peer's
+// uid numbers mean nothing on this host).
+json::object cause_of(const std::string &id, const std::string &from, const receipts::ChainLink &link, const std::string &user, long long uid) {
+    return json::object{{"decision", id}, {"from_broker", from},
+                        {"from_receipt", link.empty() ? json::value(nullptr) : json::value(link.digest)}, {"user", user}, {"uid", uid}};
+}
+
+}  // namespace
+
 void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply) {
     json::error_code ec;
     json::value v = json::parse(req.body, ec);
@@ -72,12 +84,17 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
             if (a > now - 86400 && a <= b && b <= now + 60) fault_seen = a, fault_at = b;
         }
     }
+    // The sender's newest receipt of the run (optional: a broker without
+    // receipts sends none): this broker's chain for the run goes on from it.
+    receipts::ChainLink link;
+    if (auto *rv = v.as_object().if_contains("receipt"); rv && !rv->is_null())
+        if (std::string err = receipts::read_chain_link(*rv, link); !err.empty()) return reply(error_response(400, "bad_field", err, "receipt"));
     Requirements want;
     if (auto *r = v.as_object().if_contains("requires"); r && r->is_object())
         if (auto err = requirements_from_json(r->as_object(), want); !err.empty())
             return reply(error_response(400, "bad_field", err, "requires"));
     post_answering(slurm_thread_, "receive decision", reply, [this, id, from, run, to, script, resume, manifest, policy, fault_seen, fault_at,
-                                                             spec = spec_v->as_object(), want, by = who.name,
+                                                             spec = spec_v->as_object(), want, by = who.name, link,
                                                              peer_users = who.users](const Reply &reply) {
         const double now = wall_now();
         // The user is resolved here, by name, on this host: another site's
@@ -108,7 +125,7 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
             // so only a job of the decision's own user counts.
             if (!nonce.empty())
                 if (const auto found = find_submitted(id + ":" + nonce, as.uid)) {
-                    record_attempt(run, to, found->cluster, found->job);
+                    record_attempt(run, to, found->cluster, found->job, {}, cause_of(id, from, link, user, as.uid), link);
                     json::object res{{"accepted", true}, {"cluster", found->cluster}, {"job", found->job}, {"redelivered", true}};
                     store_wait([&] { store_->finish_received(id, "applied", json::serialize(res)); return 0; });
                     return reply(ok_json(200, res));
@@ -160,6 +177,7 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
                     }
                     store_->set_run_owner(run, user, as.uid);
                     store_->upsert_attempt(Store::AttemptRow{run, to, p.cluster, job, 0});
+                    receipt_attempt_started(run, to, p.cluster, job, p.nodes, cause_of(id, from, link, user, as.uid), now, link);
                     store_->set_recovering(run, to, (long long)p.nodes.size());
                     event(run, "RECEIVED", "decision " + id + " from broker " + from + " (peer " + by + ")", json::serialize(ev), now);
                     event(run, "PLACEMENT", p.cluster + " " + join(p.nodes) + ": job " + std::to_string(job) + ", attempt " +

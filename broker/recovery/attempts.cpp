@@ -175,13 +175,21 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
     return *job;
 }
 
-void Service::record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job) {
+void Service::record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job,
+                             const std::vector<std::string> &nodes, const json::object &cause, const receipts::ChainLink &from) {
     {
         std::unique_lock lock(runs_mu_);
         if (auto it = runs_.find(run); it != runs_.end()) it->second.jobs[attempt] = AttemptJob{cluster, job, 0};
         runs_generation_.fetch_add(1, std::memory_order_release);
     }
-    store_wait([&] { store_->upsert_attempt(Store::AttemptRow{run, attempt, cluster, job, 0}); return 0; });
+    // The job and the attempt's receipt together (the attempt's first recorded job).
+    store_wait([&] {
+        store_->transaction([&] {
+            store_->upsert_attempt(Store::AttemptRow{run, attempt, cluster, job, 0});
+            receipt_attempt_started(run, attempt, cluster, job, nodes, cause, wall_now(), from);
+        });
+        return 0;
+    });
 }
 
 }  // namespace shardnet::broker

@@ -135,7 +135,7 @@ void Service::requeue(const Fault &fault, int tries) {
                 ev["new_job"] = job;
                 ev["resumed"] = true;
                 recover_nodes = spec_nodes;
-                record_attempt(fault.run, to, name, job);
+                record_attempt(fault.run, to, name, job, {}, json::object{{"decision", id}});
                 const bool written = record("applied", job, "RECOVERING", "attempt " + std::to_string(to) + " runs as job " +
                                             std::to_string(job) + " on " + name + ", submitted before the broker stopped",
                                             RunState::recovering);
@@ -201,6 +201,12 @@ void Service::requeue(const Fault &fault, int tries) {
                 const bool written = store_wait([&] {
                     try {
                         transact([&] {
+                            // The attempt leaves with the decision: its receipt's digest
+                            // travels in it, so that the peer's chain goes on from it.
+                            const std::string digest = write_receipt(
+                                receipt::Kind::attempt_ended, fault.run, fault.attempt,
+                                json::object{{"how", "moved"}, {"moved_to", peer}, {"decision", id}}, {}, wall_now());
+                            if (!digest.empty()) payload["receipt"] = json::object{{"seq", last_receipt_link(fault.run).seq}, {"digest", digest}};
                             store_->forward_decision(id, peer, json::serialize(payload));
                             store_state(fault.run, RunState::recovering, fault.attempt, wall_now());
                             event(fault.run, "PLACEMENT", "no local capacity for attempt " + std::to_string(to) + others +
@@ -247,7 +253,7 @@ void Service::requeue(const Fault &fault, int tries) {
         }
         ev["new_job"] = new_job;
         recover_nodes = (long long)p.nodes.size();
-        record_attempt(fault.run, to, p.cluster, new_job);
+        record_attempt(fault.run, to, p.cluster, new_job, p.nodes, json::object{{"decision", id}});
         const std::string matched = req.needs_hardware() ? " (" + std::string(req.accel_class.empty() ? "" : "class, ") +
                                     (req.fabric.empty() ? "" : "fabric, ") + (req.memory_gb > 0 ? "memory, " : "") + "shape matched)" : "";
         record("applied", new_job, "PLACEMENT", p.cluster + " " + join(p.nodes) + (p.cluster == fault.state.cluster ? " without " + bad : "") +

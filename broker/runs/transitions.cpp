@@ -18,11 +18,16 @@ using namespace detail;
 void Service::store_state(const std::string &run, RunState to, long long attempt, double now) {
     {
         std::shared_lock lock(runs_mu_);
-        if (auto it = runs_.find(run); it != runs_.end() && it->second.state != to && !transition_allowed(it->second.state, to))
+        auto it = runs_.find(run);
+        if (it != runs_.end() && it->second.state != to && !transition_allowed(it->second.state, to))
             throw std::runtime_error("run " + run + ": " + state_name(it->second.state) + " -> " + state_name(to) +
                                      " is not in the run lifecycle");
     }
     store_->update_run(run, state_name(to), attempt, now);
+    // Every end of a run passes here: its receipt, in the same transaction,
+    // once (memory may say final already: the heartbeat's end goes first there).
+    if (is_final(to) && cfg_.receipts.on() && !store_->has_receipt(run, attempt, "run-ended"))
+        write_receipt(receipt::Kind::run_ended, run, attempt, json::object{{"state", state_name(to)}}, {}, now);
 }
 
 bool Service::set_state(const std::string &run, RunInfo &info, RunState to) {

@@ -1,6 +1,8 @@
 #include "broker/store/store.hpp"
 
 #include <sqlite3.h>
+
+#include "broker/store/sql.hpp"
 #include <stdexcept>
 
 namespace shardnet::broker {
@@ -74,9 +76,26 @@ const char *const kMigrations[] = {
                                 PRIMARY KEY (run, attempt));
        CREATE TABLE ckpt_policies (run TEXT PRIMARY KEY, version INTEGER NOT NULL, every_steps INTEGER NOT NULL,
                                    seconds REAL NOT NULL, detail TEXT NOT NULL, updated REAL NOT NULL);)",
+    // 11: signed receipts (doc/receipts.md), written in the transaction of
+    // the record each attests: one row per receipt, chained per run by seq;
+    // the Merkle log's perfect subtrees (level 0: the leaves), each kept
+    // once complete, so that a root or a proof is O(log n) reads; signed
+    // tree heads, by size; each signing key's first and last use (GET
+    // /v1/keys answers without a scan of the receipts).
+    R"(CREATE TABLE receipts (run TEXT NOT NULL, seq INTEGER NOT NULL, attempt INTEGER NOT NULL, kind TEXT NOT NULL,
+                              time REAL NOT NULL, envelope TEXT NOT NULL, digest TEXT NOT NULL UNIQUE,
+                              log_index INTEGER NOT NULL UNIQUE, keyid TEXT NOT NULL, PRIMARY KEY (run, seq));
+       CREATE INDEX receipts_kind ON receipts (run, attempt, kind);
+       CREATE TABLE log_nodes (level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (level, idx)) WITHOUT ROWID;
+       CREATE TABLE tree_heads (size INTEGER PRIMARY KEY, root BLOB NOT NULL, envelope TEXT NOT NULL, time REAL NOT NULL);
+       CREATE TABLE receipt_keys (keyid TEXT PRIMARY KEY, first REAL NOT NULL, last REAL NOT NULL, receipts INTEGER NOT NULL);)",
 };
 
-struct Sql { const char *name; const char *text; };
+using sql::Sql;
+using sql::Done;
+using sql::Binder;
+using sql::col_text;
+
 const Sql kStatements[] = {
     {"load_runs", "SELECT id, owner, state, attempt, manifest, world_size, created, updated, owner_uid, recover_to, recover_nodes, requeue FROM runs"},
     {"set_requeue", "UPDATE runs SET requeue = ? WHERE id = ?"},
@@ -133,30 +152,6 @@ const Sql kStatements[] = {
     {"rollback", "ROLLBACK"},
 };
 
-// Resets a statement when it goes out of scope: a SELECT stepped to its
-// first row only would otherwise hold its read transaction open (and pin
-// the WAL), and the next BEGIN would fail.
-struct Done {
-    sqlite3_stmt *s;
-    ~Done() { sqlite3_reset(s); }
-};
-
-class Binder {
-public:
-    Binder(sqlite3_stmt *s) : s_(s) { sqlite3_reset(s_); sqlite3_clear_bindings(s_); }
-    Binder &text(const std::string &v) { sqlite3_bind_text(s_, ++i_, v.data(), int(v.size()), SQLITE_TRANSIENT); return *this; }
-    Binder &integer(long long v) { sqlite3_bind_int64(s_, ++i_, v); return *this; }
-    Binder &real(double v) { sqlite3_bind_double(s_, ++i_, v); return *this; }
-private:
-    sqlite3_stmt *s_;
-    int i_ = 0;
-};
-
-std::string col_text(sqlite3_stmt *s, int i) {
-    const unsigned char *t = sqlite3_column_text(s, i);
-    return t ? reinterpret_cast<const char *>(t) : "";
-}
-
 }  // namespace
 
 Store::Store(const std::string &path, int busy_ms) : path_(path), busy_ms_(busy_ms) {
@@ -173,12 +168,14 @@ Store::Store(const std::string &path, int busy_ms) : path_(path), busy_ms_(busy_
     exec("PRAGMA journal_size_limit=8388608");
     exec("PRAGMA foreign_keys=ON");
     migrate();
-    for (const auto &s : kStatements) {
+    auto prepare = [&](const Sql &s) {
         sqlite3_stmt *st = nullptr;
         rc = sqlite3_prepare_v3(db_, s.text, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr);
         if (rc != SQLITE_OK) fail(std::string("preparing ") + s.name, rc);
         prepared_[s.name] = st;
-    }
+    };
+    for (const auto &s : kStatements) prepare(s);
+    for (const auto &s : sql::receipt_statements()) prepare(s);
 }
 
 Store::~Store() {

@@ -148,6 +148,39 @@ public:
     void upsert_policy(const PolicyRow &p);
     std::vector<PolicyRow> load_policies();
 
+    // Signed receipts and their log (store/receipt_store.cpp; doc/receipts.md).
+    // Each call belongs inside the transaction of the record it attests.
+    struct ReceiptRow {
+        std::string run;
+        long long seq = 0, attempt = 0;
+        std::string kind;
+        double time = 0;
+        std::string envelope, digest;   // the envelope's JSON bytes and their hex SHA-256
+        long long log_index = 0;
+        std::string keyid;
+    };
+    std::optional<ReceiptRow> last_receipt(const std::string &run);
+    bool has_receipt(const std::string &run, long long attempt, const std::string &kind);
+    void insert_receipt(const ReceiptRow &r);
+    std::vector<ReceiptRow> list_receipts(const std::string &run);
+    // The log: its size (leaves), and perfect subtree (level, index) as 32
+    // raw bytes ("" when not stored: not complete yet, or past the end).
+    long long log_size();
+    std::string log_node(int level, long long index);
+    void put_log_node(int level, long long index, const std::string &hash);
+    struct TreeHeadRow { long long size = 0; std::string root, envelope; double time = 0; };
+    std::optional<TreeHeadRow> last_tree_head();
+    std::optional<TreeHeadRow> tree_head(long long size);
+    void insert_tree_head(const TreeHeadRow &h);
+    // Which keys signed receipts here, when first and last (GET /v1/keys).
+    struct KeyUse { std::string keyid; double first = 0, last = 0; long long receipts = 0; };
+    std::vector<KeyUse> key_uses();
+    // Whether run went to (a decision forwarded to) or came from (a decision
+    // received from) the broker called peer: that peer may read its receipts.
+    bool run_crossed(const std::string &run, const std::string &peer);
+    // The ranks' commits of a checkpoint: rank and its files (JSON text).
+    std::vector<std::pair<long long, std::string>> commit_files(const std::string &run, long long attempt, const std::string &name);
+
     // Runs fn inside one transaction (all or nothing).
     void transaction(const std::function<void()> &fn);
     // The most pages the database may have (SQLite's max_page_count): past

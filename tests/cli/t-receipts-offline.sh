@@ -104,7 +104,8 @@ check 1 "not shown to be in the log head" e1.json e2.json e3.json --key pub.pem 
 
 # Usage errors: exit 2.
 check 2 "--key PUB.pem" chain.jsonl
-check 2 "not there yet" small-1a2b3c --key pub.pem
+# A name that is no file is a run: without a broker to ask, a usage error saying so.
+check 2 "no broker" small-1a2b3c --key pub.pem
 check 2 "cannot open" ./no-such-file.json --key pub.pem
 chmod 644 k.pem
 rc=0; err=$("$SHARD" receipt-sign --key k.pem --statement s1.json 2>&1) || rc=$?

@@ -1,0 +1,148 @@
+// The receipts' API: the broker's public keys (GET /v1/keys), a run's
+// receipts (GET /v1/runs/{id}/receipts), the log's signed head and its
+// inclusion and consistency proofs (GET /v1/log/...). Answers come from the
+// store thread; a head is signed when asked for and the log grew since the
+// last one (never per receipt).
+#include <boost/json.hpp>
+
+#include "broker/api/api_util.hpp"
+#include "broker/receipts/receipts.hpp"
+#include "broker/service.hpp"
+#include "common/tree_head.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+
+namespace {
+
+ApiResponse no_receipts() {
+    return error_response(404, "no_receipts", "this broker signs no receipts: its config has no \"receipts\" section "
+                          "({\"key_file\": an Ed25519 private key, root 0600; see shardnet-broker(8))");
+}
+
+json::value time_or_null(double t) { return t > 0 ? json::value(receipt::utc_time(t)) : json::value(nullptr); }
+
+json::array hex_array(const std::vector<merkle::Hash> &hs) {
+    json::array a;
+    for (const auto &h : hs) a.push_back(json::string(merkle::hex(h)));
+    return a;
+}
+
+merkle::Hash hash_of(const std::string &raw) {
+    merkle::Hash h{};
+    std::copy_n(raw.begin(), std::min<std::size_t>(raw.size(), 32), h.begin());
+    return h;
+}
+
+// A query parameter that must be an integer in lo..hi; the 400 names it.
+std::optional<long long> int_param(const std::string &query, const char *name, long long lo, long long hi, ApiResponse &bad) {
+    const std::string v = query_param(query, name);
+    auto n = parse_int(v, lo, hi);
+    if (!n)
+        bad = error_response(400, "bad_field", std::string(name) + ": " + (v.empty() ? "missing" : "'" + v.substr(0, 40) + "'") +
+                                                   "; expected an integer " + std::to_string(lo) + ".." + std::to_string(hi), name);
+    return n;
+}
+
+}  // namespace
+
+void Service::get_keys(const Reply &reply) {
+    if (!cfg_.receipts.on()) return reply(no_receipts());
+    on_store(reply, [this](const Reply &reply) {
+        std::map<std::string, Store::KeyUse> uses;
+        for (auto &u : store_->key_uses()) uses[u.keyid] = u;
+        json::array keys;
+        auto add = [&](const SigningKey &k, bool current) {
+            const auto it = uses.find(k.keyid());
+            const Store::KeyUse u = it == uses.end() ? Store::KeyUse{} : it->second;
+            // Validity as this broker's log shows it: the first and last
+            // receipt each key signed (a current key is valid on).
+            keys.push_back(json::object{{"keyid", k.keyid()}, {"pem", k.public_pem()}, {"status", current ? "current" : "retired"},
+                                        {"valid_from", time_or_null(u.first)}, {"valid_until", current ? json::value(nullptr) : time_or_null(u.last)},
+                                        {"receipts", u.receipts}});
+        };
+        add(cfg_.receipts.key, true);
+        for (const auto &k : cfg_.receipts.retired) add(k, false);
+        reply(ok_json(200, json::object{{"broker", cfg_.broker_name}, {"keys", std::move(keys)}}));
+    });
+}
+
+void Service::get_receipts(const std::string &id, const TokenEntry &who, const Reply &reply) {
+    if (!cfg_.receipts.on()) return reply(no_receipts());
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        // A peer is asked below (runs it moved to or from it); anyone else
+        // who may not see the run learns nothing of it.
+        if (it == runs_.end() || (who.scope != Scope::peer && !may_see(who, id, &it->second)))
+            return reply(error_response(404, "no_run", "no run " + id));
+    }
+    on_store(reply, [this, id, peer = who.scope == Scope::peer ? who.name : std::string()](const Reply &reply) {
+        if (!peer.empty() && !store_->run_crossed(id, peer)) return reply(error_response(404, "no_run", "no run " + id));
+        json::array out;
+        for (const auto &r : store_->list_receipts(id)) {
+            json::error_code ec;
+            json::value env = json::parse(r.envelope, ec);
+            if (ec) throw std::runtime_error("receipt " + std::to_string(r.seq) + " of run " + id + " is not JSON in the store");
+            out.push_back(json::object{{"seq", r.seq}, {"kind", r.kind}, {"attempt", r.attempt}, {"time", receipt::utc_time(r.time)},
+                                       {"digest", r.digest}, {"log_index", r.log_index}, {"envelope", std::move(env)}});
+        }
+        reply(ok_json(200, json::object{{"run", id}, {"broker", cfg_.broker_name}, {"receipts", std::move(out)}}));
+    });
+}
+
+Store::TreeHeadRow Service::current_head(double now) {
+    const long long size = store_->log_size();
+    if (auto last = store_->last_tree_head(); last && last->size == size) return *last;
+    const merkle::Hash root = merkle::root(uint64_t(size), receipts::log_source(*store_));
+    dsse::Envelope env;
+    if (std::string err = receipt::sign_tree_head(cfg_.receipts.key, receipt::TreeHead{(unsigned long long)size, root, receipt::utc_time(now)}, env);
+        !err.empty())
+        throw std::runtime_error("the log's head of size " + std::to_string(size) + " not signed: " + err);
+    Store::TreeHeadRow row{size, std::string(reinterpret_cast<const char *>(root.data()), root.size()), dsse::to_json(env), now};
+    store_->transaction([&] { store_->insert_tree_head(row); });
+    return row;
+}
+
+void Service::get_log_head(const Reply &reply) {
+    if (!cfg_.receipts.on()) return reply(no_receipts());
+    on_store(reply, [this](const Reply &reply) {
+        const Store::TreeHeadRow h = current_head(wall_now());
+        reply(ok_json(200, json::object{{"tree_size", h.size}, {"root_hash", merkle::hex(hash_of(h.root))},
+                                        {"head", json::parse(h.envelope)}}));
+    });
+}
+
+void Service::get_log_proof(bool inclusion, const std::string &query, const Reply &reply) {
+    if (!cfg_.receipts.on()) return reply(no_receipts());
+    ApiResponse bad;
+    const char *a = inclusion ? "index" : "first", *b = inclusion ? "size" : "second";
+    const auto x = int_param(query, a, 0, 1LL << 62, bad);
+    if (!x) return reply(bad);
+    const auto n = int_param(query, b, 1, 1LL << 62, bad);
+    if (!n) return reply(bad);
+    if (inclusion ? *x >= *n : *x > *n)
+        return reply(error_response(400, "bad_field", std::string(a) + ": " + std::to_string(*x) + (inclusion ? " is not below " : " is above ") +
+                                                          b + " " + std::to_string(*n), a));
+    on_store(reply, [this, inclusion, x = *x, n = *n, b](const Reply &reply) {
+        const long long size = store_->log_size();
+        if (n > size)
+            return reply(error_response(400, "bad_field", std::string(b) + ": " + std::to_string(n) + " is past the log's size " + std::to_string(size), b));
+        const merkle::NodeSource src = receipts::log_source(*store_);
+        json::object out;
+        // The signed head of that size, when one was signed.
+        auto head_of = [&](long long s) { auto h = store_->tree_head(s); return h ? json::parse(h->envelope) : json::value(nullptr); };
+        if (inclusion) {
+            out = json::object{{"leaf_index", x}, {"tree_size", n}, {"leaf_hash", merkle::hex(src.leaf(uint64_t(x)))},
+                               {"path", hex_array(merkle::inclusion_proof(uint64_t(x), uint64_t(n), src))}, {"head", head_of(n)}};
+        } else {
+            out = json::object{{"first", x}, {"second", n}, {"path", hex_array(merkle::consistency_proof(uint64_t(x), uint64_t(n), src))},
+                               {"first_head", head_of(x)}, {"second_head", head_of(n)}};
+        }
+        reply(ok_json(200, out));
+    });
+}
+
+}  // namespace shardnet::broker

@@ -1,0 +1,164 @@
+#include "sbatch-wrappers/receipts_cmd.hpp"
+
+#include <cstdio>
+#include <set>
+
+#include "common/dsse.hpp"
+#include "common/receipt.hpp"
+
+namespace shardnet::cli {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::size_t kMaxReceipts = std::size_t(256) << 20;   // as shard verify reads a file of them
+
+// The brokers to ask, the configured one first, each URL once.
+std::vector<BrokerRef> brokers_of(const CliConfig &cfg) {
+    std::vector<BrokerRef> out{cfg.broker};
+    std::set<std::string> urls{cfg.broker.url};
+    for (const auto &[name, b] : cfg.brokers)
+        if (urls.insert(b.url).second) out.push_back(b);
+    if (out[0].name.empty())
+        for (const auto &[name, b] : cfg.brokers)
+            if (b.url == out[0].url) out[0].name = name;
+    return out;
+}
+
+std::string label(const BrokerRef &b) { return b.name.empty() ? b.url : b.name; }
+
+const json::array *array_at(const json::value &v, const char *k) {
+    const auto *o = v.if_object();
+    const auto *a = o ? o->if_contains(k) : nullptr;
+    return a ? a->if_array() : nullptr;
+}
+
+// One broker's part of run: nullopt when it has none (404), else its log
+// with a head bundle over the receipts it listed. err: what went wrong.
+std::optional<FetchedLog> fetch_one(const BrokerRef &b, const std::string &run, std::string &err) {
+    Answer r = call(b, "GET", "/v1/runs/" + run + "/receipts", "", 60000, kMaxReceipts);
+    if (r.status == 404) return std::nullopt;
+    if (!r.ok()) { err = label(b) + ": " + r.error; return std::nullopt; }
+    const json::array *rs = array_at(r.body, "receipts");
+    if (!rs) { err = label(b) + ": the answer lists no receipts"; return std::nullopt; }
+    FetchedLog log;
+    log.broker = r.body.as_object().contains("broker") && r.body.at("broker").is_string() ? std::string(r.body.at("broker").as_string()) : label(b);
+    std::vector<long long> indexes;
+    for (const auto &x : *rs) {
+        const auto *o = x.if_object();
+        if (!o || !o->contains("envelope") || !o->contains("seq") || !o->at("seq").is_int64() || !o->contains("log_index") ||
+            !o->at("log_index").is_int64()) {
+            err = label(b) + ": a receipt entry without envelope, seq or log_index";
+            return std::nullopt;
+        }
+        log.envelopes.push_back(json::serialize(o->at("envelope")));
+        log.seqs.push_back(o->at("seq").as_int64());
+        indexes.push_back(o->at("log_index").as_int64());
+    }
+    // The head now, and each receipt's place in it (what the verifier
+    // checks against the head's signed root, trusting none of it).
+    Answer h = call(b, "GET", "/v1/log/head");
+    if (h.ok() && h.body.is_object() && h.body.as_object().contains("head") && h.body.at("tree_size").is_int64()) {
+        const long long size = h.body.at("tree_size").as_int64();
+        json::array inclusion;
+        for (long long i : indexes) {
+            Answer p = call(b, "GET", "/v1/log/proof/inclusion?index=" + std::to_string(i) + "&size=" + std::to_string(size));
+            if (!p.ok() || !p.body.is_object()) continue;   // that receipt then shows as not in the head
+            inclusion.push_back(json::object{{"leaf_hash", p.body.at("leaf_hash")}, {"leaf_index", i}, {"path", p.body.at("path")}});
+        }
+        log.head_bundle = json::serialize(json::object{{"head", h.body.at("head")}, {"inclusion", std::move(inclusion)}});
+    }
+    Answer k = call(b, "GET", "/v1/keys");
+    if (const json::array *ks = k.ok() ? array_at(k.body, "keys") : nullptr)
+        for (const auto &key : *ks)
+            if (key.is_object() && key.as_object().contains("pem") && key.at("pem").is_string()) log.key_pems.emplace_back(key.at("pem").as_string());
+    return log;
+}
+
+// What a receipt attests, in a few words.
+std::string what(const receipt::Receipt &r) {
+    auto s = [&](const char *k) {
+        const auto *v = r.body.if_contains(k);
+        return !v || v->is_null() ? std::string("-") : v->is_string() ? std::string(v->as_string()) : json::serialize(*v);
+    };
+    switch (r.kind) {
+    case receipt::Kind::attempt_started: {
+        std::string nodes;
+        if (const auto *ns = r.body.if_contains("nodes"); ns && ns->is_array())
+            for (const auto &n : ns->as_array())
+                if (n.is_object() && n.as_object().contains("name") && n.at("name").is_string()) nodes += (nodes.empty() ? "" : ",") + std::string(n.at("name").as_string());
+        std::string cause;
+        if (const auto *c = r.body.if_contains("cause"); c && c->is_object() && c->as_object().contains("decision"))
+            cause = " (decision " + json::serialize(c->at("decision")) + ")";
+        return "job " + s("cluster") + "/" + s("job") + (nodes.empty() ? "" : " on " + nodes) + cause;
+    }
+    case receipt::Kind::checkpoint_sealed: {
+        unsigned long long bytes = 0;
+        for (const auto &sub : r.subjects)
+            if (const auto *z = sub.annotations.if_contains("size"); z && z->is_number()) bytes += z->to_number<unsigned long long>();
+        return s("checkpoint") + " (parent " + s("parent") + "): " + std::to_string(r.subjects.size()) + " shard(s), " + std::to_string(bytes) + " bytes";
+    }
+    case receipt::Kind::attempt_ended: {
+        const std::string how = s("how");
+        if (how == "moved") return "moved to " + s("moved_to");
+        if (how == "fault") return "fault: " + s("cause");
+        if (how == "exited") return r.body.contains("exit_codes") ? "exited " + s("exit_codes") : "exited (Slurm: " + s("slurm_job_state") + ")";
+        return how;
+    }
+    case receipt::Kind::run_ended: return s("state");
+    }
+    return "";
+}
+
+}  // namespace
+
+ReceiptFetcher broker_fetcher(const CliConfig &cfg) {
+    return [cfg](const std::string &run, std::vector<FetchedLog> &logs) -> std::string {
+        std::string errors;
+        for (const auto &b : brokers_of(cfg)) {
+            std::string err;
+            if (auto log = fetch_one(b, run, err)) logs.push_back(std::move(*log));
+            else if (!err.empty()) errors += (errors.empty() ? "" : "; ") + err;
+        }
+        if (logs.empty()) return errors.empty() ? "no broker has receipts of run " + run : errors;
+        // A broker that did not answer may hold part of the chain: said, and
+        // the chain's check shows what is missing.
+        if (!errors.empty()) std::fprintf(stderr, "shard: verify: warning: %s\n", errors.c_str());
+        return "";
+    };
+}
+
+int show_receipts(const CliConfig &cfg, const std::string &run, bool as_json) {
+    std::vector<FetchedLog> logs;
+    if (std::string err = broker_fetcher(cfg)(run, logs); !err.empty()) {
+        std::fprintf(stderr, "shard: receipts: %s\n", err.c_str());
+        return err.find("HTTP") != std::string::npos || err.find("://") != std::string::npos ? 3 : 2;
+    }
+    struct Row { long long seq; std::string broker, text; };
+    std::vector<Row> rows;
+    for (const auto &l : logs)
+        for (std::size_t i = 0; i < l.envelopes.size(); ++i) rows.push_back(Row{l.seqs[i], l.broker, l.envelopes[i]});
+    std::stable_sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.seq < b.seq; });
+    if (as_json) {
+        json::array out;
+        for (const auto &r : rows) out.push_back(json::parse(r.text));
+        std::printf("%s\n", json::serialize(out).c_str());
+        return 0;
+    }
+    std::printf("%-4s %-17s %-24s %-14s %-7s %s\n", "SEQ", "KIND", "TIME", "BROKER", "ATTEMPT", "ATTESTS");
+    for (const auto &r : rows) {
+        dsse::Envelope env;
+        receipt::Receipt rc;
+        std::string err = dsse::from_json(r.text, env);
+        if (err.empty()) err = receipt::parse_statement(env.payload, rc);
+        // Shown, not verified: shard verify checks signatures and the chain.
+        if (!err.empty()) { std::printf("%-4lld %-17s (unreadable: %s)\n", r.seq, "?", err.c_str()); continue; }
+        std::printf("%-4lld %-17s %-24s %-14s %-7lld %s\n", rc.seq, receipt::kind_name(rc.kind), rc.time.c_str(), rc.broker.c_str(),
+                    rc.attempt, what(rc).c_str());
+    }
+    std::printf("%zu receipt(s) of run %s (not verified: shard verify %s checks them)\n", rows.size(), run.c_str(), run.c_str());
+    return 0;
+}
+
+}  // namespace shardnet::cli

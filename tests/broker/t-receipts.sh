@@ -1,0 +1,165 @@
+#!/bin/bash
+# Signed receipts on a real broker process (issue 19): kill -9 while commits
+# seal, again and again; after each restart every seal has its receipt and
+# every receipt its seal (both or neither), `shard verify RUN` passes with
+# the pinned key, the log holds every receipt, and its head extends the one
+# signed before the kill (consistency proof). Run by `make check` with
+# BROKER and SHARD set; no Slurm.
+set -uo pipefail
+BROKER=${BROKER:?}; SHARD=$(realpath "${SHARD:?}")
+T=$(mktemp -d); PID=""
+trap '[ -n "$PID" ] && kill -9 $PID 2>/dev/null && wait $PID 2>/dev/null; rm -rf "$T"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+hash() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
+PY=/usr/bin/python3
+ROUNDS=${RECEIPT_KILL_ROUNDS:-5}
+
+openssl genpkey -algorithm ed25519 -out "$T/receipts.key" 2>/dev/null && chmod 600 "$T/receipts.key"
+openssl pkey -in "$T/receipts.key" -pubout -out "$T/receipts.pub"
+cat > "$T/broker.json" <<CONF
+{"listen": "127.0.0.1:0", "plain_http": true, "database": "$T/broker.db", "broker_name": "solo",
+ "receipts": {"key_file": "$T/receipts.key"},
+ "tokens": [{"name": "ops", "scope": "admin", "sha256": "$(hash admin-t)"}]}
+CONF
+start() {
+    rm -f "$T/port"
+    "$BROKER" --config "$T/broker.json" --port-file "$T/port" 2>> "$T/log" &
+    PID=$!
+    for _ in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
+    P=$(cat "$T/port")
+}
+get() { curl -sf -H "Authorization: Bearer admin-t" "http://127.0.0.1:$P$1"; }
+shard() { SHARD_BROKER="http://127.0.0.1:$P" SHARD_TOKEN=admin-t "$SHARD" "$@"; }
+
+# A key readable by others is refused at start, naming the file.
+chmod 644 "$T/receipts.key"
+"$BROKER" --config "$T/broker.json" --check-config 2> "$T/err"; rc=$?
+[ $rc != 0 ] && grep -q "receipts.key_file" "$T/err" && ok "a group/other-readable receipts key is refused: $(head -c 160 "$T/err")" \
+    || fail "receipts key with mode 644 accepted (rc $rc): $(cat "$T/err")"
+chmod 600 "$T/receipts.key"
+
+start
+curl -sf -X POST -H "Authorization: Bearer admin-t" "http://127.0.0.1:$P/v1/heartbeats" --data-binary \
+    '{"run":"r1","attempt":1,"node":"n1","step":"batch","cluster":"c1","job":7,"interval":1,"state":"running","ranks":[{"rank":0,"step":1}]}' \
+    || fail "first heartbeat"
+[ "$(curl -s "http://127.0.0.1:$P/v1/keys" | $PY -c 'import json,sys; print(json.load(sys.stdin)["keys"][0]["status"])')" = current ] \
+    && ok "GET /v1/keys without a token: the current key" || fail "GET /v1/keys"
+
+# Commits from 4 clients, each sealing at once (world 1), until the broker goes.
+commit_burst() {  # ROUND
+    $PY - "$P" "$1" <<'PY'
+import hashlib, http.client, json, sys, threading
+port, rnd = int(sys.argv[1]), sys.argv[2]
+def worker(w):
+    for i in range(100000):
+        name = "ck-%s-%d-%d" % (rnd, w, i)
+        path = "rank-0/%s.pt" % name
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("POST", "/v1/runs/r1/checkpoints/%s/commit" % name,
+                      json.dumps({"attempt": 1, "rank": 0, "world_size": 1,
+                                  "files": [{"path": path, "sha256": hashlib.sha256(path.encode()).hexdigest(), "bytes": 10}]}),
+                      {"Authorization": "Bearer admin-t"})
+            c.getresponse().read()
+        except Exception:
+            return
+ts = [threading.Thread(target=worker, args=(w,)) for w in range(4)]
+[t.start() for t in ts]; [t.join() for t in ts]
+PY
+}
+# Seals and their receipts agree in the database, and the log holds exactly the receipts.
+both_or_neither() {
+    $PY - "$T/broker.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+seals = {r[0] for r in db.execute("SELECT name FROM checkpoints WHERE run = 'r1'")}
+receipts = {}
+import base64, json
+for (env,) in db.execute("SELECT envelope FROM receipts WHERE run = 'r1' AND kind = 'checkpoint-sealed'"):
+    st = json.loads(base64.b64decode(json.loads(env)["payload"]))
+    receipts[st["predicate"]["body"]["checkpoint"]] = st
+assert seals == set(receipts), ("seal without receipt", sorted(seals - set(receipts))[:3], "receipt without seal", sorted(set(receipts) - seals)[:3])
+n = db.execute("SELECT count(*) FROM receipts").fetchone()[0]
+leaves = db.execute("SELECT count(*) FROM log_nodes WHERE level = 0").fetchone()[0]
+idx = sorted(r[0] for r in db.execute("SELECT log_index FROM receipts"))
+assert leaves == n and idx == list(range(n)), ("log leaves", leaves, "receipts", n)
+print(len(seals))
+PY
+}
+
+head_bundle() {  # OLD-HEAD-FILE OUT: the current head, every receipt's inclusion, consistency from OLD
+    get /v1/log/head > "$T/head.json" || return 1
+    get /v1/runs/r1/receipts > "$T/receipts.json" || return 1
+    $PY - "$T/head.json" "$T/receipts.json" "$1" "$2" "$T/envs.json" "http://127.0.0.1:$P" <<'PY'
+import json, sys, urllib.request
+head, recs, old_file, out, envs_out, base = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["receipts"], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+def get(path):
+    rq = urllib.request.Request(base + path, headers={"Authorization": "Bearer admin-t"})
+    return json.load(urllib.request.urlopen(rq))
+n = head["tree_size"]
+assert n == len(recs), ("the log has %d leaves, the run %d receipts (the only run)" % (n, len(recs)))
+inc = []
+for r in recs:
+    p = get("/v1/log/proof/inclusion?index=%d&size=%d" % (r["log_index"], n))
+    inc.append({"leaf_hash": p["leaf_hash"], "leaf_index": r["log_index"], "path": p["path"]})
+bundle = {"head": head["head"], "inclusion": inc}
+try:
+    old = json.load(open(old_file))
+    c = get("/v1/log/proof/consistency?first=%d&second=%d" % (old["tree_size"], n))
+    bundle["consistency"] = {"head": old["head"], "path": c["path"]}
+except FileNotFoundError:
+    pass
+json.dump(bundle, open(out, "w"))
+json.dump([r["envelope"] for r in recs], open(envs_out, "w"))
+PY
+}
+
+for round in $(seq "$ROUNDS"); do
+    get /v1/log/head > "$T/old-head.json" || fail "round $round: no head"
+    commit_burst "$round" &
+    CLIENT=$!
+    sleep "0.$((RANDOM % 8 + 3))"
+    { kill -9 $PID; wait $PID; } 2>/dev/null; wait $CLIENT; PID=""
+    seals=$(both_or_neither) && ok "round $round: kill -9 mid-seal: $seals seals, each with its receipt and no receipt without one; log = receipts" \
+        || fail "round $round: seals and receipts disagree"
+    start
+    out=$(shard verify r1 --key "$T/receipts.pub" 2>&1) && grep -q "^ok: " <<<"$out" \
+        && ok "round $round: shard verify r1: $(grep '^ok:' <<<"$out")" || fail "round $round: shard verify r1: $out"
+    if head_bundle "$T/old-head.json" "$T/bundle.json"; then
+        out=$("$SHARD" verify "$T/envs.json" --key "$T/receipts.pub" --head "$T/bundle.json" 2>&1) \
+            && ok "round $round: every receipt in the head; it extends the head before the kill: $(grep '^log head' <<<"$out")" \
+            || fail "round $round: log inconsistent: $out"
+    else
+        fail "round $round: head or proofs not served"
+    fi
+done
+
+# Without --key: the broker's own keys, with the warning that they prove less.
+out=$(shard verify r1 2>&1) && grep -q "warning: no --key" <<<"$out" && ok "shard verify r1 without --key warns: $(grep -o 'warning: no --key[^.]*' <<<"$out")" \
+    || fail "shard verify without --key: $out"
+out=$(shard receipts r1 2>&1) && grep -q "attempt-started" <<<"$out" && grep -q "checkpoint-sealed" <<<"$out" \
+    && ok "shard receipts r1: $(tail -1 <<<"$out")" || fail "shard receipts: $out"
+[ "$(shard receipts r1 --json | $PY -c 'import json,sys; print(json.load(sys.stdin)[0]["payloadType"])')" = application/vnd.in-toto+json ] \
+    && ok "shard receipts --json: the envelopes" || fail "shard receipts --json"
+# A tampered receipt in the database is caught by shard verify RUN.
+kill -9 $PID; wait $PID 2>/dev/null; PID=""
+$PY - "$T/broker.db" <<'PY'
+import base64, json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+seq, env = db.execute("SELECT seq, envelope FROM receipts WHERE run = 'r1' AND kind = 'checkpoint-sealed' LIMIT 1").fetchone()
+e = json.loads(env)
+st = base64.b64decode(e["payload"]).replace(b'"size":10', b'"size":11')
+e["payload"] = base64.b64encode(st).decode()
+db.execute("UPDATE receipts SET envelope = ? WHERE run = 'r1' AND seq = ?", (json.dumps(e, separators=(",", ":"), sort_keys=True), seq))
+db.commit()
+PY
+start
+out=$(shard verify r1 --key "$T/receipts.pub" 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "bad signature" <<<"$out" && ok "a receipt altered in the database: $(grep -m1 FAIL <<<"$out")" \
+    || fail "altered receipt not caught (rc $rc): $out"
+
+[ $fails = 0 ] && echo "all receipt checks passed" || { echo "$fails receipt check(s) failed"; tail -20 "$T/log"; }
+exit $((fails > 0))

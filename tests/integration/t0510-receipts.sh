@@ -1,0 +1,69 @@
+#!/bin/bash
+# Issue 19 on real clusters: the federated PyTorch run of t0500 (killed on
+# beta, resumed on alpha through the peer broker) yields one receipt chain
+# across both brokers: attempt 1 on beta, its seals, the FAULT, the move,
+# attempt 2 on alpha, its seals, the end; `shard verify RUN` passes with the
+# two pinned public keys and re-hashes the final checkpoint on disk, and a
+# shard changed after sealing is caught.
+# (Written with the broker side of receipts; run by `make integration`.)
+. "$(dirname "$0")/lib.sh"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (scripts/install-deps.sh installs it)"
+start_federation
+# Both brokers sign: a key each (root, 0600), then restarted with it.
+for x in a b; do
+    openssl genpkey -algorithm ed25519 -out "$FED/$x.receipts.key" 2>/dev/null && chmod 600 "$FED/$x.receipts.key"
+    openssl pkey -in "$FED/$x.receipts.key" -pubout -out "$FED/$x.receipts.pub" && chmod 644 "$FED/$x.receipts.pub"
+    /usr/bin/python3 - "$FED/$x.json" "$FED/$x.receipts.key" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["receipts"] = {"key_file": sys.argv[2]}
+json.dump(c, open(sys.argv[1], "w"))
+PY
+done
+fed_restart A; fed_restart B
+TRAIN=$(cd "$(dirname "$0")/../../etc/examples/pytorch" && pwd)/train.py
+cp "$TRAIN" "$WORK/train.py"; chmod 755 "$WORK/train.py"
+cp -r "$(dirname "$0")/../../python/shardnet" "$WORK/shardnet"; chmod -R a+rX "$WORK/shardnet"
+STEPS=120
+CK=$TEST_HOME/.shardnet/checkpoints
+
+j=$(as_user beta sbatch --parsable -N2 -n2 -o "$WORK/pt-rc-%j.out" --shardnet=pt-rc --shardnet-heartbeat=1 --shardnet-ckpt-every=10 \
+    --wrap "srun /usr/bin/python3 $WORK/train.py --steps $STEPS --step-seconds 0.1")
+fed_wait 60 'any(e["kind"] == "SEALED" and e["evidence"]["checkpoint"] >= "checkpoint-00000030" for e in v["events"])' B /v1/runs/pt-rc/events \
+    || fail "pt-rc sealed nothing on beta: $(fed_get B /v1/runs/pt-rc/events) $(tail -5 "$WORK"/pt-rc-*.out)"
+"$HARNESS/clusters.sh" kill-node "$SCRATCH" beta beta2
+fed_wait 90 'v["state"] == "SUCCEEDED"' A /v1/runs/pt-rc || fail "pt-rc did not finish at A: $(fed_get A /v1/runs/pt-rc/events)"
+"$HARNESS/clusters.sh" start-node "$SCRATCH" beta beta2
+
+# The chain, as the brokers list it: beta's part then alpha's.
+kinds() { fed_get "$1" /v1/runs/pt-rc/receipts | /usr/bin/python3 -c '
+import json, sys
+print(" ".join("%d:%s" % (r["seq"], r["kind"]) for r in json.load(sys.stdin)["receipts"]))'; }
+kb=$(kinds B); ka=$(kinds A)
+echo "  beta:  $kb"; echo "  alpha: $ka"
+grep -q "^1:attempt-started .*checkpoint-sealed.*attempt-ended.*attempt-ended$" <<<"$kb" \
+    || fail "beta's part is not attempt 1, its seals, the FAULT and the move: $kb"
+grep -q "^[0-9]*:attempt-started .*checkpoint-sealed.*attempt-ended [0-9]*:run-ended$" <<<"$ka" \
+    || fail "alpha's part is not attempt 2, its seals and the end: $ka"
+last_b=$(awk '{print $NF}' <<<"$kb" | cut -d: -f1); first_a=$(awk '{print $1}' <<<"$ka" | cut -d: -f1)
+[ "$first_a" = $((last_b + 1)) ] || fail "alpha's chain does not go on from beta's: beta ends at $last_b, alpha starts at $first_a"
+ok "one chain across the brokers: beta 1..$last_b, alpha $first_a..$(awk '{print $NF}' <<<"$ka" | cut -d: -f1)"
+
+final=$(ls -d "$CK"/pt-rc/checkpoint-* | sort | tail -1)
+out=$(shard verify pt-rc --key "$FED/b.receipts.pub" --key "$FED/a.receipts.pub" --checkpoint-dir "$final" 2>&1) \
+    || fail "shard verify pt-rc: $out"
+grep -q "^ok: " <<<"$out" && grep -q "^checkpoint .*shard(s)" <<<"$out" || fail "shard verify pt-rc: $out"
+sed 's/^/  /' <<<"$out"
+ok "shard verify pt-rc: both brokers' receipts, their log heads, and $(basename "$final") re-hashed on disk"
+
+# A shard changed after sealing is caught, naming it.
+shard_file=$(ls "$final"/*.pt | head -1)
+cp "$shard_file" "$WORK/keep.pt"
+printf 'x' | dd of="$shard_file" bs=1 seek=10 conv=notrunc 2>/dev/null
+out=$(shard verify pt-rc --key "$FED/b.receipts.pub" --key "$FED/a.receipts.pub" --checkpoint-dir "$final" 2>&1) && fail "a changed shard verified: $out"
+grep -q "digest mismatch for shard" <<<"$out" || fail "no digest mismatch line: $out"
+cp "$WORK/keep.pt" "$shard_file"
+ok "a shard changed on disk after sealing: $(grep -m1 'digest mismatch' <<<"$out")"
+# Pinned keys matter: with only alpha's key, beta's receipts are unknown.
+out=$(shard verify pt-rc --key "$FED/a.receipts.pub" 2>&1) && fail "verified without beta's key: $out"
+grep -q "signed by unknown key" <<<"$out" || fail "beta's receipts not refused without its key: $out"
+ok "without beta's key its receipts are refused: $(grep -m1 'unknown key' <<<"$out")"

@@ -1,0 +1,366 @@
+// Signed receipts at the broker (broker/receipts/, doc/receipts.md): each
+// receipt is written in the transaction of the record it attests, chained
+// per run, logged in the Merkle log; the endpoints serve what verifies
+// offline (common/receipt_verify), and only to whom may see the run.
+#include <algorithm>
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+
+#include "common/digest.hpp"
+#include "common/receipt_verify.hpp"
+#include "common/tree_head.hpp"
+#include "tests/unit/fakes/service_fixture.hpp"
+
+using namespace shardnet;
+using namespace shardnet::broker;
+using namespace shardnet::broker::testing;
+namespace json = boost::json;
+
+namespace {
+
+const std::string kConf = "/fake/c1.conf";
+
+SigningKey test_key(char seed = 'k') {
+    SigningKey k;
+    REQUIRE(SigningKey::from_seed(std::string(32, seed), k) == "");
+    return k;
+}
+
+// A fixture whose broker signs receipts; alice and bob are users of this host.
+struct ReceiptFixture : ServiceFixture {
+    SigningKey key = test_key();
+    explicit ReceiptFixture(std::map<std::string, std::string> clusters = {}) : ServiceFixture(std::move(clusters)) {
+        cfg.receipts.key = key;
+        cfg.tokens.push_back(TokenEntry{"alice", sha256_hex("alice-t"), Scope::user, "", 0, "daemon"});
+        cfg.tokens.push_back(TokenEntry{"bob", sha256_hex("bob-t"), Scope::user, "", 0, "bin"});
+        cfg.tokens.push_back(TokenEntry{"site", sha256_hex("worker-t"), Scope::worker, ""});
+    }
+    json::object get(const std::string &path, const std::string &token = "admin-t") {
+        auto r = call("GET", path, "", token);
+        INFO(path << ": " << r.body);
+        REQUIRE(r.status == 200);
+        return json::parse(r.body).as_object();
+    }
+    // The run's envelopes, in the broker's order.
+    std::vector<dsse::Envelope> envelopes(const std::string &run) {
+        std::vector<dsse::Envelope> out;
+        const json::object list = get("/v1/runs/" + run + "/receipts");   // kept: the loop reads into it
+        for (const auto &r : list.at("receipts").as_array()) {
+            dsse::Envelope e;
+            REQUIRE(dsse::from_json_value(r.at("envelope"), e) == "");
+            out.push_back(std::move(e));
+        }
+        return out;
+    }
+    std::vector<std::string> kinds(const std::string &run) {
+        std::vector<std::string> out;
+        const json::object list = get("/v1/runs/" + run + "/receipts");
+        for (const auto &r : list.at("receipts").as_array()) out.emplace_back(r.at("kind").as_string());
+        return out;
+    }
+};
+
+std::string sha(const std::string &s) { return sha256_hex(s); }
+
+std::string commit(long long attempt, int rank, int world, const std::string &shard = "model") {
+    const std::string p = "rank-" + std::to_string(rank) + "/" + shard + ".pt";
+    return R"({"attempt":)" + std::to_string(attempt) + R"(,"rank":)" + std::to_string(rank) + R"(,"world_size":)" + std::to_string(world) +
+           R"(,"files":[{"path":")" + p + R"(","sha256":")" + sha(p) + R"(","bytes":)" + std::to_string(100 + rank) + "}]}";
+}
+
+receipt::ChainResult verified(const std::vector<dsse::Envelope> &envs, const SigningKey &key) {
+    auto res = receipt::verify_chain(envs, {key});
+    for (const auto &f : res.failures) FAIL_CHECK(f.text());
+    return res;
+}
+
+void exec_sql(const std::string &db, const std::string &sql) {
+    sqlite3 *h = nullptr;
+    REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
+    sqlite3_busy_timeout(h, 5000);
+    char *err = nullptr;
+    const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
+    INFO(sql << ": " << (err ? err : ""));
+    sqlite3_free(err);
+    sqlite3_close(h);
+    REQUIRE(rc == SQLITE_OK);
+}
+
+merkle::Hash hash(const json::value &v) {
+    auto h = merkle::from_hex(v.as_string());
+    REQUIRE(h);
+    return *h;
+}
+
+receipt::TreeHead head_of(const json::value &env, const SigningKey &key) {
+    dsse::Envelope e;
+    REQUIRE(dsse::from_json_value(env, e) == "");
+    receipt::TreeHead h;
+    REQUIRE(receipt::verify_tree_head(e, {key}, h) == "");
+    return h;
+}
+
+}  // namespace
+
+TEST_CASE("a seal's receipt names every shard of the ranks' commits and verifies with verify_chain") {
+    ReceiptFixture f;
+    f.start();
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-1/commit", commit(1, 0, 2)).status == 200);
+    CHECK(f.kinds("r1") == std::vector<std::string>{"attempt-started"});   // a commit alone attests nothing
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-1/commit", commit(1, 1, 2)).status == 200);
+    const auto res = verified(f.envelopes("r1"), f.key);
+    REQUIRE(res.receipts.size() == 2);
+    const auto &start = res.receipts[0].receipt;
+    CHECK(start.kind == receipt::Kind::attempt_started);
+    CHECK(start.body.at("cluster").as_string() == "c1");
+    CHECK(start.body.at("job").as_int64() == 7);
+    CHECK(start.body.at("nodes").as_array().size() == 1);
+    const auto &seal = res.receipts[1].receipt;
+    CHECK(seal.kind == receipt::Kind::checkpoint_sealed);
+    CHECK(seal.seq == 2);
+    CHECK(seal.previous == res.receipts[0].digest);
+    CHECK(seal.broker == "alpha");
+    CHECK(seal.body.at("checkpoint").as_string() == "checkpoint-1");
+    CHECK(seal.body.at("parent").is_null());
+    REQUIRE(seal.subjects.size() == 2);
+    CHECK(seal.subjects[1].name == "rank-1/model.pt");
+    CHECK(seal.subjects[1].sha256 == sha("rank-1/model.pt"));
+    CHECK(seal.subjects[1].annotations.at("rank").as_int64() == 1);
+    CHECK(seal.subjects[1].annotations.at("size").as_int64() == 101);
+    // With receipts on, a commit's digest must be one (in-toto's sha256).
+    auto bad = f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-2/commit",
+                      R"({"attempt":1,"rank":0,"world_size":1,"files":[{"path":"x","sha256":"00","bytes":1}]})");
+    CHECK(bad.status == 400);
+    CHECK(bad.body.find("files[].sha256") != std::string::npos);
+    // The public keys: this one, current.
+    auto keys = f.call("GET", "/v1/keys", "", "");
+    REQUIRE(keys.status == 200);
+    const json::value kv = json::parse(keys.body);
+    const auto &k = kv.at("keys").as_array().at(0);
+    CHECK(k.at("keyid").as_string() == f.key.keyid());
+    CHECK(k.at("status").as_string() == "current");
+    CHECK(k.at("receipts").as_int64() == 2);
+}
+
+TEST_CASE("one chain: heartbeat, seal, FAULT, requeue as attempt 2, seal, the end") {
+    ReceiptFixture f({{"c1", kConf}});
+    f.start();
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        FakeSlurm::Job j;
+        j.id = 7;
+        j.nodes = "n1,n2";
+        j.batch_host = "n1";
+        j.node_count = j.tasks = 2;
+        f.slurm->jobs[kConf][7] = j;
+        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}};
+    }
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-1/commit", commit(1, 0, 1)).status == 200);
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf]["n2"] = "DOWN*";
+        f.slurm->dead_slurmd.insert("n2");
+    }
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    REQUIRE(f.beat("r1", 2, "n3", "batch", "c1", 100) == 204);
+    REQUIRE(f.beat("r1", 2, "n3", "0", "c1", 100) == 204);
+    REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-2/commit", commit(2, 0, 1)).status == 200);
+    CHECK(f.call("POST", "/v1/heartbeats",
+                 R"({"run":"r1","attempt":2,"node":"n3","step":"batch","cluster":"c1","job":100,"state":"ended","ranks":[{"rank":0,"exit":{"code":0,"signal":null}}]})")
+              .status == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "SUCCEEDED"; }));
+    std::string listed;
+    for (const auto &k : f.kinds("r1")) listed += k + " ";
+    INFO(listed);
+    CHECK(f.kinds("r1") == std::vector<std::string>{"attempt-started", "checkpoint-sealed", "attempt-ended", "attempt-started",
+                                                     "checkpoint-sealed", "attempt-ended", "run-ended"});
+    const auto res = verified(f.envelopes("r1"), f.key);
+    REQUIRE(res.receipts.size() == 7);
+    const auto &fault = res.receipts[2].receipt;
+    CHECK(fault.body.at("how").as_string() == "fault");
+    CHECK(fault.body.at("evidence").at("node").as_string() == "n2/0");
+    const auto &second = res.receipts[3].receipt;
+    CHECK(second.attempt == 2);
+    CHECK(second.body.at("job").as_int64() == 100);
+    CHECK(second.body.at("cause").at("decision").as_string() == "alpha:r1/attempt-2");
+    CHECK(second.body.at("nodes").as_array().size() == 2);   // the placement's n3, n4
+    CHECK(res.receipts[4].receipt.body.at("parent").as_string() == "checkpoint-1");
+    CHECK(res.receipts[5].receipt.body.at("exit_codes").as_array().at(0).as_int64() == 0);
+    CHECK(res.receipts[6].receipt.body.at("state").as_string() == "SUCCEEDED");
+    // Dropping one breaks the chain (verify_chain's own tests cover the rest).
+    auto envs = f.envelopes("r1");
+    envs.erase(envs.begin() + 3);
+    CHECK_FALSE(receipt::verify_chain(envs, {f.key}).failures.empty());
+}
+
+TEST_CASE("a store failure mid-seal keeps neither the seal nor its receipt; the log is unchanged") {
+    ReceiptFixture f;
+    f.start();
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-1/commit", commit(1, 0, 2)).status == 200);
+    const long long size = f.get("/v1/log/head").at("tree_size").as_int64();
+    // The seal's row is in; its receipt's insert fails (as a disk error would).
+    f.svc->drain();
+    exec_sql(f.cfg.database, "CREATE TRIGGER fail_seal BEFORE INSERT ON receipts WHEN NEW.kind = 'checkpoint-sealed' "
+                             "BEGIN SELECT RAISE(ABORT, 'disk error standing in'); END;");
+    auto r = f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-1/commit", commit(1, 1, 2));
+    CHECK(r.status == 500);
+    CHECK(f.get("/v1/runs/r1/checkpoints").at("checkpoints").as_array().empty());
+    CHECK(f.kinds("r1") == std::vector<std::string>{"attempt-started"});
+    CHECK(f.get("/v1/log/head").at("tree_size").as_int64() == size);
+    // The database full as the seal is written: 503, and again nothing of it.
+    f.svc->drain();
+    exec_sql(f.cfg.database, "DROP TRIGGER fail_seal");
+    std::string big = R"({"attempt":1,"rank":1,"world_size":2,"files":[)";
+    for (int i = 0; i < 60; ++i)
+        big += std::string(i ? "," : "") + R"({"path":"shard-)" + std::to_string(i) + std::string(80, 'p') + R"(","sha256":")" +
+               sha(std::to_string(i)) + R"(","bytes":1})";
+    big += "]}";
+    {
+        // The limit is the connection's: the service restarted on a Store
+        // this test holds (as tests/unit/test_broker_store_full.cpp does).
+        f.svc.reset();
+        auto st = std::make_unique<Store>(f.cfg.database);
+        Store *store = st.get();
+        f.svc = std::make_unique<Service>(f.cfg, std::move(st), ServicePorts{std::make_unique<FakeSlurm>(), f.peers});
+        f.svc->drain();
+        store->limit_pages(1);
+        r = f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-1/commit", big);
+        CHECK_MESSAGE(r.status == 503, r.body);
+        CHECK(f.get("/v1/runs/r1/checkpoints").at("checkpoints").as_array().empty());
+        CHECK(f.kinds("r1") == std::vector<std::string>{"attempt-started"});
+        f.svc->drain();
+        store->limit_pages(1 << 30);
+    }
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-1/commit", commit(1, 1, 2)).status == 200);
+    CHECK(f.kinds("r1") == std::vector<std::string>{"attempt-started", "checkpoint-sealed"});
+    verified(f.envelopes("r1"), f.key);
+    CHECK(f.get("/v1/log/head").at("tree_size").as_int64() == size + 1);
+}
+
+TEST_CASE("the log's head and proofs from the endpoints verify; bad parameters are 400 naming them") {
+    ReceiptFixture f;
+    f.start();
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    for (int i = 1; i <= 3; ++i)
+        CHECK(f.call("POST", "/v1/runs/r1/checkpoints/c" + std::to_string(i) + "/commit", commit(1, 0, 1)).status == 200);
+    const auto first = f.get("/v1/log/head");
+    const receipt::TreeHead h1 = head_of(first.at("head"), f.key);
+    CHECK(h1.tree_size == 4);
+    CHECK(f.get("/v1/log/head").at("head") == first.at("head"));   // not signed again: the log did not grow
+    REQUIRE(f.beat("r2", 1, "n2", "batch", "c1", 8) == 204);
+    for (int i = 1; i <= 4; ++i)
+        CHECK(f.call("POST", "/v1/runs/r2/checkpoints/c" + std::to_string(i) + "/commit", commit(1, 0, 1)).status == 200);
+    const receipt::TreeHead h2 = head_of(f.get("/v1/log/head").at("head"), f.key);
+    CHECK(h2.tree_size == 9);
+    for (const std::string run : {"r1", "r2"}) {
+        const json::object list = f.get("/v1/runs/" + run + "/receipts");
+        for (const auto &r : list.at("receipts").as_array()) {
+            dsse::Envelope e;
+            REQUIRE(dsse::from_json_value(r.at("envelope"), e) == "");
+            const long long index = r.at("log_index").as_int64();
+            const auto p = f.get("/v1/log/proof/inclusion?index=" + std::to_string(index) + "&size=9");
+            const merkle::Hash leaf = merkle::leaf_hash(dsse::to_json(e));
+            CHECK(merkle::hex(leaf) == p.at("leaf_hash").as_string());
+            std::vector<merkle::Hash> path;
+            for (const auto &x : p.at("path").as_array()) path.push_back(hash(x));
+            CHECK_MESSAGE(merkle::verify_inclusion(uint64_t(index), 9, leaf, path, h2.root_hash), run << " leaf " << index);
+            CHECK(receipt::envelope_digest(e) == r.at("digest").as_string());
+        }
+    }
+    // Every size's proof from the earlier head, and the signed heads with it.
+    const auto c = f.get("/v1/log/proof/consistency?first=4&second=9");
+    std::vector<merkle::Hash> path;
+    for (const auto &x : c.at("path").as_array()) path.push_back(hash(x));
+    CHECK(merkle::verify_consistency(4, 9, h1.root_hash, h2.root_hash, path));
+    CHECK(head_of(c.at("first_head"), f.key).tree_size == 4);
+    for (long long m = 1; m < 9; ++m) {
+        const auto cm = f.get("/v1/log/proof/consistency?first=" + std::to_string(m) + "&second=9");
+        CHECK(cm.at("path").as_array().size() > 0);
+    }
+    struct Bad { std::string q, field; };
+    for (const Bad &b : {Bad{"/v1/log/proof/inclusion?size=9", "index"}, Bad{"/v1/log/proof/inclusion?index=x&size=9", "index"},
+                         Bad{"/v1/log/proof/inclusion?index=9&size=9", "index"}, Bad{"/v1/log/proof/inclusion?index=0&size=10", "size"},
+                         Bad{"/v1/log/proof/inclusion?index=0&size=0", "size"}, Bad{"/v1/log/proof/consistency?first=5&second=4", "first"},
+                         Bad{"/v1/log/proof/consistency?first=1", "second"}, Bad{"/v1/log/proof/consistency?first=1&second=99", "second"}}) {
+        auto r = f.call("GET", b.q);
+        CAPTURE(b.q);
+        CHECK(r.status == 400);
+        CHECK_MESSAGE(r.body.find(R"("field":")" + b.field + "\"") != std::string::npos, r.body);
+    }
+}
+
+TEST_CASE("a run's receipts: its owner and admins; another user, an unrelated peer and no token get nothing") {
+    ReceiptFixture f;
+    f.start();
+    CHECK(f.call("POST", "/v1/runs", R"({"id":"mine","world_size":1})", "alice-t").status == 201);
+    REQUIRE(f.beat("mine", 1, "n1", "batch", "c1", 7) == 204);
+    const auto owned = f.get("/v1/runs/mine/receipts", "alice-t");
+    REQUIRE(owned.at("receipts").as_array().size() == 1);
+    const auto start = verified(f.envelopes("mine"), f.key).receipts.at(0).receipt;
+    CHECK(start.body.at("owner").at("user").as_string() == "daemon");
+    auto other = f.call("GET", "/v1/runs/mine/receipts", "", "bob-t");
+    CHECK(other.status == 404);
+    CHECK(other.body.find("no_run") != std::string::npos);
+    CHECK(f.call("GET", "/v1/runs/mine/receipts", "", "peer-t").status == 404);   // never moved to or from it
+    CHECK(f.call("GET", "/v1/runs/mine/receipts", "", "worker-t").status == 403);
+    CHECK(f.call("GET", "/v1/runs/mine/receipts", "", "").status == 401);
+    CHECK(f.call("GET", "/v1/runs/nope/receipts", "", "alice-t").status == 404);
+}
+
+TEST_CASE("without a receipts key the broker signs nothing and says how to turn it on") {
+    ServiceFixture f(std::map<std::string, std::string>{});
+    f.start();
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/c1/commit", R"({"attempt":1,"rank":0,"world_size":1,"files":[{"path":"x","sha256":"00","bytes":1}]})")
+              .status == 200);
+    for (const std::string path : {"/v1/keys", "/v1/runs/r1/receipts", "/v1/log/head", "/v1/log/proof/inclusion?index=0&size=1"}) {
+        auto r = f.call("GET", path);
+        CAPTURE(path);
+        CHECK(r.status == 404);
+        CHECK(r.body.find("no_receipts") != std::string::npos);
+        CHECK(r.body.find("\\\"receipts\\\"") != std::string::npos);
+    }
+}
+
+TEST_CASE("a peer's decision carries the sender's receipt: the chain goes on from it, and that peer may read it") {
+    ReceiptFixture f({{"c1", kConf}});
+    f.start([](FakeSlurm &s) { s.nodes[kConf] = {{"n1", "IDLE"}, {"n2", "IDLE"}}; });
+    // As beta would send it: its chain for the run ended at seq 3.
+    const SigningKey beta = test_key('b');
+    const std::string digest = sha("beta's receipt 3");
+    auto payload = [&](const std::string &receipt_json) {
+        return R"({"id":"beta:mv/attempt-2","from_broker":"beta-broker","run":"mv","from_attempt":1,"to_attempt":2,"spec":{"user":"daemon","nodes":1,"tasks":1},"script":"#!/bin/sh\n","owner":"daemon","resume":"latest")" +
+               receipt_json + "}";
+    };
+    auto bad = f.call("POST", "/v1/decisions", payload(R"(,"receipt":{"seq":3,"digest":"zz"})"), "peer-t");
+    CHECK(bad.status == 400);
+    CHECK(bad.body.find("receipt.digest") != std::string::npos);
+    bad = f.call("POST", "/v1/decisions", payload(R"(,"receipt":{"seq":0,"digest":")" + digest + "\"}"), "peer-t");
+    CHECK(bad.status == 400);
+    auto r = f.call("POST", "/v1/decisions", payload(R"(,"receipt":{"seq":3,"digest":")" + digest + "\"}"), "peer-t");
+    REQUIRE_MESSAGE(r.status == 200, r.body);
+    const auto rs = f.get("/v1/runs/mv/receipts").at("receipts").as_array();
+    REQUIRE(rs.size() == 1);
+    dsse::Envelope e;
+    REQUIRE(dsse::from_json_value(rs[0].at("envelope"), e) == "");
+    receipt::Receipt got;
+    REQUIRE(receipt::parse_statement(e.payload, got) == "");
+    CHECK(got.seq == 4);
+    CHECK(got.previous == digest);
+    CHECK(got.attempt == 2);
+    CHECK(got.body.at("cause").at("from_broker").as_string() == "beta-broker");
+    CHECK(got.body.at("cause").at("from_receipt").as_string() == digest);
+    CHECK(got.body.at("owner").at("user").as_string() == "daemon");
+    CHECK_FALSE(got.body.at("cause").as_object().contains("user"));
+    // The peer it came from reads it (its token is named as the sender).
+    CHECK(f.call("GET", "/v1/runs/mv/receipts", "", "peer-t").status == 200);
+}
