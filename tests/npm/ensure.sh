@@ -7,7 +7,8 @@ npm_ensure() {
     local dir=$1 pkg=$2 want have
     command -v node >/dev/null 2>&1 || fail "node not found: scripts/install-deps.sh installs nodejs and npm"
     want=$(sed -n "s|.*\"$pkg\": *\"\\([^\"]*\\)\".*|\\1|p" "$dir/package.json")
-    have=$(sed -n 's/^[[:space:]]*"version": *"\([^"]*\)".*/\1/p' "$dir/node_modules/$pkg/package.json" 2>/dev/null | head -1)
+    # Not installed yet is no error (the callers may run under set -e -o pipefail).
+    have=$(sed -n 's/^[[:space:]]*"version": *"\([^"]*\)".*/\1/p' "$dir/node_modules/$pkg/package.json" 2>/dev/null | head -1) || have=""
     if [ -z "$want" ] || [ "$have" != "$want" ]; then
         command -v npm >/dev/null 2>&1 || fail "npm not found: scripts/install-deps.sh installs it"
         echo "installing $pkg $want into $dir/node_modules (npm ci)"
