@@ -18,6 +18,7 @@ trap 'cleanup_lib; "$H/clusters.sh" down "$SCRATCH"' EXIT
 trap 'echo "demo failed; logs kept in $SCRATCH (brokers: $FED/*.log, Slurm: $SCRATCH/*/log)" >&2; trap - EXIT; cleanup_lib; "$H/clusters.sh" down "$SCRATCH"' ERR
 echo "== starting alpha-broker and beta-broker (TLS, peer tokens, pinned certificates)"
 start_federation
+fed_receipts   # each broker signs receipts of what it records (doc/receipts.md)
 for n in alpha1 alpha2 beta1 beta2; do
     b=$([ "${n:0:1}" = a ] && echo A || echo B)
     "$BUILD/hwloc-probe/shardnet-probe" --host "$n" > "$WORK/$n.json"
@@ -85,6 +86,10 @@ print(f"    final parameters bitwise equal: {ha == hb}  ({ha[:16]}...)")
 PY
 echo; echo "== checkpoint overhead (the trainer's own measure, attempt 2 on alpha)"
 grep -h "checkpoint overhead" "$WORK/$run"-*.out | sed 's/^/    /' || true
+echo; echo "== shard verify $run   (the receipts of both brokers, offline, with their two public keys)"
+final=$(ls -d "$CK/$run"/checkpoint-* | sort | tail -1)
+shard verify "$run" --key "$FED/b.receipts.pub" --key "$FED/a.receipts.pub" --checkpoint-dir "$final" | sed 's/^/    /'
+
 echo; echo "== the dashboard (served by each broker)"
 echo "$ADMIN_TOKEN" > "$FED/admin.token"; chmod 600 "$FED/admin.token"
 echo "    beta-broker  https://127.0.0.1:$B_PORT/#/runs/$run"

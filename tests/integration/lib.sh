@@ -185,6 +185,22 @@ fed_restart() {  # kill -9, then start again on the same port and database
     fed_start "$1"
 }
 proxy_mode() { echo "$1" > "$FED/proxy.mode"; }
+# fed_receipts: both brokers sign receipts, each with a key of its own
+# ($FED/a.receipts.key, root 0600; the public key beside it, .pub), then
+# restarted with it.
+fed_receipts() {
+    local x
+    for x in a b; do
+        openssl genpkey -algorithm ed25519 -out "$FED/$x.receipts.key" 2>/dev/null && chmod 600 "$FED/$x.receipts.key"
+        openssl pkey -in "$FED/$x.receipts.key" -pubout -out "$FED/$x.receipts.pub" && chmod 644 "$FED/$x.receipts.pub"
+        /usr/bin/python3 - "$FED/$x.json" "$FED/$x.receipts.key" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["receipts"] = {"key_file": sys.argv[2]}
+json.dump(c, open(sys.argv[1], "w"))
+PY
+    done
+    fed_restart A; fed_restart B
+}
 # fed_wait SECONDS PYTHON-EXPR A|B PATH
 fed_wait() {
     local secs=$1 expr=$2 b=$3 path=$4

@@ -9,17 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 /usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (scripts/install-deps.sh installs it)"
 start_federation
-# Both brokers sign: a key each (root, 0600), then restarted with it.
-for x in a b; do
-    openssl genpkey -algorithm ed25519 -out "$FED/$x.receipts.key" 2>/dev/null && chmod 600 "$FED/$x.receipts.key"
-    openssl pkey -in "$FED/$x.receipts.key" -pubout -out "$FED/$x.receipts.pub" && chmod 644 "$FED/$x.receipts.pub"
-    /usr/bin/python3 - "$FED/$x.json" "$FED/$x.receipts.key" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1])); c["receipts"] = {"key_file": sys.argv[2]}
-json.dump(c, open(sys.argv[1], "w"))
-PY
-done
-fed_restart A; fed_restart B
+fed_receipts   # both brokers sign, each with its own key
 TRAIN=$(cd "$(dirname "$0")/../../etc/examples/pytorch" && pwd)/train.py
 cp "$TRAIN" "$WORK/train.py"; chmod 755 "$WORK/train.py"
 cp -r "$(dirname "$0")/../../python/shardnet" "$WORK/shardnet"; chmod -R a+rX "$WORK/shardnet"
