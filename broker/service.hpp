@@ -16,6 +16,7 @@
 #include <string>
 #include <condition_variable>
 #include <map>
+#include <set>
 #include <future>
 #include <thread>
 #include <unordered_map>
@@ -207,17 +208,17 @@ private:
     // It also starts watching the allocation's other nodes (WorkerTable::watch):
     // a node that dies before any worker there reported is a failure too.
     void capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                      const std::string &ckpt_dir, int interval);
+                      const std::string &ckpt_dir, int interval, const std::string &ckpt_every = "");
     // Idle nodes of every local cluster joined with their descriptors.
     // nodelist, batch_host: the job's allocation as Slurm names it, when asked.
     std::optional<Store::JobSpecRow> capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
                                                       long long job, const std::string &ckpt_dir, std::string *nodelist = nullptr,
-                                                      std::string *batch_host = nullptr);
+                                                      std::string *batch_host = nullptr, const std::string &ckpt_every = "");
     std::vector<ClusterOffer> local_offers(const std::string &ckpt_dir);
     // Nodes the detector saw down, offered to no placement until the time
     // kept (detector.quarantine_seconds); "cluster/node" keys.
     void quarantine(const std::string &cluster, const std::string &node, double now);
-    bool quarantined(const std::string &cluster, const std::string &node, double now);
+    std::set<std::string> quarantined(double now);   // "cluster/node" held now
     std::mutex quarantine_mu_;
     std::map<std::string, double> quarantine_;
     // Every probed node's offer, by host: parsed from the stored descriptors

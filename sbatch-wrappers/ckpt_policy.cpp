@@ -78,7 +78,7 @@ std::string render_policy(const json::value &answer) {
     }
     if (r) {
         line("restart (R)", format_duration(num(r, "value")), r && text(r, "source") == "prior" ? "site prior (no recovery measured yet)"
-                                                                                               : source(r, "recovery", "recoveries") + " (mean)");
+                                                                                               : source(r, "recovery", "recoveries") + " (median)");
         if (auto *tiers = r->if_contains("tiers"); tiers && tiers->is_array())
             for (const auto &t : tiers->as_array()) {
                 const json::object *to = t.if_object();

@@ -64,8 +64,9 @@ std::optional<FetchedLog> fetch_one(const BrokerRef &b, const std::string &run, 
         json::array inclusion;
         for (long long i : indexes) {
             Answer p = call(b, "GET", "/v1/log/proof/inclusion?index=" + std::to_string(i) + "&size=" + std::to_string(size));
-            if (!p.ok() || !p.body.is_object()) continue;   // that receipt then shows as not in the head
-            inclusion.push_back(json::object{{"leaf_hash", p.body.at("leaf_hash")}, {"leaf_index", i}, {"path", p.body.at("path")}});
+            const json::object *po = p.ok() ? p.body.if_object() : nullptr;
+            if (!po || !po->contains("leaf_hash") || !po->contains("path")) continue;   // that receipt then shows as not in the head
+            inclusion.push_back(json::object{{"leaf_hash", po->at("leaf_hash")}, {"leaf_index", i}, {"path", po->at("path")}});
         }
         log.head_bundle = json::serialize(json::object{{"head", h.body.at("head")}, {"inclusion", std::move(inclusion)}});
     }
@@ -74,6 +75,14 @@ std::optional<FetchedLog> fetch_one(const BrokerRef &b, const std::string &run, 
         for (const auto &key : *ks)
             if (key.is_object() && key.as_object().contains("pem") && key.at("pem").is_string()) log.key_pems.emplace_back(key.at("pem").as_string());
     return log;
+}
+
+// A broker's string for the terminal: its control characters (an escape
+// sequence a hostile broker put in a receipt) shown as '?'.
+std::string printable(std::string s) {
+    for (char &c : s)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    return s;
 }
 
 // What a receipt attests, in a few words.
@@ -153,9 +162,9 @@ int show_receipts(const CliConfig &cfg, const std::string &run, bool as_json) {
         std::string err = dsse::from_json(r.text, env);
         if (err.empty()) err = receipt::parse_statement(env.payload, rc);
         // Shown, not verified: shard verify checks signatures and the chain.
-        if (!err.empty()) { std::printf("%-4lld %-17s (unreadable: %s)\n", r.seq, "?", err.c_str()); continue; }
-        std::printf("%-4lld %-17s %-24s %-14s %-7lld %s\n", rc.seq, receipt::kind_name(rc.kind), rc.time.c_str(), rc.broker.c_str(),
-                    rc.attempt, what(rc).c_str());
+        if (!err.empty()) { std::printf("%-4lld %-17s (unreadable: %s)\n", r.seq, "?", printable(err).c_str()); continue; }
+        std::printf("%-4lld %-17s %-24s %-14s %-7lld %s\n", rc.seq, receipt::kind_name(rc.kind), printable(rc.time).c_str(),
+                    printable(rc.broker).c_str(), rc.attempt, printable(what(rc)).c_str());
     }
     std::printf("%zu receipt(s) of run %s (not verified: shard verify %s checks them)\n", rows.size(), run.c_str(), run.c_str());
     return 0;

@@ -156,7 +156,7 @@ std::optional<PolicyAnswer> parse_policy_answer(const std::string &body, std::st
     if (!p) { err = "the broker's heartbeat answer is not {\"policy\": {...}}"; return std::nullopt; }
     auto *version = p->if_contains("version"), *steps = p->if_contains("every_steps"), *secs = p->if_contains("seconds");
     if (!version || !version->is_int64() || version->as_int64() < 1 || !steps || !steps->is_int64() || steps->as_int64() < 1 ||
-        steps->as_int64() > (1LL << 40) || !secs || !secs->is_number()) {
+        steps->as_int64() > 0x7fffffffLL || version->as_int64() > (1LL << 22) || !secs || !secs->is_number()) {
         err = "the broker's checkpoint policy lacks version, every_steps or seconds";
         return std::nullopt;
     }

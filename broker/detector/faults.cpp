@@ -46,6 +46,7 @@ void Service::confirm(Fault fault, double now) {
             return raise_fault(fault, fault.cause + "; cluster " + fault.state.cluster + " unreachable", ev, wall_now());
         }
         if (!job_state_running(v.job_state)) {
+            if (v.job_state == "NODE_FAIL") ev["node_failure"] = true;
             if (v.job_state == "NODE_FAIL" || v.job_state == "FAILED" || v.job_state == "TIMEOUT" || v.job_state == "OUT_OF_MEMORY")
                 return raise_fault(fault, fault.cause + "; Slurm job " + std::to_string(fault.state.job) + " " + v.job_state, ev, wall_now());
             workers_.retire(fault.run, fault.node);  // the job ended; its last report was lost
@@ -60,11 +61,13 @@ void Service::confirm(Fault fault, double now) {
                 return;
             }
             ev["no_worker_yet"] = true;
+            ev["node_failure"] = true;
             quarantine(fault.state.cluster, node, wall_now());
             return raise_fault(fault, "(node " + node + " of job " + std::to_string(fault.state.job) +
                                "'s allocation, no worker there yet) down: " + down_why, ev, wall_now());
         }
         if (node_down) {
+            ev["node_failure"] = true;
             quarantine(fault.state.cluster, node, wall_now());
             return raise_fault(fault, fault.cause + "; node " + node + " " + down_why, ev, wall_now());
         }
@@ -100,7 +103,11 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
     // requeue. A store that fails is tried again (the FAULT is not lost).
     on_store([this, fault, cause, evidence, now, tries] {
         // The attempt's first FAULT is one interruption of its nodes (the
-        // checkpoint policy's M); more FAULTs of it are the same one.
+        // checkpoint policy's M) when Slurm confirms a node failed: a hung
+        // trainer or a job's own crash is the job's, and a job could
+        // otherwise lower every run's M with cheap stalls. More FAULTs of
+        // the attempt are the same interruption.
+        const bool node_failure = evidence.contains("node_failure");
         bool first = false;
         {
             std::shared_lock lock(runs_mu_);
@@ -111,7 +118,7 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
             transact([&] {
                 store_state(fault.run, RunState::degraded, fault.attempt, now);
                 event(fault.run, "FAULT", "worker " + fault.node + " " + cause, json::serialize(evidence), now);
-                if (first) store_->add_exposure(fault.state.cluster, 0, 1);
+                if (first && node_failure) store_->add_exposure(fault.state.cluster, 0, 1);
                 // The attempt ends at its first FAULT (later ones are the same end).
                 if (first)
                     write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,

@@ -48,6 +48,9 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
         !f.str("script", script) || !f.str("owner", owner, false) || !f.str("resume", resume) || !f.str("manifest", manifest, false))
         return reply(bad_field(f));
     if (!is_safe_name(run)) return reply(error_response(400, "bad_field", "run: not a valid run id", "run"));
+    // Who sent it, as recorded (it grants access to the run's receipts):
+    // the peer's token, never the name its body claims.
+    const std::string sender = who.scope == Scope::peer ? who.name : from;
     if (id.size() > 200 || has_control_chars(id)) return reply(error_response(400, "bad_field", "id: not a decision id", "id"));
     auto *spec_v = v.as_object().if_contains("spec");
     if (!spec_v || !spec_v->is_object()) return reply(error_response(400, "bad_field", "spec: expected an object", "spec"));
@@ -81,7 +84,8 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
         const double now = wall_now();
         if (ls && at && ls->is_number() && at->is_number()) {
             const double a = ls->to_number<double>(), b = at->to_number<double>();
-            if (a > now - 86400 && a <= b && b <= now + 60) fault_seen = a, fault_at = b;
+            // A detection takes the detector's deadline: an hour is past any.
+            if (a > now - 86400 && a <= b && b - a <= 3600 && b <= now + 60) fault_seen = a, fault_at = b;
         }
     }
     // The sender's newest receipt of the run (optional: a broker without
@@ -93,7 +97,7 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
     if (auto *r = v.as_object().if_contains("requires"); r && r->is_object())
         if (auto err = requirements_from_json(r->as_object(), want); !err.empty())
             return reply(error_response(400, "bad_field", err, "requires"));
-    post_answering(slurm_thread_, "receive decision", reply, [this, id, from, run, to, script, resume, manifest, policy, fault_seen, fault_at,
+    post_answering(slurm_thread_, "receive decision", reply, [this, id, from, sender, run, to, script, resume, manifest, policy, fault_seen, fault_at,
                                                              spec = spec_v->as_object(), want, by = who.name, link,
                                                              peer_users = who.users](const Reply &reply) {
         const double now = wall_now();
@@ -108,7 +112,7 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
         // is not theirs to know).
         std::string nonce = random_id().substr(4);
         const bool fresh = store_wait([&] {
-            return store_->insert_received(id, from, run, to, now, json::serialize(json::object{{"nonce", nonce}}));
+            return store_->insert_received(id, sender, run, to, now, json::serialize(json::object{{"nonce", nonce}}));
         });
         if (!fresh) {
             auto prev = store_wait([&] { return store_->get_received(id); });

@@ -63,6 +63,7 @@ std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
     const auto node_map = node_offers();
     const auto &described = *node_map;
     std::vector<ClusterOffer> offers;
+    const std::set<std::string> held = quarantined(wall_now());
     for (const auto &[name, conf] : cfg_.clusters) {
         ClusterOffer c;
         c.name = name;
@@ -78,10 +79,9 @@ std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
         } else {
             std::istringstream is(out);
             std::set<std::string> seen;
-            const double now = wall_now();
             for (std::string n; is >> n;) {
                 if (!seen.insert(n).second) continue;  // a node in several partitions
-                if (quarantined(name, n, now)) continue;  // seen dead: Slurm may not know yet
+                if (held.count(name + "/" + n)) continue;  // seen dead: Slurm may not know yet
                 auto d = described.find(n);
                 c.idle.push_back(d != described.end() ? d->second : undescribed(n));
             }
@@ -94,13 +94,19 @@ std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
 void Service::quarantine(const std::string &cluster, const std::string &node, double now) {
     if (cfg_.quarantine_seconds <= 0) return;
     std::lock_guard<std::mutex> lock(quarantine_mu_);
+    // Bounded: a node is put here only when Slurm or its slurmd says it is
+    // down, but the name comes with a job's heartbeat.
+    if (quarantine_.size() >= 100000 && !quarantine_.count(cluster + "/" + node)) return;
     quarantine_[cluster + "/" + node] = now + cfg_.quarantine_seconds;
 }
 
-bool Service::quarantined(const std::string &cluster, const std::string &node, double now) {
+std::set<std::string> Service::quarantined(double now) {
     std::lock_guard<std::mutex> lock(quarantine_mu_);
-    for (auto it = quarantine_.begin(); it != quarantine_.end();) it = it->second <= now ? quarantine_.erase(it) : std::next(it);
-    return quarantine_.count(cluster + "/" + node) > 0;
+    std::set<std::string> held;
+    for (auto it = quarantine_.begin(); it != quarantine_.end();)
+        if (it->second <= now) it = quarantine_.erase(it);
+        else held.insert((it++)->first);
+    return held;
 }
 
 void Service::capacity(const std::string &query, bool fan_out, const Reply &reply) {

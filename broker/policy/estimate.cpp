@@ -57,9 +57,11 @@ std::vector<TierFigures> by_tier(const std::vector<Phases> &recoveries) {
 
 Measured restart_cost(const std::vector<Phases> &recoveries, double prior_seconds) {
     if (recoveries.empty()) return Measured{prior_seconds, 0, "prior"};
-    double sum = 0;
-    for (const auto &r : recoveries) sum += r.total();
-    return Measured{sum / double(recoveries.size()), int(recoveries.size()), "measured"};
+    // The median: one run whose trainer took an hour to its first step (or
+    // a peer's odd clock) does not set every run's R.
+    std::vector<double> totals;
+    for (const auto &r : recoveries) totals.push_back(r.total());
+    return Measured{median(totals), int(recoveries.size()), "measured"};
 }
 
 std::optional<Result> compute(const Inputs &in, const ckpt::Bounds &bounds) {
@@ -70,7 +72,8 @@ std::optional<Result> compute(const Inputs &in, const ckpt::Bounds &bounds) {
     r.daly = ckpt::daly_interval(delta, r.mtbf);
     r.young = ckpt::young_interval(delta, r.mtbf);
     r.optimum = ckpt::numeric_optimum(delta, r.mtbf, in.restart.value);
-    r.steps = ckpt::interval_steps(r.daly, in.step->value, bounds);
+    // At most 2^31 - 1 steps: what the agent and the trainer's library take.
+    r.steps = std::min<long long>(ckpt::interval_steps(r.daly, in.step->value, bounds), 0x7fffffffLL);
     r.seconds = double(r.steps) * in.step->value;
     r.waste = ckpt::expected_waste(r.seconds, delta, r.mtbf, in.restart.value);
     return r;

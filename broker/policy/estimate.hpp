@@ -10,7 +10,7 @@
 //          history (node-seconds observed, interruptions confirmed) with
 //          the site's prior weighing as one interruption, divided by the
 //          run's node count
-//   R      the mean of the recoveries measured (detect + place + start +
+//   R      the median of the recoveries measured (detect + place + start +
 //          restore), or the site's prior before the first
 #pragma once
 #include <optional>

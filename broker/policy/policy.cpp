@@ -60,11 +60,25 @@ void Service::measure_policies(const std::vector<WorkerSummary> &workers, double
     // than two summaries (the broker was stopped) is not counted.
     const double dt = exposure_at_ > 0 ? std::min(now - exposure_at_, 2.0 * cfg_.summary_seconds) : 0;
     exposure_at_ = now;
+    // A run counts no more nodes than its attempt has ranks (its tokens say
+    // how many): a job that reports under made-up node names cannot raise
+    // every run's M.
+    std::map<std::string, long long> cap;   // run -> most nodes counted (absent: not capped, an admin's)
+    {
+        std::shared_lock lock(runs_mu_);
+        for (const auto &[id, info] : runs_)
+            if (auto j = info.jobs.find(info.attempt); j != info.jobs.end() && j->second.world > 0) cap[id] = j->second.world;
+    }
     std::map<std::string, std::set<std::string>> live;   // cluster -> run/node
+    std::map<std::string, std::set<std::string>> per_run;
     for (const auto &s : workers) {
         const WorkerState &w = s.w;
         if (w.ended || w.faulted || w.watch_only || w.last_seen < now - double(w.interval) * cfg_.detector_misses) continue;
-        live[w.cluster].insert(s.run + '\n' + s.node.substr(0, s.node.find('/')));
+        const std::string node = s.node.substr(0, s.node.find('/'));
+        auto &seen = per_run[s.run];
+        if (auto c = cap.find(s.run); c != cap.end() && !seen.count(node) && (long long)seen.size() >= c->second) continue;
+        seen.insert(node);
+        live[w.cluster].insert(s.run + '\n' + node);
     }
     if (dt > 0)
         transact([&] {

@@ -57,8 +57,8 @@ std::string read_chain_link(const boost::json::value &v, ChainLink &out) {
         if (kv.key() != "seq" && kv.key() != "digest") return "receipt." + std::string(kv.key()) + ": unknown field";
     const auto *seq = o->if_contains("seq");
     const auto *digest = o->if_contains("digest");
-    if (!seq || !seq->is_int64() || seq->as_int64() < 1 || seq->as_int64() > (1LL << 53))
-        return "receipt.seq: expected an integer from 1";
+    if (!seq || !seq->is_int64() || seq->as_int64() < 1 || seq->as_int64() > (1LL << 31))
+        return "receipt.seq: expected an integer from 1 to 2^31";
     if (!digest || !digest->is_string() || !merkle::from_hex(digest->as_string()))
         return "receipt.digest: expected 64 lower-case hex digits (the SHA-256 of the sender's envelope)";
     out = ChainLink{seq->as_int64(), std::string(digest->as_string())};

@@ -48,10 +48,10 @@ std::string decisions_dir(const std::string &database, std::string &err) {
 }  // namespace
 
 void Service::capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                           const std::string &ckpt_dir, int interval) {
-    post_guarded(slurm_thread_, "capture job spec", [this, run, attempt, cluster, job, ckpt_dir, interval] {
+                           const std::string &ckpt_dir, int interval, const std::string &ckpt_every) {
+    post_guarded(slurm_thread_, "capture job spec", [this, run, attempt, cluster, job, ckpt_dir, interval, ckpt_every] {
         std::string nodelist, batch_host;
-        if (!capture_spec_now(run, attempt, cluster, job, ckpt_dir, &nodelist, &batch_host)) {
+        if (!capture_spec_now(run, attempt, cluster, job, ckpt_dir, &nodelist, &batch_host, ckpt_every)) {
             std::lock_guard<std::mutex> lock(specs_mu_);  // try again at the next batch heartbeat
             specs_seen_.erase(run + '\n' + std::to_string(attempt));
             return;
@@ -67,7 +67,7 @@ void Service::capture_spec(const std::string &run, long long attempt, const std:
 
 std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
                                                            long long job, const std::string &ckpt_dir, std::string *nodelist,
-                                                           std::string *batch_host) {
+                                                           std::string *batch_host, const std::string &ckpt_every) {
     const std::string &conf = cfg_.clusters.at(cluster);
     std::string out;
     if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) return std::nullopt;
@@ -92,6 +92,9 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
     json::object spec{{"user", j.user}, {"uid", j.uid}, {"gid", j.gid}, {"nodes", j.node_count}, {"tasks", j.tasks},
                       {"workdir", j.workdir}, {"stdout", output_for_next_attempt(j)}, {"ckpt_dir", ckpt_dir}, {"job", job},
                       {"cluster", cluster}};
+    // The job's --shardnet-ckpt-every (its agents said it; checked there):
+    // kept with the spec, so that a requeue after a broker restart keeps it.
+    if (!ckpt_every.empty()) spec["ckpt_every"] = ckpt_every;
     std::string err;
     const std::string dir = decisions_dir(cfg_.database, err);
     if (dir.empty()) { log_warn("job spec not captured", run, err); return std::nullopt; }

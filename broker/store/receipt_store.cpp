@@ -32,7 +32,7 @@ std::span<const Sql> receipt_statements() {
         {"use_key", "INSERT INTO receipt_keys (keyid, first, last, receipts) VALUES (?1, ?2, ?2, 1) ON CONFLICT (keyid) DO UPDATE SET "
                     "first = min(first, ?2), last = max(last, ?2), receipts = receipts + 1"},
         {"run_crossed", "SELECT 1 FROM decisions WHERE run = ?1 AND peer = ?2 UNION ALL "
-                        "SELECT 1 FROM received_decisions WHERE run = ?1 AND from_broker = ?2 LIMIT 1"},
+                        "SELECT 1 FROM received_decisions WHERE run = ?1 AND from_broker = ?2 AND state = 'applied' LIMIT 1"},
         {"commit_files", "SELECT rank, files FROM commits WHERE run = ? AND attempt = ? AND name = ? ORDER BY rank"},
     };
     return table;

@@ -8,7 +8,8 @@ every rank committed it), but the policy file reaches each node when its
 own agent heartbeats. So a new interval is taken only at a checkpoint
 boundary of the old one, where every rank is at the same step, and the
 ranks agree on it: the newest version any rank has wins (one all_reduce
-per checkpoint when torch.distributed is initialised)."""
+per checkpoint when torch.distributed is initialised, and only with the
+agent's policy file: a job without a broker runs no collective here)."""
 import os
 
 from . import prelimit
@@ -37,7 +38,9 @@ def read_policy_file(path):
         version, every = int(fields["version"]), int(fields["every_steps"])
     except (KeyError, ValueError):
         return None
-    if version < 1 or every < 1:
+    # What the broker hands out (agent: version < 2^22, steps < 2^31): the
+    # pair then packs into one int64 for the ranks' agreement.
+    if not (1 <= version < 1 << 22 and 1 <= every < 1 << 31):
         return None
     return version, every
 
@@ -52,12 +55,12 @@ def _agree(version, every):
         return version, every
     if not (dist.is_available() and dist.is_initialized()):
         return version, every
-    t = torch.tensor([(version << 40) | every], dtype=torch.int64)
+    t = torch.tensor([(version << 31) | every], dtype=torch.int64)
     if dist.get_backend() == "nccl":
         t = t.cuda()
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     packed = int(t[0])
-    return packed >> 40, packed & ((1 << 40) - 1)
+    return packed >> 31, packed & ((1 << 31) - 1)
 
 
 def _take_policy():
@@ -91,13 +94,14 @@ def policy_version():
 def should_checkpoint(step, every=None):
     """True when step is a checkpoint boundary: a pre-limit signal arrived
     since the last save (the emergency checkpoint), or step is a multiple of
-    the interval (every, default SHARDNET_CKPT_EVERY). Call it on every rank
-    at every step: with "auto", the ranks agree on a new interval at a
-    boundary (a collective)."""
-    if prelimit.emergency_pending():
-        return True
+    the interval (every, default SHARDNET_CKPT_EVERY). With "auto" and the
+    broker's policy file (SHARDNET_CKPT_POLICY), call it on every rank at
+    every step: the ranks agree on a new interval at a boundary of the old
+    one (a collective, run at that step whether or not a pre-limit signal
+    is pending on some rank). Without the file nothing is collective."""
     n = checkpoint_interval(every)
     due = step > 0 and step % n == 0
-    if due and every is None and contract().ckpt_every in ("", "auto"):
+    c = contract()
+    if due and every is None and c.ckpt_every in ("", "auto") and c.ckpt_policy:
         _take_policy()
-    return due
+    return prelimit.emergency_pending() or due

@@ -162,7 +162,8 @@ class Policy(Env):
         # Taken at the next boundary of the old interval (30), not before: every rank is there at once.
         self.assertEqual([s for s in range(21, 43) if shardnet.should_checkpoint(s)], [30, 35, 42])
         self.assertEqual((shardnet.checkpoint_interval(), shardnet.policy.policy_version()), (7, 1))
-        for junk in ("", "every_steps=0 version=2", "every_steps=x version=3", "version=4", "\xff\xfe"):
+        for junk in ("", "every_steps=0 version=2", "every_steps=x version=3", "version=4", "\xff\xfe",
+                     "every_steps=2147483648 version=5", "every_steps=5 version=4194304"):
             with open(policy_file, "w", encoding="latin-1") as f:
                 f.write(junk)
             self.assertTrue(shardnet.should_checkpoint(49), junk)

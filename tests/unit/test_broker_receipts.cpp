@@ -311,6 +311,14 @@ TEST_CASE("a run's receipts: its owner and admins; another user, an unrelated pe
     CHECK(other.status == 404);
     CHECK(other.body.find("no_run") != std::string::npos);
     CHECK(f.call("GET", "/v1/runs/mine/receipts", "", "peer-t").status == 404);   // never moved to or from it
+    // A refused decision for the run (its user unknown here), whatever
+    // sender it names, grants the peer nothing (the review found it did).
+    for (const char *from : {"beta-broker", "alpha"}) {
+        auto r = f.call("POST", "/v1/decisions", std::string(R"({"id":"x-)") + from + R"(","from_broker":")" + from +
+                        R"(","run":"mine","to_attempt":2,"spec":{"user":"nosuchuser"},"script":"#!/bin/sh\n","owner":"","resume":"latest"})", "peer-t");
+        CHECK(r.status == 409);
+        CHECK(f.call("GET", "/v1/runs/mine/receipts", "", "peer-t").status == 404);
+    }
     CHECK(f.call("GET", "/v1/runs/mine/receipts", "", "worker-t").status == 403);
     CHECK(f.call("GET", "/v1/runs/mine/receipts", "", "").status == 401);
     CHECK(f.call("GET", "/v1/runs/nope/receipts", "", "alice-t").status == 404);
