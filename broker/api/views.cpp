@@ -68,20 +68,17 @@ void Service::runs_view(const std::string &id, const TokenEntry &who, const Repl
         }
         out.push_back(std::move(r));
     }
-    // Age and last seal are the store's: one read of the runs table (or the
-    // one row) and the newest seal of each run, on the store's thread.
+    // Age and last seal are the store's: two reads by key for each run the
+    // caller may see (never a scan of every run), on the store's thread.
     on_store(reply, [this, id, out = std::move(out), now, broker = cfg_.broker_name](const Reply &reply) mutable {
-        std::map<std::string, std::pair<double, double>> times;
-        for (const auto &row : store_->load_runs())
-            if (id.empty() || row.id == id) times[row.id] = {row.created, row.updated};
         for (auto &v : out) {
             auto &r = v.as_object();
             const std::string rid(r.at("id").as_string());
             const std::string sealed = store_->last_checkpoint(rid);
             r["last_sealed"] = sealed.empty() ? json::value(nullptr) : json::value(sealed);
-            auto t = times.find(rid);
-            r["created"] = t != times.end() ? json::value(t->second.first) : json::value(nullptr);
-            r["updated"] = t != times.end() ? json::value(t->second.second) : json::value(nullptr);
+            const auto t = store_->run_times(rid);
+            r["created"] = t ? json::value(t->first) : json::value(nullptr);
+            r["updated"] = t ? json::value(t->second) : json::value(nullptr);
         }
         if (!id.empty()) return reply(ok_json(200, json::object{{"broker", broker}, {"at", now}, {"run", std::move(out.at(0))}}));
         reply(ok_json(200, json::object{{"broker", broker}, {"at", now}, {"runs", std::move(out)}}));

@@ -127,6 +127,7 @@ const Sql kStatements[] = {
     {"seal", "INSERT INTO checkpoints (run, name, attempt, ranks, parent, sealed_at, write_seconds) VALUES (?,?,?,?,?,?,?)"},
     {"list_checkpoints", "SELECT run, name, attempt, ranks, parent, sealed_at FROM checkpoints WHERE run = ? ORDER BY sealed_at"},
     {"last_checkpoint", "SELECT name FROM checkpoints WHERE run = ? ORDER BY sealed_at DESC LIMIT 1"},
+    {"run_times", "SELECT created, updated FROM runs WHERE id = ?"},
     {"upsert_worker", "INSERT INTO workers (run, attempt, node, ranks, last_seen, last_step, interval, ended, watch_only, cluster, job) "
                       "VALUES (?,?,?,?,?,?,?,?,?,?,?) "
                       "ON CONFLICT (run, attempt, node) DO UPDATE SET ranks = excluded.ranks, "
@@ -388,6 +389,14 @@ long long Store::insert_commit(const std::string &run, long long attempt, const 
     Done done_c{c};
     Binder(c).text(run).integer(attempt).text(name);
     return row(c) ? sqlite3_column_int64(c, 0) : 0;
+}
+
+std::optional<std::pair<double, double>> Store::run_times(const std::string &run) {
+    auto *s = stmt("run_times");
+    Done done{s};
+    Binder(s).text(run);
+    if (!row(s)) return std::nullopt;
+    return std::pair{sqlite3_column_double(s, 0), sqlite3_column_double(s, 1)};
 }
 
 std::string Store::last_checkpoint(const std::string &run) {

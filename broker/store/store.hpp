@@ -51,6 +51,8 @@ public:
     ~Store();
 
     std::vector<RunRow> load_runs();
+    // A run's created and updated times (one row by its key), or none.
+    std::optional<std::pair<double, double>> run_times(const std::string &run);
     void insert_run(const RunRow &r);
     void update_run(const std::string &id, const std::string &state, long long attempt, double now);
     long long insert_event(const EventRow &e);
