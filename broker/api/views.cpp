@@ -70,7 +70,7 @@ void Service::runs_view(const std::string &id, const TokenEntry &who, const Repl
     }
     // Age and last seal are the store's: one read of the runs table (or the
     // one row) and the newest seal of each run, on the store's thread.
-    on_store(reply, [this, id, out = std::move(out), now, broker = cfg_.broker_name](const Reply &reply) mutable {
+    on_store(reply, [this, id, out = std::move(out), now, broker = cfg_.broker_name, receipts = cfg_.receipts.on()](const Reply &reply) mutable {
         std::map<std::string, std::pair<double, double>> times;
         for (const auto &row : store_->load_runs())
             if (id.empty() || row.id == id) times[row.id] = {row.created, row.updated};
@@ -83,7 +83,10 @@ void Service::runs_view(const std::string &id, const TokenEntry &who, const Repl
             r["created"] = t != times.end() ? json::value(t->second.first) : json::value(nullptr);
             r["updated"] = t != times.end() ? json::value(t->second.second) : json::value(nullptr);
         }
-        if (!id.empty()) return reply(ok_json(200, json::object{{"broker", broker}, {"at", now}, {"run", std::move(out.at(0))}}));
+        // "receipts": whether this broker signs them (the run page asks
+        // for them only then: a 404 is a console error in a browser).
+        if (!id.empty())
+            return reply(ok_json(200, json::object{{"broker", broker}, {"at", now}, {"receipts", receipts}, {"run", std::move(out.at(0))}}));
         reply(ok_json(200, json::object{{"broker", broker}, {"at", now}, {"runs", std::move(out)}}));
     });
 }
