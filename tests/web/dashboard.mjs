@@ -119,6 +119,10 @@ await check(url, out, async ({ page, allowErrors }) => {
   expect(/^a node's 6\d\.\d min \/ 1 node: 0 interruptions in .* node-hours observed \+ prior 1 h \(prior\)$/.test(input("mean time to interruption (M)")[2] ?? ""),
     "M from the site's prior of 1 node-hour, its observation said");
   expect(input("restart (R)")[2] === "site prior (no recovery measured yet)", "R the site's prior");
+  await page.waitForSelector("#receipts-table", { timeout: 5000 });
+  const first = await page.$eval('#receipts-table tr[data-seq="1"]', (tr) => [tr.dataset.state, tr.cells[1].textContent, tr.cells[3].textContent]);
+  expect(first[0] === "verified" && first[1] === "attempt-started" && /^attempt 1 started on alpha, job 31, nodes p1/.test(first[2]),
+    `r-auto's attempt-started receipt, what it attests: ${first}`);
   await shot(page, out, "run-policy");
   await page.evaluate(() => { window.notReloaded = true; });
   const policyStarted = Date.now();

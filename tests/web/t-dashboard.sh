@@ -54,7 +54,7 @@ hb r-move 2 a1 alpha 0 150; hb r-move 2 a2 alpha 1 150
 # two steps and a seal timed 0.5 s, then a summary (1 s) computes policy v1.
 api POST /v1/runs '{"id":"r-auto","owner":"daemon","world_size":1}'
 hba() {  # STEP
-    api POST /v1/heartbeats "{\"run\":\"r-auto\",\"attempt\":1,\"node\":\"p1\",\"cluster\":\"alpha\",\"interval\":600,\"state\":\"running\",\"policy\":0,\"ranks\":[{\"rank\":0,\"step\":$1}]}"
+    api POST /v1/heartbeats "{\"run\":\"r-auto\",\"attempt\":1,\"node\":\"p1\",\"cluster\":\"alpha\",\"job\":31,\"interval\":600,\"state\":\"running\",\"policy\":0,\"ranks\":[{\"rank\":0,\"step\":$1}]}"
 }
 commit_auto() {  # NAME WRITE_SECONDS
     api POST "/v1/runs/r-auto/checkpoints/$1/commit" "{\"attempt\":1,\"rank\":0,\"world_size\":1,\"write_seconds\":$2,\"files\":[{\"path\":\"rank-0.pt\",\"sha256\":\"$(sha "$1")\",\"bytes\":2048}]}"
