@@ -4,16 +4,22 @@
 // head (GET /v1/log/head, /v1/log/proof/inclusion).
 import { h, state, clock } from "./dom.js";
 import { get } from "./api.js";
-import { importKeys, checkHead, verifyReceipts, attests } from "./verify.js";
+import { importKeys, checkHead, verifyReceipts, attests, canonical } from "./verify.js";
 
 const PROOFS_AT_ONCE = 3;   // of the six connections a page has to its broker; one is the event stream
 
 // loadReceipts(run) -> {receipts: [...verified], head, keyring} or {off: true}.
 // last: the previous answer, whose verification is kept when nothing changed.
+// Receipts verified before whose envelopes are the same are kept as they
+// were (their log check names the head they were checked against); only
+// the new ones are checked, against the current head.
 export async function loadReceipts(run, last = null) {
   const listed = (await get(`/v1/runs/${encodeURIComponent(run)}/receipts`)).receipts;
-  const key = listed.map((r) => r.digest).join(",");
-  if (last && last.key === key) return last;
+  const texts = listed.map((r) => canonical(r.envelope));
+  let same = 0;
+  while (last && same < texts.length && same < last.texts.length && texts[same] === last.texts[same]) same++;
+  if (last && same === texts.length && same === last.texts.length) return last;
+  const known = last && same === last.texts.length ? last.receipts : [];
   const [keys, headAnswer] = await Promise.all([last?.keyring ?? get("/v1/keys").then((k) => importKeys(k.keys)), get("/v1/log/head")]);
   const head = await checkHead(headAnswer, keys);
   // The proofs, a few at a time, asked before they are needed in order.
@@ -29,9 +35,9 @@ export async function loadReceipts(run, last = null) {
       }));
     return asked.get(index);
   };
-  if (head.ok !== false) for (const r of listed) if (r.log_index < head.size) proof(r.log_index, head.size).catch(() => {});
-  const receipts = await verifyReceipts(run, listed, keys, head, proof);
-  return { key, keyring: keys, head, receipts };
+  if (head.ok !== false) for (const r of listed.slice(known.length)) if (r.log_index < head.size) proof(r.log_index, head.size).catch(() => {});
+  const receipts = await verifyReceipts(run, listed, keys, head, proof, known);
+  return { texts, keyring: keys, head, receipts };
 }
 
 function checksDone(v) {

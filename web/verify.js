@@ -161,11 +161,12 @@ export function readStatement(env, payload, listed, run) {
 // [{seq, kind, time, predicate, statement, digest, state: "verified"|"failed",
 //   checks: [{name, ok: true|false|null, text}]}]. proof(index, size) ->
 // the broker's inclusion answer ({leaf_hash, path}); head from checkHead
-// (or null: no log check).
-export async function verifyReceipts(run, listed, keyring, head, proof) {
-  const out = [];
-  let prev = null;   // the previous listed receipt's {seq, digest}
-  for (const r of listed) {
+// (or null: no log check). known: the results of a prefix of listed,
+// verified before (a page that follows a run checks only what is new).
+export async function verifyReceipts(run, listed, keyring, head, proof, known = []) {
+  const out = known.slice(0, listed.length);
+  let prev = out.length ? { seq: out[out.length - 1].seq, digest: out[out.length - 1].digest } : null;   // the previous listed receipt's
+  for (const r of listed.slice(out.length)) {
     const env = r.envelope, checks = [];
     const bytes = envelopeBytes(env), digest = hex(await sha256(bytes));
     const payload = b64decode(env?.payload) ?? new Uint8Array();

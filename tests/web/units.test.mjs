@@ -137,6 +137,12 @@ test("a run's receipts: signature, Statement, chain and log all verified; an alt
   assert.match(v[1].checks[0].text, /^bad signature by key [0-9a-f]{64} \(payload or signature altered\)$/);
   assert.deepEqual(failedChecks(v[2]), ["chain"]);
   assert.match(v[2].checks[2].text, /^missing predecessor: previous is [0-9a-f]{64}, but receipt seq 2 here has digest/);
+  // Only what is new is checked: a known prefix is kept as it was.
+  const more = await verifyReceipts("r1", r.listed, keyring, head, async () => { throw new Error("asked again"); }, good.slice(0, 3));
+  assert.equal(more.length, 3);
+  const tail = await verifyReceipts("r1", r.listed, keyring, head, r.proof, good.slice(0, 2));
+  assert.deepEqual(tail.map((x) => x.state), ["verified", "verified", "verified"]);
+  assert.equal(tail[0], good[0]);
   // A dropped receipt, a wrong run, an unknown key; a browser without Ed25519.
   const gap = await verifyReceipts("r1", [r.listed[0], r.listed[2]], keyring, null, r.proof);
   assert.equal(gap[1].checks.find((c) => c.name === "chain").text, "missing predecessor: no receipt with seq 2");
