@@ -49,7 +49,7 @@ export function policyView(p, inForce = null) {
   }
   if (r) {
     v.inputs.push({ name: "restart (R)", value: fmtDuration(r.value),
-      source: r.source === "prior" ? "site prior (no recovery measured yet)" : `${source(r, "recovery", "recoveries")} (mean)` });
+      source: r.source === "prior" ? "site prior (no recovery measured yet)" : `${source(r, "recovery", "recoveries")} (median)` });
     for (const t of r.tiers ?? []) {
       const n = t.recoveries ?? 0;
       v.tiers.push({ ...t, line: `${t.tier} ${n} recover${n === 1 ? "y" : "ies"}: detect ${fmtDuration(t.detect)}, place ${fmtDuration(t.place)}, ` +

@@ -168,7 +168,7 @@ test("the checkpoint policy in the words of `shard ckpt policy` (doc/checkpoint-
     ["write time (delta)", "0.01 s", "measured, 2 sealed checkpoints (median)"],
     ["step time", "0.20 s", "measured, 5 steps"],
     ["mean time to interruption (M)", "65.4 s", "a node's 65.4 s / 1 node: 2 interruptions in 0.00447 node-hours observed + prior 0.05 h (measured+prior)"],
-    ["restart (R)", "5.32 s", "measured, 2 recoveries (mean)"]]);
+    ["restart (R)", "5.32 s", "measured, 2 recoveries (median)"]]);
   assert.equal(v.tiers[0].line, "same_cluster 1 recovery: detect 4.06 s, place 0.03 s, start 0.81 s, first step 1.00 s = 5.91 s");
   assert.equal(policyView({ state: "in_force", version: 2, every_steps: 6 }, { version: 2, every_steps: 6, seconds: 1.2 }).headline,
     "checkpoint every 6 steps = 1.20 s of compute (policy v2, Daly 2006)");
