@@ -185,8 +185,9 @@ function lineage(cps, all = false) {
   const box = h("div");
   const more = h("button", { type: "button", onclick: () => box.replaceWith(lineage(cps, true)) }, `Show all ${cps.length}`);
   box.append(h("ol", { id: "lineage", reversed: true }, shown.slice().reverse().map((c) => h("li", {},
-    `${c.name} ← ${c.parent ?? "(first)"}: attempt ${c.attempt}, ${c.ranks} ranks, sealed ${clock(c.sealed_at)}`))),
-  shown.length < cps.length ? h("p", {}, `Newest ${shown.length} of ${cps.length} sealed checkpoints. `, more) : null);
+    `${c.name} ← ${c.parent ?? "(first)"}: attempt ${c.attempt}, ${c.ranks} ranks, sealed ${clock(c.sealed_at)}`))));
+  // (Node.append writes a null as the text "null".)
+  if (shown.length < cps.length) box.append(h("p", {}, `Newest ${shown.length} of ${cps.length} sealed checkpoints. `, more));
   return box;
 }
 

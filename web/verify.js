@@ -220,7 +220,7 @@ export function attests(v) {
       (b.owner?.user ? `, owner ${b.owner.user}` : "");
   if (p.kind === "checkpoint-sealed") {
     const n = v.statement?.subject?.length ?? 0;
-    return `checkpoint ${b.checkpoint} sealed (parent ${b.parent ?? "none"}), ${n} file${n === 1 ? "" : "s"} with SHA-256${b.ranks ? `, ${b.ranks} ranks` : ""}`;
+    return `checkpoint ${b.checkpoint} sealed (parent ${b.parent ?? "none"}), ${n} file${n === 1 ? "" : "s"} with SHA-256${b.ranks ? `, ${b.ranks} rank${b.ranks === 1 ? "" : "s"}` : ""}`;
   }
   if (p.kind === "attempt-ended")
     return `attempt ${p.attempt} ended: ${b.how ?? "?"}` + (b.cause ? ` (${typeof b.cause === "string" ? b.cause : JSON.stringify(b.cause)})` : "") +

@@ -73,6 +73,7 @@ await check(url, out, async ({ page, allowErrors }) => {
   expect(phases.length === 4 && phases.every((p) => !/not yet/.test(p)), `detect, place, start, first step with seconds: ${phases}`);
   expect(/beta: not chosen: 1 idle node without b1/.test(await text(page, "#placement-list")), "placement reasons name the rejected cluster");
   expect(/ckpt-100 ← \(first\)/.test(await text(page, "#lineage")), "checkpoint lineage");
+  expect(!/null/.test(await text(page, "#run-lineage")), "the lineage shows no stray text");
   // A point opens with the keyboard to its cause and evidence.
   await page.$eval('#timeline .point[data-kind="FAULT"]', (el) => el.focus());   // SVG: not an HTMLElement
   await page.keyboard.press("Enter");
