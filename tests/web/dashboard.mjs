@@ -119,7 +119,10 @@ await check(url, out, async ({ page, allowErrors }) => {
   expect(/^measured, \d+ steps$/.test(input("step time")[2] ?? ""), "step time measured, with its count");
   expect(/^a node's 6\d\.\d min \/ 1 node: 0 interruptions in .* node-hours observed \+ prior 1 h \(prior\)$/.test(input("mean time to interruption (M)")[2] ?? ""),
     "M from the site's prior of 1 node-hour, its observation said");
-  expect(input("restart (R)")[2] === "site prior (no recovery measured yet)", "R the site's prior");
+  expect(input("restart (R)")[2] === "measured, 1 recovery (median)", "R measured: r-move's recovery");
+  const tiers = await page.$$eval("#policy-tiers tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent).join(" ")));
+  expect(tiers.length === 1 && /^other_cluster 1 \d\.\d\d s 0\.60 s 2\.30 s 1\.00 s \d\.\d\d s$/.test(tiers[0]),
+    `the recovery phases per tier (detect, place, start, first step, total): ${tiers}`);
   await page.waitForSelector("#receipts-table", { timeout: 5000 });
   const first = await page.$eval('#receipts-table tr[data-seq="1"]', (tr) => [tr.dataset.state, tr.cells[1].textContent, tr.cells[3].textContent]);
   expect(first[0] === "verified" && first[1] === "attempt-started" && /^attempt 1 started on alpha, job 31, nodes p1/.test(first[2]),
