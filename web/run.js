@@ -5,6 +5,8 @@ import { get } from "./api.js";
 import { follow } from "./sse.js";
 import { model } from "./recovery.js";
 import { draw } from "./timeline.js";
+import { policyPanel } from "./policy.js";
+import { loadReceipts, receiptsPanel } from "./receipts.js";
 
 const PAGE = 10000;          // GET .../events?limit= at most
 const EVENTS_SHOWN = 300;    // rows of the event table before "show all"
@@ -19,6 +21,38 @@ export function render(id) {
     timeline: h("div", { id: "run-timeline" }), detail: h("div", { id: "event-detail", "aria-live": "polite" }),
     recoveries: h("div", { id: "run-recoveries" }), workers: h("div", { id: "run-workers" }),
     placements: h("div", { id: "run-placements" }), lineage: h("div", { id: "run-lineage" }), events: h("div", { id: "run-events" }),
+    policy: h("div", { id: "run-policy" }), receipts: h("div", { id: "run-receipts", "aria-live": "polite" }),
+  };
+  // The checkpoint policy: read again at each POLICY event (and with the
+  // state); the seconds of the version in force are its POLICY event's.
+  let policy = null, receipts = null, receiptsTimer = null, loading = true;
+  const inForce = () => events.findLast((e) => e.kind === "POLICY")?.evidence ?? null;
+  let policyShown = "";
+  const showPolicy = () => {
+    const shown = JSON.stringify([policy, inForce()]);
+    if (gone || !policy || shown === policyShown) return;
+    policyShown = shown;
+    parts.policy.replaceChildren(policy.error ? h("p", { class: "error" }, `Policy not read: ${policy.error}`) : policyPanel(policy, inForce()));
+  };
+  const refreshPolicy = async () => {
+    try { policy = await get(`${path}/policy`); } catch (e) { policy = { error: e.message }; }
+    if (!loading) showPolicy();
+  };
+  // The receipts, verified here; only asked for when the broker signs them.
+  let receiptsBusy = false, receiptsAgain = false;
+  const refreshReceipts = async () => {
+    if (gone || !view) return;
+    if (receiptsBusy) { receiptsAgain = true; return; }
+    receiptsBusy = true;
+    const before = receipts;
+    if (!view.receipts) receipts = before?.off ? before : { off: true };
+    else {
+      try { receipts = await loadReceipts(id, receipts?.receipts ? receipts : null); } catch (e) { receipts = { error: e.message }; }
+    }
+    receiptsBusy = false;
+    if (gone) return;
+    if (receipts !== before) parts.receipts.replaceChildren(receiptsPanel(receipts));
+    if (receiptsAgain) { receiptsAgain = false; refreshReceipts(); }
   };
   const openEvent = (ev) => {
     opened = ev;
@@ -58,7 +92,7 @@ export function render(id) {
   const queue = () => { if (!redrawQueued) { redrawQueued = true; requestAnimationFrame(redraw); } };
   const refreshState = async () => {
     try {
-      [view, detail, checkpoints] = await Promise.all([get(`/v1/views/runs/${encodeURIComponent(id)}`).then((v) => ({ ...v.run, broker: v.broker })),
+      [view, detail, checkpoints] = await Promise.all([get(`/v1/views/runs/${encodeURIComponent(id)}`).then((v) => ({ ...v.run, broker: v.broker, receipts: v.receipts === true })),
         get(path), get(`${path}/checkpoints`).then((c) => c.checkpoints)]);
       parts.workers.replaceChildren(workers(detail));
       parts.lineage.replaceChildren(lineage(checkpoints));
@@ -78,14 +112,18 @@ export function render(id) {
           after = page[page.length - 1].id;
         }
       };
-      await Promise.all([refreshState(), all()]);
+      await Promise.all([refreshState(), all(), refreshPolicy()]);
+      loading = false;
       performance.mark("run-data");
       main.replaceChildren(h("h1", {}, `Run ${id}`), parts.summary, parts.live,
         h("h2", {}, "Timeline"), parts.timeline, parts.detail,
         h("h2", {}, "Recoveries: detect → place → start → first step"), parts.recoveries,
         h("h2", {}, "Workers"), parts.workers, h("h2", {}, "Placement reasons"), parts.placements,
-        h("h2", {}, "Checkpoint lineage"), parts.lineage, h("h2", {}, "Events"), parts.events);
+        h("h2", {}, "Checkpoint lineage"), parts.lineage, h("h2", {}, "Checkpoint policy"), parts.policy,
+        h("h2", {}, "Receipts"), parts.receipts, h("h2", {}, "Events"), parts.events);
       redraw();
+      showPolicy();
+      refreshReceipts();
       performance.mark("run-rendered");
       const last = events.length ? events[events.length - 1].id : 0;
       stream = follow(`${path}/events`, { after: last,
@@ -93,6 +131,9 @@ export function render(id) {
           if (events.length && ev.id <= events[events.length - 1].id) return;   // had it
           events.push(ev);
           queue();
+          if (ev.kind === "POLICY") refreshPolicy();
+          clearTimeout(receiptsTimer);
+          receiptsTimer = setTimeout(refreshReceipts, 300);   // an event may come with a receipt
           clearTimeout(timer);
           timer = setTimeout(() => refreshState().then(queue, () => {}), 300);   // the state moved on too
         },
@@ -101,11 +142,16 @@ export function render(id) {
       if (!gone) main.replaceChildren(h("h1", {}, `Run ${id}`), errorBox(e));
     }
   })();
-  const tick = setInterval(() => { if (!gone && view) refreshState().then(queue, () => {}); }, 5000);
+  const tick = setInterval(() => {
+    if (gone || !view) return;
+    refreshState().then(queue, () => {});
+    refreshPolicy();
+    refreshReceipts();
+  }, 5000);
   // Zoom and a narrower window change the width in CSS pixels: the
   // timeline is drawn again to it, its text then stays readable.
   window.addEventListener("resize", queue);
-  return () => { gone = true; stream?.close(); clearTimeout(timer); clearInterval(tick); window.removeEventListener("resize", queue); };
+  return () => { gone = true; stream?.close(); clearTimeout(timer); clearTimeout(receiptsTimer); clearInterval(tick); window.removeEventListener("resize", queue); };
 }
 
 function workers(d) {
@@ -139,8 +185,9 @@ function lineage(cps, all = false) {
   const box = h("div");
   const more = h("button", { type: "button", onclick: () => box.replaceWith(lineage(cps, true)) }, `Show all ${cps.length}`);
   box.append(h("ol", { id: "lineage", reversed: true }, shown.slice().reverse().map((c) => h("li", {},
-    `${c.name} ← ${c.parent ?? "(first)"}: attempt ${c.attempt}, ${c.ranks} ranks, sealed ${clock(c.sealed_at)}`))),
-  shown.length < cps.length ? h("p", {}, `Newest ${shown.length} of ${cps.length} sealed checkpoints. `, more) : null);
+    `${c.name} ← ${c.parent ?? "(first)"}: attempt ${c.attempt}, ${c.ranks} ranks, sealed ${clock(c.sealed_at)}`))));
+  // (Node.append writes a null as the text "null".)
+  if (shown.length < cps.length) box.append(h("p", {}, `Newest ${shown.length} of ${cps.length} sealed checkpoints. `, more));
   return box;
 }
 

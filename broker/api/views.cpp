@@ -70,7 +70,7 @@ void Service::runs_view(const std::string &id, const TokenEntry &who, const Repl
     }
     // Age and last seal are the store's: two reads by key for each run the
     // caller may see (never a scan of every run), on the store's thread.
-    on_store(reply, [this, id, out = std::move(out), now, broker = cfg_.broker_name](const Reply &reply) mutable {
+    on_store(reply, [this, id, out = std::move(out), now, broker = cfg_.broker_name, receipts = cfg_.receipts.on()](const Reply &reply) mutable {
         for (auto &v : out) {
             auto &r = v.as_object();
             const std::string rid(r.at("id").as_string());
@@ -80,7 +80,10 @@ void Service::runs_view(const std::string &id, const TokenEntry &who, const Repl
             r["created"] = t ? json::value(t->first) : json::value(nullptr);
             r["updated"] = t ? json::value(t->second) : json::value(nullptr);
         }
-        if (!id.empty()) return reply(ok_json(200, json::object{{"broker", broker}, {"at", now}, {"run", std::move(out.at(0))}}));
+        // "receipts": whether this broker signs them (the run page asks
+        // for them only then: a 404 is a console error in a browser).
+        if (!id.empty())
+            return reply(ok_json(200, json::object{{"broker", broker}, {"at", now}, {"receipts", receipts}, {"run", std::move(out.at(0))}}));
         reply(ok_json(200, json::object{{"broker", broker}, {"at", now}, {"runs", std::move(out)}}));
     });
 }

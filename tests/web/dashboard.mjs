@@ -1,11 +1,13 @@
 // Drives the dashboard in Debian's chromium (puppeteer-core, no browser
 // download) and checks what a person would see. Usage:
-//   node dashboard.mjs URL OUT_DIR LIVE_SCRIPT
-// LIVE_SCRIPT posts a new event for r-move while its page is open.
+//   node dashboard.mjs URL OUT_DIR LIVE_SCRIPT POLICY_SCRIPT
+// LIVE_SCRIPT posts a new event for r-move while its page is open;
+// POLICY_SCRIPT seals two slow checkpoints of r-auto (a new policy version).
 import { execFile } from "node:child_process";
 import { check, expect, shot, fail, text } from "./browser.mjs";
 
-const [url, out, live] = process.argv.slice(2);
+const [url, out, live, policyScript] = process.argv.slice(2);
+const run = (script) => new Promise((res, rej) => execFile(script, (e) => (e ? rej(e) : res())));
 await check(url, out, async ({ page, allowErrors }) => {
   const go = async (hash, selector) => {
     await page.goto(`${url}/${hash}`);
@@ -71,6 +73,7 @@ await check(url, out, async ({ page, allowErrors }) => {
   expect(phases.length === 4 && phases.every((p) => !/not yet/.test(p)), `detect, place, start, first step with seconds: ${phases}`);
   expect(/beta: not chosen: 1 idle node without b1/.test(await text(page, "#placement-list")), "placement reasons name the rejected cluster");
   expect(/ckpt-100 ← \(first\)/.test(await text(page, "#lineage")), "checkpoint lineage");
+  expect(!/null/.test(await text(page, "#run-lineage")), "the lineage shows no stray text");
   // A point opens with the keyboard to its cause and evidence.
   await page.$eval('#timeline .point[data-kind="FAULT"]', (el) => el.focus());   // SVG: not an HTMLElement
   await page.keyboard.press("Enter");
@@ -82,11 +85,61 @@ await check(url, out, async ({ page, allowErrors }) => {
   // A new event while the page is open: on it within 1 s, no reload.
   const seals = (await page.$$("#timeline .seal")).length;
   const started = Date.now();
-  await new Promise((res, rej) => execFile(live, (e) => (e ? rej(e) : res())));
+  await run(live);
   await page.waitForFunction((n) => document.querySelectorAll("#timeline .seal").length > n, { timeout: 1000 }, seals)
     .catch(() => fail("the live SEALED event did not appear within 1 s"));
   console.log(`ok: live event on the page ${Date.now() - started} ms after it was posted (no reload)`);
   expect(/ckpt-200/.test(await text(page, "#events-table")), "the live event is in the event table");
+
+  // Receipts, verified in the browser: every one good, the live seal's too.
+  await page.waitForFunction(() => /ckpt-200 sealed/.test(document.querySelector("#receipts-table")?.textContent ?? ""), { timeout: 5000 })
+    .catch(() => fail("the live seal's receipt was not listed within 5 s"));
+  const receipts = await page.$$eval("#receipts-table tbody tr", (trs) => trs.map((tr) => ({ seq: tr.dataset.seq, state: tr.dataset.state,
+    kind: tr.cells[1].textContent, checks: [...tr.querySelectorAll("li[data-check]")].map((li) => `${li.dataset.check}=${li.dataset.ok}`) })));
+  console.log(`   receipts: ${receipts.map((r) => `${r.seq} ${r.kind} ${r.state}`).join("; ")}`);
+  expect(receipts.length >= 2 && receipts.every((r) => r.state === "verified"), `every receipt of r-move verified: ${JSON.stringify(receipts)}`);
+  expect(receipts.every((r) => ["signature", "statement", "chain", "log"].every((c) => r.checks.includes(`${c}=true`))),
+    "each receipt's signature (Ed25519 in WebCrypto), Statement, chain and log inclusion checked and good");
+  expect(receipts.map((r) => Number(r.seq)).join() === receipts.map((_, i) => i + 1).join(), "seq 1, 2, … without a gap");
+  expect(/Checked in this browser: each receipt's Ed25519 signature/.test(await text(page, "#receipts-checks")), "the page says which checks were done");
+  expect(/All \d+ receipts verified/.test(await text(page, "#receipts-summary")), `summary: ${await text(page, "#receipts-summary")}`);
+  expect((await page.$eval("#policy", (el) => el.dataset.state)) === "fixed", "r-move's policy: fixed by the job (its agents ask for none)");
+  await shot(page, out, "run-receipts");
+
+  // r-auto: the broker's policy, its inputs with their sources, live.
+  await go("#/runs/r-auto", '#policy[data-state="in_force"]');
+  const headline = await text(page, "#policy-headline");
+  expect(/in force: checkpoint every \d+ steps = [\d.]+ (s|min) of compute \(policy v1, Daly 2006\)/.test(headline), `the interval in force: ${headline}`);
+  expect(/now computed: every \d+ steps = .* of compute; Daly .*, Young 1974 .*, complete model's optimum /.test(await text(page, "#policy")) &&
+    /expected waste [\d.]+% of wall time/.test(await text(page, "#policy")), "Daly, Young, the optimum and the expected waste");
+  const inputs = await page.$$eval("#policy-inputs tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+  console.log(`   policy inputs: ${inputs.map((r) => r.join(" | ")).join("; ")}`);
+  const input = (name) => inputs.find((r) => r[0] === name) ?? [];
+  expect(input("write time (delta)")[1] === "0.50 s" && input("write time (delta)")[2] === "measured, 1 sealed checkpoint (median)", "δ measured, one seal");
+  expect(/^measured, \d+ steps$/.test(input("step time")[2] ?? ""), "step time measured, with its count");
+  expect(/^a node's 6\d\.\d min \/ 1 node: 0 interruptions in .* node-hours observed \+ prior 1 h \(prior\)$/.test(input("mean time to interruption (M)")[2] ?? ""),
+    "M from the site's prior of 1 node-hour, its observation said");
+  expect(input("restart (R)")[2] === "measured, 1 recovery (median)", "R measured: r-move's recovery");
+  const tiers = await page.$$eval("#policy-tiers tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent).join(" ")));
+  expect(tiers.length === 1 && /^other_cluster 1 \d\.\d\d s 0\.60 s 2\.30 s 1\.00 s \d\.\d\d s$/.test(tiers[0]),
+    `the recovery phases per tier (detect, place, start, first step, total): ${tiers}`);
+  await page.waitForSelector("#receipts-table", { timeout: 5000 });
+  const first = await page.$eval('#receipts-table tr[data-seq="1"]', (tr) => [tr.dataset.state, tr.cells[1].textContent, tr.cells[3].textContent]);
+  expect(first[0] === "verified" && first[1] === "attempt-started" && /^attempt 1 started on alpha, job 31, nodes p1/.test(first[2]),
+    `r-auto's attempt-started receipt, what it attests: ${first}`);
+  await shot(page, out, "run-policy");
+  await page.evaluate(() => { window.notReloaded = true; });
+  const policyStarted = Date.now();
+  await run(policyScript);
+  await page.waitForFunction(() => /policy v[2-9]/.test(document.querySelector("#policy-headline")?.textContent ?? ""), { timeout: 5000 })
+    .catch(() => fail("the policy panel did not show a new version within 5 s"));
+  expect(await page.evaluate(() => window.notReloaded === true), "the policy panel refreshed without a reload");
+  console.log(`ok: policy v2 on the page ${Date.now() - policyStarted} ms after the slow seals were posted`);
+  expect(/POLICY/.test(await text(page, "#events-table")), "the POLICY event is in the event table");
+  await page.waitForFunction(() => document.querySelector("#policy-inputs tbody tr")?.cells[2].textContent === "measured, 3 sealed checkpoints (median)",
+    { timeout: 7000 }).then(() => expect(true, "δ now the median of three seals"), () => fail("δ did not become the median of three seals"));
+  await shot(page, out, "run-policy-v2");
+  await go("#/runs/r-move", "#receipts-table");
 
   // 200% zoom: the page still shows the timeline and reflows its tables.
   await page.setViewport({ width: 640, height: 900, deviceScaleFactor: 2 });

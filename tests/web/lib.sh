@@ -23,14 +23,15 @@ sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 # two clusters whose slurmctld is a port nobody listens on (sinfo fails at
 # once with these timeouts: capacity "unknown"; a missing slurm.conf would
 # make it retry for a minute) and a silent peer.
-web_config() {  # DB-PATH
+# EXTRA: more top-level keys of the config, e.g. '"receipts": {...}'.
+web_config() {  # DB-PATH [EXTRA]
     local c
     for c in alpha beta; do
         mkdir -p "$T/$c"
         printf 'ClusterName=%s\nSlurmctldHost=localhost\nSlurmctldPort=9\nAuthType=auth/none\nMessageTimeout=1\nTCPTimeout=1\n' "$c" > "$T/$c/slurm.conf"
     done
     cat > "$T/broker.json" <<CONF
-{"listen": "127.0.0.1:0", "plain_http": true, "database": "$1", "broker_name": "west",
+{${2:+$2,} "listen": "127.0.0.1:0", "plain_http": true, "database": "$1", "broker_name": "west",
  "limits": {"sse_keepalive_ms": 1000},
  "detector": {"misses": 3, "summary_seconds": 1},
  "clusters": {"alpha": {"slurm_conf": "$T/alpha/slurm.conf", "region": "eu-west"},

@@ -36,4 +36,8 @@ with con:
         con.execute("INSERT INTO events (run, time, kind, cause, evidence) VALUES (?,?,?,?,?)", (run, t, kind, cause, json.dumps(ev)))
     con.execute("INSERT OR REPLACE INTO attempts (run, attempt, cluster, job, world) VALUES (?,1,'beta',101,2), (?,2,'alpha',202,2)", (run, run))
     con.execute("UPDATE runs SET state = 'RUNNING', attempt = 2, updated = ? WHERE id = ?", (t_fault + 2.9, run))
+    # The recovery's phases as broker/policy/policy.cpp times them once
+    # attempt 2 steps (one sample of R): detect, place, start, first step.
+    con.execute("INSERT OR REPLACE INTO recoveries (run, attempt, tier, detect, place, start, restore, at) VALUES (?,2,'other_cluster',?,?,?,?,?)",
+                (run, t_fault - seen, 0.6, 2.3, 1.0, t_fault + 3.9))
 print(f"{t_fault + 2.9:.3f}")

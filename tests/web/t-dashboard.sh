@@ -19,7 +19,11 @@ web_deps
 # The logic first, without a browser: the SSE parser, the timeline's model.
 node --test "$WEB_TESTS/units.test.mjs" > "$T/units.out" 2>&1 || { cat "$T/units.out"; fail "tests/web/units.test.mjs"; }
 echo "ok: $(grep -E '^# (pass|fail)' "$T/units.out" | tr '\n' ' ')(units.test.mjs)"
-web_config "$T/broker.db"
+# The broker signs receipts (doc/receipts.md) and computes checkpoint
+# policies (doc/checkpoint-policy.md) with a prior of one node-hour.
+openssl genpkey -algorithm ed25519 -out "$T/receipts.key" 2>/dev/null && chmod 600 "$T/receipts.key" || fail "openssl genpkey ed25519"
+POLICY_CONF='"checkpoint_policy": {"mtbf_node_hours": 1}'
+web_config "$T/broker.db" "$POLICY_CONF, \"receipts\": {\"key_file\": \"$T/receipts.key\"}"
 web_start
 
 # Three runs: two of daemon's, one of bin's. r-move heartbeats on beta,
@@ -46,6 +50,32 @@ sleep "$(/usr/bin/python3 -c "import time; print(max(0, $(cat "$T/seeded") - tim
 web_start
 hb r-move 2 a1 alpha 0 150; hb r-move 2 a2 alpha 1 150
 
+# r-auto lets the broker choose its interval (its agent sends "policy":0):
+# two steps and a seal timed 0.5 s, then a summary (1 s) computes policy v1.
+api POST /v1/runs '{"id":"r-auto","owner":"daemon","world_size":1}'
+hba() {  # STEP
+    api POST /v1/heartbeats "{\"run\":\"r-auto\",\"attempt\":1,\"node\":\"p1\",\"cluster\":\"alpha\",\"job\":31,\"interval\":600,\"state\":\"running\",\"policy\":0,\"ranks\":[{\"rank\":0,\"step\":$1}]}"
+}
+commit_auto() {  # NAME WRITE_SECONDS
+    api POST "/v1/runs/r-auto/checkpoints/$1/commit" "{\"attempt\":1,\"rank\":0,\"world_size\":1,\"write_seconds\":$2,\"files\":[{\"path\":\"rank-0.pt\",\"sha256\":\"$(sha "$1")\",\"bytes\":2048}]}"
+}
+hba 1; sleep 0.4; hba 5
+commit_auto ckpt-a1 0.5
+for _ in $(seq 50); do
+    curl -s -H "Authorization: Bearer admin-t" "http://127.0.0.1:$P/v1/runs/r-auto/policy" | grep -q '"in_force"' && break; sleep 0.1
+done
+curl -s -H "Authorization: Bearer admin-t" "http://127.0.0.1:$P/v1/runs/r-auto/policy" | grep -q '"in_force"' || fail "r-auto has no policy in force"
+# The driver makes a new version while the page is open: two seals timed
+# 30 s move the median write time (and the interval) well past the hysteresis.
+cat > "$T/policy.sh" <<POLICY
+#!/bin/sh
+for c in ckpt-a2 ckpt-a3; do
+curl -s -o /dev/null -H "Authorization: Bearer admin-t" --data-binary "{\"attempt\":1,\"rank\":0,\"world_size\":1,\"write_seconds\":30,\"files\":[{\"path\":\"rank-0.pt\",\"sha256\":\"$(sha a2)\",\"bytes\":2048}]}" \
+    "http://127.0.0.1:$P/v1/runs/r-auto/checkpoints/\$c/commit"
+done
+POLICY
+chmod +x "$T/policy.sh"
+
 # The live event: posted by the driver while the run page is open.
 cat > "$T/live.sh" <<LIVE
 #!/bin/sh
@@ -55,7 +85,30 @@ curl -s -o /dev/null -H "Authorization: Bearer admin-t" --data-binary "{\"attemp
 done
 LIVE
 chmod +x "$T/live.sh"
-nice -n 15 node "$WEB_TESTS/dashboard.mjs" "http://127.0.0.1:$P" "$OUT_DIR" "$T/live.sh"
+nice -n 15 node "$WEB_TESTS/dashboard.mjs" "http://127.0.0.1:$P" "$OUT_DIR" "$T/live.sh" "$T/policy.sh"
 rc=$?
 [ $rc = 0 ] && echo "ok: dashboard in chromium (screenshots in $OUT_DIR)" || echo "FAIL: dashboard in chromium (broker log: $(tail -3 "$T/broker.log"))"
+
+# A receipt altered in the database while the broker is stopped (as
+# tests/broker/t-receipts.sh alters one): the page says it fails and which checks.
+web_stop
+/usr/bin/python3 - "$T/broker.db" > "$T/altered" <<'PY' || fail "altering a receipt failed"
+import base64, json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+seq, env = db.execute("SELECT seq, envelope FROM receipts WHERE run = 'r-move' AND kind = 'checkpoint-sealed' ORDER BY seq LIMIT 1").fetchone()
+e = json.loads(env)
+st = base64.b64decode(e["payload"])
+assert b'"size":1024' in st
+e["payload"] = base64.b64encode(st.replace(b'"size":1024', b'"size":1025', 1)).decode()
+db.execute("UPDATE receipts SET envelope = ? WHERE run = 'r-move' AND seq = ?", (json.dumps(e, separators=(",", ":"), sort_keys=True), seq))
+db.commit()
+print(seq)
+PY
+web_start
+nice -n 15 node "$WEB_TESTS/receipts.mjs" "http://127.0.0.1:$P" "$OUT_DIR" r-move "altered:$(cat "$T/altered")" || rc=1
+# The same broker without "receipts" in its config: it signs none, and the page says so.
+web_stop
+web_config "$T/broker.db" "$POLICY_CONF"
+web_start
+nice -n 15 node "$WEB_TESTS/receipts.mjs" "http://127.0.0.1:$P" "$OUT_DIR" r-move off || rc=1
 exit $rc
