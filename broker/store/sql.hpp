@@ -13,6 +13,8 @@ struct Sql { const char *name; const char *text; };
 // The receipt log's statements (store/receipt_store.cpp), prepared with
 // the store's own when the database opens.
 std::span<const Sql> receipt_statements();
+// The checkpoint policy's (store/policy_store.cpp), likewise.
+std::span<const Sql> policy_statements();
 
 // Resets a statement when it goes out of scope: a SELECT stepped to its
 // first row only would otherwise hold its read transaction open (and pin

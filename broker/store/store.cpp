@@ -114,14 +114,6 @@ const Sql kStatements[] = {
     {"list_nodes", "SELECT host, hash, descriptor, updated FROM nodes WHERE ?1 = '' OR host = ?1 ORDER BY host"},
     {"insert_commit", "INSERT OR REPLACE INTO commits (run, attempt, name, rank, files, time, write_seconds) VALUES (?,?,?,?,?,?,?)"},
     {"commit_write_seconds", "SELECT max(write_seconds) FROM commits WHERE run = ? AND attempt = ? AND name = ?"},
-    {"write_samples", "SELECT write_seconds FROM checkpoints WHERE run = ? AND write_seconds IS NOT NULL ORDER BY sealed_at DESC LIMIT ?"},
-    {"add_exposure", "INSERT INTO exposure (cluster, node_seconds, interruptions) VALUES (?1, ?2, ?3) ON CONFLICT (cluster) DO UPDATE SET "
-                     "node_seconds = node_seconds + ?2, interruptions = interruptions + ?3"},
-    {"exposure", "SELECT cluster, node_seconds, interruptions FROM exposure ORDER BY cluster"},
-    {"insert_recovery", "INSERT OR REPLACE INTO recoveries (run, attempt, tier, detect, place, start, restore, at) VALUES (?,?,?,?,?,?,?,?)"},
-    {"recoveries", "SELECT run, attempt, tier, detect, place, start, restore, at FROM recoveries ORDER BY at DESC LIMIT ?"},
-    {"upsert_policy", "INSERT OR REPLACE INTO ckpt_policies (run, version, every_steps, seconds, detail, updated) VALUES (?,?,?,?,?,?)"},
-    {"load_policies", "SELECT run, version, every_steps, seconds, detail, updated FROM ckpt_policies"},
     {"count_commits", "SELECT count(*) FROM commits WHERE run = ? AND attempt = ? AND name = ?"},
     {"is_sealed", "SELECT 1 FROM checkpoints WHERE run = ? AND name = ?"},
     {"seal", "INSERT INTO checkpoints (run, name, attempt, ranks, parent, sealed_at, write_seconds) VALUES (?,?,?,?,?,?,?)"},
@@ -177,6 +169,7 @@ Store::Store(const std::string &path, int busy_ms) : path_(path), busy_ms_(busy_
     };
     for (const auto &s : kStatements) prepare(s);
     for (const auto &s : sql::receipt_statements()) prepare(s);
+    for (const auto &s : sql::policy_statements()) prepare(s);
 }
 
 Store::~Store() {
@@ -574,66 +567,6 @@ std::string Store::integrity_check() {
     std::string r = sqlite3_step(st) == SQLITE_ROW ? col_text(st, 0) : "no answer";
     sqlite3_finalize(st);
     return r;
-}
-
-std::vector<double> Store::write_samples(const std::string &run, int limit) {
-    auto *s = stmt("write_samples");
-    Done done{s};
-    Binder(s).text(run).integer(limit);
-    std::vector<double> out;
-    while (row(s)) out.push_back(sqlite3_column_double(s, 0));
-    return out;
-}
-
-void Store::add_exposure(const std::string &cluster, double node_seconds, long long interruptions) {
-    auto *s = stmt("add_exposure");
-    Done done{s};
-    Binder(s).text(cluster).real(node_seconds).integer(interruptions);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing node exposure", rc);
-}
-
-std::vector<Store::ExposureRow> Store::exposure() {
-    auto *s = stmt("exposure");
-    Done done{s};
-    std::vector<ExposureRow> out;
-    while (row(s)) out.push_back(ExposureRow{col_text(s, 0), sqlite3_column_double(s, 1), sqlite3_column_int64(s, 2)});
-    return out;
-}
-
-void Store::insert_recovery(const RecoveryRow &r) {
-    auto *s = stmt("insert_recovery");
-    Done done{s};
-    Binder(s).text(r.run).integer(r.attempt).text(r.tier).real(r.detect).real(r.place).real(r.start).real(r.restore).real(r.at);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing a recovery's phases", rc);
-}
-
-std::vector<Store::RecoveryRow> Store::recoveries(int limit) {
-    auto *s = stmt("recoveries");
-    Done done{s};
-    Binder(s).integer(limit);
-    std::vector<RecoveryRow> out;
-    while (row(s))
-        out.push_back(RecoveryRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), sqlite3_column_double(s, 3),
-                                  sqlite3_column_double(s, 4), sqlite3_column_double(s, 5), sqlite3_column_double(s, 6),
-                                  sqlite3_column_double(s, 7)});
-    return out;
-}
-
-void Store::upsert_policy(const PolicyRow &p) {
-    auto *s = stmt("upsert_policy");
-    Done done{s};
-    Binder(s).text(p.run).integer(p.version).integer(p.every_steps).real(p.seconds).text(p.detail).real(p.updated);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing the checkpoint policy", rc);
-}
-
-std::vector<Store::PolicyRow> Store::load_policies() {
-    auto *s = stmt("load_policies");
-    Done done{s};
-    std::vector<PolicyRow> out;
-    while (row(s))
-        out.push_back(PolicyRow{col_text(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_double(s, 3),
-                                col_text(s, 4), sqlite3_column_double(s, 5)});
-    return out;
 }
 
 }  // namespace shardnet::broker
