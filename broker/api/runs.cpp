@@ -165,7 +165,7 @@ void Service::get_run(const std::string &id, const TokenEntry &who, const Reply 
     std::map<std::pair<long long, std::string>, json::object> groups;
     const double now = wall_now();
     for (const auto &[node, w] : workers_.of_run(id)) {
-        const std::string role = node.size() > 6 && node.compare(node.size() - 6, 6, "/batch") == 0 ? "batch" : "step";
+        const std::string role = is_batch_worker(node) ? "batch" : "step";
         const char *health = w.faulted ? "faulted" : w.ended ? "ended" : w.suspected ? "suspect"
                            : now - w.last_seen > 2.0 * w.interval ? "late" : "healthy";
         json::object o{{"node", node}, {"role", role}, {"attempt", w.attempt}, {"ranks", w.ranks},

@@ -48,7 +48,7 @@ void Service::runs_view(const std::string &id, const TokenEntry &who, const Repl
         long long workers = 0, healthy = 0, ranks = 0, step = -1;
         double last_seen = 0;
         for (const auto &[node, w] : workers_.of_run(rid)) {
-            if (w.attempt != info.attempt || node.ends_with("/batch")) continue;
+            if (w.attempt != info.attempt || is_batch_worker(node)) continue;
             ++workers;
             ranks += w.ranks;
             if (!w.faulted && !w.ended && !w.suspected && now - w.last_seen <= 2.0 * w.interval) ++healthy;

@@ -50,7 +50,7 @@ void Service::confirm(Fault fault, double now) {
             if (v.job_state == "NODE_FAIL" || v.job_state == "FAILED" || v.job_state == "TIMEOUT" || v.job_state == "OUT_OF_MEMORY")
                 return raise_fault(fault, fault.cause + "; Slurm job " + std::to_string(fault.state.job) + " " + v.job_state, ev, wall_now());
             workers_.retire(fault.run, fault.node);  // the job ended; its last report was lost
-            if (fault.node.size() > 6 && fault.node.ends_with("/batch")) end_from_slurm(fault, v.job_state, wall_now());
+            if (is_batch_worker(fault.node)) end_from_slurm(fault, v.job_state, wall_now());
             return;
         }
         const bool node_down = node_state_bad(v.node_state) || !v.slurmd_answers;

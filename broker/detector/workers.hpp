@@ -39,6 +39,9 @@ struct WorkerState {
     bool watch_only = false;
 };
 
+// A worker's key is NODE or NODE/STEP; the batch script's is NODE/batch.
+inline bool is_batch_worker(std::string_view key) { return key.size() > 6 && key.ends_with("/batch"); }
+
 // Why the detector suspects a worker: a kind to decide on, and its words.
 enum class FaultKind { silent, stalled, no_worker };
 const char *fault_words(FaultKind k);

@@ -31,12 +31,11 @@ ckpt::Bounds bounds_of(const BrokerConfig::CkptPolicy &p) {
     return b;
 }
 
-std::string answer_json(long long version, const policy::Result &r) {
-    return json::serialize(json::object{{"policy", json::object{{"version", version}, {"every_steps", r.steps},
-                                                               {"seconds", r.seconds}, {"model", "daly"}}}});
+// The heartbeat answer that hands a policy version to the run's agents.
+std::shared_ptr<const std::string> answer_json(long long version, long long steps, double seconds) {
+    return std::make_shared<const std::string>(json::serialize(json::object{
+        {"policy", json::object{{"version", version}, {"every_steps", steps}, {"seconds", seconds}, {"model", "daly"}}}}));
 }
-
-bool is_batch(const std::string &node) { return node.size() > 6 && node.ends_with("/batch"); }
 
 }  // namespace
 
@@ -48,8 +47,7 @@ void Service::load_policies() {
         info.policy_version = p.version;
         info.policy_steps = p.every_steps;
         info.policy_detail = std::make_shared<const std::string>(p.detail);
-        info.policy_answer = std::make_shared<const std::string>(json::serialize(json::object{
-            {"policy", json::object{{"version", p.version}, {"every_steps", p.every_steps}, {"seconds", p.seconds}, {"model", "daly"}}}}));
+        info.policy_answer = answer_json(p.version, p.every_steps, p.seconds);
     }
 }
 
@@ -138,7 +136,7 @@ void Service::measure_policies(const std::vector<WorkerSummary> &workers, double
         std::set<std::string> nodes, batch_nodes;
         for (const auto *s : of_run[l.run]) {
             if (s->w.attempt != l.attempt || s->w.watch_only) continue;
-            (is_batch(s->node) ? batch_nodes : nodes).insert(s->node.substr(0, s->node.find('/')));
+            (is_batch_worker(s->node) ? batch_nodes : nodes).insert(s->node.substr(0, s->node.find('/')));
             progress.push_back(policy::Progress{s->w.first_step, s->w.step, s->w.first_step_time, s->w.step_time});
         }
         in.step = policy::step_time(progress);
@@ -176,7 +174,7 @@ void Service::measure_policies(const std::vector<WorkerSummary> &workers, double
         auto text = std::make_shared<const std::string>(json::serialize(detail));
         std::shared_ptr<const std::string> answer;
         if (changed) {
-            answer = std::make_shared<const std::string>(answer_json(version, *result));
+            answer = answer_json(version, result->steps, result->seconds);
             try {
                 transact([&] {
                     store_->upsert_policy(Store::PolicyRow{l.run, version, result->steps, result->seconds, *text, now});

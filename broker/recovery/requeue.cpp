@@ -284,7 +284,7 @@ void Service::check_recovered(const std::string &run, long long attempt, double 
     }
     long long up = 0;
     for (const auto &[worker, w] : workers_.of_run(run))
-        if (w.attempt == attempt && worker.find("/batch") == std::string::npos && !w.ended && !w.faulted) ++up;
+        if (w.attempt == attempt && !is_batch_worker(worker) && !w.ended && !w.faulted) ++up;
     if (up < need) return;
     {
         // Claimed here, once: later heartbeats do not write a second RECOVERED.
