@@ -46,6 +46,9 @@ await check(url, out, async ({ page, allowErrors }) => {
   // Another user's run by its URL: not found, nothing of it shown.
   await allowErrors(/status of 404/, async () => {
     await go("#/runs/r-bin", "#run-missing");
+    // The page asks for several of the run's resources at once: every one's
+    // 404 lands inside this window, not after it (a loaded machine).
+    await page.waitForNetworkIdle({ idleTime: 300, timeout: 5000 }).catch(() => {});
   });
   expect(/no run r-bin/.test(await text(page, "#run-missing")), "another user's run URL says not found");
   await shot(page, out, "run-of-another-user");

@@ -58,6 +58,8 @@ await check(url, out, async ({ page, allowErrors }) => {
   await allowErrors(/status of 404/, async () => {
     await page.goto(`${url}/#/runs/${other}`);
     await page.waitForSelector("#run-missing");
+    // Every one of the page's 404s inside this window, not after it.
+    await page.waitForNetworkIdle({ idleTime: 300, timeout: 5000 }).catch(() => {});
   });
   await shot(page, out, "run-of-another-user");
 });
