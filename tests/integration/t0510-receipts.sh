@@ -23,6 +23,8 @@ fed_wait 60 'any(e["kind"] == "SEALED" and e["evidence"]["checkpoint"] >= "check
 "$HARNESS/clusters.sh" kill-node "$SCRATCH" beta beta2
 fed_wait 90 'v["state"] == "SUCCEEDED"' A /v1/runs/pt-rc || fail "pt-rc did not finish at A: $(fed_get A /v1/runs/pt-rc/events)"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" beta beta2
+# Back in service before the next test asks for it (its old job still ends there).
+for _ in $(seq 300); do slurm beta sinfo -h -n beta2 -o %T | grep -qx idle && break; sleep 0.2; done
 
 # The chain, as the brokers list it: beta's part then alpha's.
 kinds() { fed_get "$1" /v1/runs/pt-rc/receipts | /usr/bin/python3 -c '
