@@ -138,6 +138,12 @@ public:
     // Why a derived worker token (who) may not report for attempt of a run
     // (info: null when the run is new), or "". See doc/trust-model.md.
     std::string refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt) const;
+    // Who may write for an attempt of run id (a commit, a ranks' report):
+    // its own job's worker token or an admin, for the current attempt only;
+    // world becomes the attempt's ranks as the broker knows them for a
+    // worker token (an admin's body is taken). The refusal, or nullopt.
+    std::optional<ApiResponse> refuse_attempt_writer(const std::string &id, const TokenEntry &who, long long attempt, long long &world,
+                                                     const char *what);
 
 private:
     using Json = std::string;
@@ -254,13 +260,25 @@ private:
     // from: where the chain continues when its newest receipt is a peer's.
     std::string write_receipt(receipt::Kind kind, const std::string &run, long long attempt, boost::json::object body,
                               std::vector<receipt::Subject> subjects, double now, const receipts::ChainLink &from = {});
-    // The attempt's first recorded job (once per attempt): owner, where, the
-    // nodes with their descriptor hashes, and the decision behind it. cause
-    // may carry "user" and "uid": the owner as resolved for a peer's run,
-    // which is in memory only after the transaction (they move to "owner").
-    void receipt_attempt_started(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                                 const std::vector<std::string> &nodes, boost::json::object cause, double now,
-                                 const receipts::ChainLink &from = {});
+    // What the broker knew when it made an attempt (its job, the planned
+    // nodes, the decision, where a peer's chain goes on), kept for the
+    // attempt's receipt, in the transaction of the attempt's job; replace
+    // false: unless it has one (an admin's heartbeat naming a job). cause may carry
+    // "user" and "uid": the owner as resolved for a peer's run, which is in
+    // memory only after the transaction (they move to "owner").
+    void note_attempt_start(const std::string &run, long long attempt, const std::string &cluster, long long job,
+                            const std::vector<std::string> &nodes, const boost::json::object &cause, const receipts::ChainLink &from,
+                            double now, bool replace = true);
+    // The attempt-started receipt (once per attempt, once it has a job):
+    // owner, cluster and job, each rank's node and environment as reported
+    // (POST /v1/runs/RUN/ranks), the nodes with their descriptor hashes, the
+    // decision. when_complete: only once every rank has reported; else now,
+    // with what is known (something else of the attempt is being attested).
+    // world_hint: the ranks a report's sender knows of (an admin's word).
+    void attempt_started(const std::string &run, long long attempt, double now, bool when_complete, long long world_hint = 0);
+    // POST /v1/runs/RUN/ranks (receipts/ranks.cpp): an agent's ranks and
+    // what each runs with.
+    void report_ranks(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
     // A seal: every shard file of the ranks' commits is a subject.
     void receipt_sealed(const std::string &run, long long attempt, const std::string &name, const std::string &parent, double now);
     // The newest receipt of run here (seq and digest; empty: none, or off).

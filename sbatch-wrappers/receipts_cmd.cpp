@@ -100,13 +100,21 @@ std::string what(const receipt::Receipt &r) {
         std::string cause;
         if (const auto *c = r.body.if_contains("cause"); c && c->is_object() && c->as_object().contains("decision"))
             cause = " (decision " + json::serialize(c->at("decision")) + ")";
-        return "job " + s("cluster") + "/" + s("job") + (nodes.empty() ? "" : " on " + nodes) + cause;
+        // The ranks reported, and what the first group of them ran with.
+        std::string ranks, env;
+        if (const auto *rs = r.body.if_contains("ranks"); rs && rs->is_object() && !rs->as_object().empty())
+            ranks = ", " + std::to_string(rs->as_object().size()) + " of " + s("world_size") + " rank(s) reported";
+        if (const auto *es = r.body.if_contains("environment"); es && es->is_array() && !es->as_array().empty() && es->as_array()[0].is_object())
+            for (const char *k : {"torch", "python", "cuda", "nccl", "driver", "image_digest"})
+                if (const auto *v = es->as_array()[0].as_object().if_contains(k); v && v->is_string())
+                    env += (env.empty() ? "; " : ", ") + std::string(k) + " " + std::string(v->as_string());
+        return "job " + s("cluster") + "/" + s("job") + (nodes.empty() ? "" : " on " + nodes) + ranks + env + cause;
     }
     case receipt::Kind::checkpoint_sealed: {
         unsigned long long bytes = 0;
         for (const auto &sub : r.subjects)
             if (const auto *z = sub.annotations.if_contains("size"); z && z->is_number()) bytes += z->to_number<unsigned long long>();
-        return s("checkpoint") + " (parent " + s("parent") + "): " + std::to_string(r.subjects.size()) + " shard(s), " + std::to_string(bytes) + " bytes";
+        return s("checkpoint") + (r.body.contains("step") ? " at step " + s("step") : "") + " (parent " + s("parent") + "): " + std::to_string(r.subjects.size()) + " shard(s), " + std::to_string(bytes) + " bytes";
     }
     case receipt::Kind::attempt_ended: {
         const std::string how = s("how");

@@ -82,7 +82,7 @@ private:
 class Agent {
 public:
     Agent(AgentConfig cfg, LineReader &in) : cfg_(std::move(cfg)), in_(in) {
-        for (const auto &r : cfg_.ranks) ranks_.push_back(RankState{r.rank, r.local_rank, 0, {}, {}, 0, false, {}, {}, -1, 0});
+        for (const auto &r : cfg_.ranks) ranks_.push_back(RankState{r.rank, r.local_rank, 0, {}, {}, 0, false, {}, {}, -1, 0, {}});
     }
 
     int run() {
@@ -290,9 +290,43 @@ private:
         broker_ok_ = ok;
         if (ok) {
             if (res.status == 200 && cfg_.ckpt_auto()) take_policy(res.body);
+            report_ranks(timeout_ms);
             commit_checkpoints(timeout_ms);
             sync_seals(timeout_ms);
         }
+    }
+
+    // Once per step: which ranks run on this node and with what, for the
+    // attempt's receipt. A rank is known when its trainer reported its
+    // environment (rank-N.env, written before its first progress line), or
+    // reports progress without one, or ended; the report waits for all of
+    // this node's ranks. A refusal is logged, not retried. A batch script
+    // that is no trainer (it reports nothing and runs srun steps, whose
+    // agents report their ranks) is not reported.
+    void report_ranks(int timeout_ms) {
+        if (ranks_reported_) return;
+        bool trainer = false;
+        for (auto &r : ranks_) {
+            if (!r.environment.empty()) { trainer = trainer || r.environment != "null" || r.step; continue; }
+            std::string err;
+            auto env = read_environment_file(cfg_.progress_dir + "/rank-" + std::to_string(r.rank) + ".env", err);
+            if (!err.empty()) log("rank " + std::to_string(r.rank) + "'s environment report is ignored: " + err);
+            if (env) r.environment = *env;
+            else if (r.step || r.wait_status) r.environment = "null";
+            else return;   // not started yet: asked again at the next heartbeat
+            trainer = trainer || env || r.step;
+        }
+        if (cfg_.step == "batch" && !trainer) { ranks_reported_ = true; return; }
+        HttpRequest req;
+        req.url = cfg_.url + "/v1/runs/" + cfg_.run + "/ranks";
+        req.bearer = cfg_.token;
+        req.ca_file = cfg_.ca_file;
+        req.timeout_ms = timeout_ms;
+        req.body = ranks_report_json(cfg_, ranks_);
+        auto res = client_.send(req);
+        if (res.status == 0 || res.status >= 500) return;
+        if (!res.ok()) log("the ranks' report was refused: HTTP " + std::to_string(res.status) + broker_says(res.body));
+        ranks_reported_ = true;
     }
 
     // A new checkpoint policy from the broker: into the file the trainer's
@@ -357,6 +391,7 @@ private:
     unsigned long long seq_ = 0;
     long long policy_version_ = 0;   // the checkpoint policy written for the trainer (0: none)
     bool broker_ok_ = false;
+    bool ranks_reported_ = false;
     time_t started_ = std::time(nullptr);
     bool first_ = true;
     bool urgent_ = false;

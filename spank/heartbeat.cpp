@@ -1,6 +1,7 @@
 #include "spank/heartbeat.hpp"
 
 #include <boost/json.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,8 @@
 #include <unistd.h>
 
 #include "common/parse_util.hpp"
+#include "common/rank_environment.hpp"
+#include "common/safe_path.hpp"
 
 namespace shardnet {
 
@@ -125,6 +128,34 @@ std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &r
     if (c.ckpt_auto()) hb["policy"] = policy;
     hb["ranks"] = std::move(rs);
     return boost::json::serialize(hb);
+}
+
+std::optional<std::string> read_environment_file(const std::string &path, std::string &err) {
+    err.clear();
+    std::string text;
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return std::nullopt;
+    if (std::string why = read_small_file(path, environment::kMaxFileBytes, text); !why.empty()) {
+        err = why;
+        return "null";
+    }
+    boost::json::error_code ec;
+    boost::json::value v = boost::json::parse(text, ec);
+    boost::json::object env;
+    if (ec) err = path + ": not JSON";
+    else err = environment::read(v, path, env);
+    if (!err.empty()) return "null";
+    return boost::json::serialize(env);
+}
+
+std::string ranks_report_json(const AgentConfig &c, const std::vector<RankState> &ranks) {
+    boost::json::array rs;
+    for (const auto &r : ranks) {
+        boost::json::value env = nullptr;
+        if (!r.environment.empty() && r.environment != "null") env = boost::json::parse(r.environment);
+        rs.push_back(boost::json::object{{"rank", r.rank}, {"environment", std::move(env)}});
+    }
+    return boost::json::serialize(boost::json::object{{"attempt", c.attempt}, {"world_size", c.world}, {"node", c.node}, {"ranks", std::move(rs)}});
 }
 
 std::vector<SealedCheckpoint> sealed_checkpoints(const std::string &body, std::string &err) {

@@ -22,7 +22,21 @@ struct RankState {
     std::string reported;               // ... and the last the broker took
     double write_seconds = -1;          // how long the trainer took to write `committed` (-1: not known)
     double ckpt_began = 0;              // mtime of the first "checkpointing" seen since the last commit
+    // What the trainer runs with (its library's report, rank-N.env beside
+    // the progress file): a JSON object's text, "null" when the trainer
+    // reports none, "" while not known yet.
+    std::string environment;
 };
+
+// The trainer's report of rank's environment from its file (at most
+// environment::kMaxFileBytes, checked field by field): the object's JSON
+// text. nullopt when there is no file yet; "null" with err set when the
+// file is there but not a report (the rank is reported without one).
+std::optional<std::string> read_environment_file(const std::string &path, std::string &err);
+
+// The body of POST /v1/runs/RUN/ranks: this node's ranks of the attempt and
+// what each runs with, once each is known (doc/receipts.md).
+std::string ranks_report_json(const AgentConfig &c, const std::vector<RankState> &ranks);
 
 // The trainer's step from a progress file: "STEP", "STEP checkpointing"
 // (while it writes a checkpoint, so that slow writes are not a hang) or

@@ -217,10 +217,15 @@ export function attests(v) {
   if (p.kind === "attempt-started")
     return `attempt ${p.attempt} started on ${b.cluster ?? "?"}, job ${b.job ?? "?"}` +
       (Array.isArray(b.nodes) && b.nodes.length ? `, nodes ${b.nodes.map((n) => n?.name ?? n).join(", ")}` : "") +
-      (b.owner?.user ? `, owner ${b.owner.user}` : "");
+      (b.owner?.user ? `, owner ${b.owner.user}` : "") +
+      (b.ranks && typeof b.ranks === "object" && Object.keys(b.ranks).length ? `, ${Object.keys(b.ranks).length} of ${b.world_size ?? "?"} ranks reported` : "") +
+      (Array.isArray(b.environment) && b.environment[0] && typeof b.environment[0] === "object"
+        ? "; " + ["torch", "python", "cuda", "nccl", "driver"].filter((k) => typeof b.environment[0][k] === "string")
+          .map((k) => `${k} ${b.environment[0][k]}`).join(", ")
+        : "");
   if (p.kind === "checkpoint-sealed") {
     const n = v.statement?.subject?.length ?? 0;
-    return `checkpoint ${b.checkpoint} sealed (parent ${b.parent ?? "none"}), ${n} file${n === 1 ? "" : "s"} with SHA-256${b.ranks ? `, ${b.ranks} rank${b.ranks === 1 ? "" : "s"}` : ""}`;
+    return `checkpoint ${b.checkpoint} sealed${b.step !== undefined ? ` at step ${b.step}` : ""} (parent ${b.parent ?? "none"}), ${n} file${n === 1 ? "" : "s"} with SHA-256${b.ranks ? `, ${b.ranks} rank${b.ranks === 1 ? "" : "s"}` : ""}`;
   }
   if (p.kind === "attempt-ended")
     return `attempt ${p.attempt} ended: ${b.how ?? "?"}` + (b.cause ? ` (${typeof b.cause === "string" ? b.cause : JSON.stringify(b.cause)})` : "") +

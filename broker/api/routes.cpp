@@ -111,6 +111,8 @@ std::span<const Service::Route> Service::routes() {
          [](Service &s, const Call &c) { s.get_policy(c.p(0), c.who, c.reply); }},
         {{"POST", "/v1/runs/{id}/checkpoints/{name}/commit", r_worker | r_admin, "commits need a worker or admin token"},
          [](Service &s, const Call &c) { s.commit(c.p(0), c.p(1), c.req, c.who, c.reply, c.now); }},
+        {{"POST", "/v1/runs/{id}/ranks", r_worker | r_admin, "rank reports need a worker or admin token"},
+         [](Service &s, const Call &c) { s.report_ranks(c.p(0), c.req, c.who, c.reply, c.now); }},
         // Receipts (receipts/receipts_api.cpp): the keys are public (they
         // prove nothing by themselves); a run's receipts are its owner's,
         // admins' and the peers' it moved to or from; the log's hashes any

@@ -15,7 +15,6 @@ using namespace detail;
 void Service::commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
                      const Reply &reply, double now) {
     if (!is_safe_name(name, 128)) return reply(error_response(400, "bad_field", "checkpoint name: 1-128 of [A-Za-z0-9._-]", "name"));
-    if (!who.run.empty() && who.run != id) return reply(error_response(403, "forbidden", "this token may not commit for run " + id));
     json::error_code ec;
     json::value v = json::parse(req.body, ec);
     if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
@@ -25,8 +24,6 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
         !f.integer("world_size", 1, 1 << 24, world))
         return reply(bad_field(f));
     if (rank >= world) return reply(error_response(400, "bad_field", "rank: must be below world_size", "rank"));
-    if (who.attempt && who.attempt != (unsigned long long)attempt)
-        return reply(error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt"));
     // How long the rank took to write it ("checkpointing" to "committed",
     // as its agent saw): the checkpoint policy's write time. Optional.
     double write_seconds = -1;
@@ -51,36 +48,8 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
             return reply(error_response(400, "bad_field", is_lower_hex(h, 64) ? "files[].path: 1-4096 bytes without control characters"
                                         : "files[].sha256: expected 64 lower-case hex digits (receipts sign it)", "files"));
     }
-    if (!who.bound && who.scope != Scope::admin)
-        return reply(error_response(403, "forbidden", "commits need a per-job worker token (derived from a worker key) or an admin token"));
-    {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(id);
-        if (it == runs_.end()) return reply(error_response(404, "no_run", "no run " + id));
-        if (who.bound) {
-            std::string why = refuse_worker(&it->second, id, who, attempt);
-            // A commit never claims a run: only a job the broker already
-            // recorded for the attempt (its heartbeat came first) may commit.
-            if (why.empty() && (it->second.owner_uid < 0 || !it->second.jobs.count(attempt)))
-                why = "run " + id + " has no job of this token's recorded for attempt " + std::to_string(attempt) + "; a heartbeat comes first";
-            if (!why.empty()) {
-                count(c_refused);
-                return reply(error_response(403, "not_this_job", why, "attempt"));
-            }
-        }
-        if (it->second.attempt != attempt)
-            return reply(error_response(409, "stale_attempt", "run " + id + " is at attempt " + std::to_string(it->second.attempt) +
-                                        "; a commit of attempt " + std::to_string(attempt) + " is refused", "attempt"));
-        // The seal waits for every rank of the attempt as the broker knows
-        // it (the largest step its tokens named), never for what a commit
-        // says: one rank claiming world_size=1 seals nothing.
-        if (who.bound) {
-            auto rec = it->second.jobs.find(attempt);
-            world = std::max<long long>(rec != it->second.jobs.end() ? rec->second.world : 0, (long long)who.world);
-            if (rank >= world)
-                return reply(error_response(400, "bad_field", "rank: this attempt has " + std::to_string(world) + " ranks", "rank"));
-        }
-    }
+    if (auto refused = refuse_attempt_writer(id, who, attempt, world, "commits")) return reply(*refused);
+    if (rank >= world) return reply(error_response(400, "bad_field", "rank: this attempt has " + std::to_string(world) + " ranks", "rank"));
     std::string files_text = json::serialize(*files);
     on_store(reply, [this, id, name, attempt, rank, world, files_text, now, write_seconds](const Reply &reply) {
         try {

@@ -222,7 +222,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
                     event(run_key, "ATTEMPT", "attempt " + std::to_string(attempt) + " heartbeats; older attempts fenced",
                           json::serialize(json::object{{"attempt", attempt}}), now);
                 }
-                if (job_known) receipt_attempt_started(run_key, attempt, cluster, job, {node}, {}, now);
+                if (job_known) note_attempt_start(run_key, attempt, cluster, job, {}, {}, {}, now, false);
                 if (final_state) {
                     json::object how{{"how", "exited"}, {"node", node}};
                     if (exit_code) how["exit_codes"] = json::array{*exit_code};

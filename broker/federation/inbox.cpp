@@ -181,7 +181,7 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
                     }
                     store_->set_run_owner(run, user, as.uid);
                     store_->upsert_attempt(Store::AttemptRow{run, to, p.cluster, job, 0});
-                    receipt_attempt_started(run, to, p.cluster, job, p.nodes, cause_of(id, from, link, user, as.uid), now, link);
+                    note_attempt_start(run, to, p.cluster, job, p.nodes, cause_of(id, from, link, user, as.uid), link, now);
                     store_->set_recovering(run, to, (long long)p.nodes.size());
                     event(run, "RECEIVED", "decision " + id + " from broker " + from + " (peer " + by + ")", json::serialize(ev), now);
                     event(run, "PLACEMENT", p.cluster + " " + join(p.nodes) + ": job " + std::to_string(job) + ", attempt " +

@@ -1,12 +1,18 @@
 // Receipts at the broker: each one signed and logged inside the store
 // transaction of the record it attests (a seal, a FAULT, an attempt's first
-// job, a run's end), so that a crash leaves both or neither. A run's chain
+// job's ranks, a run's end), so that a crash leaves both or neither. An
+// attempt's start waits for its ranks' reports (where each runs, with
+// what) and is written at the first of: the last rank's report, anything
+// else attested of the attempt (a seal, its end). A run's chain
 // is seq 1, 2, ... here, or continues a peer's (the link its decision
 // carried). Nothing here runs per heartbeat: only at durable changes.
 #include <boost/json.hpp>
+#include <algorithm>
+#include <map>
 #include <stdexcept>
 
 #include "broker/api/api_util.hpp"
+#include "common/parse_util.hpp"
 #include "broker/receipts/receipts.hpp"
 #include "broker/service.hpp"
 
@@ -16,8 +22,14 @@ namespace json = boost::json;
 using receipt::Kind;
 
 std::string Service::write_receipt(Kind kind, const std::string &run, long long attempt, json::object body,
-                                   std::vector<receipt::Subject> subjects, double now, const receipts::ChainLink &from) {
+                                   std::vector<receipt::Subject> subjects, double now, const receipts::ChainLink &from_in) {
     if (!cfg_.receipts.on()) return "";
+    // Whatever attests an attempt comes after the attempt's own start: a
+    // start still waiting for its ranks is written now, with what is known.
+    if (kind != Kind::attempt_started) attempt_started(run, attempt, now, false);
+    receipts::ChainLink from = from_in;
+    if (from.empty())
+        if (auto st = store_->attempt_start(run, attempt)) from = receipts::ChainLink{st->from_seq, st->from_digest};
     receipts::ChainLink prev = last_receipt_link(run);
     // A run back from a peer: its chain went on there (the newer link wins).
     if (!from.empty() && from.seq > prev.seq) prev = from;
@@ -46,37 +58,96 @@ receipts::ChainLink Service::last_receipt_link(const std::string &run) {
     return last ? receipts::ChainLink{last->seq, last->digest} : receipts::ChainLink{};
 }
 
-void Service::receipt_attempt_started(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                                      const std::vector<std::string> &nodes, json::object cause, double now,
-                                      const receipts::ChainLink &from) {
-    // Once per attempt: its first recorded job (a larger step of the same
-    // job, or the job's own heartbeats after the broker submitted it, are
-    // the same attempt).
-    if (!cfg_.receipts.on() || job <= 0 || cluster.empty() || store_->has_receipt(run, attempt, "attempt-started")) return;
+void Service::note_attempt_start(const std::string &run, long long attempt, const std::string &cluster, long long job,
+                                 const std::vector<std::string> &nodes, const json::object &cause, const receipts::ChainLink &from,
+                                 double now, bool replace) {
+    if (!cfg_.receipts.on()) return;
+    json::array ns;
+    for (const auto &n : nodes) ns.push_back(json::value(n));
+    store_->put_attempt_start(run, attempt, Store::AttemptStartRow{cluster, job, json::serialize(ns), json::serialize(cause), from.seq, from.digest},
+                              replace);
+    attempt_started(run, attempt, now, true);
+}
+
+namespace {
+
+json::object parse_object(const std::string &text) {
+    json::error_code ec;
+    json::value v = json::parse(text, ec);
+    return !ec && v.is_object() ? std::move(v.as_object()) : json::object{};
+}
+
+}  // namespace
+
+void Service::attempt_started(const std::string &run, long long attempt, double now, bool when_complete, long long world_hint) {
+    if (!cfg_.receipts.on() || store_->has_receipt(run, attempt, "attempt-started")) return;
+    const auto start = store_->attempt_start(run, attempt);
+    // The job: as recorded for the attempt, else as the broker noted it (an admin's word).
+    auto job = store_->attempt_job(run, attempt);
+    if ((!job || job->job <= 0) && start && start->job > 0) job = Store::AttemptRow{run, attempt, start->cluster, start->job, 0};
+    if (!job || job->job <= 0 || job->cluster.empty()) return;   // no job yet: nothing to attest
+    const auto ranks = store_->attempt_ranks(run, attempt);
+    long long world = std::max(job->world, world_hint);
     std::string user;
     long long uid = -1;
     {
         std::shared_lock lock(runs_mu_);
-        if (auto it = runs_.find(run); it != runs_.end()) user = it->second.owner, uid = it->second.owner_uid;
+        if (auto it = runs_.find(run); it != runs_.end()) {
+            user = it->second.owner, uid = it->second.owner_uid;
+            if (auto j = it->second.jobs.find(attempt); j != it->second.jobs.end()) world = std::max(world, j->second.world);
+        }
     }
+    if (when_complete && (world <= 0 || (long long)ranks.size() < world)) return;
+    json::object cause = start ? parse_object(start->cause) : json::object{};
+    // A peer's run: the owner as resolved when its decision was applied.
     if (auto *u = cause.if_contains("user"); u && u->is_string()) user = std::string(u->as_string()), cause.erase("user");
     if (auto *u = cause.if_contains("uid"); u && u->is_int64()) uid = u->as_int64(), cause.erase("uid");
+    // Where the ranks ran (their agents' word), else where the broker placed the job.
+    std::vector<std::string> nodes;
+    json::object rank_map;
+    std::map<std::string, json::array> by_environment;   // the ranks of each distinct report
+    std::vector<std::string> order;
+    for (const auto &r : ranks) {
+        if (std::find(nodes.begin(), nodes.end(), r.node) == nodes.end()) nodes.push_back(r.node);
+        rank_map[std::to_string(r.rank)] = r.node;
+        if (r.environment == "null" || r.environment.empty()) continue;
+        auto [it, fresh] = by_environment.try_emplace(r.environment);
+        if (fresh) order.push_back(r.environment);
+        it->second.push_back(r.rank);
+    }
+    if (nodes.empty() && start) {
+        json::error_code ec;
+        json::value planned = json::parse(start->nodes, ec);
+        if (!ec && planned.is_array())
+            for (const auto &n : planned.as_array())
+                if (n.is_string()) nodes.emplace_back(n.as_string());
+    }
     // Each node with the probe's descriptor hash, when the inventory has one.
     json::array ns;
     for (const auto &n : nodes) {
         const auto rows = store_->list_nodes(n);
         ns.push_back(json::object{{"name", n}, {"descriptor_sha256", rows.empty() ? json::value(nullptr) : json::value(rows[0].hash)}});
     }
-    json::object body{{"cluster", cluster}, {"job", job},
+    json::array envs;
+    for (const auto &text : order) {
+        json::object e = parse_object(text);
+        e["ranks"] = std::move(by_environment[text]);
+        envs.push_back(std::move(e));
+    }
+    json::object body{{"cluster", job->cluster}, {"job", job->job},
                       {"owner", json::object{{"user", user.empty() ? json::value(nullptr) : json::value(user)},
                                              {"uid", uid >= 0 ? json::value(uid) : json::value(nullptr)}}},
-                      {"nodes", std::move(ns)}};
+                      {"nodes", std::move(ns)}, {"world_size", world > 0 ? json::value(world) : json::value(nullptr)},
+                      {"ranks", std::move(rank_map)}, {"environment", std::move(envs)}};
     if (!cause.empty()) body["cause"] = std::move(cause);
-    write_receipt(Kind::attempt_started, run, attempt, std::move(body), {}, now, from);
+    write_receipt(Kind::attempt_started, run, attempt, std::move(body), {}, now,
+                  start ? receipts::ChainLink{start->from_seq, start->from_digest} : receipts::ChainLink{});
 }
 
 void Service::receipt_sealed(const std::string &run, long long attempt, const std::string &name, const std::string &parent, double now) {
     if (!cfg_.receipts.on()) return;
+    std::map<long long, std::string> node_of;   // rank -> node, as the ranks' agents reported
+    for (const auto &r : store_->attempt_ranks(run, attempt)) node_of[r.rank] = r.node;
     std::vector<receipt::ShardFile> files;
     // The commits were read as {path, sha256, bytes} objects when they came
     // in (checkpoints/commit.cpp); anything else here is a damaged row.
@@ -91,12 +162,17 @@ void Service::receipt_sealed(const std::string &run, long long attempt, const st
                        *b = o ? o->if_contains("bytes") : nullptr;
             if (!p || !p->is_string() || !h || !h->is_string() || !b || !(b->is_int64() || b->is_uint64()))
                 throw std::runtime_error("commit of rank " + std::to_string(rank) + " to " + name + " has a malformed file entry");
+            auto n = node_of.find(rank);
             files.push_back(receipt::ShardFile{std::string(p->as_string()), std::string(h->as_string()),
-                                               b->is_int64() ? (unsigned long long)b->as_int64() : b->as_uint64(), rank, ""});
+                                               b->is_int64() ? (unsigned long long)b->as_int64() : b->as_uint64(), rank,
+                                               n == node_of.end() ? "" : n->second});
         }
     }
     json::object body{{"checkpoint", name}, {"parent", parent.empty() ? json::value(nullptr) : json::value(parent)},
                       {"ranks", (long long)commits.size()}};
+    // The step, when the name is the library's checkpoint-STEP.
+    if (name.rfind("checkpoint-", 0) == 0)
+        if (auto step = parse_int(std::string_view(name).substr(11), 0, 1LL << 53)) body["step"] = *step;
     write_receipt(Kind::checkpoint_sealed, run, attempt, std::move(body), receipt::shard_subjects(files), now);
 }
 

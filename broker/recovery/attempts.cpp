@@ -185,11 +185,11 @@ void Service::record_attempt(const std::string &run, long long attempt, const st
         if (auto it = runs_.find(run); it != runs_.end()) it->second.jobs[attempt] = AttemptJob{cluster, job, 0};
         runs_generation_.fetch_add(1, std::memory_order_release);
     }
-    // The job and the attempt's receipt together (the attempt's first recorded job).
+    // The job and what the attempt's receipt is to say of it, together.
     store_wait([&] {
         store_->transaction([&] {
             store_->upsert_attempt(Store::AttemptRow{run, attempt, cluster, job, 0});
-            receipt_attempt_started(run, attempt, cluster, job, nodes, cause, wall_now(), from);
+            note_attempt_start(run, attempt, cluster, job, nodes, cause, from, wall_now());
         });
         return 0;
     });

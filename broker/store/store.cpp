@@ -89,6 +89,15 @@ const char *const kMigrations[] = {
        CREATE TABLE log_nodes (level INTEGER NOT NULL, idx INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (level, idx)) WITHOUT ROWID;
        CREATE TABLE tree_heads (size INTEGER PRIMARY KEY, root BLOB NOT NULL, envelope TEXT NOT NULL, time REAL NOT NULL);
        CREATE TABLE receipt_keys (keyid TEXT PRIMARY KEY, first REAL NOT NULL, last REAL NOT NULL, receipts INTEGER NOT NULL);)",
+    // 12: what an attempt-started receipt waits for: each rank's node and
+    // environment as its agent reported them, and what the broker knew when
+    // it made the attempt (its job, the planned nodes, the decision, the
+    // chain link of a peer's run), kept until the ranks are in.
+    R"(CREATE TABLE attempt_ranks (run TEXT NOT NULL, attempt INTEGER NOT NULL, rank INTEGER NOT NULL, node TEXT NOT NULL,
+                                   environment TEXT NOT NULL, PRIMARY KEY (run, attempt, rank)) WITHOUT ROWID;
+       CREATE TABLE attempt_starts (run TEXT NOT NULL, attempt INTEGER NOT NULL, cluster TEXT NOT NULL, job INTEGER NOT NULL,
+                                    nodes TEXT NOT NULL, cause TEXT NOT NULL,
+                                    from_seq INTEGER NOT NULL, from_digest TEXT NOT NULL, PRIMARY KEY (run, attempt));)",
 };
 
 using sql::Sql;

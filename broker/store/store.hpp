@@ -182,6 +182,28 @@ public:
     bool run_crossed(const std::string &run, const std::string &peer);
     // The ranks' commits of a checkpoint: rank and its files (JSON text).
     std::vector<std::pair<long long, std::string>> commit_files(const std::string &run, long long attempt, const std::string &name);
+    // An attempt's ranks as their agents reported them (POST
+    // /v1/runs/RUN/ranks): node and environment (JSON object text, "null":
+    // none reported). A rank's first report stands; insert_rank answers how
+    // many ranks of the attempt are in.
+    struct RankRow { long long rank = 0; std::string node, environment; };
+    long long insert_rank(const std::string &run, long long attempt, const RankRow &r);
+    std::vector<RankRow> attempt_ranks(const std::string &run, long long attempt);
+    // What the broker knew when it made an attempt, kept for its receipt
+    // (written once the ranks are in): its job, the planned nodes (JSON
+    // array), the decision (JSON object) and where a peer's chain goes on.
+    // replace false: only when the attempt has none yet.
+    struct AttemptStartRow {
+        std::string cluster;
+        long long job = 0;
+        std::string nodes = "[]", cause = "{}";
+        long long from_seq = 0;
+        std::string from_digest;
+    };
+    void put_attempt_start(const std::string &run, long long attempt, const AttemptStartRow &a, bool replace = true);
+    std::optional<AttemptStartRow> attempt_start(const std::string &run, long long attempt);
+    // The attempt's recorded job: cluster, Slurm job id, ranks.
+    std::optional<AttemptRow> attempt_job(const std::string &run, long long attempt);
 
     // Runs fn inside one transaction (all or nothing).
     void transaction(const std::function<void()> &fn);

@@ -6,7 +6,7 @@ it to the broker, whose checkpoint policy uses the time). The commit may come fr
 background thread: it repeats the newest step, never an older one."""
 import threading
 
-from . import atomic
+from . import atomic, environment
 from .env import contract
 
 _lock = threading.Lock()
@@ -21,6 +21,7 @@ def last_committed():
 def _reset():
     with _lock:
         _state.update(step=None, checkpointing=False, committed="", took=None)
+        environment._written["path"] = None
 
 
 def format_progress(step, checkpointing=False, committed="", took=None):
@@ -40,6 +41,12 @@ def _write():
     line = format_progress(_state["step"], _state["checkpointing"], _state["committed"], _state["took"])
     path = contract().progress
     if path:
+        # What this rank runs with, before its first progress line (the
+        # agent takes a rank with progress and no report as reporting none).
+        try:
+            environment.report()
+        except OSError:
+            pass
         # Not fsync'd: the file is node-local and only read while we live.
         atomic.write_text(path, line, fsync=False)
     return line

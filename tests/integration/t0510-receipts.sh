@@ -40,6 +40,43 @@ last_b=$(awk '{print $NF}' <<<"$kb" | cut -d: -f1); first_a=$(awk '{print $1}' <
 [ "$first_a" = $((last_b + 1)) ] || fail "alpha's chain does not go on from beta's: beta ends at $last_b, alpha starts at $first_a"
 ok "one chain across the brokers: beta 1..$last_b, alpha $first_a..$(awk '{print $NF}' <<<"$ka" | cut -d: -f1)"
 
+# Who ran which shard, where, with what: each attempt-started names its two
+# ranks' nodes and what the trainer library reported (the torch and Python
+# of /usr/bin/python3); each seal, its step and each shard's rank and node.
+want_torch=$(/usr/bin/python3 -c 'import torch; print(torch.__version__)')
+want_py=$(/usr/bin/python3 -c 'import platform; print(platform.python_version())')
+for b in B A; do
+    out=$(fed_get "$b" /v1/runs/pt-rc/receipts | WANT_TORCH="$want_torch" WANT_PY="$want_py" BROKER_LABEL=$b /usr/bin/python3 -c '
+import base64, json, os, sys
+bad = []
+for r in json.load(sys.stdin)["receipts"]:
+    st = json.loads(base64.b64decode(r["envelope"]["payload"]))
+    p, body = st["predicate"], st["predicate"]["body"]
+    if p["kind"] == "attempt-started":
+        ranks, envs = body.get("ranks", {}), body.get("environment", [])
+        if sorted(ranks) != ["0", "1"] or len(set(ranks.values())) != 2:
+            bad.append("attempt %d: ranks %r" % (p["attempt"], ranks))
+        if len(envs) != 1 or envs[0].get("ranks") != [0, 1] or envs[0].get("torch") != os.environ["WANT_TORCH"] \
+                or envs[0].get("python") != os.environ["WANT_PY"]:
+            bad.append("attempt %d: environment %r" % (p["attempt"], envs))
+        if sorted(n["name"] for n in body["nodes"]) != sorted(ranks.values()):
+            bad.append("attempt %d: nodes %r are not the ranks %r" % (p["attempt"], body["nodes"], ranks))
+        print("attempt %d on %s: ranks %s, %s" % (p["attempt"], body["cluster"], json.dumps(ranks, sort_keys=True),
+              ", ".join("%s %s" % (k, envs[0][k]) for k in ("torch", "python") if envs and k in envs[0])))
+    if p["kind"] == "checkpoint-sealed":
+        if body.get("step") != int(body["checkpoint"].split("-")[1]):
+            bad.append("%s: step %r" % (body["checkpoint"], body.get("step")))
+        for s in st["subject"]:
+            if not s.get("annotations", {}).get("node"):
+                bad.append("%s: shard %s names no node" % (body["checkpoint"], s["name"]))
+for b in bad: print("BAD " + b)
+')
+    sed 's/^/  /' <<<"$out"
+    grep -q "^BAD" <<<"$out" && fail "broker $b's receipts miss who ran what where: $(grep '^BAD' <<<"$out" | head -3)"
+    grep -q "^attempt " <<<"$out" || fail "broker $b has no attempt-started receipt"
+done
+ok "attempt-started names each rank's node and the trainer's torch $want_torch / Python $want_py; each seal its step and each shard's node"
+
 final=$(ls -d "$CK"/pt-rc/checkpoint-* | sort | tail -1)
 out=$(shard verify pt-rc --key "$FED/b.receipts.pub" --key "$FED/a.receipts.pub" --checkpoint-dir "$final" 2>&1) \
     || fail "shard verify pt-rc: $out"

@@ -1,6 +1,8 @@
 """Unit tests of python/shardnet (run by t-pylib.sh from `make check`)."""
 import hashlib
+import json
 import os
+import platform
 import random
 import re
 import signal
@@ -21,7 +23,7 @@ from shardnet import atomic, checkpoint, manifest, progress_file as progress_mod
 
 PY = "/usr/bin/python3"
 LIB = os.path.dirname(os.path.dirname(os.path.abspath(shardnet.__file__)))
-KEYS = ["SHARDNET_RANK", "SHARDNET_WORLD_SIZE", "SHARDNET_CKPT_DIR", "SHARDNET_RESUME_FROM", "SHARDNET_CKPT_EVERY",
+KEYS = ["SHARDNET_IMAGE_DIGEST", "SHARDNET_RANK", "SHARDNET_WORLD_SIZE", "SHARDNET_CKPT_DIR", "SHARDNET_RESUME_FROM", "SHARDNET_CKPT_EVERY",
         "SHARDNET_PROGRESS", "SHARDNET_CKPT_POLICY", "SHARDNET_ATTEMPT", "SHARDNET_RUN", "RANK", "WORLD_SIZE"]
 # What the agent accepts (spank/heartbeat.cpp commit_json: sscanf "%64s %llu %256s", 64 lowercase hex, no "..").
 AGENT_MANIFEST_LINE = re.compile(r"[0-9a-f]{64} [0-9]+ [^\s]{1,256}")
@@ -103,7 +105,35 @@ class Progress(Env):
         shardnet.progress(9)
         progress_mod.committed("checkpoint-x", 8)  # a background commit after step 9: the step stays 9
         self.assertEqual(open(p).read(), "9 committed checkpoint-x\n")
-        self.assertEqual(sorted(os.listdir(self.dir)), ["ck", "progress"], "a temporary file was left behind")
+        self.assertEqual(sorted(os.listdir(self.dir)), ["ck", "progress", "progress.env"], "a temporary file was left behind")
+
+    def test_environment_report_before_the_first_progress_line(self):
+        self.shardnet_env(SHARDNET_IMAGE_DIGEST="sha256:" + "ab" * 32)
+        p = os.environ["SHARDNET_PROGRESS"]
+        shardnet.progress(1)
+        env = json.loads(open(p + ".env").read())
+        # The fields the broker takes (common/rank_environment.hpp), each a short printable string or null.
+        self.assertEqual(sorted(env), ["cuda", "cudnn", "driver", "image_digest", "nccl", "python", "torch"])
+        self.assertEqual(env["python"], platform.python_version())
+        self.assertEqual(env["torch"], torch.__version__)
+        self.assertEqual(env["cuda"], torch.version.cuda)
+        self.assertEqual(env["image_digest"], "sha256:" + "ab" * 32)
+        for k, v in env.items():
+            self.assertTrue(v is None or (0 < len(v) <= 128 and v.isprintable() and v.isascii()), (k, v))
+        # Once per process: a later step does not write it again.
+        os.unlink(p + ".env")
+        shardnet.progress(2)
+        self.assertFalse(os.path.exists(p + ".env"))
+
+    def test_environment_refuses_a_digest_that_is_not_one(self):
+        self.shardnet_env(SHARDNET_IMAGE_DIGEST="sha256:abc\n; rm -rf /")
+        shardnet.progress(1)
+        env = json.loads(open(os.environ["SHARDNET_PROGRESS"] + ".env").read())
+        self.assertIsNone(env["image_digest"])
+
+    def test_no_environment_report_without_an_agent(self):
+        shardnet.progress(1)
+        self.assertEqual(os.listdir(self.dir), [])
 
     def test_lines_pinned_in_the_agents_unit_test(self):
         # tests/unit/test_heartbeat.cpp, "the Python library's progress line and manifest"

@@ -102,34 +102,54 @@ receipt::TreeHead head_of(const json::value &env, const SigningKey &key) {
 
 }  // namespace
 
-TEST_CASE("a seal's receipt names every shard of the ranks' commits and verifies with verify_chain") {
+TEST_CASE("an attempt's receipt waits for its ranks; a seal's names every shard with its rank and node") {
     ReceiptFixture f;
     f.start();
     REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
-    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-1/commit", commit(1, 0, 2)).status == 200);
+    CHECK(f.kinds("r1").empty());   // the attempt's ranks are not in yet
+    const std::string env = R"({"python":"3.11.2","torch":"1.13.0","cuda":null,"image_digest":"sha256:)" + std::string(64, 'a') + R"("})";
+    auto one = f.call("POST", "/v1/runs/r1/ranks", R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0,"environment":)" + env + "}]}");
+    REQUIRE(one.status == 200);
+    CHECK(json::parse(one.body) == json::parse(R"({"ranks":1,"of":2})"));
+    CHECK(f.kinds("r1").empty());
+    // A rank's first report stands: a second one for rank 0 changes nothing.
+    CHECK(f.call("POST", "/v1/runs/r1/ranks", R"({"attempt":1,"world_size":2,"node":"n9","ranks":[{"rank":0,"environment":null}]})").status == 200);
+    auto two = f.call("POST", "/v1/runs/r1/ranks", R"({"attempt":1,"world_size":2,"node":"n2","ranks":[{"rank":1,"environment":)" + env + "}]}");
+    REQUIRE(two.status == 200);
+    CHECK(f.kinds("r1") == std::vector<std::string>{"attempt-started"});   // the last rank's report wrote it
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-00000010/commit", commit(1, 0, 2)).status == 200);
     CHECK(f.kinds("r1") == std::vector<std::string>{"attempt-started"});   // a commit alone attests nothing
-    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-1/commit", commit(1, 1, 2)).status == 200);
+    CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-00000010/commit", commit(1, 1, 2)).status == 200);
     const auto res = verified(f.envelopes("r1"), f.key);
     REQUIRE(res.receipts.size() == 2);
     const auto &start = res.receipts[0].receipt;
     CHECK(start.kind == receipt::Kind::attempt_started);
     CHECK(start.body.at("cluster").as_string() == "c1");
     CHECK(start.body.at("job").as_int64() == 7);
-    CHECK(start.body.at("nodes").as_array().size() == 1);
+    CHECK(start.body.at("world_size").as_int64() == 2);
+    CHECK(start.body.at("ranks") == json::parse(R"({"0":"n1","1":"n2"})"));
+    REQUIRE(start.body.at("nodes").as_array().size() == 2);
+    CHECK(start.body.at("nodes").at(1).at("name").as_string() == "n2");
+    // One environment for both ranks; what was not known (cuda) is left out.
+    CHECK(start.body.at("environment") ==
+          json::parse(R"([{"python":"3.11.2","torch":"1.13.0","image_digest":"sha256:)" + std::string(64, 'a') + R"(","ranks":[0,1]}])"));
     const auto &seal = res.receipts[1].receipt;
     CHECK(seal.kind == receipt::Kind::checkpoint_sealed);
     CHECK(seal.seq == 2);
     CHECK(seal.previous == res.receipts[0].digest);
     CHECK(seal.broker == "alpha");
-    CHECK(seal.body.at("checkpoint").as_string() == "checkpoint-1");
+    CHECK(seal.body.at("checkpoint").as_string() == "checkpoint-00000010");
+    CHECK(seal.body.at("step").as_int64() == 10);
     CHECK(seal.body.at("parent").is_null());
     REQUIRE(seal.subjects.size() == 2);
     CHECK(seal.subjects[1].name == "rank-1/model.pt");
     CHECK(seal.subjects[1].sha256 == sha("rank-1/model.pt"));
     CHECK(seal.subjects[1].annotations.at("rank").as_int64() == 1);
+    CHECK(seal.subjects[1].annotations.at("node").as_string() == "n2");
+    CHECK(seal.subjects[0].annotations.at("node").as_string() == "n1");
     CHECK(seal.subjects[1].annotations.at("size").as_int64() == 101);
     // With receipts on, a commit's digest must be one (in-toto's sha256).
-    auto bad = f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-2/commit",
+    auto bad = f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-00000020/commit",
                       R"({"attempt":1,"rank":0,"world_size":1,"files":[{"path":"x","sha256":"00","bytes":1}]})");
     CHECK(bad.status == 400);
     CHECK(bad.body.find("files[].sha256") != std::string::npos);
@@ -141,6 +161,50 @@ TEST_CASE("a seal's receipt names every shard of the ranks' commits and verifies
     CHECK(k.at("keyid").as_string() == f.key.keyid());
     CHECK(k.at("status").as_string() == "current");
     CHECK(k.at("receipts").as_int64() == 2);
+}
+
+TEST_CASE("a ranks' report is checked field by field; an attempt that ends before its ranks report still starts first") {
+    ReceiptFixture f;
+    f.start();
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    auto post = [&](const std::string &body) { return f.call("POST", "/v1/runs/r1/ranks", body); };
+    const std::pair<std::string, std::string> bad[] = {
+        {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0,"environment":{"torch":"1.13","shell":"x"}}]})", "ranks[0].environment.shell: unknown field"},
+        {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0,"environment":{"torch":"1.13\n"}}]})", "ranks[0].environment.torch: expected 1-128 printable"},
+        {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0,"environment":{"torch":")" + std::string(129, 'x') + R"("}}]})", "ranks[0].environment.torch: expected 1-128"},
+        {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0,"environment":{"torch":7}}]})", "ranks[0].environment.torch: expected a string or null"},
+        {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0,"environment":"x"}]})", "ranks[0].environment: expected an object"},
+        {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":2}]})", "ranks[0].rank: this attempt has 2 ranks"},
+        {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0},{"rank":0}]})", "ranks[1].rank: rank 0 twice"},
+        {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0,"pid":5}]})", "ranks[0].pid: unknown field"},
+        {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[]})", "ranks: expected 1-4096"},
+        {R"({"attempt":1,"world_size":2,"node":"n1/x","ranks":[{"rank":0}]})", "node: not a node name"},
+        {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0}],"extra":1})", "extra: unknown field"},
+        {R"({"attempt":"1","world_size":2,"node":"n1","ranks":[{"rank":0}]})", "attempt: expected an integer"},
+        {R"([1,2])", "body is not a JSON object"},
+    };
+    for (const auto &[body, why] : bad) {
+        auto r = post(body);
+        INFO(body << " -> " << r.body);
+        CHECK(r.status == 400);
+        CHECK(r.body.find(why) != std::string::npos);
+    }
+    auto stale = post(R"({"attempt":2,"world_size":2,"node":"n1","ranks":[{"rank":0}]})");
+    CHECK(stale.status == 409);
+    CHECK(f.call("POST", "/v1/runs/nope/ranks", R"({"attempt":1,"world_size":1,"node":"n1","ranks":[{"rank":0}]})").status == 404);
+    CHECK(f.call("POST", "/v1/runs/r1/ranks", R"({"attempt":1,"world_size":1,"node":"n1","ranks":[{"rank":0}]})", "alice-t").status == 403);
+    CHECK(f.kinds("r1").empty());   // nothing of the refused reports was kept
+    // Rank 0 reports, rank 1 never does; the batch script ends: the start,
+    // with the one rank known, comes before the end.
+    CHECK(post(R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0,"environment":null}]})").status == 200);
+    CHECK(f.call("POST", "/v1/heartbeats",
+                 R"({"run":"r1","attempt":1,"node":"n1","step":"batch","cluster":"c1","job":7,"state":"ended","ranks":[{"rank":0,"exit":{"code":0,"signal":null}}]})")
+              .status == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "SUCCEEDED"; }));
+    CHECK(f.kinds("r1") == std::vector<std::string>{"attempt-started", "attempt-ended", "run-ended"});
+    const auto res = verified(f.envelopes("r1"), f.key);
+    CHECK(res.receipts[0].receipt.body.at("ranks") == json::parse(R"({"0":"n1"})"));
+    CHECK(res.receipts[0].receipt.body.at("environment").as_array().empty());
 }
 
 TEST_CASE("one chain: heartbeat, seal, FAULT, requeue as attempt 2, seal, the end") {
@@ -205,6 +269,7 @@ TEST_CASE("a store failure mid-seal keeps neither the seal nor its receipt; the 
     ReceiptFixture f;
     f.start();
     REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    CHECK(f.call("POST", "/v1/runs/r1/ranks", R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0},{"rank":1}]})").status == 200);
     CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-1/commit", commit(1, 0, 2)).status == 200);
     const long long size = f.get("/v1/log/head").at("tree_size").as_int64();
     // The seal's row is in; its receipt's insert fails (as a disk error would).
@@ -303,6 +368,7 @@ TEST_CASE("a run's receipts: its owner and admins; another user, an unrelated pe
     f.start();
     CHECK(f.call("POST", "/v1/runs", R"({"id":"mine","world_size":1})", "alice-t").status == 201);
     REQUIRE(f.beat("mine", 1, "n1", "batch", "c1", 7) == 204);
+    REQUIRE(f.call("POST", "/v1/runs/mine/ranks", R"({"attempt":1,"world_size":1,"node":"n1","ranks":[{"rank":0}]})").status == 200);
     const auto owned = f.get("/v1/runs/mine/receipts", "alice-t");
     REQUIRE(owned.at("receipts").as_array().size() == 1);
     const auto start = verified(f.envelopes("mine"), f.key).receipts.at(0).receipt;
@@ -356,6 +422,8 @@ TEST_CASE("a peer's decision carries the sender's receipt: the chain goes on fro
     CHECK(bad.status == 400);
     auto r = f.call("POST", "/v1/decisions", payload(R"(,"receipt":{"seq":3,"digest":")" + digest + "\"}"), "peer-t");
     REQUIRE_MESSAGE(r.status == 200, r.body);
+    CHECK(f.get("/v1/runs/mv/receipts").at("receipts").as_array().empty());   // until its ranks report
+    REQUIRE(f.call("POST", "/v1/runs/mv/ranks", R"({"attempt":2,"world_size":1,"node":"n1","ranks":[{"rank":0}]})").status == 200);
     const auto rs = f.get("/v1/runs/mv/receipts").at("receipts").as_array();
     REQUIRE(rs.size() == 1);
     dsse::Envelope e;

@@ -254,6 +254,29 @@ TEST_CASE("a derived worker token reports for its own run and attempt only") {
     CHECK(Fixture::body(f.call("GET", "/v1/runs/r7", "admin-t")).at("attempt").as_int64() == 2);
 }
 
+TEST_CASE("a ranks' report: the job's own token for its recorded attempt, ranks as the broker counts them") {
+    Fixture f;
+    const std::string t1 = wt("r7", 1, 42, 1001, 2);
+    const std::string report = R"({"attempt":1,"world_size":4,"node":"a1","ranks":[{"rank":3,"environment":null}]})";
+    CHECK(f.call("POST", "/v1/runs/r7/ranks", t1, report).status == 404);   // no run yet: a heartbeat comes first
+    CHECK(f.call("POST", "/v1/heartbeats", t1, hb("r7", 1, "a1", 1)).status == 204);
+    // The body's world_size is not the token's: this attempt has 2 ranks.
+    auto r = f.call("POST", "/v1/runs/r7/ranks", t1, report);
+    CHECK(r.status == 400);
+    CHECK(r.body.find("this attempt has 2 ranks") != std::string::npos);
+    r = f.call("POST", "/v1/runs/r7/ranks", t1, R"({"attempt":1,"world_size":4,"node":"a1","ranks":[{"rank":1}]})");
+    CHECK(r.status == 200);
+    CHECK(Fixture::body(r) == boost::json::parse(R"({"ranks":1,"of":2})"));
+    // Another job of the same user, another run, another attempt, a shared token: refused.
+    CHECK(f.call("POST", "/v1/runs/r7/ranks", wt("r7", 1, 43, 1001, 2), R"({"attempt":1,"world_size":2,"node":"a2","ranks":[{"rank":0}]})").status == 403);
+    CHECK(f.call("POST", "/v1/runs/r7/ranks", wt("r8", 1, 42, 1001, 2), R"({"attempt":1,"world_size":2,"node":"a2","ranks":[{"rank":0}]})").status == 403);
+    CHECK(f.call("POST", "/v1/runs/r7/ranks", t1, R"({"attempt":2,"world_size":2,"node":"a2","ranks":[{"rank":0}]})").status == 403);
+    r = f.call("POST", "/v1/runs/r7/ranks", "worker-t", R"({"attempt":1,"world_size":2,"node":"a2","ranks":[{"rank":0}]})");
+    CHECK(r.status == 403);
+    CHECK(r.body.find("per-job worker token") != std::string::npos);
+    CHECK(f.call("POST", "/v1/runs/r7/ranks", "alice-t", R"({"attempt":1,"world_size":2,"node":"a2","ranks":[{"rank":0}]})").status == 403);
+}
+
 TEST_CASE("a shared worker token cannot report for a run; it publishes node descriptors only") {
     Fixture f;
     auto r = f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a1", 1));

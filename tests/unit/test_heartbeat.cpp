@@ -243,3 +243,60 @@ TEST_CASE("checkpoint policy: the trainer's write time, the version sent, the br
         CHECK_FALSE(err.empty());
     }
 }
+
+namespace {
+void write_file(const std::string &path, const std::string &text) {
+    FILE *f = fopen(path.c_str(), "w");
+    REQUIRE(f);
+    fwrite(text.data(), 1, text.size(), f);
+    fclose(f);
+}
+}  // namespace
+
+TEST_CASE("the trainer's environment report: read field by field, never through a symlink; the ranks' report body") {
+    char tmpl[] = "/tmp/shardnet-env-XXXXXX";
+    const std::string dir = mkdtemp(tmpl);
+    std::string err;
+    CHECK_FALSE(read_environment_file(dir + "/rank-0.env", err));   // not written yet: ask again later
+    CHECK(err.empty());
+    // As python/shardnet/environment.py writes it (null: not known, left out).
+    write_file(dir + "/rank-0.env", R"({"cuda": null, "python": "3.11.2", "torch": "1.13.0"})" "\n");
+    auto env = read_environment_file(dir + "/rank-0.env", err);
+    REQUIRE(env);
+    CHECK(err.empty());
+    CHECK(boost::json::parse(*env) == boost::json::parse(R"({"python":"3.11.2","torch":"1.13.0"})"));
+    const std::pair<std::string, std::string> bad[] = {
+        {"not json", "not JSON"},
+        {R"({"torch":"1.13","LD_PRELOAD":"/tmp/x.so"})", ".LD_PRELOAD: unknown field"},
+        {R"({"torch":"1.13\u0007"})", ".torch: expected 1-128 printable"},
+        {R"({"torch":[1]})", ".torch: expected a string or null"},
+        {std::string(5000, ' ') + "{}", "bytes"},
+    };
+    for (const auto &[text, why] : bad) {
+        write_file(dir + "/rank-1.env", text);
+        auto got = read_environment_file(dir + "/rank-1.env", err);
+        INFO(text.substr(0, 60) << " -> " << err);
+        REQUIRE(got);
+        CHECK(*got == "null");   // the rank is reported without one
+        CHECK(err.find(why) != std::string::npos);
+    }
+    REQUIRE(symlink((dir + "/rank-0.env").c_str(), (dir + "/rank-2.env").c_str()) == 0);
+    auto linked = read_environment_file(dir + "/rank-2.env", err);
+    REQUIRE(linked);
+    CHECK(*linked == "null");
+    CHECK_FALSE(err.empty());
+    AgentConfig c;
+    c.run = "r1";
+    c.attempt = 2;
+    c.world = 4;
+    c.node = "b1";
+    std::vector<RankState> ranks(2);
+    ranks[0].rank = 2;
+    ranks[0].environment = *env;
+    ranks[1].rank = 3;
+    ranks[1].environment = "null";
+    CHECK(boost::json::parse(ranks_report_json(c, ranks)) ==
+          boost::json::parse(R"({"attempt":2,"world_size":4,"node":"b1","ranks":[{"rank":2,"environment":{"python":"3.11.2","torch":"1.13.0"}},)"
+                             R"({"rank":3,"environment":null}]})"));
+    CHECK(std::system(("rm -rf '" + dir + "'").c_str()) == 0);
+}

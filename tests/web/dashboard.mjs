@@ -128,7 +128,7 @@ await check(url, out, async ({ page, allowErrors }) => {
     `the recovery phases per tier (detect, place, start, first step, total): ${tiers}`);
   await page.waitForSelector("#receipts-table", { timeout: 5000 });
   const first = await page.$eval('#receipts-table tr[data-seq="1"]', (tr) => [tr.dataset.state, tr.cells[1].textContent, tr.cells[3].textContent]);
-  expect(first[0] === "verified" && first[1] === "attempt-started" && /^attempt 1 started on alpha, job 31, nodes p1/.test(first[2]),
+  expect(first[0] === "verified" && first[1] === "attempt-started" && /^attempt 1 started on alpha, job 31, nodes p1, owner daemon, 1 of 1 ranks reported; torch 1\.13\.0, python 3\.11\.2$/.test(first[2]),
     `r-auto's attempt-started receipt, what it attests: ${first}`);
   await shot(page, out, "run-policy");
   await page.evaluate(() => { window.notReloaded = true; });

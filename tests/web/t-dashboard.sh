@@ -60,6 +60,8 @@ commit_auto() {  # NAME WRITE_SECONDS
     api POST "/v1/runs/r-auto/checkpoints/$1/commit" "{\"attempt\":1,\"rank\":0,\"world_size\":1,\"write_seconds\":$2,\"files\":[{\"path\":\"rank-0.pt\",\"sha256\":\"$(sha "$1")\",\"bytes\":2048}]}"
 }
 hba 1; sleep 0.4; hba 5
+# Its agent's word on its one rank (an agent posts this once its trainer reports).
+api POST /v1/runs/r-auto/ranks '{"attempt":1,"world_size":1,"node":"p1","ranks":[{"rank":0,"environment":{"python":"3.11.2","torch":"1.13.0"}}]}'
 commit_auto ckpt-a1 0.5
 for _ in $(seq 50); do
     curl -s -H "Authorization: Bearer admin-t" "http://127.0.0.1:$P/v1/runs/r-auto/policy" | grep -q '"in_force"' && break; sleep 0.1
