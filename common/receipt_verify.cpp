@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 #include <cerrno>
 #include <map>
+#include <set>
 #include <sys/stat.h>
 #include <thread>
 
@@ -70,7 +71,9 @@ std::string Failure::text(const std::string &origin) const {
     return "run " + run + " seq " + std::to_string(seq) + where + ": " + what;
 }
 
-ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vector<SigningKey> &keys) {
+ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vector<SigningKey> &keys, const PinnedKeys &pinned) {
+    std::set<std::string> pinned_brokers;
+    for (const auto &[keyid, broker] : pinned) pinned_brokers.insert(broker);
     // Signatures are independent and most of the cost (an Ed25519 verify is
     // ~50-100 us): a long history is checked on every core.
     std::vector<dsse::Verification> sigs(envs.size());
@@ -100,6 +103,15 @@ ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vec
         }
         if (!bad.empty()) {
             res.failures.push_back(fail(v, bad));
+            continue;
+        }
+        if (auto p = pinned.find(sig.keyid); p != pinned.end() && p->second != v.receipt.broker) {
+            res.failures.push_back(fail(v, "signed by key " + sig.keyid + ", which is pinned to broker " + p->second + ", but it names broker " +
+                                           v.receipt.broker));
+            continue;
+        }
+        if (!pinned.count(sig.keyid) && pinned_brokers.count(v.receipt.broker)) {
+            res.failures.push_back(fail(v, "names broker " + v.receipt.broker + ", whose pinned key(s) did not sign it (key " + sig.keyid + " did)"));
             continue;
         }
         v.keyid = sig.keyid;

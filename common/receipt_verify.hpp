@@ -3,6 +3,7 @@
 // digest of the one before), the order they were given in, and a sealed
 // checkpoint's shard files on disk against the digests it sealed.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,11 +34,18 @@ struct ChainResult {
     std::vector<Verified> receipts;   // those whose signature verified, in input order
 };
 
+// Keys pinned to a broker: keyid -> the broker id (a receipt's
+// predicate.broker) that key speaks for.
+using PinnedKeys = std::map<std::string, std::string>;
+
 // Checks envs, in the order given (the order a broker lists a run's
 // receipts in), against keys. A receipt whose signature does not verify
 // takes no part in its chain: whatever names it as previous is reported as
-// missing its predecessor.
-ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vector<SigningKey> &keys);
+// missing its predecessor. With pinned keys, a receipt signed by a key
+// pinned to another broker than the one it names, or naming a broker that
+// has pinned keys but signed by none of them, fails too: one site's key
+// cannot speak for another's.
+ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vector<SigningKey> &keys, const PinnedKeys &pinned = {});
 
 // Re-hashes each shard a checkpoint-sealed receipt names, below dir: a
 // missing file, another size or another digest is a failure naming the shard.

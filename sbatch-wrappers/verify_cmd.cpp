@@ -198,8 +198,24 @@ void add_fetched(const std::string &run, std::vector<FetchedLog> &logs, Input &i
 int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
     if (a.inputs.empty()) return usage_error("verify", "give envelope FILE... (or a RUN)");
     std::vector<SigningKey> keys;
-    for (const auto &k : a.key_files)
-        if (std::string err = load_public_keys(k, keys); !err.empty()) return usage_error("verify", err);
+    PinnedKeys pinned;
+    for (const auto &k : a.key_files) {
+        // --key BROKER=PUB.pem pins the key(s) to the broker id its receipts
+        // name (unless a file is called that).
+        std::string path = k, broker;
+        struct stat st;
+        if (const auto eq = k.find('='); eq != std::string::npos && ::stat(k.c_str(), &st) != 0) {
+            broker = k.substr(0, eq), path = k.substr(eq + 1);
+            if (!is_safe_name(broker, 128)) return usage_error("verify", "--key " + k + ": '" + broker + "' is not a broker id");
+        }
+        const std::size_t before = keys.size();
+        if (std::string err = load_public_keys(path, keys); !err.empty()) return usage_error("verify", err);
+        for (std::size_t i = before; i < keys.size() && !broker.empty(); ++i) {
+            auto [it, fresh] = pinned.emplace(keys[i].keyid(), broker);
+            if (!fresh && it->second != broker)
+                return usage_error("verify", "--key " + k + ": key " + keys[i].keyid() + " is pinned to broker " + it->second + " already");
+        }
+    }
     Input in;
     std::vector<FetchedHead> heads;
     std::vector<std::string> fetched_pems;   // the brokers' own word for their keys (no --key)
@@ -228,7 +244,7 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
                              "trust: pin their keys with --key PUB.pem\n", keys.size());
     }
     if (keys.empty()) return usage_error("verify", "give the brokers' public keys: --key PUB.pem (one or more)");
-    const ChainResult res = verify_chain(in.envs, keys);
+    const ChainResult res = verify_chain(in.envs, keys, pinned);
     std::vector<std::string> lines = in.bad;
     for (const auto &f : res.failures) lines.push_back(f.text(in.origins[f.position]));
     json::object head_report, ckpt_report;

@@ -86,9 +86,9 @@ print(f"    final parameters bitwise equal: {ha == hb}  ({ha[:16]}...)")
 PY
 echo; echo "== checkpoint overhead (the trainer's own measure, attempt 2 on alpha)"
 grep -h "checkpoint overhead" "$WORK/$run"-*.out | sed 's/^/    /' || true
-echo; echo "== shard verify $run   (the receipts of both brokers, offline, with their two public keys)"
+echo; echo "== shard verify $run   (the receipts of both brokers, offline, each broker's public key pinned to it)"
 final=$(ls -d "$CK/$run"/checkpoint-* | sort | tail -1)
-shard verify "$run" --key "$FED/b.receipts.pub" --key "$FED/a.receipts.pub" --checkpoint-dir "$final" | sed 's/^/    /'
+shard verify "$run" --key beta-broker="$FED/b.receipts.pub" --key alpha-broker="$FED/a.receipts.pub" --checkpoint-dir "$final" | sed 's/^/    /'
 
 echo; echo "== the dashboard (served by each broker)"
 echo "$ADMIN_TOKEN" > "$FED/admin.token"; chmod 600 "$FED/admin.token"

@@ -3,7 +3,8 @@
 # verifies; a changed payload byte, a dropped receipt, two swapped, a shard
 # changed on disk after sealing, an unknown key and a log head that does not
 # extend an earlier one each fail, with a line naming the receipt and what is
-# wrong; the worked openssl example of doc/receipts.md runs as written.
+# wrong; a key pinned to one broker (--key NAME=PUB.pem) cannot sign for
+# another; the worked openssl example of doc/receipts.md runs as written.
 set -euo pipefail
 SHARD=$(realpath "${SHARD:?}")
 DOC=$(realpath "${RECEIPTS_DOC:-$(dirname "$0")/../../doc/receipts.md}")
@@ -77,6 +78,16 @@ check 1 "duplicate: the same receipt is listed again" e1.json e2.json e2.json e3
 # An unknown key: the last receipt signed by another key.
 "$SHARD" receipt-sign --key stranger.pem --statement s4.json > e4-stranger.json
 check 1 "run small-1a2b3c seq 4 (e4-stranger.json): signed by unknown key" e1.json e2.json e3.json e4-stranger.json --key pub.pem
+# Keys pinned to brokers: the receipts name broker beta. Pinned to beta, its
+# key verifies them; pinned to alpha, it may not speak for beta; and with
+# beta pinned, another known key's receipt naming beta is refused.
+check 0 "ok: 4 receipt(s)" chain.jsonl --key beta=pub.pem
+check 1 "signed by key $(openssl pkey -pubin -in pub.pem -outform DER | sha256sum | cut -d' ' -f1), which is pinned to broker alpha, but it names broker beta" \
+    chain.jsonl --key alpha=pub.pem
+check 1 "run small-1a2b3c seq 4 (e4-stranger.json): names broker beta, whose pinned key(s) did not sign it" \
+    e1.json e2.json e3.json e4-stranger.json --key beta=pub.pem --key stranger-pub.pem
+check 2 "'../x' is not a broker id" chain.jsonl --key ../x=pub.pem
+check 2 "is pinned to broker beta already" chain.jsonl --key beta=pub.pem --key alpha=pub.pem
 # A shard changed on disk after sealing, and one removed.
 printf 'weights of rank 9\n' > ckpt/checkpoint-100/rank-0/model.pt
 check 1 "run small-1a2b3c seq 2 (chain.jsonl:2): digest mismatch for shard rank-0/model.pt" chain.jsonl --key pub.pem --checkpoint-dir ckpt/checkpoint-100

@@ -78,7 +78,7 @@ done
 ok "attempt-started names each rank's node and the trainer's torch $want_torch / Python $want_py; each seal its step and each shard's node"
 
 final=$(ls -d "$CK"/pt-rc/checkpoint-* | sort | tail -1)
-out=$(shard verify pt-rc --key "$FED/b.receipts.pub" --key "$FED/a.receipts.pub" --checkpoint-dir "$final" 2>&1) \
+out=$(shard verify pt-rc --key beta-broker="$FED/b.receipts.pub" --key alpha-broker="$FED/a.receipts.pub" --checkpoint-dir "$final" 2>&1) \
     || fail "shard verify pt-rc: $out"
 grep -q "^ok: " <<<"$out" && grep -q "^checkpoint .*shard(s)" <<<"$out" || fail "shard verify pt-rc: $out"
 sed 's/^/  /' <<<"$out"
@@ -96,3 +96,7 @@ ok "a shard changed on disk after sealing: $(grep -m1 'digest mismatch' <<<"$out
 out=$(shard verify pt-rc --key "$FED/a.receipts.pub" 2>&1) && fail "verified without beta's key: $out"
 grep -q "signed by unknown key" <<<"$out" || fail "beta's receipts not refused without its key: $out"
 ok "without beta's key its receipts are refused: $(grep -m1 'unknown key' <<<"$out")"
+# Each key speaks for its own broker only: pinned the wrong way round, both are refused.
+out=$(shard verify pt-rc --key alpha-broker="$FED/b.receipts.pub" --key beta-broker="$FED/a.receipts.pub" 2>&1) && fail "verified with the keys swapped: $out"
+grep -q "pinned to broker alpha-broker, but it names broker beta-broker" <<<"$out" || fail "swapped pins not named: $out"
+ok "keys pinned to the wrong brokers: $(grep -m1 'pinned to broker' <<<"$out")"
