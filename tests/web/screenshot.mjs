@@ -24,6 +24,10 @@ try {
   await page.waitForSelector("#runs-body");
   await page.goto(`${url}/#/runs/${run}`);
   await page.waitForSelector("#timeline .point", { timeout: 15000 });
+  // The receipts panel verifies in the browser after the timeline is drawn:
+  // the picture waits for its verdict (or its word that there are none).
+  await page.waitForSelector("#receipts-summary, #receipts-off, #receipts-error", { timeout: 20000 })
+    .catch(() => console.error("screenshot: the receipts panel had not loaded after 20 s"));
   await page.screenshot({ path: out, fullPage: true });
 } finally {
   await browser.close();
