@@ -127,8 +127,11 @@ std::span<const Service::Route> Service::routes() {
          [](Service &s, const Call &c) { s.get_log_proof(false, c.query, c.reply); }},
         // The dashboard: its views of runs, then its files (web/, built into
         // the broker), last: no API request walks past them.
-        {{"GET", "/v1/views/runs", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.runs_view("", c.who, c.reply); }},
-        {{"GET", "/v1/views/runs/{id}", r_worker | r_user | r_peer | r_admin, ""},
+        // Signed in as a user or an admin only: a job's or a peer's token has
+        // the API (GET /v1/runs) and no use for the dashboard's.
+        {{"GET", "/v1/views/runs", r_user | r_admin, "the dashboard's views need a user or admin token"},
+         [](Service &s, const Call &c) { s.runs_view("", c.who, c.reply); }},
+        {{"GET", "/v1/views/runs/{id}", r_user | r_admin, "the dashboard's views need a user or admin token"},
          [](Service &s, const Call &c) { s.runs_view(c.p(0), c.who, c.reply); }},
         {{"GET", "/", r_public, ""}, [](Service &, const Call &c) { c.reply(web::serve(c.req, "index.html")); }},
         {{"GET", "/ui/{file}", r_public, ""}, [](Service &, const Call &c) { c.reply(web::serve(c.req, c.params.p[0])); }},

@@ -54,7 +54,7 @@ private:
         else if (f == field::unknown && boost::beast::iequals(name, "Last-Event-ID"))
             out_.last_event_id.assign(value.data(), value.size());
         else if (f == field::if_none_match) out_.if_none_match.assign(value.data(), value.size());
-        else if (f == field::accept_encoding) out_.accepts_gzip = value.find("gzip") != string_view::npos;
+        else if (f == field::accept_encoding) out_.accepts_gzip = gzip_acceptable(value);
         else if (f == field::transfer_encoding) {
             for (std::size_t start = 0; start <= value.size();) {   // "gzip, chunked": one coding each
                 auto comma = value.find(',', start);
@@ -86,6 +86,37 @@ private:
             ec = boost::beast::http::error::bad_field;
         }
     }
+public:
+    // Accept-Encoding (RFC 9110 12.5.3): gzip is acceptable when named, or
+    // matched by "*", with a qvalue above 0; "gzip;q=0" refuses it even
+    // where "*" would take it.
+    static bool gzip_acceptable(string_view value) {
+        int gzip = -1, star = -1;   // -1: not named; 0: refused; 1: acceptable
+        for (std::size_t start = 0; start <= value.size();) {
+            auto comma = value.find(',', start);
+            if (comma == string_view::npos) comma = value.size();
+            string_view item = trim(value.substr(start, comma - start));
+            start = comma + 1;
+            string_view coding = item, params;
+            if (auto semi = item.find(';'); semi != string_view::npos) coding = trim(item.substr(0, semi)), params = item.substr(semi + 1);
+            bool zero = false;
+            for (std::size_t p = 0; p <= params.size();) {   // ";q=0", ";q=0.000"; other parameters are ignored
+                auto next = params.find(';', p);
+                if (next == string_view::npos) next = params.size();
+                const string_view param = trim(params.substr(p, next - p));
+                p = next + 1;
+                if (param.size() >= 2 && (param[0] == 'q' || param[0] == 'Q') && param[1] == '=') {
+                    const string_view q = trim(param.substr(2));
+                    zero = !q.empty() && q[0] == '0' && q.find_first_not_of("0.", 0) == string_view::npos;
+                }
+            }
+            if (boost::beast::iequals(coding, "gzip") || boost::beast::iequals(coding, "x-gzip")) gzip = zero ? 0 : std::max(gzip, 1);
+            else if (coding == "*") star = zero ? 0 : 1;
+        }
+        return gzip == 1 || (gzip == -1 && star == 1);
+    }
+
+private:
     static string_view trim(string_view v) {
         while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
         while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);

@@ -277,6 +277,23 @@ TEST_CASE("a ranks' report: the job's own token for its recorded attempt, ranks 
     CHECK(f.call("POST", "/v1/runs/r7/ranks", "alice-t", R"({"attempt":1,"world_size":2,"node":"a2","ranks":[{"rank":0}]})").status == 403);
 }
 
+TEST_CASE("the dashboard's views: a user's or an admin's token only") {
+    Fixture f;
+    const std::string t1 = wt("r7", 1);
+    CHECK(f.call("POST", "/v1/heartbeats", t1, hb("r7", 1, "a1", 1)).status == 204);
+    for (const std::string path : {"/v1/views/runs", "/v1/views/runs/r7"}) {
+        CAPTURE(path);
+        CHECK(f.call("GET", path, "admin-t").status == 200);
+        CHECK(f.call("GET", path, t1).status == 403);
+        CHECK(f.call("GET", path, "peer-t").status == 403);
+        auto r = f.call("GET", path, "worker-t");
+        CHECK(r.status == 403);
+        CHECK(r.body.find("user or admin token") != std::string::npos);
+    }
+    CHECK(f.call("GET", "/v1/views/runs", "alice-t").status == 200);
+    CHECK(f.call("GET", "/v1/views/runs/r7", "alice-t").status == 404);   // not alice's run
+}
+
 TEST_CASE("a shared worker token cannot report for a run; it publishes node descriptors only") {
     Fixture f;
     auto r = f.call("POST", "/v1/heartbeats", "worker-t", hb("r1", 1, "a1", 1));

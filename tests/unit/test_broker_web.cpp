@@ -6,6 +6,7 @@
 #include <string>
 
 #include "broker/api/routes.hpp"
+#include "broker/http/request_parser.hpp"
 #include "broker/web/assets.hpp"
 #include "broker/web/static_files.hpp"
 
@@ -69,4 +70,17 @@ TEST_CASE("web: the heartbeat is still the first route, the dashboard's files th
     CHECK(routes[routes.size() - 1].pattern == "/ui/{file}");
     CHECK(routes[routes.size() - 2].pattern == "/");
     CHECK(routes[routes.size() - 1].scopes == r_public);
+}
+
+TEST_CASE("web: Accept-Encoding as RFC 9110 reads it: a qvalue of 0 refuses gzip, * takes it unless gzip is refused") {
+    const std::pair<const char *, bool> cases[] = {
+        {"gzip", true}, {"gzip, deflate, br", true}, {"deflate, GZIP", true}, {"br;q=1.0, gzip;q=0.8", true}, {"x-gzip", true},
+        {"gzip;q=0", false}, {"gzip; q=0.000", false}, {"gzip;Q=0", false}, {"*", true}, {"*;q=0", false},
+        {"gzip;q=0, *", false}, {"*, gzip;q=0", false}, {"identity", false}, {"", false}, {"deflate", false},
+        {"gzip;q=0.001", true}, {"notgzip", false}, {"gzipped", false}, {"gzip;level=9", true},
+    };
+    for (const auto &[value, want] : cases) {
+        CAPTURE(value);
+        CHECK(RequestParser::gzip_acceptable(value) == want);
+    }
 }
