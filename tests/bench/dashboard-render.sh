@@ -56,6 +56,18 @@ hb_round() {  # -> "req/s p99 broker-CPU-us-per-request"
     n=$(awk '/requests in/ {print $1}' "$T/wrk.out")
     echo "$(awk '/Requests\/sec/ {print $2}' "$T/wrk.out") $(awk '$1 == "99%" {print $2}' "$T/wrk.out") $(/usr/bin/python3 -c "print('%.2f' % (($c1 - $c0) / $(getconf CLK_TCK) / $n * 1e6))")"
 }
+# What the UI alone costs the broker: its CPU while a browser follows the
+# two pages and no heartbeat comes (the runs page's 2 s refresh of every
+# run, the run page's stream and 5 s refresh).
+nice -n 15 node "$TOP/tests/bench/dashboard_render.mjs" "http://127.0.0.1:$P" admin-t run-big poll "$((DUR + 8))" &
+POLL=$!
+sleep 6
+u0=$(cpu_ticks "$BROKER_PID"); t0=$(date +%s.%N)
+sleep "$DUR"
+u1=$(cpu_ticks "$BROKER_PID"); t1=$(date +%s.%N)
+wait $POLL || true; POLL=""
+ui_cpu=$(/usr/bin/python3 -c "print('%.2f' % (($u1 - $u0) / $(getconf CLK_TCK) / ($t1 - $t0) * 100))")
+echo "the UI alone (a browser on the runs page and a run page, no heartbeats): broker CPU ${ui_cpu}% of one core"
 echo "heartbeat POSTs (wrk -t$THREADS -c$CONN -d${DUR}s), without and with a browser on the UI:"
 read -r a_rps a_p99 a_cpu < <(hb_round)
 nice -n 15 node "$TOP/tests/bench/dashboard_render.mjs" "http://127.0.0.1:$P" admin-t run-big poll "$((DUR + 8))" &
@@ -67,4 +79,5 @@ printf '  %-34s %12s %10s %14s\n' "" "req/s" "p99" "broker CPU/req"
 printf '  %-34s %12s %10s %12sus\n' "no browser" "$a_rps" "$a_p99" "$a_cpu"
 printf '  %-34s %12s %10s %12sus\n' "browser on runs + run page" "$b_rps" "$b_p99" "$b_cpu"
 /usr/bin/python3 -c "print('  %-34s %11.2fx' % ('with / without', $b_rps / $a_rps))"
+/usr/bin/python3 -c "print('  %-34s %12s us of it the UI alone costs per heartbeat (%s%% of a core / %s req/s)' % ('', '%.2f' % ($ui_cpu / 100 / $b_rps * 1e6), '$ui_cpu', '$b_rps'))"
 echo "(2 CPUs here: chromium's own CPU competes with wrk and the broker; broker CPU/req says what the broker pays)"
