@@ -125,23 +125,42 @@ export function render(id) {
       showPolicy();
       refreshReceipts();
       performance.mark("run-rendered");
-      const last = events.length ? events[events.length - 1].id : 0;
-      stream = follow(`${path}/events`, { after: last,
-        onEvent: (ev) => {
-          if (events.length && ev.id <= events[events.length - 1].id) return;   // had it
-          events.push(ev);
-          queue();
-          if (ev.kind === "POLICY") refreshPolicy();
-          clearTimeout(receiptsTimer);
-          receiptsTimer = setTimeout(refreshReceipts, 300);   // an event may come with a receipt
-          clearTimeout(timer);
-          timer = setTimeout(() => refreshState().then(queue, () => {}), 300);   // the state moved on too
-        },
-        onStatus: (s) => { parts.live.textContent = `Events: ${s}`; } });
+      startStream();
+      document.addEventListener("visibilitychange", onVisibility);
     } catch (e) {
       if (!gone) main.replaceChildren(h("h1", {}, `Run ${id}`), errorBox(e));
     }
   })();
+  // The stream holds one of the six connections a browser opens to a
+  // broker (HTTP/1.1): a hidden tab gives its up and resumes after its last
+  // event when shown again, so that many open run pages do not starve the
+  // one being looked at.
+  function startStream() {
+    if (gone || stream) return;
+    const last = events.length ? events[events.length - 1].id : 0;
+    stream = follow(`${path}/events`, { after: last,
+      onEvent: (ev) => {
+        if (events.length && ev.id <= events[events.length - 1].id) return;   // had it
+        events.push(ev);
+        queue();
+        if (ev.kind === "POLICY") refreshPolicy();
+        clearTimeout(receiptsTimer);
+        receiptsTimer = setTimeout(refreshReceipts, 300);   // an event may come with a receipt
+        clearTimeout(timer);
+        timer = setTimeout(() => refreshState().then(queue, () => {}), 300);   // the state moved on too
+      },
+      onStatus: (s) => { parts.live.textContent = `Events: ${s}`; } });
+  }
+  function onVisibility() {
+    if (document.visibilityState === "hidden") {
+      stream?.close();
+      stream = null;
+      parts.live.textContent = "Events: paused while this tab is hidden (resumed when shown, without a gap)";
+    } else {
+      startStream();
+      refreshState().then(queue, () => {});
+    }
+  }
   const tick = setInterval(() => {
     if (gone || !view) return;
     refreshState().then(queue, () => {});
@@ -151,7 +170,10 @@ export function render(id) {
   // Zoom and a narrower window change the width in CSS pixels: the
   // timeline is drawn again to it, its text then stays readable.
   window.addEventListener("resize", queue);
-  return () => { gone = true; stream?.close(); clearTimeout(timer); clearTimeout(receiptsTimer); clearInterval(tick); window.removeEventListener("resize", queue); };
+  return () => {
+    gone = true; stream?.close(); clearTimeout(timer); clearTimeout(receiptsTimer); clearInterval(tick);
+    window.removeEventListener("resize", queue); document.removeEventListener("visibilitychange", onVisibility);
+  };
 }
 
 function workers(d) {

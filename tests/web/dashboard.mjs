@@ -132,8 +132,25 @@ await check(url, out, async ({ page, allowErrors }) => {
     `r-auto's attempt-started receipt, what it attests: ${first}`);
   await shot(page, out, "run-policy");
   await page.evaluate(() => { window.notReloaded = true; });
+  // A hidden tab gives its event stream up (six connections per broker in
+  // HTTP/1.1) and resumes after its last event when shown: what came while
+  // hidden appears then, without a gap.
+  const setVisibility = (v) => page.evaluate((v) => {
+    Object.defineProperty(document, "visibilityState", { value: v, configurable: true });
+    document.dispatchEvent(new Event("visibilitychange"));
+  }, v);
+  await setVisibility("hidden");
+  expect(/paused while this tab is hidden/.test(await text(page, "#run-live")), `a hidden run page pauses its stream: ${await text(page, "#run-live")}`);
+  const before = (await text(page, "#events-table")).match(/SEALED/g)?.length ?? 0;
   const policyStarted = Date.now();
   await run(policyScript);
+  await new Promise((r) => setTimeout(r, 700));
+  expect(((await text(page, "#events-table")).match(/SEALED/g)?.length ?? 0) === before, "no event reached the hidden page's table");
+  await setVisibility("visible");
+  await page.waitForFunction((n) => (document.querySelector("#events-table")?.textContent.match(/SEALED/g)?.length ?? 0) >= n + 2, { timeout: 5000 }, before)
+    .then(() => expect(true, "shown again, the page has the seals posted while it was hidden"), () => fail("the seals posted while hidden did not appear once shown"));
+  await page.waitForFunction(() => /live/.test(document.querySelector("#run-live")?.textContent ?? ""), { timeout: 5000 })
+    .catch(() => fail("the stream did not resume once the page was shown"));
   await page.waitForFunction(() => /policy v[2-9]/.test(document.querySelector("#policy-headline")?.textContent ?? ""), { timeout: 5000 })
     .catch(() => fail("the policy panel did not show a new version within 5 s"));
   expect(await page.evaluate(() => window.notReloaded === true), "the policy panel refreshed without a reload");
