@@ -1,8 +1,9 @@
 // Capacity: the market table (GET /v1/capacity: this broker's clusters and
 // its peers'), asked again when the filters change. A peer or cluster that
-// did not answer is "unknown", never available. A row opens to the
-// described nodes of its shape (GET /v1/nodes), each to its descriptor
-// (accelerators, NICs, NUMA), so that one sees why a cluster fits or not.
+// did not answer is "unknown", never available. A row of this broker's
+// opens to its nodes as Slurm names them (GET /v1/capacity?nodes=1), each
+// to its descriptor when shardnet-probe reported one (accelerators, NICs,
+// NUMA), so that one sees why a cluster fits or not.
 import { h, page, state, clock, errorBox } from "./dom.js";
 import { get } from "./api.js";
 
@@ -29,7 +30,7 @@ export function render() {
   page("Capacity", form, out);
   let nodes = null;   // GET /v1/nodes, once per page
   const load = async () => {
-    const q = new URLSearchParams();
+    const q = new URLSearchParams({ nodes: "1" });
     for (const [k, el] of Object.entries(inputs)) if (el.value.trim()) q.set(k, el.value.trim());
     out.replaceChildren(h("p", { class: "note" }, "Asking the broker and its peers…"));
     try {
@@ -80,24 +81,25 @@ function table(cap, loadNodes) {
   ];
 }
 
-// The described nodes of a row's shape: the broker does not say which
-// cluster a descriptor's host is in, so the shape (class, fabric) decides.
+// A row's nodes: Slurm's names and states, each with its descriptor's
+// summary and the descriptor itself when this broker has one. A peer's row
+// lists none (its nodes are its broker's to show).
 async function nodesOf(row, loadNodes) {
+  if (!Array.isArray(row.nodes)) return h("p", { class: "note" }, `The nodes of broker ${row.broker}'s clusters are listed by that broker's own dashboard.`);
   let all;
   try { all = await loadNodes(); } catch (e) { return errorBox(e); }
-  const cls = row.accelerator_class;
-  const fits = all.filter((n) => cls === "unknown" || cls === "none" ? n.accelerators.length === 0 || cls === "unknown"
-    : n.accelerators.includes(cls));
-  if (!fits.length) return h("p", { class: "note" }, "No node descriptor of this shape (nodes without shardnet-probe show as class unknown).");
-  return h("ul", {}, fits.map((n) => {
+  const byHost = new Map(all.map((n) => [n.host, n]));
+  return h("ul", { class: "capacity-nodes" }, row.nodes.map((node) => {
+    const d = node.described ? byHost.get(node.name) : null;
+    if (!d) return h("li", { "data-node": node.name }, `${node.name} (${node.state}): no descriptor — shardnet-probe has not reported this node, its class is unknown`);
     const more = h("div");
     const b = h("button", { type: "button", "aria-expanded": "false", onclick: async () => {
       const open = b.getAttribute("aria-expanded") !== "true";
       b.setAttribute("aria-expanded", String(open));
       if (!open) return more.replaceChildren();
-      try { more.replaceChildren(descriptor(await get(`/v1/nodes/${encodeURIComponent(n.host)}`))); } catch (e) { more.replaceChildren(errorBox(e)); }
+      try { more.replaceChildren(descriptor(await get(`/v1/nodes/${encodeURIComponent(d.host)}`))); } catch (e) { more.replaceChildren(errorBox(e)); }
     } }, "Descriptor");
-    return h("li", {}, `${n.host}: ${n.accelerators.length} × ${n.accelerators[0] ?? "no accelerator"}, fabric ${[].concat(n.fabric ?? []).join(", ") || "–"} `, b, more);
+    return h("li", { "data-node": node.name }, `${node.name} (${node.state}): ${d.accelerators.length} × ${d.accelerators[0] ?? "no accelerator"}, fabric ${[].concat(d.fabric ?? []).join(", ") || "–"} `, b, more);
   }));
 }
 

@@ -139,6 +139,7 @@ void Service::capacity(const std::string &query, bool fan_out, const Reply &repl
             gpus = *n;
         }
         const double now = wall_now();
+        const bool with_nodes = query_param(query, "nodes") == "1";
         const auto node_map = node_offers();
         const auto &described = *node_map;
         json::array rows;
@@ -153,8 +154,12 @@ void Service::capacity(const std::string &query, bool fan_out, const Reply &repl
                                             {"status", "unknown"}, {"reason", "slurmctld did not answer"}});
                 continue;
             }
-            // Groups of like nodes: class, GPUs per node, GPU memory, fabric.
-            std::map<std::tuple<std::string, int, long long, std::string>, std::pair<long long, long long>> groups;
+            // Groups of like nodes: class, GPUs per node, GPU memory, fabric;
+            // with nodes=1 (the dashboard's row that opens), each group's
+            // nodes by Slurm's name, their state, and whether a descriptor
+            // of that host is here (GET /v1/nodes/HOST).
+            struct Group { long long idle = 0, total = 0; json::array nodes; };
+            std::map<std::tuple<std::string, int, long long, std::string>, Group> groups;
             std::istringstream is(out);
             std::set<std::string> seen;
             for (std::string node, state; is >> node >> state;) {
@@ -166,15 +171,19 @@ void Service::capacity(const std::string &query, bool fan_out, const Reply &repl
                                            o.gpu_memory_gb ? (long long)(*o.gpu_memory_gb + 0.5) : -1LL,
                                            o.described ? fabric_name(o.fabric) : "unknown");
                 auto &g = groups[key];
-                ++g.second;
-                if (state == "idle") { ++g.first; idle_gpus += o.gpus; }
+                ++g.total;
+                if (state == "idle") { ++g.idle; idle_gpus += o.gpus; }
+                if (with_nodes && g.nodes.size() < 10000)
+                    g.nodes.push_back(json::object{{"name", node}, {"state", state}, {"described", d != described.end()}});
             }
-            for (const auto &[k, g] : groups) {
+            for (auto &[k, g] : groups) {
                 const auto &[c, gpn, mem, fab] = k;
-                rows.push_back(json::object{{"broker", cfg_.broker_name}, {"cluster", name}, {"region", reg}, {"status", "ok"},
-                                            {"accelerator_class", c}, {"gpus_per_node", gpn},
-                                            {"gpu_memory_gb", mem < 0 ? json::value(nullptr) : json::value(mem)},
-                                            {"fabric", fab}, {"idle_nodes", g.first}, {"total_nodes", g.second}});
+                json::object row{{"broker", cfg_.broker_name}, {"cluster", name}, {"region", reg}, {"status", "ok"},
+                                 {"accelerator_class", c}, {"gpus_per_node", gpn},
+                                 {"gpu_memory_gb", mem < 0 ? json::value(nullptr) : json::value(mem)},
+                                 {"fabric", fab}, {"idle_nodes", g.idle}, {"total_nodes", g.total}};
+                if (with_nodes) row["nodes"] = std::move(g.nodes);
+                rows.push_back(std::move(row));
             }
         }
         json::array peers;

@@ -35,8 +35,8 @@ sleep 2   # steps after the seal: the work the fault loses
 "$HARNESS/clusters.sh" kill-node "$SCRATCH" beta beta2
 wait_for 60 'any(e["kind"] == "RECOVERED" for e in v["events"])' /v1/runs/dash-run/events \
     || fail "no RECOVERED: $(broker_get /v1/runs/dash-run/events)"
-# sinfo's node counts, for the capacity table (beta2 is down, still a node).
-counts=$(for c in alpha beta; do printf '"%s": %s,' "$c" "$(slurm $c sinfo -h -N -o %N | sort -u | wc -l)"; done)
+# sinfo's nodes, for the capacity table (beta2 is down, still a node).
+counts=$(for c in alpha beta; do printf '"%s": [%s],' "$c" "$(slurm $c sinfo -h -N -o %N | sort -u | sed 's/.*/"&"/' | paste -sd,)"; done)
 nice -n 15 node "$WEB_TESTS/harness.mjs" "$BROKER_URL" "$WORK/screens" "$ADMIN_TOKEN" "$USER_TOKEN" dash-run dash-other "{${counts%,}}" \
     || fail "the dashboard in chromium (screenshots in $WORK/screens)"
 ok "dashboard: capacity as sinfo ({${counts%,}}), dash-run's beta and alpha lanes, FAULT, PLACEMENT with reasons, RECOVERED, lost work, live events, user isolation"

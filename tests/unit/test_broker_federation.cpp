@@ -249,3 +249,25 @@ TEST_CASE("the inbox refuses what it cannot or may not do, with 409 naming why")
     f.cfg.tokens.push_back(TokenEntry{"agents", sha256_hex("w"), Scope::worker, ""});
     CHECK(f.call("POST", "/v1/decisions", "{}", "nope").status == 401);
 }
+
+TEST_CASE("capacity?nodes=1: this broker's rows list their nodes by Slurm's name; the query to peers never asks for them") {
+    ServiceFixture f({{"c1", kConf}}, two_peers());
+    f.start([](FakeSlurm &s) { s.nodes[kConf] = {{"n1", "idle"}, {"n2", "allocated"}, {"n3", "down"}}; });
+    f.peers->on("https://beta.test/v1/capacity?local=1", [](const HttpRequest &) {
+        return answer(200, json::object{{"broker", "beta"}, {"clusters", json::array{}}});
+    });
+    auto r = f.call("GET", "/v1/capacity?nodes=1");
+    REQUIRE(r.status == 200);
+    const json::value v = json::parse(r.body);
+    const auto &rows = v.at("clusters").as_array();
+    REQUIRE(rows.size() == 1);   // three undescribed nodes: one group
+    CHECK(rows[0].at("total_nodes").as_int64() == 3);
+    CHECK(rows[0].at("nodes") == json::parse(R"([{"name":"n1","state":"idle","described":false},{"name":"n2","state":"allocated","described":false},)"
+                                             R"({"name":"n3","state":"down","described":false}])"));
+    // Without nodes=1 a row is as before; a peer is asked with local=1 and the filters only.
+    auto plain = json::parse(f.call("GET", "/v1/capacity").body);
+    CHECK_FALSE(plain.at("clusters").at(0).as_object().contains("nodes"));
+    const auto asked = f.peers->requests("https://beta.test/v1/capacity?local=1");
+    CHECK(asked.size() == 2);
+    for (const auto &q : f.peers->requests()) CHECK(q.url.find("nodes=") == std::string::npos);
+}

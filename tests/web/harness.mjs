@@ -2,7 +2,7 @@
 // Debian's chromium against a broker that owns clusters alpha and beta.
 // Usage: node harness.mjs URL OUT_DIR ADMIN_TOKEN USER_TOKEN RUN OTHER_RUN NODES_JSON
 //   RUN: the run killed on beta and resumed on alpha; OTHER_RUN: another
-//   user's; NODES_JSON: {"alpha": N, "beta": M} as sinfo counts them.
+//   user's; NODES_JSON: {"alpha": ["alpha1", ...], "beta": [...]} as sinfo lists them.
 import { check, expect, shot, fail, text } from "./browser.mjs";
 
 const [url, out, admin, user, run, other, nodesJson] = process.argv.slice(2);
@@ -23,7 +23,17 @@ await check(url, out, async ({ page, allowErrors }) => {
   const rows = await page.$$eval("#capacity-body tr[data-cluster]", (trs) => trs.map((tr) => [tr.dataset.cluster, Number(tr.dataset.total ?? -1)]));
   const total = {};
   for (const [c, n] of rows) total[c] = (total[c] ?? 0) + n;
-  for (const [c, n] of Object.entries(nodes)) expect(total[c] === n, `capacity lists ${total[c]} nodes of ${c}, sinfo ${n}`);
+  for (const [c, n] of Object.entries(nodes)) expect(total[c] === n.length, `capacity lists ${total[c]} nodes of ${c}, sinfo ${n.length}`);
+  // Each row opens to its nodes by Slurm's names: together, sinfo's list.
+  for (const b of await page.$$("#capacity-body tr[data-cluster] button")) await b.click();
+  await page.waitForFunction((n) => document.querySelectorAll("#capacity-body li[data-node]").length >= n, { timeout: 5000 },
+    Object.values(nodes).flat().length).catch(() => fail("the capacity rows did not open to their nodes"));
+  const listed = await page.$$eval("#capacity-body tr[data-cluster]", (trs) => trs.map((tr) => [tr.dataset.cluster,
+    [...tr.nextElementSibling.querySelectorAll("li[data-node]")].map((li) => li.dataset.node)]));
+  const named = {};
+  for (const [c, ns] of listed) named[c] = [...(named[c] ?? []), ...ns].sort();
+  for (const [c, n] of Object.entries(nodes))
+    expect(JSON.stringify(named[c]) === JSON.stringify([...n].sort()), `capacity's ${c} rows open to ${named[c]}, sinfo lists ${n}`);
   await shot(page, out, "capacity");
 
   // The run killed on beta and resumed on alpha.
