@@ -285,7 +285,10 @@ private:
     receipts::ChainLink last_receipt_link(const std::string &run);
     // The API (receipts/receipts_api.cpp).
     void get_keys(const Reply &reply);
-    void get_receipts(const std::string &id, const TokenEntry &who, const Reply &reply);
+    // A page of a run's receipts (after=SEQ, limit=N); with proofs=1 each
+    // with its inclusion proof against one signed head (size=S, default the
+    // log's size now), so that a verifier asks once per page, not per receipt.
+    void get_receipts(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply);
     void get_log_head(const Reply &reply);
     void get_log_proof(bool inclusion, const std::string &query, const Reply &reply);
     // A signed head of the log as it is now: the stored one when the log has

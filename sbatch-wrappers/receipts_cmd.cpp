@@ -37,39 +37,48 @@ const json::array *array_at(const json::value &v, const char *k) {
 // One broker's part of run: nullopt when it has none (404), else its log
 // with a head bundle over the receipts it listed. err: what went wrong.
 std::optional<FetchedLog> fetch_one(const BrokerRef &b, const std::string &run, std::string &err) {
-    Answer r = call(b, "GET", "/v1/runs/" + run + "/receipts", "", 60000, kMaxReceipts);
-    if (r.status == 404) return std::nullopt;
-    if (!r.ok()) { err = label(b) + ": " + r.error; return std::nullopt; }
-    const json::array *rs = array_at(r.body, "receipts");
-    if (!rs) { err = label(b) + ": the answer lists no receipts"; return std::nullopt; }
+    // Page by page, each receipt with its inclusion proof against one signed
+    // head (the first page's): a request per thousand receipts, not per receipt.
     FetchedLog log;
-    log.broker = r.body.as_object().contains("broker") && r.body.at("broker").is_string() ? std::string(r.body.at("broker").as_string()) : label(b);
-    std::vector<long long> indexes;
-    for (const auto &x : *rs) {
-        const auto *o = x.if_object();
-        if (!o || !o->contains("envelope") || !o->contains("seq") || !o->at("seq").is_int64() || !o->contains("log_index") ||
-            !o->at("log_index").is_int64()) {
-            err = label(b) + ": a receipt entry without envelope, seq or log_index";
-            return std::nullopt;
+    json::array inclusion;
+    json::value head;
+    long long size = 0;
+    for (long long after = 0;;) {
+        std::string path = "/v1/runs/" + run + "/receipts?proofs=1";
+        if (after > 0) path += "&after=" + std::to_string(after);
+        if (size > 0) path += "&size=" + std::to_string(size);
+        Answer r = call(b, "GET", path, "", 60000, kMaxReceipts);
+        if (r.status == 404) return std::nullopt;
+        if (!r.ok()) { err = label(b) + ": " + r.error; return std::nullopt; }
+        const json::array *rs = array_at(r.body, "receipts");
+        if (!rs) { err = label(b) + ": the answer lists no receipts"; return std::nullopt; }
+        const json::object &page = r.body.as_object();
+        if (log.broker.empty())
+            log.broker = page.contains("broker") && page.at("broker").is_string() ? std::string(page.at("broker").as_string()) : label(b);
+        if (const auto *l = page.if_contains("log"); l && l->is_object() && size == 0) {
+            const auto *ts = l->as_object().if_contains("tree_size");
+            if (ts && ts->is_int64() && ts->as_int64() > 0 && l->as_object().contains("head")) size = ts->as_int64(), head = l->at("head");
         }
-        log.envelopes.push_back(json::serialize(o->at("envelope")));
-        log.seqs.push_back(o->at("seq").as_int64());
-        indexes.push_back(o->at("log_index").as_int64());
-    }
-    // The head now, and each receipt's place in it (what the verifier
-    // checks against the head's signed root, trusting none of it).
-    Answer h = call(b, "GET", "/v1/log/head");
-    if (h.ok() && h.body.is_object() && h.body.as_object().contains("head") && h.body.at("tree_size").is_int64()) {
-        const long long size = h.body.at("tree_size").as_int64();
-        json::array inclusion;
-        for (long long i : indexes) {
-            Answer p = call(b, "GET", "/v1/log/proof/inclusion?index=" + std::to_string(i) + "&size=" + std::to_string(size));
-            const json::object *po = p.ok() ? p.body.if_object() : nullptr;
-            if (!po || !po->contains("leaf_hash") || !po->contains("path")) continue;   // that receipt then shows as not in the head
-            inclusion.push_back(json::object{{"leaf_hash", po->at("leaf_hash")}, {"leaf_index", i}, {"path", po->at("path")}});
+        for (const auto &x : *rs) {
+            const auto *o = x.if_object();
+            if (!o || !o->contains("envelope") || !o->contains("seq") || !o->at("seq").is_int64() || !o->contains("log_index") ||
+                !o->at("log_index").is_int64()) {
+                err = label(b) + ": a receipt entry without envelope, seq or log_index";
+                return std::nullopt;
+            }
+            log.envelopes.push_back(json::serialize(o->at("envelope")));
+            log.seqs.push_back(o->at("seq").as_int64());
+            // What the verifier checks against the head's signed root, trusting none of it.
+            if (const auto *in = o->if_contains("inclusion"); in && in->is_object() && in->as_object().contains("leaf_hash") &&
+                in->as_object().contains("path"))
+                inclusion.push_back(json::object{{"leaf_hash", in->at("leaf_hash")}, {"leaf_index", o->at("log_index")}, {"path", in->at("path")}});
         }
-        log.head_bundle = json::serialize(json::object{{"head", h.body.at("head")}, {"inclusion", std::move(inclusion)}});
+        const auto *next = page.if_contains("next_after");
+        if (!next || !next->is_int64() || next->as_int64() <= after || rs->empty()) break;
+        after = next->as_int64();
     }
+    // Each receipt not shown in the head (no proof) then fails as such.
+    if (size > 0) log.head_bundle = json::serialize(json::object{{"head", head}, {"inclusion", std::move(inclusion)}});
     Answer k = call(b, "GET", "/v1/keys");
     if (const json::array *ks = k.ok() ? array_at(k.body, "keys") : nullptr)
         for (const auto &key : *ks)

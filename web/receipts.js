@@ -1,7 +1,8 @@
 // A run's receipts (GET /v1/runs/ID/receipts) and each one's verification
 // state, computed here in the browser (verify.js): the signature against
 // GET /v1/keys, the Statement, the chain, and inclusion in the signed log
-// head (GET /v1/log/head, /v1/log/proof/inclusion).
+// head (the receipts' pages with proofs=1; /v1/log/proof/inclusion for one
+// logged after that head).
 import { h, state, clock } from "./dom.js";
 import { get } from "./api.js";
 import { importKeys, checkHead, verifyReceipts, attests, canonical } from "./verify.js";
@@ -14,20 +15,26 @@ const PROOFS_AT_ONCE = 3;   // of the six connections a page has to its broker; 
 // were (their log check names the head they were checked against); only
 // the new ones are checked, against the current head.
 export async function loadReceipts(run, last = null) {
-  const listed = (await get(`/v1/runs/${encodeURIComponent(run)}/receipts`)).receipts;
+  const listed = (await pages(run, false, 0)).receipts;
   const texts = listed.map((r) => canonical(r.envelope));
   let same = 0;
   while (last && same < texts.length && same < last.texts.length && texts[same] === last.texts[same]) same++;
   if (last && same === texts.length && same === last.texts.length) return last;
   const known = last && same === last.texts.length ? last.receipts : [];
-  const [keys, headAnswer] = await Promise.all([last?.keyring ?? get("/v1/keys").then((k) => importKeys(k.keys)), get("/v1/log/head")]);
-  const head = await checkHead(headAnswer, keys);
-  // The proofs, a few at a time, asked before they are needed in order.
+  // The new receipts again, each with its inclusion proof against one signed
+  // head (a request per thousand, not per receipt); one the broker logged
+  // after that head, or listed between the two reads, asks for its own.
+  const after = known.length ? listed[known.length - 1].seq : 0;
+  const [keys, fresh] = await Promise.all([last?.keyring ?? get("/v1/keys").then((k) => importKeys(k.keys)), pages(run, true, after)]);
+  const head = await checkHead(fresh.log ?? (await get("/v1/log/head")), keys);
+  const embedded = new Map(fresh.receipts.filter((r) => r.inclusion).map((r) => [r.log_index, r.inclusion]));
+  // The other proofs, a few at a time, asked before they are needed in order.
   const asked = new Map();
   let running = 0;
   const queue = [];
   const next = () => { while (running < PROOFS_AT_ONCE && queue.length) { running++; queue.shift()(); } };
   const proof = (index, size) => {
+    if (size === fresh.log?.tree_size && embedded.has(index)) return Promise.resolve(embedded.get(index));
     if (!asked.has(index))
       asked.set(index, new Promise((res, rej) => {
         queue.push(() => get(`/v1/log/proof/inclusion?index=${index}&size=${size}`).then(res, rej).finally(() => { running--; next(); }));
@@ -38,6 +45,25 @@ export async function loadReceipts(run, last = null) {
   if (head.ok !== false) for (const r of listed.slice(known.length)) if (r.log_index < head.size) proof(r.log_index, head.size).catch(() => {});
   const receipts = await verifyReceipts(run, listed, keys, head, proof, known);
   return { texts, keyring: keys, head, receipts };
+}
+
+// Every receipt of run after seq `after`, page by page (GET
+// /v1/runs/ID/receipts); with proofs, each with its inclusion proof against
+// the first page's head: {receipts, log}.
+async function pages(run, proofs, after) {
+  const out = { receipts: [], log: null };
+  for (let size = 0; ;) {
+    const q = new URLSearchParams();
+    if (proofs) q.set("proofs", "1");
+    if (after) q.set("after", String(after));
+    if (size) q.set("size", String(size));
+    const qs = q.toString();
+    const page = await get(`/v1/runs/${encodeURIComponent(run)}/receipts${qs ? `?${qs}` : ""}`);
+    if (proofs && !out.log && page.log) { out.log = page.log; size = page.log.tree_size; }
+    out.receipts.push(...page.receipts);
+    if (!Number.isSafeInteger(page.next_after) || page.next_after <= after || !page.receipts.length) return out;
+    after = page.next_after;
+  }
 }
 
 function checksDone(v) {

@@ -119,7 +119,7 @@ std::span<const Service::Route> Service::routes() {
         // token's (they name no run).
         {{"GET", "/v1/keys", r_public, ""}, [](Service &s, const Call &c) { s.get_keys(c.reply); }},
         {{"GET", "/v1/runs/{id}/receipts", r_user | r_peer | r_admin, "a run's receipts need a user, peer or admin token"},
-         [](Service &s, const Call &c) { s.get_receipts(c.p(0), c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.get_receipts(c.p(0), c.query, c.who, c.reply); }},
         {{"GET", "/v1/log/head", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.get_log_head(c.reply); }},
         {{"GET", "/v1/log/proof/inclusion", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) { s.get_log_proof(true, c.query, c.reply); }},

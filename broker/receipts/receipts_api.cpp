@@ -22,6 +22,9 @@ ApiResponse no_receipts() {
                           "({\"key_file\": an Ed25519 private key, root 0600; see shardnet-broker(8))");
 }
 
+// A page of a run's receipts, unless the caller asks for fewer (up to 5 times more).
+constexpr long long kReceiptsPage = 1000;
+
 json::value time_or_null(double t) { return t > 0 ? json::value(receipt::utc_time(t)) : json::value(nullptr); }
 
 json::array hex_array(const std::vector<merkle::Hash> &hs) {
@@ -69,8 +72,29 @@ void Service::get_keys(const Reply &reply) {
     });
 }
 
-void Service::get_receipts(const std::string &id, const TokenEntry &who, const Reply &reply) {
+void Service::get_receipts(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply) {
     if (!cfg_.receipts.on()) return reply(no_receipts());
+    ApiResponse bad;
+    long long after = 0, limit = kReceiptsPage, size = 0;
+    if (!query_param(query, "after").empty()) {
+        auto a = int_param(query, "after", 0, 1LL << 53, bad);
+        if (!a) return reply(bad);
+        after = *a;
+    }
+    if (!query_param(query, "limit").empty()) {
+        auto l = int_param(query, "limit", 1, kReceiptsPage * 5, bad);
+        if (!l) return reply(bad);
+        limit = *l;
+    }
+    const std::string proofs = query_param(query, "proofs");
+    if (!proofs.empty() && proofs != "1")
+        return reply(error_response(400, "bad_field", "proofs: expected 1 (each receipt with its inclusion proof)", "proofs"));
+    if (!query_param(query, "size").empty()) {
+        if (proofs.empty()) return reply(error_response(400, "bad_field", "size: only with proofs=1", "size"));
+        auto n = int_param(query, "size", 1, 1LL << 62, bad);
+        if (!n) return reply(bad);
+        size = *n;
+    }
     {
         std::shared_lock lock(runs_mu_);
         auto it = runs_.find(id);
@@ -79,17 +103,48 @@ void Service::get_receipts(const std::string &id, const TokenEntry &who, const R
         if (it == runs_.end() || (who.scope != Scope::peer && !may_see(who, id, &it->second)))
             return reply(error_response(404, "no_run", "no run " + id));
     }
-    on_store(reply, [this, id, peer = who.scope == Scope::peer ? who.name : std::string()](const Reply &reply) {
+    on_store(reply, [this, id, after, limit, size, with_proofs = !proofs.empty(),
+                     peer = who.scope == Scope::peer ? who.name : std::string()](const Reply &reply) {
         if (!peer.empty() && !store_->run_crossed(id, peer)) return reply(error_response(404, "no_run", "no run " + id));
+        // One more than the page: whether another follows.
+        auto rows = store_->list_receipts(id, after, limit + 1);
+        const bool more = (long long)rows.size() > limit;
+        if (more) rows.pop_back();
+        json::object answer{{"run", id}, {"broker", cfg_.broker_name}};
+        long long n = 0;
+        std::optional<merkle::NodeSource> src;
+        if (with_proofs) {
+            // The head the proofs are against: the one of the size asked
+            // for (signed when an earlier page was), else the log's now.
+            std::optional<Store::TreeHeadRow> h;
+            if (size > 0) {
+                if (size > store_->log_size())
+                    return reply(error_response(400, "bad_field", "size: " + std::to_string(size) + " is past the log's size", "size"));
+                h = store_->tree_head(size);
+                if (!h) return reply(error_response(400, "bad_field", "size: no head of size " + std::to_string(size) + " was signed", "size"));
+            } else {
+                h = current_head(wall_now());
+            }
+            n = h->size;
+            answer["log"] = json::object{{"tree_size", h->size}, {"root_hash", merkle::hex(hash_of(h->root))}, {"head", json::parse(h->envelope)}};
+            src = receipts::log_source(*store_);
+        }
         json::array out;
-        for (const auto &r : store_->list_receipts(id)) {
+        for (const auto &r : rows) {
             json::error_code ec;
             json::value env = json::parse(r.envelope, ec);
             if (ec) throw std::runtime_error("receipt " + std::to_string(r.seq) + " of run " + id + " is not JSON in the store");
-            out.push_back(json::object{{"seq", r.seq}, {"kind", r.kind}, {"attempt", r.attempt}, {"time", receipt::utc_time(r.time)},
-                                       {"digest", r.digest}, {"log_index", r.log_index}, {"envelope", std::move(env)}});
+            json::object o{{"seq", r.seq}, {"kind", r.kind}, {"attempt", r.attempt}, {"time", receipt::utc_time(r.time)},
+                           {"digest", r.digest}, {"log_index", r.log_index}, {"envelope", std::move(env)}};
+            // A receipt logged after the head has no proof in it (the next head shows it).
+            if (src && r.log_index < n)
+                o["inclusion"] = json::object{{"leaf_hash", merkle::hex(src->leaf(uint64_t(r.log_index)))},
+                                              {"path", hex_array(merkle::inclusion_proof(uint64_t(r.log_index), uint64_t(n), *src))}};
+            out.push_back(std::move(o));
         }
-        reply(ok_json(200, json::object{{"run", id}, {"broker", cfg_.broker_name}, {"receipts", std::move(out)}}));
+        answer["receipts"] = std::move(out);
+        answer["next_after"] = more && !rows.empty() ? json::value(rows.back().seq) : json::value(nullptr);
+        reply(ok_json(200, std::move(answer)));
     });
 }
 

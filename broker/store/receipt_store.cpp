@@ -20,7 +20,8 @@ std::span<const Sql> receipt_statements() {
         {"has_receipt", "SELECT 1 FROM receipts WHERE run = ? AND attempt = ? AND kind = ? LIMIT 1"},
         {"insert_receipt", "INSERT INTO receipts (run, seq, attempt, kind, time, envelope, digest, log_index, keyid) "
                            "VALUES (?,?,?,?,?,?,?,?,?)"},
-        {"list_receipts", "SELECT run, seq, attempt, kind, time, envelope, digest, log_index, keyid FROM receipts WHERE run = ? ORDER BY seq"},
+        {"list_receipts", "SELECT run, seq, attempt, kind, time, envelope, digest, log_index, keyid FROM receipts WHERE run = ? AND seq > ? "
+                          "ORDER BY seq LIMIT ?"},
         // The primary key's b-tree: the last leaf is one step.
         {"log_size", "SELECT idx FROM log_nodes WHERE level = 0 ORDER BY idx DESC LIMIT 1"},
         {"log_node", "SELECT hash FROM log_nodes WHERE level = ? AND idx = ?"},
@@ -90,10 +91,10 @@ void Store::insert_receipt(const ReceiptRow &r) {
     if (int rc = sqlite3_step(k); rc != SQLITE_DONE) fail("recording the use of signing key " + r.keyid, rc);
 }
 
-std::vector<Store::ReceiptRow> Store::list_receipts(const std::string &run) {
+std::vector<Store::ReceiptRow> Store::list_receipts(const std::string &run, long long after, long long limit) {
     auto *s = stmt("list_receipts");
     Done done{s};
-    Binder(s).text(run);
+    Binder(s).text(run).integer(after).integer(limit);
     std::vector<ReceiptRow> out;
     while (row(s)) out.push_back(receipt_row(s));
     return out;

@@ -164,7 +164,8 @@ public:
     std::optional<ReceiptRow> last_receipt(const std::string &run);
     bool has_receipt(const std::string &run, long long attempt, const std::string &kind);
     void insert_receipt(const ReceiptRow &r);
-    std::vector<ReceiptRow> list_receipts(const std::string &run);
+    // In chain order, from the first seq above after, at most limit (-1: all).
+    std::vector<ReceiptRow> list_receipts(const std::string &run, long long after = 0, long long limit = -1);
     // The log: its size (leaves), and perfect subtree (level, index) as 32
     // raw bytes ("" when not stored: not complete yet, or past the end).
     long long log_size();

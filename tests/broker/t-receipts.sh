@@ -91,20 +91,29 @@ PY
 }
 
 head_bundle() {  # OLD-HEAD-FILE OUT: the current head, every receipt's inclusion, consistency from OLD
-    get /v1/log/head > "$T/head.json" || return 1
-    get /v1/runs/r1/receipts > "$T/receipts.json" || return 1
-    $PY - "$T/head.json" "$T/receipts.json" "$1" "$2" "$T/envs.json" "http://127.0.0.1:$P" <<'PY'
+    $PY - "$1" "$2" "$T/envs.json" "http://127.0.0.1:$P" <<'PY'
 import json, sys, urllib.request
-head, recs, old_file, out, envs_out, base = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["receipts"], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+old_file, out, envs_out, base = sys.argv[1:5]
 def get(path):
     rq = urllib.request.Request(base + path, headers={"Authorization": "Bearer admin-t"})
     return json.load(urllib.request.urlopen(rq))
+# The receipts page by page (1000 each), each with its inclusion proof
+# against the first page's head; one per-receipt proof is checked to agree.
+recs, head, after = [], None, 0
+while True:
+    page = get("/v1/runs/r1/receipts?proofs=1" + ("&after=%d" % after if after else "") + ("&size=%d" % head["tree_size"] if head else ""))
+    head = head or page["log"]
+    assert page["log"]["tree_size"] == head["tree_size"], "a later page proves against another head"
+    recs += page["receipts"]
+    if page["next_after"] is None:
+        break
+    after = page["next_after"]
 n = head["tree_size"]
 assert n == len(recs), ("the log has %d leaves, the run %d receipts (the only run)" % (n, len(recs)))
-inc = []
-for r in recs:
-    p = get("/v1/log/proof/inclusion?index=%d&size=%d" % (r["log_index"], n))
-    inc.append({"leaf_hash": p["leaf_hash"], "leaf_index": r["log_index"], "path": p["path"]})
+assert [r["seq"] for r in recs] == list(range(1, n + 1)), "the pages are not seq 1..n"
+inc = [{"leaf_hash": r["inclusion"]["leaf_hash"], "leaf_index": r["log_index"], "path": r["inclusion"]["path"]} for r in recs]
+one = get("/v1/log/proof/inclusion?index=%d&size=%d" % (recs[-1]["log_index"], n))
+assert one["path"] == recs[-1]["inclusion"]["path"], "the page's proof is not the proof endpoint's"
 bundle = {"head": head["head"], "inclusion": inc}
 try:
     old = json.load(open(old_file))

@@ -440,3 +440,58 @@ TEST_CASE("a peer's decision carries the sender's receipt: the chain goes on fro
     // The peer it came from reads it (its token is named as the sender).
     CHECK(f.call("GET", "/v1/runs/mv/receipts", "", "peer-t").status == 200);
 }
+
+TEST_CASE("a run's receipts page by page, each with its inclusion proof against one signed head") {
+    ReceiptFixture f;
+    f.start();
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    for (int i = 1; i <= 7; ++i)
+        REQUIRE(f.call("POST", "/v1/runs/r1/checkpoints/c" + std::to_string(i) + "/commit", commit(1, 0, 1)).status == 200);
+    // attempt-started (flushed by the first seal) and 7 seals: 8 receipts, pages of 3.
+    std::vector<long long> seqs;
+    long long size = 0;
+    std::string root;
+    for (long long after = 0, pages = 0;; ++pages) {
+        REQUIRE(pages < 5);
+        std::string path = "/v1/runs/r1/receipts?proofs=1&limit=3" + (after ? "&after=" + std::to_string(after) : "") +
+                           (size ? "&size=" + std::to_string(size) : "");
+        const auto page = f.get(path);
+        const auto &log = page.at("log").as_object();
+        if (!size) {
+            size = log.at("tree_size").as_int64();
+            root = std::string(log.at("root_hash").as_string());
+            CHECK(head_of(log.at("head"), f.key).tree_size == (unsigned long long)size);
+            // The log grows between pages: later pages still prove against the first page's head.
+            REQUIRE(f.beat("r2", 1, "n2", "batch", "c1", 8) == 204);
+            REQUIRE(f.call("POST", "/v1/runs/r2/checkpoints/x/commit", commit(1, 0, 1)).status == 200);
+        }
+        CHECK(log.at("tree_size").as_int64() == size);
+        CHECK(log.at("root_hash").as_string() == root);
+        const auto &rs = page.at("receipts").as_array();
+        CHECK(rs.size() <= 3);
+        for (const auto &r : rs) {
+            seqs.push_back(r.at("seq").as_int64());
+            const auto &in = r.at("inclusion");
+            std::vector<merkle::Hash> path_hashes;
+            for (const auto &p : in.at("path").as_array()) path_hashes.push_back(hash(p));
+            CHECK(merkle::verify_inclusion(uint64_t(r.at("log_index").as_int64()), uint64_t(size), hash(in.at("leaf_hash")), path_hashes,
+                                           *merkle::from_hex(root)));
+            // The leaf is the envelope's (RFC 9162: SHA-256(0x00 || bytes)).
+            dsse::Envelope e;
+            REQUIRE(dsse::from_json_value(r.at("envelope"), e) == "");
+            CHECK(merkle::hex(merkle::leaf_hash(dsse::to_json(e))) == in.at("leaf_hash").as_string());
+        }
+        if (page.at("next_after").is_null()) break;
+        after = page.at("next_after").as_int64();
+    }
+    CHECK(seqs == std::vector<long long>{1, 2, 3, 4, 5, 6, 7, 8});
+    // Without proofs: the same receipts, no log part; bad parameters name themselves.
+    CHECK_FALSE(f.get("/v1/runs/r1/receipts").contains("log"));
+    CHECK(f.get("/v1/runs/r1/receipts").at("receipts").as_array().size() == 8);
+    for (const std::string q : {"limit=0", "limit=6000", "after=-1", "proofs=yes", "size=3", "proofs=1&size=999", "proofs=1&size=2"}) {
+        auto r = f.call("GET", "/v1/runs/r1/receipts?" + q);
+        CAPTURE(q);
+        CAPTURE(r.body);
+        CHECK(r.status == 400);
+    }
+}
