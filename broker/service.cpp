@@ -38,6 +38,8 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
       slurm_(ports.slurm ? std::move(ports.slurm) : std::make_unique<SlurmCalls>(cfg.slurm_cache_ms, cfg.slurm_max_per_second)),
       peers_(ports.peers ? std::move(ports.peers) : std::make_shared<CurlPeerLink>()),
       workers_(cfg.detector_misses, cfg.stall_seconds) {
+    signing_key_ = cfg.receipts.key;
+    retired_keys_ = cfg.receipts.retired;
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
     for (auto &r : store_->load_runs()) {
@@ -135,6 +137,7 @@ void Service::reload(const BrokerConfig &cfg) {
     std::lock_guard<std::mutex> lock(auths_mu_);
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
+    rotate_receipt_key(cfg.receipts);
 }
 
 void Service::event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,

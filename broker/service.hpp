@@ -281,6 +281,9 @@ private:
     void report_ranks(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
     // A seal: every shard file of the ranks' commits is a subject.
     void receipt_sealed(const std::string &run, long long attempt, const std::string &name, const std::string &parent, double now);
+    // SIGHUP: a new receipts key_file signs from now on, the old key stays
+    // listed as retired (turning receipts on or off needs a restart).
+    void rotate_receipt_key(const ReceiptKeys &fresh);
     // The newest receipt of run here (seq and digest; empty: none, or off).
     receipts::ChainLink last_receipt_link(const std::string &run);
     // The API (receipts/receipts_api.cpp).
@@ -335,6 +338,10 @@ private:
 
     BrokerConfig cfg_;
     std::unique_ptr<Store> store_;
+    // The receipts key that signs now and the configured retired ones: the
+    // store thread's only (a SIGHUP rotates them there).
+    SigningKey signing_key_;
+    std::vector<SigningKey> retired_keys_;
     boost::asio::thread_pool store_thread_{1};
     boost::asio::thread_pool slurm_thread_{1};
     boost::asio::thread_pool query_pool_{2};   // capacity searches (Slurm and peers)

@@ -38,7 +38,7 @@ std::string Service::write_receipt(Kind kind, const std::string &run, long long 
     dsse::Envelope env;
     std::string err;
     try {
-        err = receipt::sign_receipt(cfg_.receipts.key, r, env);
+        err = receipt::sign_receipt(signing_key_, r, env);
     } catch (const std::invalid_argument &e) {   // make_statement: what in r is not a receipt
         err = e.what();
     }
@@ -48,8 +48,28 @@ std::string Service::write_receipt(Kind kind, const std::string &run, long long 
     const std::string digest = receipt::envelope_digest(env);
     const long long index = receipts::log_append(*store_, merkle::leaf_hash(bytes));
     store_->insert_receipt(Store::ReceiptRow{run, r.seq, attempt, receipt::kind_name(kind), now, bytes, digest, index,
-                                             cfg_.receipts.key.keyid()});
+                                             signing_key_.keyid(), signing_key_.public_pem()});
     return digest;
+}
+
+void Service::rotate_receipt_key(const ReceiptKeys &fresh) {
+    if (cfg_.receipts.on() != fresh.on()) {
+        log_json("warn", "receipts: turning them on or off needs a restart; the running config keeps its receipts",
+                 json::object{{"receipts", cfg_.receipts.on() ? "on" : "off"}, {"reloaded_config", fresh.on() ? "on" : "off"}});
+        return;
+    }
+    if (!fresh.on()) return;
+    // On the store thread, where every signature is made: a receipt is
+    // signed wholly by the old key or by the new one.
+    on_store([this, fresh] {
+        if (fresh.key.keyid() != signing_key_.keyid()) {
+            SigningKey old = signing_key_;
+            signing_key_ = fresh.key;
+            log_json("info", "receipts: signing key rotated; the old key stays listed as retired",
+                     json::object{{"old_keyid", old.keyid()}, {"new_keyid", signing_key_.keyid()}});
+        }
+        retired_keys_ = fresh.retired;
+    });
 }
 
 receipts::ChainLink Service::last_receipt_link(const std::string &run) {

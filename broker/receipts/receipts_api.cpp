@@ -4,6 +4,7 @@
 // store thread; a head is signed when asked for and the log grew since the
 // last one (never per receipt).
 #include <boost/json.hpp>
+#include <set>
 
 #include "broker/api/api_util.hpp"
 #include "broker/receipts/receipts.hpp"
@@ -66,8 +67,16 @@ void Service::get_keys(const Reply &reply) {
                                         {"valid_from", time_or_null(u.first)}, {"valid_until", current ? json::value(nullptr) : time_or_null(u.last)},
                                         {"receipts", u.receipts}});
         };
-        add(cfg_.receipts.key, true);
-        for (const auto &k : cfg_.receipts.retired) add(k, false);
+        std::set<std::string> listed;
+        auto add_once = [&](const SigningKey &k, bool current) { if (listed.insert(k.keyid()).second) add(k, current); };
+        add_once(signing_key_, true);
+        for (const auto &k : retired_keys_) add_once(k, false);
+        // Every key that signed here before, rotated away (its public half
+        // was kept with its uses).
+        for (const auto &[keyid, u] : uses) {
+            SigningKey k;
+            if (!u.pem.empty() && !listed.count(keyid) && SigningKey::from_public_pem(u.pem, k).empty() && k.keyid() == keyid) add_once(k, false);
+        }
         reply(ok_json(200, json::object{{"broker", cfg_.broker_name}, {"keys", std::move(keys)}}));
     });
 }
@@ -153,7 +162,7 @@ Store::TreeHeadRow Service::current_head(double now) {
     if (auto last = store_->last_tree_head(); last && last->size == size) return *last;
     const merkle::Hash root = merkle::root(uint64_t(size), receipts::log_source(*store_));
     dsse::Envelope env;
-    if (std::string err = receipt::sign_tree_head(cfg_.receipts.key, receipt::TreeHead{(unsigned long long)size, root, receipt::utc_time(now)}, env);
+    if (std::string err = receipt::sign_tree_head(signing_key_, receipt::TreeHead{(unsigned long long)size, root, receipt::utc_time(now)}, env);
         !err.empty())
         throw std::runtime_error("the log's head of size " + std::to_string(size) + " not signed: " + err);
     Store::TreeHeadRow row{size, std::string(reinterpret_cast<const char *>(root.data()), root.size()), dsse::to_json(env), now};

@@ -92,12 +92,14 @@ const char *const kMigrations[] = {
     // 12: what an attempt-started receipt waits for: each rank's node and
     // environment as its agent reported them, and what the broker knew when
     // it made the attempt (its job, the planned nodes, the decision, the
-    // chain link of a peer's run), kept until the ranks are in.
+    // chain link of a peer's run), kept until the ranks are in; each signing
+    // key's public half, so that a key rotated away stays listed at /v1/keys.
     R"(CREATE TABLE attempt_ranks (run TEXT NOT NULL, attempt INTEGER NOT NULL, rank INTEGER NOT NULL, node TEXT NOT NULL,
                                    environment TEXT NOT NULL, PRIMARY KEY (run, attempt, rank)) WITHOUT ROWID;
        CREATE TABLE attempt_starts (run TEXT NOT NULL, attempt INTEGER NOT NULL, cluster TEXT NOT NULL, job INTEGER NOT NULL,
                                     nodes TEXT NOT NULL, cause TEXT NOT NULL,
-                                    from_seq INTEGER NOT NULL, from_digest TEXT NOT NULL, PRIMARY KEY (run, attempt));)",
+                                    from_seq INTEGER NOT NULL, from_digest TEXT NOT NULL, PRIMARY KEY (run, attempt));
+       ALTER TABLE receipt_keys ADD COLUMN pem TEXT NOT NULL DEFAULT '';)",
 };
 
 using sql::Sql;

@@ -160,6 +160,7 @@ public:
         std::string envelope, digest;   // the envelope's JSON bytes and their hex SHA-256
         long long log_index = 0;
         std::string keyid;
+        std::string key_pem;   // the signing key's public half (kept with its uses)
     };
     std::optional<ReceiptRow> last_receipt(const std::string &run);
     bool has_receipt(const std::string &run, long long attempt, const std::string &kind);
@@ -175,8 +176,9 @@ public:
     std::optional<TreeHeadRow> last_tree_head();
     std::optional<TreeHeadRow> tree_head(long long size);
     void insert_tree_head(const TreeHeadRow &h);
-    // Which keys signed receipts here, when first and last (GET /v1/keys).
-    struct KeyUse { std::string keyid; double first = 0, last = 0; long long receipts = 0; };
+    // Which keys signed receipts here, when first and last, and each one's
+    // public half (GET /v1/keys lists a key rotated away from it).
+    struct KeyUse { std::string keyid; double first = 0, last = 0; long long receipts = 0; std::string pem; };
     std::vector<KeyUse> key_uses();
     // Whether run went to (a decision forwarded to) or came from (a decision
     // received from) the broker called peer: that peer may read its receipts.

@@ -3,7 +3,8 @@
 # seal, again and again; after each restart every seal has its receipt and
 # every receipt its seal (both or neither), `shard verify RUN` passes with
 # the pinned key, the log holds every receipt, and its head extends the one
-# signed before the kill (consistency proof). Run by `make check` with
+# signed before the kill (consistency proof); a SIGHUP with a new key file
+# rotates the signing key, the old one listed as retired. Run by `make check` with
 # BROKER and SHARD set; no Slurm.
 set -uo pipefail
 BROKER=${BROKER:?}; SHARD=$(realpath "${SHARD:?}")
@@ -153,6 +154,26 @@ out=$(shard receipts r1 2>&1) && grep -q "attempt-started" <<<"$out" && grep -q 
     && ok "shard receipts r1: $(tail -1 <<<"$out")" || fail "shard receipts: $out"
 [ "$(shard receipts r1 --json | $PY -c 'import json,sys; print(json.load(sys.stdin)[0]["payloadType"])')" = application/vnd.in-toto+json ] \
     && ok "shard receipts --json: the envelopes" || fail "shard receipts --json"
+# Key rotation without a restart: the config's key_file now names a new key;
+# on SIGHUP the broker signs with it and keeps listing the old one, retired.
+openssl genpkey -algorithm ed25519 -out "$T/receipts2.key" 2>/dev/null && chmod 600 "$T/receipts2.key"
+openssl pkey -in "$T/receipts2.key" -pubout -out "$T/receipts2.pub"
+sed -i "s|$T/receipts.key|$T/receipts2.key|" "$T/broker.json"
+kill -HUP $PID
+for _ in $(seq 50); do grep -q "signing key rotated" "$T/log" && break; sleep 0.1; done
+hash_p=$(printf 'rank-0/after-rotation.pt' | sha256sum | cut -d' ' -f1)
+curl -sf -o /dev/null -H "Authorization: Bearer admin-t" "http://127.0.0.1:$P/v1/runs/r1/checkpoints/after-rotation/commit" --data-binary \
+    "{\"attempt\":1,\"rank\":0,\"world_size\":1,\"files\":[{\"path\":\"rank-0/after-rotation.pt\",\"sha256\":\"$hash_p\",\"bytes\":10}]}" \
+    || fail "a seal after the rotation"
+keys=$(curl -s "http://127.0.0.1:$P/v1/keys" | $PY -c 'import json,sys; print(" ".join(sorted(k["status"] for k in json.load(sys.stdin)["keys"])))')
+[ "$keys" = "current retired" ] && ok "SIGHUP with a new key_file: /v1/keys lists the new key current and the old one retired" \
+    || fail "keys after the rotation: $keys ($(grep rotated "$T/log"))"
+out=$(shard verify r1 --key "$T/receipts.pub" --key "$T/receipts2.pub" 2>&1) && ok "shard verify r1 across the rotation, with both keys: $(grep '^ok' <<<"$out")" \
+    || fail "shard verify across the rotation: $(tail -3 <<<"$out")"
+out=$(shard verify r1 --key "$T/receipts.pub" 2>&1) && fail "the receipt signed by the new key verified with the old key alone"
+grep -q "signed by unknown key" <<<"$out" && ok "with the old key alone the new receipt is refused: $(grep -m1 'unknown key' <<<"$out" | cut -c1-120)" \
+    || fail "no unknown-key line: $(tail -3 <<<"$out")"
+
 # A tampered receipt in the database is caught by shard verify RUN.
 kill -9 $PID; wait $PID 2>/dev/null; PID=""
 $PY - "$T/broker.db" <<'PY'
@@ -166,7 +187,7 @@ db.execute("UPDATE receipts SET envelope = ? WHERE run = 'r1' AND seq = ?", (jso
 db.commit()
 PY
 start
-out=$(shard verify r1 --key "$T/receipts.pub" 2>&1); rc=$?
+out=$(shard verify r1 --key "$T/receipts.pub" --key "$T/receipts2.pub" 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "bad signature" <<<"$out" && ok "a receipt altered in the database: $(grep -m1 FAIL <<<"$out")" \
     || fail "altered receipt not caught (rc $rc): $out"
 

@@ -495,3 +495,40 @@ TEST_CASE("a run's receipts page by page, each with its inclusion proof against 
         CHECK(r.status == 400);
     }
 }
+
+TEST_CASE("a reload rotates the signing key: new receipts by the new key, the old one listed as retired, after a restart too") {
+    ReceiptFixture f;
+    f.start();
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    REQUIRE(f.call("POST", "/v1/runs/r1/checkpoints/c1/commit", commit(1, 0, 1)).status == 200);
+    const SigningKey fresh = test_key('n');
+    BrokerConfig next = f.cfg;
+    next.receipts.key = fresh;
+    f.svc->reload(next);
+    REQUIRE(f.call("POST", "/v1/runs/r1/checkpoints/c2/commit", commit(1, 0, 1)).status == 200);
+    auto keys_now = [&] {
+        std::map<std::string, std::string> out;
+        const json::object listed = f.get("/v1/keys", "");   // kept: the loop reads into it
+        for (const auto &k : listed.at("keys").as_array()) out[std::string(k.at("keyid").as_string())] = k.at("status").as_string();
+        return out;
+    };
+    CHECK(keys_now() == std::map<std::string, std::string>{{f.key.keyid(), "retired"}, {fresh.keyid(), "current"}});
+    // The chain verifies across the rotation with both public keys, and not with the new one alone.
+    const auto res = receipt::verify_chain(f.envelopes("r1"), {f.key, fresh});
+    CHECK(res.failures.empty());
+    REQUIRE(res.receipts.size() == 3);
+    CHECK(res.receipts[1].keyid == f.key.keyid());
+    CHECK(res.receipts[2].keyid == fresh.keyid());
+    CHECK_FALSE(receipt::verify_chain(f.envelopes("r1"), {fresh}).failures.empty());
+    // Receipts cannot be turned off by a reload: they keep being signed.
+    BrokerConfig off = next;
+    off.receipts.key = SigningKey{};
+    f.svc->reload(off);
+    REQUIRE(f.call("POST", "/v1/runs/r1/checkpoints/c3/commit", commit(1, 0, 1)).status == 200);
+    CHECK(f.kinds("r1").size() == 4);
+    // Restarted with only the new key configured: the old one is still listed (its public half was kept).
+    f.svc.reset();
+    f.cfg.receipts.key = fresh;
+    f.start();
+    CHECK(keys_now() == std::map<std::string, std::string>{{f.key.keyid(), "retired"}, {fresh.keyid(), "current"}});
+}
