@@ -6,8 +6,8 @@
 # page shows the beta and alpha lanes, the FAULT, the PLACEMENT with beta's
 # rejection, RECOVERED, the lost work shaded and each recovery phase; a new
 # event reaches the open page within about 1 s; the job's user sees its run
-# and not another user's; no console errors. Screenshots in $WORK/screens,
-# kept with the test's logs.
+# and not another user's; no console errors. Screenshots of each page in
+# BUILD/test-logs/t0800-dashboard/screens, kept whether it passes or not.
 . "$(dirname "$0")/lib.sh"
 T=$WORK; . "$(dirname "$0")/../web/lib.sh"
 web_deps
@@ -37,8 +37,11 @@ wait_for 60 'any(e["kind"] == "RECOVERED" for e in v["events"])' /v1/runs/dash-r
     || fail "no RECOVERED: $(broker_get /v1/runs/dash-run/events)"
 # sinfo's nodes, for the capacity table (beta2 is down, still a node).
 counts=$(for c in alpha beta; do printf '"%s": [%s],' "$c" "$(slurm $c sinfo -h -N -o %N | sort -u | sed 's/.*/"&"/' | paste -sd,)"; done)
-nice -n 15 node "$WEB_TESTS/harness.mjs" "$BROKER_URL" "$WORK/screens" "$ADMIN_TOKEN" "$USER_TOKEN" dash-run dash-other "{${counts%,}}" \
-    || fail "the dashboard in chromium (screenshots in $WORK/screens)"
+SCREENS=$BUILD/test-logs/t0800-dashboard/screens
+mkdir -p "$SCREENS"
+nice -n 15 node "$WEB_TESTS/harness.mjs" "$BROKER_URL" "$SCREENS" "$ADMIN_TOKEN" "$USER_TOKEN" dash-run dash-other "{${counts%,}}" \
+    || fail "the dashboard in chromium (screenshots in $SCREENS)"
+ls "$SCREENS"/*.png >/dev/null 2>&1 || fail "no screenshot was kept in $SCREENS"
 ok "dashboard: capacity as sinfo ({${counts%,}}), dash-run's beta and alpha lanes, FAULT, PLACEMENT with reasons, RECOVERED, lost work, live events, user isolation"
 new=$(broker_get /v1/runs/dash-run/events | /usr/bin/python3 -c 'import json,sys; print([e for e in json.load(sys.stdin)["events"] if e["kind"] == "PLACEMENT"][0]["evidence"].get("new_job", ""))')
 [ -n "$new" ] && slurm alpha scancel "$new"
