@@ -40,6 +40,9 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
       workers_(cfg.detector_misses, cfg.stall_seconds) {
     signing_key_ = cfg.receipts.key;
     retired_keys_ = cfg.receipts.retired;
+    // The key's public half from its first day, before it signs anything: a
+    // rotation away from it keeps it listed at /v1/keys.
+    if (cfg.receipts.on()) store_->transaction([&] { store_->record_key(signing_key_.keyid(), signing_key_.public_pem()); });
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
     for (auto &r : store_->load_runs()) {

@@ -279,6 +279,11 @@ private:
     // POST /v1/runs/RUN/ranks (receipts/ranks.cpp): an agent's ranks and
     // what each runs with.
     void report_ranks(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
+    // Slurm's list of a job's nodes (squeue, scontrol show hostnames), or
+    // nullopt with why (the slurm thread).
+    std::optional<std::set<std::string>> job_nodes(const std::string &cluster, long long job, std::string &why);
+    // Whether attempt is the run's current one (memory).
+    bool attempt_current(const std::string &run, long long attempt);
     // A seal: every shard file of the ranks' commits is a subject.
     void receipt_sealed(const std::string &run, long long attempt, const std::string &name, const std::string &parent, double now);
     // SIGHUP: a new receipts key_file signs from now on, the old key stays

@@ -104,6 +104,7 @@ Answer call(const BrokerRef &b, const std::string &method, const std::string &pa
     a.status = res.status;
     if (!res.status) { a.error = b.url + ": " + res.error; return a; }
     json::error_code ec;
+    a.bytes = res.body.size();
     a.body = json::parse(res.body, ec);
     if (ec) a.body = nullptr;
     if (!a.ok()) {

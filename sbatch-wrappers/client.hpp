@@ -27,6 +27,7 @@ struct Answer {
     long status = 0;                 // 0: no answer
     boost::json::value body;         // parsed when JSON
     std::string error;               // transport error or the broker's message
+    std::size_t bytes = 0;           // the body's length as read
     bool ok() const { return status >= 200 && status < 300; }
 };
 

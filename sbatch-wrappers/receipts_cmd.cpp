@@ -43,13 +43,16 @@ std::optional<FetchedLog> fetch_one(const BrokerRef &b, const std::string &run, 
     json::array inclusion;
     json::value head;
     long long size = 0;
+    std::size_t bytes = 0;   // of every page: a broker that pages on forever is cut off
     for (long long after = 0;;) {
         std::string path = "/v1/runs/" + run + "/receipts?proofs=1";
         if (after > 0) path += "&after=" + std::to_string(after);
         if (size > 0) path += "&size=" + std::to_string(size);
         Answer r = call(b, "GET", path, "", 60000, kMaxReceipts);
-        if (r.status == 404) return std::nullopt;
+        if (r.status == 404 && after == 0) return std::nullopt;
         if (!r.ok()) { err = label(b) + ": " + r.error; return std::nullopt; }
+        bytes += r.bytes;
+        if (bytes > kMaxReceipts) { err = label(b) + ": the receipts' pages pass " + std::to_string(kMaxReceipts >> 20) + " MiB"; return std::nullopt; }
         const json::array *rs = array_at(r.body, "receipts");
         if (!rs) { err = label(b) + ": the answer lists no receipts"; return std::nullopt; }
         const json::object &page = r.body.as_object();
@@ -66,15 +69,26 @@ std::optional<FetchedLog> fetch_one(const BrokerRef &b, const std::string &run, 
                 err = label(b) + ": a receipt entry without envelope, seq or log_index";
                 return std::nullopt;
             }
+            // In chain order, past the page asked for: anything else is a
+            // broker that would have us page without end.
+            const long long seq = o->at("seq").as_int64();
+            if (seq <= (log.seqs.empty() ? after : std::max(after, log.seqs.back()))) {
+                err = label(b) + ": receipt seq " + std::to_string(seq) + " listed out of order (after " + std::to_string(after) + ")";
+                return std::nullopt;
+            }
             log.envelopes.push_back(json::serialize(o->at("envelope")));
-            log.seqs.push_back(o->at("seq").as_int64());
+            log.seqs.push_back(seq);
             // What the verifier checks against the head's signed root, trusting none of it.
             if (const auto *in = o->if_contains("inclusion"); in && in->is_object() && in->as_object().contains("leaf_hash") &&
                 in->as_object().contains("path"))
                 inclusion.push_back(json::object{{"leaf_hash", in->at("leaf_hash")}, {"leaf_index", o->at("log_index")}, {"path", in->at("path")}});
         }
         const auto *next = page.if_contains("next_after");
-        if (!next || !next->is_int64() || next->as_int64() <= after || rs->empty()) break;
+        if (!next || !next->is_int64() || rs->empty()) break;
+        if (next->as_int64() != log.seqs.back()) {
+            err = label(b) + ": next_after " + std::to_string(next->as_int64()) + " is not the page's last seq " + std::to_string(log.seqs.back());
+            return std::nullopt;
+        }
         after = next->as_int64();
     }
     // Each receipt not shown in the head (no proof) then fails as such.

@@ -85,8 +85,16 @@ json::array hex_array(const std::vector<merkle::Hash> &hs) {
 // file has one) that it extends an earlier signed head. Failures are lines.
 // only: the positions of the envelopes this head is about (a fetched run:
 // those its broker listed); null: every one.
+// The key of keys that signed a verified head.
+std::string head_signer(const dsse::Envelope &env, const std::vector<SigningKey> &keys) {
+    TreeHead h;
+    for (const auto &k : keys)
+        if (verify_tree_head(env, {k}, h).empty()) return k.keyid();
+    return "";
+}
+
 void check_head(const std::string &file, const std::string &text, const Input &in, const ChainResult &res,
-                const std::vector<SigningKey> &keys, std::vector<std::string> &lines, json::object &report,
+                const std::vector<SigningKey> &keys, const PinnedKeys &pinned, std::vector<std::string> &lines, json::object &report,
                 const std::set<std::size_t> *only = nullptr) {
     std::string err;
     json::error_code ec;
@@ -102,6 +110,13 @@ void check_head(const std::string &file, const std::string &text, const Input &i
     if (!err.empty()) { lines.push_back("log head " + file + ": " + err); return; }
     report["tree_size"] = head.tree_size;
     report["root_hash"] = merkle::hex(head.root_hash);
+    // A head names no broker: with pinned keys, the one it shows receipts
+    // of must have signed it (another broker's key cannot vouch that
+    // nothing of this one's log was dropped).
+    std::set<std::string> pinned_brokers;
+    for (const auto &[keyid, broker] : pinned) pinned_brokers.insert(broker);
+    const std::string signer = pinned.empty() ? "" : head_signer(env, keys);
+    const auto signer_broker = pinned.find(signer);
     std::map<std::string, std::pair<uint64_t, std::vector<merkle::Hash>>> proofs;   // by leaf hash
     const json::array *inc = bundle ? f.array("inclusion", false) : nullptr;
     for (std::size_t i = 0; inc && i < inc->size(); ++i) {
@@ -134,6 +149,10 @@ void check_head(const std::string &file, const std::string &text, const Input &i
             fl.what = "not in the log: its inclusion proof (leaf " + std::to_string(it->second.first) + ") fails against the head of size " +
                      std::to_string(head.tree_size);
         }
+        if (fl.what.empty() && pinned_brokers.count(r.receipt.broker) &&
+            (signer_broker == pinned.end() || signer_broker->second != r.receipt.broker))
+            fl.what = "log head " + file + " is signed by key " + signer + ", not by a key pinned to broker " + r.receipt.broker +
+                      ", whose receipt it is";
         if (!fl.what.empty()) lines.push_back(fl.text(in.origins[r.position]));
     }
     const json::object *cons = bundle ? f.object("consistency", false) : nullptr;
@@ -201,10 +220,10 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
     PinnedKeys pinned;
     for (const auto &k : a.key_files) {
         // --key BROKER=PUB.pem pins the key(s) to the broker id its receipts
-        // name (unless a file is called that).
+        // name whenever the part before '=' is a broker id (a file whose
+        // name has one is given as ./NAME).
         std::string path = k, broker;
-        struct stat st;
-        if (const auto eq = k.find('='); eq != std::string::npos && ::stat(k.c_str(), &st) != 0) {
+        if (const auto eq = k.find('='); eq != std::string::npos && k.find('/') > eq) {
             broker = k.substr(0, eq), path = k.substr(eq + 1);
             if (!is_safe_name(broker, 128)) return usage_error("verify", "--key " + k + ": '" + broker + "' is not a broker id");
         }
@@ -251,7 +270,7 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
     if (!a.head_file.empty()) {
         std::string text, err;
         if (!read_file(a.head_file, text, err)) lines.push_back("log head: " + err);
-        else check_head(a.head_file, text, in, res, keys, lines, head_report);
+        else check_head(a.head_file, text, in, res, keys, pinned, lines, head_report);
     }
     // A fetched run: each broker's head, over the receipts it listed.
     json::array head_reports;
@@ -259,7 +278,7 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
         if (h.positions.empty()) continue;
         if (h.bundle.empty()) { lines.push_back(h.name + ": none given, so no receipt is shown to be in a log"); continue; }
         json::object r;
-        check_head(h.name, h.bundle, in, res, keys, lines, r, &h.positions);
+        check_head(h.name, h.bundle, in, res, keys, pinned, lines, r, &h.positions);
         if (!r.empty()) head_reports.push_back(std::move(r));
     }
     if (head_report.empty() && head_reports.size() == 1) head_report = head_reports[0].as_object();

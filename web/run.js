@@ -125,7 +125,9 @@ export function render(id) {
       showPolicy();
       refreshReceipts();
       performance.mark("run-rendered");
-      startStream();
+      // A page opened in a background tab starts its stream when first shown.
+      if (document.visibilityState === "hidden") parts.live.textContent = "Events: paused while this tab is hidden (resumed when shown, without a gap)";
+      else startStream();
       document.addEventListener("visibilitychange", onVisibility);
     } catch (e) {
       if (!gone) main.replaceChildren(h("h1", {}, `Run ${id}`), errorBox(e));

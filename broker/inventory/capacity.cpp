@@ -139,7 +139,9 @@ void Service::capacity(const std::string &query, bool fan_out, const Reply &repl
             gpus = *n;
         }
         const double now = wall_now();
-        const bool with_nodes = query_param(query, "nodes") == "1";
+        // Node names and states for the dashboard's users and admins; a
+        // peer (fan_out false) gets the rows only, never who is where.
+        const bool with_nodes = fan_out && query_param(query, "nodes") == "1";
         const auto node_map = node_offers();
         const auto &described = *node_map;
         json::array rows;

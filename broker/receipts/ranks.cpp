@@ -4,9 +4,11 @@
 // which is written once every rank of the attempt is in (receipts.cpp).
 #include <boost/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "broker/api/api_util.hpp"
 #include "broker/service.hpp"
+#include "broker/slurm/slurm_job.hpp"
 #include "common/parse_util.hpp"
 #include "common/rank_environment.hpp"
 
@@ -14,6 +16,11 @@ namespace shardnet::broker {
 
 namespace json = boost::json;
 using namespace detail;
+
+namespace {
+// One agent's node: its tasks of one step (a site's largest nodes have a few hundred cores).
+constexpr std::size_t kMaxRanksPerReport = 1024;
+}  // namespace
 
 void Service::report_ranks(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
     json::error_code ec;
@@ -28,11 +35,11 @@ void Service::report_ranks(const std::string &id, const ApiRequest &req, const T
     std::string node;
     if (!f.integer("attempt", 1, 1000000, attempt) || !f.integer("world_size", 1, 1 << 24, world) || !f.str("node", node))
         return reply(bad_field(f));
-    if (node.empty() || node.size() > 256 || has_control_chars(node) || node.find('/') != std::string::npos)
-        return reply(error_response(400, "bad_field", "node: not a node name", "node"));
+    // A host name as Slurm's node names are (the receipt signs it).
+    if (!is_safe_name(node, 128)) return reply(error_response(400, "bad_field", "node: 1-128 of [A-Za-z0-9._-] (a node's name)", "node"));
     const auto *list = o.if_contains("ranks");
-    if (!list || !list->is_array() || list->as_array().empty() || list->as_array().size() > 4096)
-        return reply(error_response(400, "bad_field", "ranks: expected 1-4096 of {rank, environment}", "ranks"));
+    if (!list || !list->is_array() || list->as_array().empty() || list->as_array().size() > kMaxRanksPerReport)
+        return reply(error_response(400, "bad_field", "ranks: expected 1-" + std::to_string(kMaxRanksPerReport) + " of {rank, environment}", "ranks"));
     if (auto refused = refuse_attempt_writer(id, who, attempt, world, "rank reports")) return reply(*refused);
     std::vector<Store::RankRow> rows;
     std::set<long long> seen;
@@ -58,11 +65,17 @@ void Service::report_ranks(const std::string &id, const ApiRequest &req, const T
         }
         rows.push_back(Store::RankRow{rank, node, env});
     }
-    on_store(reply, [this, id, attempt, world, rows = std::move(rows), now](const Reply &reply) {
+    // Kept for the attempt's receipt only: a broker that signs none keeps nothing.
+    if (!cfg_.receipts.on()) return reply(no_content());
+    auto keep = [this, id, attempt, world, rows = std::move(rows), now](const Reply &reply) {
         try {
             long long in = 0;
             transact([&] {
-                for (const auto &r : rows) in = store_->insert_rank(id, attempt, r);
+                // Once the attempt's start is signed its ranks are settled; and
+                // an attempt no longer current (a report that waited in line
+                // behind the next attempt's job) changes nothing.
+                if (store_->has_receipt(id, attempt, "attempt-started") || !attempt_current(id, attempt)) return;
+                in = store_->insert_ranks(id, attempt, rows);
                 if (in >= world) attempt_started(id, attempt, now, true, world);   // the last rank: the attempt's receipt
             });
             reply(ok_json(200, json::object{{"ranks", in}, {"of", world}}));
@@ -70,7 +83,44 @@ void Service::report_ranks(const std::string &id, const ApiRequest &req, const T
             log_warn("ranks of attempt " + std::to_string(attempt) + " not written: the store refused it", id, e.what());
             reply(store_error_response(e));
         }
+    };
+    // A job's word on its node is checked against Slurm's list of the job's
+    // nodes (a job cannot sign itself onto a node it does not hold); an
+    // admin's is taken, and so is a job of a cluster this broker does not run.
+    if (!who.bound || !cfg_.clusters.count(who.cluster)) return on_store(reply, std::move(keep));
+    post_answering(slurm_thread_, "slurm", reply, [this, id, node = node, cluster = who.cluster, job = (long long)who.job,
+                                                   keep = std::move(keep)](const Reply &reply) mutable {
+        std::string why;
+        const auto nodes = job_nodes(cluster, job, why);
+        if (!nodes) return reply(error_response(503, "slurm_unavailable", "the job's nodes could not be read from Slurm (" + why + "); report again"));
+        if (!nodes->count(node))
+            return reply(error_response(403, "not_this_job", "node " + node + " is not one of job " + cluster + "/" + std::to_string(job) +
+                                        "'s nodes", "node"));
+        on_store(reply, std::move(keep));
     });
+}
+
+bool Service::attempt_current(const std::string &run, long long attempt) {
+    std::shared_lock lock(runs_mu_);
+    auto it = runs_.find(run);
+    return it != runs_.end() && it->second.attempt == attempt;
+}
+
+std::optional<std::set<std::string>> Service::job_nodes(const std::string &cluster, long long job, std::string &why) {
+    const std::string &conf = cfg_.clusters.at(cluster);
+    std::string out;
+    if (slurm_->query(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) { why = "squeue failed"; return std::nullopt; }
+    SlurmJob j;
+    if (why = find_slurm_job(out, job, j); !why.empty()) return std::nullopt;
+    std::string hosts;
+    if (j.nodes.empty() || slurm_->query(conf, {"scontrol", "show", "hostnames", j.nodes}, hosts) != 0) {
+        why = "no node list for the job";
+        return std::nullopt;
+    }
+    std::set<std::string> set;
+    std::istringstream is(hosts);
+    for (std::string h; is >> h;) set.insert(h);
+    return set;
 }
 
 }  // namespace shardnet::broker

@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 #include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "broker/api/api_util.hpp"
@@ -62,6 +63,14 @@ void Service::rotate_receipt_key(const ReceiptKeys &fresh) {
     // On the store thread, where every signature is made: a receipt is
     // signed wholly by the old key or by the new one.
     on_store([this, fresh] {
+        try {
+            store_->transaction([&] {
+                store_->record_key(signing_key_.keyid(), signing_key_.public_pem());
+                store_->record_key(fresh.key.keyid(), fresh.key.public_pem());
+            });
+        } catch (const std::exception &e) {
+            log_json("warn", "receipts: the signing keys' public halves not recorded", json::object{{"why", e.what()}});
+        }
         if (fresh.key.keyid() != signing_key_.keyid()) {
             SigningKey old = signing_key_;
             signing_key_ = fresh.key;
@@ -91,6 +100,10 @@ void Service::note_attempt_start(const std::string &run, long long attempt, cons
 
 namespace {
 
+// Distinct environments an attempt's receipt lists (a job's ranks usually
+// share one); the ranks of any more are counted, not listed.
+constexpr std::size_t kMaxEnvironments = 16;
+
 json::object parse_object(const std::string &text) {
     json::error_code ec;
     json::value v = json::parse(text, ec);
@@ -101,6 +114,8 @@ json::object parse_object(const std::string &text) {
 
 void Service::attempt_started(const std::string &run, long long attempt, double now, bool when_complete, long long world_hint) {
     if (!cfg_.receipts.on() || store_->has_receipt(run, attempt, "attempt-started")) return;
+    // Never after a later attempt's receipts: the chain goes forward in attempts.
+    if (auto last = store_->last_receipt(run); last && last->attempt > attempt) return;
     const auto start = store_->attempt_start(run, attempt);
     // The job: as recorded for the attempt, else as the broker noted it (an admin's word).
     auto job = store_->attempt_job(run, attempt);
@@ -124,15 +139,21 @@ void Service::attempt_started(const std::string &run, long long attempt, double 
     if (auto *u = cause.if_contains("uid"); u && u->is_int64()) uid = u->as_int64(), cause.erase("uid");
     // Where the ranks ran (their agents' word), else where the broker placed the job.
     std::vector<std::string> nodes;
+    std::set<std::string> seen;
     json::object rank_map;
     std::map<std::string, json::array> by_environment;   // the ranks of each distinct report
     std::vector<std::string> order;
+    long long unlisted = 0;   // ranks whose environment is past the distinct ones kept
     for (const auto &r : ranks) {
-        if (std::find(nodes.begin(), nodes.end(), r.node) == nodes.end()) nodes.push_back(r.node);
+        if (seen.insert(r.node).second) nodes.push_back(r.node);
         rank_map[std::to_string(r.rank)] = r.node;
         if (r.environment == "null" || r.environment.empty()) continue;
-        auto [it, fresh] = by_environment.try_emplace(r.environment);
-        if (fresh) order.push_back(r.environment);
+        auto it = by_environment.find(r.environment);
+        if (it == by_environment.end()) {
+            if (order.size() >= kMaxEnvironments) { ++unlisted; continue; }
+            it = by_environment.emplace(r.environment, json::array{}).first;
+            order.push_back(r.environment);
+        }
         it->second.push_back(r.rank);
     }
     if (nodes.empty() && start) {
@@ -159,6 +180,7 @@ void Service::attempt_started(const std::string &run, long long attempt, double 
                                              {"uid", uid >= 0 ? json::value(uid) : json::value(nullptr)}}},
                       {"nodes", std::move(ns)}, {"world_size", world > 0 ? json::value(world) : json::value(nullptr)},
                       {"ranks", std::move(rank_map)}, {"environment", std::move(envs)}};
+    if (unlisted) body["environment_unlisted_ranks"] = unlisted;
     if (!cause.empty()) body["cause"] = std::move(cause);
     write_receipt(Kind::attempt_started, run, attempt, std::move(body), {}, now,
                   start ? receipts::ChainLink{start->from_seq, start->from_digest} : receipts::ChainLink{});

@@ -98,6 +98,9 @@ void Service::get_receipts(const std::string &id, const std::string &query, cons
     const std::string proofs = query_param(query, "proofs");
     if (!proofs.empty() && proofs != "1")
         return reply(error_response(400, "bad_field", "proofs: expected 1 (each receipt with its inclusion proof)", "proofs"));
+    // Proofs cost O(log n) reads each on the store thread: pages of at most the default.
+    if (!proofs.empty() && limit > kReceiptsPage)
+        return reply(error_response(400, "bad_field", "limit: at most " + std::to_string(kReceiptsPage) + " with proofs=1", "limit"));
     if (!query_param(query, "size").empty()) {
         if (proofs.empty()) return reply(error_response(400, "bad_field", "size: only with proofs=1", "size"));
         auto n = int_param(query, "size", 1, 1LL << 62, bad);
@@ -138,6 +141,13 @@ void Service::get_receipts(const std::string &id, const std::string &query, cons
             answer["log"] = json::object{{"tree_size", h->size}, {"root_hash", merkle::hex(hash_of(h->root))}, {"head", json::parse(h->envelope)}};
             src = receipts::log_source(*store_);
         }
+        // Against a head, the run's receipts end where the head does (a run's
+        // receipts are logged in seq order): one logged since has no proof in
+        // it, and would look dropped from the log. The next head shows it.
+        bool cut = false;
+        if (src)
+            for (std::size_t i = 0; i < rows.size(); ++i)
+                if (rows[i].log_index >= n) { rows.resize(i); cut = true; break; }
         json::array out;
         for (const auto &r : rows) {
             json::error_code ec;
@@ -145,21 +155,26 @@ void Service::get_receipts(const std::string &id, const std::string &query, cons
             if (ec) throw std::runtime_error("receipt " + std::to_string(r.seq) + " of run " + id + " is not JSON in the store");
             json::object o{{"seq", r.seq}, {"kind", r.kind}, {"attempt", r.attempt}, {"time", receipt::utc_time(r.time)},
                            {"digest", r.digest}, {"log_index", r.log_index}, {"envelope", std::move(env)}};
-            // A receipt logged after the head has no proof in it (the next head shows it).
-            if (src && r.log_index < n)
+            if (src)
                 o["inclusion"] = json::object{{"leaf_hash", merkle::hex(src->leaf(uint64_t(r.log_index)))},
                                               {"path", hex_array(merkle::inclusion_proof(uint64_t(r.log_index), uint64_t(n), *src))}};
             out.push_back(std::move(o));
         }
         answer["receipts"] = std::move(out);
-        answer["next_after"] = more && !rows.empty() ? json::value(rows.back().seq) : json::value(nullptr);
+        answer["next_after"] = more && !cut && !rows.empty() ? json::value(rows.back().seq) : json::value(nullptr);
         reply(ok_json(200, std::move(answer)));
     });
 }
 
 Store::TreeHeadRow Service::current_head(double now) {
     const long long size = store_->log_size();
-    if (auto last = store_->last_tree_head(); last && last->size == size) return *last;
+    // The stored head while the log has not grown, unless another key signed
+    // it (a rotation since): heads are signed by the key in force.
+    if (auto last = store_->last_tree_head(); last && last->size == size) {
+        dsse::Envelope env;
+        if (dsse::from_json(last->envelope, env).empty() && !env.signatures.empty() && env.signatures[0].keyid == signing_key_.keyid())
+            return *last;
+    }
     const merkle::Hash root = merkle::root(uint64_t(size), receipts::log_source(*store_));
     dsse::Envelope env;
     if (std::string err = receipt::sign_tree_head(signing_key_, receipt::TreeHead{(unsigned long long)size, root, receipt::utc_time(now)}, env);

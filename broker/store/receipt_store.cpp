@@ -31,7 +31,10 @@ std::span<const Sql> receipt_statements() {
         {"insert_tree_head", "INSERT OR REPLACE INTO tree_heads (size, root, envelope, time) VALUES (?,?,?,?)"},
         {"key_uses", "SELECT keyid, first, last, receipts, pem FROM receipt_keys ORDER BY first"},
         {"use_key", "INSERT INTO receipt_keys (keyid, first, last, receipts, pem) VALUES (?1, ?2, ?2, 1, ?3) ON CONFLICT (keyid) DO UPDATE SET "
-                    "first = min(first, ?2), last = max(last, ?2), receipts = receipts + 1, pem = CASE WHEN pem = '' THEN ?3 ELSE pem END"},
+                    "first = CASE WHEN receipts = 0 THEN ?2 ELSE min(first, ?2) END, last = max(last, ?2), receipts = receipts + 1, "
+                    "pem = CASE WHEN pem = '' THEN ?3 ELSE pem END"},
+        {"record_key", "INSERT INTO receipt_keys (keyid, first, last, receipts, pem) VALUES (?1, 0, 0, 0, ?2) ON CONFLICT (keyid) DO UPDATE SET "
+                       "pem = CASE WHEN pem = '' THEN ?2 ELSE pem END"},
         {"run_crossed", "SELECT 1 FROM decisions WHERE run = ?1 AND peer = ?2 UNION ALL "
                         "SELECT 1 FROM received_decisions WHERE run = ?1 AND from_broker = ?2 AND state = 'applied' LIMIT 1"},
         {"commit_files", "SELECT rank, files FROM commits WHERE run = ? AND attempt = ? AND name = ? ORDER BY rank"},
@@ -155,6 +158,13 @@ std::vector<Store::KeyUse> Store::key_uses() {
     return out;
 }
 
+void Store::record_key(const std::string &keyid, const std::string &pem) {
+    auto *s = stmt("record_key");
+    Done done{s};
+    Binder(s).text(keyid).text(pem);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("recording signing key " + keyid, rc);
+}
+
 bool Store::run_crossed(const std::string &run, const std::string &peer) {
     auto *s = stmt("run_crossed");
     Done done{s};
@@ -171,8 +181,8 @@ std::vector<std::pair<long long, std::string>> Store::commit_files(const std::st
     return out;
 }
 
-long long Store::insert_rank(const std::string &run, long long attempt, const RankRow &r) {
-    {
+long long Store::insert_ranks(const std::string &run, long long attempt, const std::vector<RankRow> &rows) {
+    for (const auto &r : rows) {
         auto *s = stmt("insert_rank");
         Done done{s};
         Binder(s).text(run).integer(attempt).integer(r.rank).text(r.node).text(r.environment);

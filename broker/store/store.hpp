@@ -180,6 +180,9 @@ public:
     // public half (GET /v1/keys lists a key rotated away from it).
     struct KeyUse { std::string keyid; double first = 0, last = 0; long long receipts = 0; std::string pem; };
     std::vector<KeyUse> key_uses();
+    // A signing key's public half, kept from when it is configured (before
+    // it signs anything), so that a key rotated away stays listed.
+    void record_key(const std::string &keyid, const std::string &pem);
     // Whether run went to (a decision forwarded to) or came from (a decision
     // received from) the broker called peer: that peer may read its receipts.
     bool run_crossed(const std::string &run, const std::string &peer);
@@ -187,10 +190,10 @@ public:
     std::vector<std::pair<long long, std::string>> commit_files(const std::string &run, long long attempt, const std::string &name);
     // An attempt's ranks as their agents reported them (POST
     // /v1/runs/RUN/ranks): node and environment (JSON object text, "null":
-    // none reported). A rank's first report stands; insert_rank answers how
+    // none reported). A rank's first report stands; insert_ranks answers how
     // many ranks of the attempt are in.
     struct RankRow { long long rank = 0; std::string node, environment; };
-    long long insert_rank(const std::string &run, long long attempt, const RankRow &r);
+    long long insert_ranks(const std::string &run, long long attempt, const std::vector<RankRow> &rows);
     std::vector<RankRow> attempt_ranks(const std::string &run, long long attempt);
     // What the broker knew when it made an attempt, kept for its receipt
     // (written once the ranks are in): its job, the planned nodes (JSON

@@ -86,7 +86,11 @@ check 1 "signed by key $(openssl pkey -pubin -in pub.pem -outform DER | sha256su
     chain.jsonl --key alpha=pub.pem
 check 1 "run small-1a2b3c seq 4 (e4-stranger.json): names broker beta, whose pinned key(s) did not sign it" \
     e1.json e2.json e3.json e4-stranger.json --key beta=pub.pem --key stranger-pub.pem
-check 2 "'../x' is not a broker id" chain.jsonl --key ../x=pub.pem
+check 2 "'bad id' is not a broker id" chain.jsonl --key "bad id=pub.pem"
+# A file whose name has a '=' is given with a path: never read as a pin.
+cp pub.pem 'alpha=pub.pem'
+check 1 "which is pinned to broker alpha" chain.jsonl --key alpha=pub.pem
+check 0 "ok: 4 receipt(s)" chain.jsonl --key ./alpha=pub.pem
 check 2 "is pinned to broker beta already" chain.jsonl --key beta=pub.pem --key alpha=pub.pem
 # A shard changed on disk after sealing, and one removed.
 printf 'weights of rank 9\n' > ckpt/checkpoint-100/rank-0/model.pt
@@ -97,6 +101,13 @@ check 1 "shard rank-0/model.pt is missing" chain.jsonl --key pub.pem --checkpoin
 # The log: a signed head with every receipt's inclusion proof, extending the head of the first two.
 "$SHARD" log-head --key k.pem --from 2 chain.jsonl > head.json
 check 0 "log head: tree size 4" chain.jsonl --key pub.pem --head head.json
+# A head names no broker: with keys pinned, another broker's key cannot vouch
+# for beta's log (it could leave out beta's last receipt).
+"$SHARD" log-head --key stranger.pem chain.jsonl > head-by-alpha.json
+check 0 "log head: tree size 4" chain.jsonl --key pub.pem --key stranger-pub.pem --head head-by-alpha.json
+check 1 "log head head-by-alpha.json is signed by key $(openssl pkey -pubin -in stranger-pub.pem -outform DER | sha256sum | cut -d' ' -f1), not by a key pinned to broker beta" \
+    chain.jsonl --key beta=pub.pem --key alpha=stranger-pub.pem --head head-by-alpha.json
+check 0 "log head: tree size 4" chain.jsonl --key beta=pub.pem --key alpha=stranger-pub.pem --head head.json
 check 1 "not shown to be in the log head of size 4 (no inclusion proof)" chain.jsonl e4-stranger.json --key pub.pem --key stranger-pub.pem --head head.json
 # A head that does not extend the earlier one: its earlier head is of another log (the same receipts, reordered).
 cat e2.json e1.json e3.json e4.json > reordered.jsonl

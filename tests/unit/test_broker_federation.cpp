@@ -270,4 +270,7 @@ TEST_CASE("capacity?nodes=1: this broker's rows list their nodes by Slurm's name
     const auto asked = f.peers->requests("https://beta.test/v1/capacity?local=1");
     CHECK(asked.size() == 2);
     for (const auto &q : f.peers->requests()) CHECK(q.url.find("nodes=") == std::string::npos);
+    // A peer asking for them gets the rows without nodes.
+    auto as_peer = json::parse(f.call("GET", "/v1/capacity?local=1&nodes=1", "", "peer-t").body);
+    CHECK_FALSE(as_peer.at("clusters").at(0).as_object().contains("nodes"));
 }

@@ -9,6 +9,7 @@
 #include "common/digest.hpp"
 #include "common/receipt_verify.hpp"
 #include "common/tree_head.hpp"
+#include "common/worker_token.hpp"
 #include "tests/unit/fakes/service_fixture.hpp"
 
 using namespace shardnet;
@@ -177,8 +178,9 @@ TEST_CASE("a ranks' report is checked field by field; an attempt that ends befor
         {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":2}]})", "ranks[0].rank: this attempt has 2 ranks"},
         {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0},{"rank":0}]})", "ranks[1].rank: rank 0 twice"},
         {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0,"pid":5}]})", "ranks[0].pid: unknown field"},
-        {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[]})", "ranks: expected 1-4096"},
-        {R"({"attempt":1,"world_size":2,"node":"n1/x","ranks":[{"rank":0}]})", "node: not a node name"},
+        {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[]})", "ranks: expected 1-1024"},
+        {R"({"attempt":1,"world_size":2,"node":"n1/x","ranks":[{"rank":0}]})", "node: 1-128 of [A-Za-z0-9._-]"},
+        {R"({"attempt":1,"world_size":2,"node":"n1\u202e","ranks":[{"rank":0}]})", "node: 1-128 of [A-Za-z0-9._-]"},
         {R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0}],"extra":1})", "extra: unknown field"},
         {R"({"attempt":"1","world_size":2,"node":"n1","ranks":[{"rank":0}]})", "attempt: expected an integer"},
         {R"([1,2])", "body is not a JSON object"},
@@ -461,7 +463,9 @@ TEST_CASE("a run's receipts page by page, each with its inclusion proof against 
             size = log.at("tree_size").as_int64();
             root = std::string(log.at("root_hash").as_string());
             CHECK(head_of(log.at("head"), f.key).tree_size == (unsigned long long)size);
-            // The log grows between pages: later pages still prove against the first page's head.
+            // The log grows between pages (r1's own 9th receipt, another run's): later
+            // pages still prove against the first page's head, and end where it does.
+            REQUIRE(f.call("POST", "/v1/runs/r1/checkpoints/c8/commit", commit(1, 0, 1)).status == 200);
             REQUIRE(f.beat("r2", 1, "n2", "batch", "c1", 8) == 204);
             REQUIRE(f.call("POST", "/v1/runs/r2/checkpoints/x/commit", commit(1, 0, 1)).status == 200);
         }
@@ -484,11 +488,12 @@ TEST_CASE("a run's receipts page by page, each with its inclusion proof against 
         if (page.at("next_after").is_null()) break;
         after = page.at("next_after").as_int64();
     }
-    CHECK(seqs == std::vector<long long>{1, 2, 3, 4, 5, 6, 7, 8});
-    // Without proofs: the same receipts, no log part; bad parameters name themselves.
+    CHECK(seqs == std::vector<long long>{1, 2, 3, 4, 5, 6, 7, 8});   // not the 9th, logged after the head
+    // Without proofs: every receipt, no log part; bad parameters name themselves.
     CHECK_FALSE(f.get("/v1/runs/r1/receipts").contains("log"));
-    CHECK(f.get("/v1/runs/r1/receipts").at("receipts").as_array().size() == 8);
-    for (const std::string q : {"limit=0", "limit=6000", "after=-1", "proofs=yes", "size=3", "proofs=1&size=999", "proofs=1&size=2"}) {
+    CHECK(f.get("/v1/runs/r1/receipts").at("receipts").as_array().size() == 9);
+    for (const std::string q : {"limit=0", "limit=6000", "after=-1", "proofs=yes", "size=3", "proofs=1&size=999", "proofs=1&size=2",
+                                "proofs=1&limit=2000"}) {
         auto r = f.call("GET", "/v1/runs/r1/receipts?" + q);
         CAPTURE(q);
         CAPTURE(r.body);
@@ -531,4 +536,41 @@ TEST_CASE("a reload rotates the signing key: new receipts by the new key, the ol
     f.cfg.receipts.key = fresh;
     f.start();
     CHECK(keys_now() == std::map<std::string, std::string>{{f.key.keyid(), "retired"}, {fresh.keyid(), "current"}});
+}
+
+TEST_CASE("a job's ranks' report names only its own Slurm nodes; Slurm silent is 503, to be sent again") {
+    ReceiptFixture f({{"c1", kConf}});
+    const std::string wkey(32, 'w');
+    f.cfg.worker_keys = {WorkerKey{"site", "/k", wkey}};
+    f.start([](FakeSlurm &s) {
+        FakeSlurm::Job j;
+        j.id = 7, j.uid = 1, j.nodes = "n1,n2", j.batch_host = "n1", j.node_count = 2, j.tasks = 2;
+        s.jobs[kConf][7] = j;
+        s.nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}};
+    });
+    const std::string t = derive_worker_token(wkey, WorkerClaim{"rj", 1, 2, 1, 7, "c1"});
+    const std::string hbody = R"({"run":"rj","attempt":1,"node":"n1","step":"0","interval":1,"state":"running","ranks":[{"rank":0,"step":1}]})";
+    REQUIRE(f.call("POST", "/v1/heartbeats", hbody, t).status == 204);
+    // n3 is the cluster's, not the job's: the job cannot sign itself onto it.
+    auto r = f.call("POST", "/v1/runs/rj/ranks", R"({"attempt":1,"world_size":2,"node":"n3","ranks":[{"rank":0}]})", t);
+    CHECK(r.status == 403);
+    CHECK(r.body.find("node n3 is not one of job c1/7's nodes") != std::string::npos);
+    CHECK(f.call("POST", "/v1/runs/rj/ranks", R"({"attempt":1,"world_size":2,"node":"n1","ranks":[{"rank":0}]})", t).status == 200);
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->jobs[kConf].clear();   // squeue no longer lists it (as when slurmctld is away)
+    }
+    r = f.call("POST", "/v1/runs/rj/ranks", R"({"attempt":1,"world_size":2,"node":"n2","ranks":[{"rank":1}]})", t);
+    CHECK(r.status == 503);
+    CHECK(f.kinds("rj").empty());
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        FakeSlurm::Job j;
+        j.id = 7, j.uid = 1, j.nodes = "n1,n2", j.batch_host = "n1", j.node_count = 2, j.tasks = 2;
+        f.slurm->jobs[kConf][7] = j;
+    }
+    CHECK(f.call("POST", "/v1/runs/rj/ranks", R"({"attempt":1,"world_size":2,"node":"n2","ranks":[{"rank":1}]})", t).status == 200);
+    const auto res = verified(f.envelopes("rj"), f.key);
+    REQUIRE(res.receipts.size() == 1);
+    CHECK(res.receipts[0].receipt.body.at("ranks") == json::parse(R"({"0":"n1","1":"n2"})"));
 }
