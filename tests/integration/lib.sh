@@ -51,10 +51,18 @@ wait_job() {
 }
 job_state() { slurm "$1" scontrol show job "$2" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
 
-# Heartbeat records from the receiver's log, one JSON body per line.
+# Heartbeat records from the receiver's log, one JSON body per line (the
+# agent's other POSTs, its ranks' report and commits, are left out).
 hb_bodies() { /usr/bin/python3 -c 'import json,sys
 for l in open(sys.argv[1]):
-    r=json.loads(l); b=r["body"]; b["_t"]=r["t"]; b["_auth"]=r["auth"]; print(json.dumps(b))' "$RX_LOG"; }
+    r=json.loads(l)
+    if r["path"] != "/v1/heartbeats": continue
+    b=r["body"]; b["_t"]=r["t"]; b["_auth"]=r["auth"]; print(json.dumps(b))' "$RX_LOG"; }
+# The agent's ranks' reports (POST /v1/runs/RUN/ranks) from the receiver's log.
+ranks_bodies() { /usr/bin/python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    r=json.loads(l)
+    if r["path"].endswith("/ranks"): print(json.dumps(r["body"]))' "$RX_LOG"; }
 
 # start_broker [STALL_SECONDS]: a real shardnet-broker on a fixed free port
 # (BROKER_EXTRA: more top-level keys of its config, e.g. "checkpoint_policy": {...})

@@ -46,3 +46,17 @@ for node in nodes:
 print("heartbeats ok:", len(hbs), "records from", nodes)
 PY
 ok "heartbeats at 1 s with steps, final exit reports, none after the end"
+# Each node's agent reported its ranks once (for the attempt's receipt): a
+# trainer that writes progress but no environment report is reported without one.
+ranks_bodies > "$WORK/ranks.jsonl"
+/usr/bin/python3 - "$WORK/ranks.jsonl" <<'PY' || fail "the agents' ranks' reports: $(cat "$WORK/ranks.jsonl")"
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+assert sorted(r["node"] for r in rs) == ["alpha1", "alpha2"], rs
+assert all(r["attempt"] == 1 and r["world_size"] == 4 for r in rs), rs
+ranks = sorted(x["rank"] for r in rs for x in r["ranks"])
+assert ranks == [0, 1, 2, 3], ranks
+assert all(x["environment"] is None for r in rs for x in r["ranks"]), rs
+print("ranks' reports ok:", [(r["node"], [x["rank"] for x in r["ranks"]]) for r in rs])
+PY
+ok "each node's agent reported its ranks once, without an environment (the trainer wrote none)"
