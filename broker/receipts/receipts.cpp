@@ -13,6 +13,8 @@
 #include <stdexcept>
 
 #include "broker/api/api_util.hpp"
+#include "common/digest.hpp"
+#include "common/json_fields.hpp"
 #include "common/parse_util.hpp"
 #include "broker/receipts/receipts.hpp"
 #include "broker/service.hpp"
@@ -191,6 +193,8 @@ void Service::receipt_sealed(const std::string &run, long long attempt, const st
     std::map<long long, std::string> node_of;   // rank -> node, as the ranks' agents reported
     for (const auto &r : store_->attempt_ranks(run, attempt)) node_of[r.rank] = r.node;
     std::vector<receipt::ShardFile> files;
+    json::array unattested;
+    long long unattested_count = 0;
     // The commits were read as {path, sha256, bytes} objects when they came
     // in (checkpoints/commit.cpp); anything else here is a damaged row.
     const auto commits = store_->commit_files(run, attempt, name);
@@ -204,18 +208,31 @@ void Service::receipt_sealed(const std::string &run, long long attempt, const st
                        *b = o ? o->if_contains("bytes") : nullptr;
             if (!p || !p->is_string() || !h || !h->is_string() || !b || !(b->is_int64() || b->is_uint64()))
                 throw std::runtime_error("commit of rank " + std::to_string(rank) + " to " + name + " has a malformed file entry");
+            const std::string path(p->as_string()), sha(h->as_string());
+            // A commit taken before this broker signed receipts was not held
+            // to a real digest: the seal goes ahead, and its receipt says
+            // which files it cannot attest (never a seal blocked for good).
+            if (!is_lower_hex(sha, 64) || path.empty() || path.size() > 4096 || has_control_chars(path)) {
+                if (unattested.size() < 100) unattested.push_back(json::object{{"path", path.substr(0, 256)}, {"rank", rank}});
+                ++unattested_count;
+                continue;
+            }
             auto n = node_of.find(rank);
-            files.push_back(receipt::ShardFile{std::string(p->as_string()), std::string(h->as_string()),
-                                               b->is_int64() ? (unsigned long long)b->as_int64() : b->as_uint64(), rank,
+            files.push_back(receipt::ShardFile{path, sha, b->is_int64() ? (unsigned long long)b->as_int64() : b->as_uint64(), rank,
                                                n == node_of.end() ? "" : n->second});
         }
     }
     json::object body{{"checkpoint", name}, {"parent", parent.empty() ? json::value(nullptr) : json::value(parent)},
                       {"ranks", (long long)commits.size()}};
+    if (unattested_count) body["unattested_files"] = json::object{{"count", unattested_count}, {"files", std::move(unattested)}};
     // The step, when the name is the library's checkpoint-STEP.
     if (name.rfind("checkpoint-", 0) == 0)
         if (auto step = parse_int(std::string_view(name).substr(11), 0, 1LL << 53)) body["step"] = *step;
-    write_receipt(Kind::checkpoint_sealed, run, attempt, std::move(body), receipt::shard_subjects(files), now);
+    auto subjects = receipt::shard_subjects(files);
+    // No file it can attest: the receipt is about the checkpoint by name
+    // (a verifier re-hashing it on disk is told no file was attested).
+    if (subjects.empty()) subjects.push_back(receipt::Subject{"shardnet:" + run + "/checkpoint/" + name, sha256_hex(json::serialize(body)), {}});
+    write_receipt(Kind::checkpoint_sealed, run, attempt, std::move(body), std::move(subjects), now);
 }
 
 }  // namespace shardnet::broker

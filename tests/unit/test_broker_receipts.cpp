@@ -574,3 +574,26 @@ TEST_CASE("a job's ranks' report names only its own Slurm nodes; Slurm silent is
     REQUIRE(res.receipts.size() == 1);
     CHECK(res.receipts[0].receipt.body.at("ranks") == json::parse(R"({"0":"n1","1":"n2"})"));
 }
+
+TEST_CASE("a commit kept before receipts were on never blocks its seal: the receipt names what it cannot attest") {
+    ReceiptFixture f;
+    f.cfg.receipts.key = SigningKey{};   // first without receipts: a commit without a real digest is taken
+    f.start();
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    REQUIRE(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-00000005/commit",
+                   R"({"attempt":1,"rank":0,"world_size":2,"files":[{"path":"rank-0.pt","sha256":"00","bytes":1}]})").status == 200);
+    f.svc.reset();
+    f.cfg.receipts.key = f.key;          // restarted signing receipts
+    f.start();
+    auto r = f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-00000005/commit", commit(1, 1, 2));
+    REQUIRE(r.status == 200);
+    CHECK(json::parse(r.body).at("sealed").as_bool());
+    // The attempt began before receipts: its start is not attested, the seal is.
+    const auto res = verified(f.envelopes("r1"), f.key);
+    REQUIRE(res.receipts.size() == 1);
+    const auto &seal = res.receipts[0].receipt;
+    CHECK(seal.kind == receipt::Kind::checkpoint_sealed);
+    REQUIRE(seal.subjects.size() == 1);
+    CHECK(seal.subjects[0].name == "rank-1/model.pt");
+    CHECK(seal.body.at("unattested_files") == json::parse(R"({"count":1,"files":[{"path":"rank-0.pt","rank":0}]})"));
+}
