@@ -4,11 +4,11 @@
 // which is written once every rank of the attempt is in (receipts.cpp).
 #include <boost/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "broker/api/api_util.hpp"
 #include "broker/service.hpp"
 #include "broker/slurm/slurm_job.hpp"
+#include "broker/slurm/slurm_view.hpp"
 #include "common/parse_util.hpp"
 #include "common/rank_environment.hpp"
 
@@ -112,15 +112,12 @@ std::optional<std::set<std::string>> Service::job_nodes(const std::string &clust
     if (slurm_->query(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) { why = "squeue failed"; return std::nullopt; }
     SlurmJob j;
     if (why = find_slurm_job(out, job, j); !why.empty()) return std::nullopt;
-    std::string hosts;
-    if (j.nodes.empty() || slurm_->query(conf, {"scontrol", "show", "hostnames", j.nodes}, hosts) != 0) {
+    const auto hosts = slurm_hostnames(*slurm_, conf, j.nodes);
+    if (!hosts) {
         why = "no node list for the job";
         return std::nullopt;
     }
-    std::set<std::string> set;
-    std::istringstream is(hosts);
-    for (std::string h; is >> h;) set.insert(h);
-    return set;
+    return std::set<std::string>(hosts->begin(), hosts->end());
 }
 
 }  // namespace shardnet::broker

@@ -51,7 +51,7 @@ std::string Service::write_receipt(Kind kind, const std::string &run, long long 
     const std::string digest = receipt::envelope_digest(env);
     const long long index = receipts::log_append(*store_, merkle::leaf_hash(bytes));
     store_->insert_receipt(Store::ReceiptRow{run, r.seq, attempt, receipt::kind_name(kind), now, bytes, digest, index,
-                                             signing_key_.keyid(), signing_key_.public_pem()});
+                                             signing_key_.keyid()});
     return digest;
 }
 

@@ -56,11 +56,9 @@ void Service::capture_spec(const std::string &run, long long attempt, const std:
             specs_seen_.erase(run + '\n' + std::to_string(attempt));
             return;
         }
-        std::string hosts;
-        if (nodelist.empty() || slurm_->query(cfg_.clusters.at(cluster), {"scontrol", "show", "hostnames", nodelist}, hosts) != 0)
-            return;
-        std::istringstream is(hosts);
-        for (std::string host; is >> host;)
+        const auto hosts = slurm_hostnames(*slurm_, cfg_.clusters.at(cluster), nodelist);
+        if (!hosts) return;
+        for (const auto &host : *hosts)
             if (host != batch_host) workers_.watch(run, host + "/alloc", attempt, interval, wall_now(), cluster, job);
     });
 }

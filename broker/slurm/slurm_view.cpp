@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <spawn.h>
+#include <sstream>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -178,6 +179,15 @@ bool node_state_bad(const std::string &s) {
 
 bool job_state_running(const std::string &s) {
     return s == "RUNNING" || s == "COMPLETING" || s == "SUSPENDED" || s == "CONFIGURING" || s == "STOPPED";
+}
+
+std::optional<std::vector<std::string>> slurm_hostnames(Slurm &calls, const std::string &slurm_conf, const std::string &nodelist) {
+    std::string out;
+    if (nodelist.empty() || calls.query(slurm_conf, {"scontrol", "show", "hostnames", nodelist}, out) != 0) return std::nullopt;
+    std::vector<std::string> hosts;
+    std::istringstream is(out);
+    for (std::string h; is >> h;) hosts.push_back(h);
+    return hosts;
 }
 
 SlurmView ask_slurm(Slurm &calls, const std::string &slurm_conf, long long job, const std::string &node,

@@ -3,6 +3,7 @@
 // slurmd still takes a TCP connection. Used to confirm a suspected failure
 // before FAULT is declared: a broker or network hiccup is not a failure.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ struct RunAs {
 int run_slurm_as(const std::string &slurm_conf, const std::vector<std::string> &argv, const RunAs &as, std::string &out);
 
 class Slurm;
+// A Slurm hostlist ("beta[1-2],gpu7") as its node names, in Slurm's order
+// (scontrol show hostnames); nullopt when Slurm does not answer.
+std::optional<std::vector<std::string>> slurm_hostnames(Slurm &calls, const std::string &slurm_conf, const std::string &nodelist);
+
 SlurmView ask_slurm(Slurm &calls, const std::string &slurm_conf, long long job, const std::string &node,
                     int connect_timeout_ms = 1000);
 

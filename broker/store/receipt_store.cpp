@@ -30,9 +30,8 @@ std::span<const Sql> receipt_statements() {
         {"tree_head", "SELECT size, root, envelope, time FROM tree_heads WHERE size = ?"},
         {"insert_tree_head", "INSERT OR REPLACE INTO tree_heads (size, root, envelope, time) VALUES (?,?,?,?)"},
         {"key_uses", "SELECT keyid, first, last, receipts, pem FROM receipt_keys ORDER BY first"},
-        {"use_key", "INSERT INTO receipt_keys (keyid, first, last, receipts, pem) VALUES (?1, ?2, ?2, 1, ?3) ON CONFLICT (keyid) DO UPDATE SET "
-                    "first = CASE WHEN receipts = 0 THEN ?2 ELSE min(first, ?2) END, last = max(last, ?2), receipts = receipts + 1, "
-                    "pem = CASE WHEN pem = '' THEN ?3 ELSE pem END"},
+        {"use_key", "INSERT INTO receipt_keys (keyid, first, last, receipts) VALUES (?1, ?2, ?2, 1) ON CONFLICT (keyid) DO UPDATE SET "
+                    "first = CASE WHEN receipts = 0 THEN ?2 ELSE min(first, ?2) END, last = max(last, ?2), receipts = receipts + 1"},
         {"record_key", "INSERT INTO receipt_keys (keyid, first, last, receipts, pem) VALUES (?1, 0, 0, 0, ?2) ON CONFLICT (keyid) DO UPDATE SET "
                        "pem = CASE WHEN pem = '' THEN ?2 ELSE pem END"},
         {"run_crossed", "SELECT 1 FROM decisions WHERE run = ?1 AND peer = ?2 UNION ALL "
@@ -57,7 +56,7 @@ namespace {
 
 Store::ReceiptRow receipt_row(sqlite3_stmt *s) {
     return Store::ReceiptRow{col_text(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2), col_text(s, 3),
-                             sqlite3_column_double(s, 4), col_text(s, 5), col_text(s, 6), sqlite3_column_int64(s, 7), col_text(s, 8), ""};
+                             sqlite3_column_double(s, 4), col_text(s, 5), col_text(s, 6), sqlite3_column_int64(s, 7), col_text(s, 8)};
 }
 
 Store::TreeHeadRow head_row(sqlite3_stmt *s) {
@@ -90,7 +89,7 @@ void Store::insert_receipt(const ReceiptRow &r) {
         fail("storing receipt " + std::to_string(r.seq) + " (" + r.kind + ") of run " + r.run, rc);
     auto *k = stmt("use_key");
     Done done_k{k};
-    Binder(k).text(r.keyid).real(r.time).text(r.key_pem);
+    Binder(k).text(r.keyid).real(r.time);
     if (int rc = sqlite3_step(k); rc != SQLITE_DONE) fail("recording the use of signing key " + r.keyid, rc);
 }
 

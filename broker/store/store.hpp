@@ -160,7 +160,6 @@ public:
         std::string envelope, digest;   // the envelope's JSON bytes and their hex SHA-256
         long long log_index = 0;
         std::string keyid;
-        std::string key_pem;   // the signing key's public half (kept with its uses)
     };
     std::optional<ReceiptRow> last_receipt(const std::string &run);
     bool has_receipt(const std::string &run, long long attempt, const std::string &kind);

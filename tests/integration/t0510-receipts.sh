@@ -20,6 +20,14 @@ j=$(as_user beta sbatch --parsable -N2 -n2 -o "$WORK/pt-rc-%j.out" --shardnet=pt
     --wrap "srun /usr/bin/python3 $WORK/train.py --steps $STEPS --step-seconds 0.1")
 fed_wait 60 'any(e["kind"] == "SEALED" and e["evidence"]["checkpoint"] >= "checkpoint-00000030" for e in v["events"])' B /v1/runs/pt-rc/events \
     || fail "pt-rc sealed nothing on beta: $(fed_get B /v1/runs/pt-rc/events) $(tail -5 "$WORK"/pt-rc-*.out)"
+# A job's word on its node is checked against Slurm's: the job's own token
+# naming a node Slurm did not give it is refused, naming both.
+tok=$("$HARNESS/worker_token.py" "$FED/b.worker.key" pt-rc 1 2 "$(id -u "$TEST_USER")" "$j" beta)
+code=$(curl -s -o "$WORK/forged.json" -w '%{http_code}' --cacert "$(fed_crt B)" -H "Authorization: Bearer $tok" \
+    --data-binary '{"attempt":1,"world_size":2,"node":"alpha1","ranks":[{"rank":0}]}' "https://127.0.0.1:$(fed_port B)/v1/runs/pt-rc/ranks")
+[ "$code" = 403 ] && grep -q "node alpha1 is not one of job beta/$j's nodes" "$WORK/forged.json" \
+    && ok "a ranks' report naming a node the job does not hold: 403 ($(cut -c1-140 "$WORK/forged.json"))" \
+    || fail "a forged node in a ranks' report: HTTP $code $(cat "$WORK/forged.json")"
 "$HARNESS/clusters.sh" kill-node "$SCRATCH" beta beta2
 fed_wait 90 'v["state"] == "SUCCEEDED"' A /v1/runs/pt-rc || fail "pt-rc did not finish at A: $(fed_get A /v1/runs/pt-rc/events)"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" beta beta2
