@@ -9,6 +9,7 @@
 #include "broker/service.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
+#include "common/json_fields.hpp"
 #include "common/parse_util.hpp"
 #include "common/rank_environment.hpp"
 
@@ -27,9 +28,7 @@ void Service::report_ranks(const std::string &id, const ApiRequest &req, const T
     json::value v = json::parse(req.body, ec);
     if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
     const json::object &o = v.as_object();
-    for (const auto &kv : o)
-        if (kv.key() != "attempt" && kv.key() != "world_size" && kv.key() != "node" && kv.key() != "ranks")
-            return reply(error_response(400, "bad_field", std::string(kv.key()) + ": unknown field", std::string(kv.key())));
+    if (JsonFields top(o, ""); !top.only({"attempt", "world_size", "node", "ranks"})) return reply(error_response(400, "bad_field", top.error()));
     Fields f{o, {}, {}};
     long long attempt = 0, world = 0;
     std::string node;
@@ -53,9 +52,7 @@ void Service::report_ranks(const std::string &id, const ApiRequest &req, const T
         if (rank >= world)
             return reply(error_response(400, "bad_field", at + ".rank: this attempt has " + std::to_string(world) + " ranks", "ranks"));
         if (!seen.insert(rank).second) return reply(error_response(400, "bad_field", at + ".rank: rank " + std::to_string(rank) + " twice", "ranks"));
-        for (const auto &kv : *r)
-            if (kv.key() != "rank" && kv.key() != "environment")
-                return reply(error_response(400, "bad_field", at + "." + std::string(kv.key()) + ": unknown field", "ranks"));
+        if (JsonFields known(*r, at); !known.only({"rank", "environment"})) return reply(error_response(400, "bad_field", known.error(), "ranks"));
         std::string env = "null";
         if (const auto *e = r->if_contains("environment"); e && !e->is_null()) {
             json::object clean;
