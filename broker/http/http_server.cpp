@@ -273,9 +273,22 @@ private:
             if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return sent(ec, keep);
             if (written == out_.size()) return sent({}, keep);
         }
-        asio::async_write(stream_, asio::buffer(out_) + written, [self = this->shared_from_this(), keep](beast::error_code ec, std::size_t) {
-            self->sent(ec, keep);
-        });
+        write_rest(written, keep);
+    }
+
+    // The rest of an answer the socket did not take at once. A reader is
+    // judged by progress, not by the size of what it asked for: each write
+    // that moves bytes starts the idle limit (read_timeout_ms) again, so a
+    // large answer reaches a steady reader whole, and one that stops reading
+    // is still cut when no byte has moved for the limit.
+    void write_rest(std::size_t written, bool keep) {
+        stream_.async_write_some(asio::buffer(out_) + written,
+                                 [self = this->shared_from_this(), written, keep](beast::error_code ec, std::size_t n) {
+                                     if (ec) return self->sent(ec, keep);
+                                     if (written + n >= self->out_.size()) return self->sent({}, keep);
+                                     if (n > 0 && !self->linger_) self->arm_deadline();
+                                     self->write_rest(written + n, keep);
+                                 });
     }
 
     void sent(beast::error_code ec, bool keep) {

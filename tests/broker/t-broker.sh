@@ -521,12 +521,13 @@ one.sendall(req + b"Connection: close\r\n\r\n")
 size = 0
 while chunk := one.recv(1 << 20):
     size += len(chunk)
-n = max(8, (4 << 20) // size + 1)  # more than the socket buffers on both ends hold (and no more: the deadline covers the answers)
+n = max(8, (4 << 20) // size + 1)  # more than the socket buffers on both ends hold
 s.sendall((req + b"\r\n") * (n - 1) + req + b"Connection: close\r\n\r\n")
 time.sleep(0.5)
-data = b""
+parts = []
 while chunk := s.recv(1 << 20):
-    data += chunk
+    parts.append(chunk)
+data = b"".join(parts)
 answers = []
 while data:
     head, data = data.split(b"\r\n\r\n", 1)
@@ -535,6 +536,34 @@ while data:
     data = data[length:]
 assert len(answers) == n, len(answers)
 assert all(len(a["checkpoints"]) > 50 for a in answers)
+PY
+# ... and a reader that stops reading altogether is still cut: no byte of
+# its answers moved for read_timeout_ms (1 s here), so the connection goes,
+# long before 8 MB of answers could have been written to it.
+/usr/bin/python3 - "$P" <<'PY' > "$T/stalled" && ok "a stalled reader of large answers is cut: $(cat "$T/stalled")" || fail "stalled reader: $(cat "$T/stalled")"
+import socket, sys, time
+port = int(sys.argv[1])
+req = b"GET /v1/runs/r1/checkpoints HTTP/1.1\r\nHost: b\r\nAuthorization: Bearer admin-t\r\n"
+one = socket.create_connection(("127.0.0.1", port))
+one.sendall(req + b"Connection: close\r\n\r\n")
+size = 0
+while chunk := one.recv(1 << 20):
+    size += len(chunk)
+n = (8 << 20) // size + 1
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(("127.0.0.1", port))
+s.sendall((req + b"\r\n") * (n - 1) + req + b"Connection: close\r\n\r\n")
+time.sleep(4)   # stalled: four idle limits
+got = 0
+try:
+    s.settimeout(10)
+    while chunk := s.recv(1 << 20):
+        got += len(chunk)
+except OSError as e:
+    pass
+assert got < n * size, "all %d bytes arrived to a reader that stalled" % got
+print("%d of %d bytes reached it" % (got, n * size))
 PY
 # SIGTERM mid-burst: answers still on their way from the store's thread are
 # sent or dropped, never sent into a context that is gone.
