@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "broker/api/heartbeat_body.hpp"
 #include "broker/api/routes.hpp"
 #include "broker/trust/auth.hpp"
 #include "broker/config/config.hpp"
@@ -129,6 +130,14 @@ public:
         std::shared_ptr<const std::string> policy_answer{}, policy_detail{};
         // The recovery under way, timed for the policy's R: its phases end
         // at the FAULT, the new job, RECOVERED, and the first new step.
+        // The attempt's rank that failed first, as its agent reported the
+        // step's end (attempt 0: none yet): who a FAILED run names.
+        struct RankFailure {
+            long long attempt = 0, rank = -1;
+            std::string node;
+            std::optional<long long> code, signal;
+            double time = 0;
+        } first_failure{};
         struct RecoveryClock {
             long long to = 0;   // the attempt that recovers (0: none timed)
             std::string tier;
@@ -198,6 +207,19 @@ private:
     // down or restarting): the run ends as Slurm says its job did
     // (COMPLETED: SUCCEEDED, CANCELLED: CANCELLED), with an event saying so.
     void end_from_slurm(const Fault &fault, const std::string &job_state, double now);
+    // A batch script that ended non-zero (detector/verdict.cpp): a node
+    // that died under the attempt makes it a FAULT, a program's own error
+    // (every node alive) ends the run FAILED naming the first failing rank.
+    struct BatchEnd {
+        std::string run;
+        long long attempt = 0;
+        std::string node, cluster;
+        long long job = 0;
+        std::optional<long long> code, signal;
+    };
+    void note_rank_failure(const std::string &run, long long attempt, const std::string &node, const HeartbeatBody::RankExit &e);
+    void judge_batch_end(const BatchEnd &end, int round = 0);
+    void end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now);
     // Work to do again later (a store write that failed), run from tick().
     void retry_later(double delay, const char *what, std::function<void()> fn);
     void run_retries(double now);

@@ -135,6 +135,9 @@ private:
             if (ev->kind == AgentEvent::pid) r->pid = ev->value;
             else {
                 r->wait_status = ev->value;
+                // Which rank failed first: the broker names it when it
+                // tells a program's error from a node's death.
+                r->exit_time = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
                 if (ev->value != 0) urgent_ = true;
             }
         }

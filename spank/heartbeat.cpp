@@ -103,6 +103,7 @@ std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &r
             if (WIFEXITED(ws)) { e["code"] = WEXITSTATUS(ws); e["signal"] = nullptr; }
             else if (WIFSIGNALED(ws)) { e["code"] = nullptr; e["signal"] = WTERMSIG(ws); }
             else { e["code"] = nullptr; e["signal"] = nullptr; }
+            if (r.exit_time > 0) e["time"] = r.exit_time;
             o["exit"] = std::move(e);
         } else {
             o["exit"] = nullptr;

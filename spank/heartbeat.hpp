@@ -26,6 +26,7 @@ struct RankState {
     // the progress file): a JSON object's text, "null" when the trainer
     // reports none, "" while not known yet.
     std::string environment;
+    double exit_time = 0;               // when the agent heard of the task's end (wall clock)
 };
 
 // The trainer's report of rank's environment from its file (at most

@@ -15,9 +15,10 @@ using ec_t = boost::system::error_code;
 
 // The keys the broker reads; each key is looked up once, when it ends.
 enum Key { k_other, k_run, k_node, k_state, k_step, k_cluster, k_requeue, k_attempt, k_interval, k_job, k_ranks,
-           k_checkpointing, k_exit, k_code, k_signal, k_ckpt_dir, k_policy, k_ckpt_every };
+           k_checkpointing, k_exit, k_code, k_signal, k_ckpt_dir, k_policy, k_ckpt_every, k_rank, k_time };
 constexpr std::string_view kKeyNames[] = {"", "run", "node", "state", "step", "cluster", "requeue", "attempt", "interval",
-                                          "job", "ranks", "checkpointing", "exit", "code", "signal", "ckpt_dir", "policy", "ckpt_every"};
+                                          "job", "ranks", "checkpointing", "exit", "code", "signal", "ckpt_dir", "policy", "ckpt_every",
+                                          "rank", "time"};
 
 // k's size is N - 1 already: a comparison of known length, inlined.
 template <std::size_t N>
@@ -26,7 +27,8 @@ bool same(std::string_view k, const char (&name)[N]) { return std::memcmp(k.data
 Key key_of(std::string_view k) {
     switch (k.size()) {  // by length first: most keys are then one comparison away
     case 3: return same(k, "run") ? k_run : same(k, "job") ? k_job : k_other;
-    case 4: return same(k, "node") ? k_node : same(k, "step") ? k_step : same(k, "exit") ? k_exit : same(k, "code") ? k_code : k_other;
+    case 4: return same(k, "node") ? k_node : same(k, "step") ? k_step : same(k, "exit") ? k_exit : same(k, "code") ? k_code
+                 : same(k, "rank") ? k_rank : same(k, "time") ? k_time : k_other;
     case 5: return same(k, "state") ? k_state : same(k, "ranks") ? k_ranks : k_other;
     case 6: return same(k, "signal") ? k_signal : same(k, "policy") ? k_policy : k_other;
     case 7: return same(k, "attempt") ? k_attempt : same(k, "cluster") ? k_cluster : same(k, "requeue") ? k_requeue : k_other;
@@ -55,6 +57,7 @@ struct Reader {
     std::string key_buf, text;   // a key or string that came in parts
     Key key = k_other;
     bool seen_run = false, seen_attempt = false, seen_node = false, seen_ranks = false, not_object = false;
+    HeartbeatBody::RankExit rank_exit;   // of the rank object being read
 
     Reader(HeartbeatBody &h, BodyError &e, std::string_view b) : hb(h), err(e), body(b) {}
 
@@ -97,8 +100,13 @@ struct Reader {
             return wrong_kind();
         case rank_object:
             if (key == k_step && (!hb.top_step || v > *hb.top_step)) hb.top_step = v;
+            else if (key == k_rank && v >= 0 && v < (1LL << 24)) rank_exit.rank = v;
             return;
         case exit_object:
+            if (key == k_code) rank_exit.code = v;
+            else if (key == k_signal) rank_exit.signal = v;
+            else if (key == k_time && v > 0) rank_exit.time = double(v);
+            if (hb.ranks != 1) return;
             if (key == k_code) hb.exit_code = v;
             else if (key == k_signal) hb.exit_signal = v;
             return;
@@ -178,12 +186,21 @@ struct Reader {
         Frame f = other;
         if (depth == 0) f = top;
         else if (parent() == top) wrong_kind();
-        else if (parent() == ranks_array) { f = rank_object; ++hb.ranks; }
-        else if (parent() == rank_object && key == k_exit && hb.ranks == 1) f = exit_object;
+        else if (parent() == ranks_array) { f = rank_object; ++hb.ranks; rank_exit = {}; }
+        else if (parent() == rank_object && key == k_exit) f = exit_object;
         open(f);
         return true;
     }
-    bool on_object_end(std::size_t, ec_t &) { --depth; return true; }
+    bool on_object_end(std::size_t, ec_t &) {
+        if (depth <= kKept && depth > 0 && frames[depth - 1] == rank_object && rank_exit.failed() && rank_exit.rank >= 0) {
+            auto &first = hb.first_failure;
+            if (!first || (rank_exit.time > 0 && (first->time == 0 || rank_exit.time < first->time)) ||
+                (rank_exit.time == first->time && rank_exit.rank < first->rank))
+                first = rank_exit;
+        }
+        --depth;
+        return true;
+    }
     bool on_array_begin(ec_t &) {
         Frame f = other;
         if (depth == 0) not_object = true;
@@ -219,7 +236,11 @@ struct Reader {
         else integer((long long)v);
         return true;
     }
-    bool on_double(double, json::string_view, ec_t &) { wrong_kind(); return true; }
+    bool on_double(double v, json::string_view, ec_t &) {
+        if (parent() == exit_object && key == k_time) { if (v > 0 && v < 1e11) rank_exit.time = v; return true; }
+        wrong_kind();
+        return true;
+    }
     bool on_bool(bool b, ec_t &) {
         if (parent() == rank_object && key == k_checkpointing) hb.checkpointing = hb.checkpointing || b;
         else wrong_kind();

@@ -18,6 +18,15 @@ struct HeartbeatBody {
     std::optional<long long> top_step;       // highest ranks[].step
     bool checkpointing = false;              // any ranks[].checkpointing
     std::optional<long long> exit_code, exit_signal;  // ranks[0].exit
+    // The rank of this report that failed first (a non-zero code or a
+    // signal), by the time its agent heard of it: who a FAILED run names.
+    struct RankExit {
+        long long rank = -1;
+        std::optional<long long> code, signal;
+        double time = 0;   // 0: the agent did not say
+        bool failed() const { return (code && *code != 0) || signal; }
+    };
+    std::optional<RankExit> first_failure;
     // The checkpoint policy version the agent's trainer has (0: none yet);
     // present only for a job with --shardnet-ckpt-every=auto.
     std::optional<long long> policy;

@@ -161,13 +161,20 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         if (fresh) capture_spec(run_key, attempt, std::string(cluster), job, std::string(hb.ckpt_dir), int(interval), std::string(hb.ckpt_every));
     }
 
-    // The batch script's end is the job's end: the run ends with its status.
+    // A step's rank that failed: the first one is who a FAILED run names.
+    if (ended && !batch && hb.first_failure) note_rank_failure(run_key.empty() ? std::string(run) : run_key, attempt, std::string(node), *hb.first_failure);
+    // The batch script's end is the job's end. Exit 0: the run succeeded.
+    // Anything else is classified first (detector/verdict.cpp): a node
+    // that died under the job is a FAULT, not the survivors' exit code.
     std::optional<RunState> final_state;
     std::string final_cause;
     if (ended && batch) {
         if (hb.exit_code && *hb.exit_code == 0) final_state = RunState::succeeded, final_cause = "batch script exited 0 on " + std::string(node);
-        else if (hb.exit_code) final_state = RunState::failed, final_cause = "batch script exited " + std::to_string(*hb.exit_code) + " on " + std::string(node);
-        else if (hb.exit_signal) final_state = RunState::failed, final_cause = "batch script killed by signal " + std::to_string(*hb.exit_signal) + " on " + std::string(node);
+        else if (hb.exit_code || hb.exit_signal)
+            detail::post_guarded(slurm_thread_, "classify a batch script's end",
+                                 [this, end = BatchEnd{run_key, attempt, std::string(node), std::string(cluster), job, hb.exit_code, hb.exit_signal}] {
+                                     judge_batch_end(end);
+                                 });
     }
     if (final_state) {
         std::unique_lock lock(runs_mu_);

@@ -203,13 +203,13 @@ void WorkerTable::for_each(const std::function<void(const std::string &, const s
     }
 }
 
-std::vector<std::pair<std::string, WorkerState>> WorkerTable::of_run(const std::string &run) const {
+std::vector<std::pair<std::string, WorkerState>> WorkerTable::of_run(const std::string &run, bool with_watches) const {
     std::vector<std::pair<std::string, WorkerState>> out;
     const std::string prefix = run + '\n';
     for (const auto &s : shards_) {
         std::lock_guard<std::mutex> lock(s.mu);
         for (const auto &[key, w] : s.map)
-            if (!w.watch_only && key.compare(0, prefix.size(), prefix) == 0) out.emplace_back(key.substr(prefix.size()), w);
+            if ((with_watches || !w.watch_only) && key.compare(0, prefix.size(), prefix) == 0) out.emplace_back(key.substr(prefix.size()), w);
     }
     return out;
 }

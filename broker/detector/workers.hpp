@@ -82,7 +82,8 @@ public:
 
     std::size_t size() const;
     void for_each(const std::function<void(const std::string &run, const std::string &node, const WorkerState &)> &fn) const;
-    std::vector<std::pair<std::string, WorkerState>> of_run(const std::string &run) const;
+    // A run's workers (with_watches: and its allocation's watched nodes).
+    std::vector<std::pair<std::string, WorkerState>> of_run(const std::string &run, bool with_watches = false) const;
 
 private:
     static constexpr int kShards = 16;

@@ -383,3 +383,60 @@ TEST_CASE("a batch script whose end was not reported: the run ends as Slurm says
     g.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "CANCELLED"; }));
 }
+
+namespace {
+
+// A worker's last heartbeat: its ranks' ends as the agent reports them.
+unsigned ended(ServiceFixture &f, const std::string &node, const std::string &step, const std::string &ranks) {
+    const std::string body = R"({"run":"r1","attempt":1,"node":")" + node + R"(","step":")" + step +
+                             R"(","cluster":"c1","job":7,"interval":1,"state":"ended","ranks":)" + ranks + "}";
+    return f.call("POST", "/v1/heartbeats", body).status;
+}
+
+}  // namespace
+
+TEST_CASE("a batch script that exits 1 because a peer's node died: a FAULT, recovered, not FAILED") {
+    // A 2-node DDP job: n2 dies, the survivor's collective fails at once and
+    // its exit ends the batch script long before any deadline.
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    kill_node(f, "n2");
+    REQUIRE(ended(f, "n1", "0", R"([{"rank":0,"exit":{"code":1,"signal":null,"time":1000.5}}])") == 204);
+    REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":1,"signal":null}}])") == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("FAULT: worker n2/0 lost: node n2 died (its slurmd does not answer); the batch script exited 1 on n1 after it") != std::string::npos);
+    CHECK(ev.find("FAILED") == std::string::npos);
+    CHECK(f.slurm->count("sbatch") == 1);
+}
+
+TEST_CASE("a program's own error with every node alive: FAILED, naming the first rank to fail") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    // Rank 1 raised (exit 3); rank 0's collective failed after it (exit 1).
+    REQUIRE(ended(f, "n1", "0", R"([{"rank":0,"exit":{"code":1,"signal":null,"time":1000.9}}])") == 204);
+    REQUIRE(ended(f, "n2", "0", R"([{"rank":1,"exit":{"code":3,"signal":null,"time":1000.2}}])") == 204);
+    REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":1,"signal":null}}])") == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("FAILED: rank 1 on n2 exited 3 (the first rank to fail; every node alive); the batch script exited 1 on n1") !=
+          std::string::npos);
+    auto all = boost::json::parse(f.call("GET", "/v1/runs/r1/events").body).at("events").as_array();
+    const auto &last = all.back().as_object();
+    CHECK(last.at("evidence").at("first_failure").at("exit_code").to_number<int>() == 3);
+    CHECK(last.at("evidence").at("first_failure").at("node").as_string() == "n2");
+    CHECK(f.slurm->count("sbatch") == 0);
+    // A signal is named as one.
+    ServiceFixture g({{"c1", kConf}});
+    g.start();
+    running_job(g);
+    REQUIRE(ended(g, "n1", "0", R"([{"rank":0,"exit":{"code":null,"signal":11,"time":1000.1}}])") == 204);
+    REQUIRE(ended(g, "n2", "0", R"([{"rank":1,"exit":{"code":0,"signal":null,"time":1000.0}}])") == 204);
+    REQUIRE(ended(g, "n1", "batch", R"([{"rank":0,"exit":{"code":139,"signal":null}}])") == 204);
+    REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "FAILED"; }));
+    CHECK(g.events("r1").find("rank 0 on n1 killed by signal 11") != std::string::npos);
+}
