@@ -138,6 +138,7 @@ public:
             std::optional<long long> code, signal;
             double time = 0;
         } first_failure{};
+        std::set<std::string> failed_nodes{};   // nodes of first_failure.attempt that reported a failed rank
         struct RecoveryClock {
             long long to = 0;   // the attempt that recovers (0: none timed)
             std::string tier;
@@ -216,8 +217,12 @@ private:
         std::string node, cluster;
         long long job = 0;
         std::optional<long long> code, signal;
+        std::string what = "the batch script";   // or "rank N": whose end it is
     };
-    void note_rank_failure(const std::string &run, long long attempt, const std::string &node, const HeartbeatBody::RankExit &e);
+    // Keeps the attempt's first failed rank; true when node reports its first failed rank.
+    bool note_rank_failure(const std::string &run, long long attempt, const std::string &node, const HeartbeatBody::RankExit &e);
+    // round -1: a rank failed (its node is alive); only a dead node of the
+    // attempt is acted on (FAULT), nothing else is decided.
     void judge_batch_end(const BatchEnd &end, int round = 0);
     void end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now);
     // Work to do again later (a store write that failed), run from tick().

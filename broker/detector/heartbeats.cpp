@@ -161,21 +161,32 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         if (fresh) capture_spec(run_key, attempt, std::string(cluster), job, std::string(hb.ckpt_dir), int(interval), std::string(hb.ckpt_every));
     }
 
-    // A step's rank that failed: the first one is who a FAILED run names.
-    if (ended && !batch && hb.first_failure) note_rank_failure(run_key.empty() ? std::string(run) : run_key, attempt, std::string(node), *hb.first_failure);
+    // A step's rank that failed: the first one is who a FAILED run names,
+    // and a peer's dead node is looked for at once (a survivor's collective
+    // fails within a second of the death).
+    if (!batch && hb.first_failure && job > 0) {
+        const std::string r(run);
+        if (note_rank_failure(r, attempt, std::string(node), *hb.first_failure))
+            detail::post_guarded(slurm_thread_, "a rank failed: is a node of its job dead?",
+                                 [this, end = BatchEnd{r, attempt, std::string(node), std::string(cluster), job, hb.first_failure->code,
+                                                       hb.first_failure->signal, "rank " + std::to_string(hb.first_failure->rank)}] {
+                                     judge_batch_end(end, -1);
+                                 });
+    }
     // The batch script's end is the job's end. Exit 0: the run succeeded.
     // Anything else is classified first (detector/verdict.cpp): a node
     // that died under the job is a FAULT, not the survivors' exit code.
     std::optional<RunState> final_state;
     std::string final_cause;
+    std::optional<BatchEnd> judged;
     if (ended && batch) {
         if (hb.exit_code && *hb.exit_code == 0) final_state = RunState::succeeded, final_cause = "batch script exited 0 on " + std::string(node);
-        else if (hb.exit_code || hb.exit_signal)
-            detail::post_guarded(slurm_thread_, "classify a batch script's end",
-                                 [this, end = BatchEnd{run_key, attempt, std::string(node), std::string(cluster), job, hb.exit_code, hb.exit_signal}] {
-                                     judge_batch_end(end);
-                                 });
+        else if (hb.exit_code || hb.exit_signal) judged = BatchEnd{run_key, attempt, std::string(node), std::string(cluster), job, hb.exit_code, hb.exit_signal};
     }
+    // After this heartbeat's own store write is queued: a verdict is written after the run it ends.
+    auto judge = [&] {
+        if (judged) detail::post_guarded(slurm_thread_, "classify a batch script's end", [this, end = std::move(*judged)] { judge_batch_end(end); });
+    };
     if (final_state) {
         std::unique_lock lock(runs_mu_);
         auto it = runs_.find(run_key);
@@ -194,6 +205,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     auto answer = [policy_answer] { return policy_answer ? ApiResponse{200, *policy_answer} : no_content(); };
     if (!create && !new_attempt && !started && !claimed && !recorded && !final_state) {
         if (recovery) check_recovered(run_key, attempt, now);
+        judge();
         return reply(answer());
     }
     if (new_attempt) workers_.fence(run_key, attempt);
@@ -247,6 +259,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
             reply(store_error_response(e));
         }
     });
+    judge();
     if (recovery) check_recovered(run_key, attempt, now);
 }
 

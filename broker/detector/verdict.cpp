@@ -7,7 +7,11 @@
 // are asked about each one's node. A node that is down is a FAULT (the
 // survivors' exit is its consequence), and the run is recovered by policy;
 // with every node alive, the program's own error ends the run FAILED, naming
-// the rank that failed first, its node and its exit code or signal.
+// the rank that failed first, its node and its exit code or signal. The
+// same question is asked as soon as an agent reports a failed rank: the
+// survivors fail within a second of the death, and the dead node's slurmd
+// no longer answers, so the FAULT need not wait for the batch script's end
+// (which srun delays until Slurm itself declares the node down).
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 
@@ -32,17 +36,20 @@ std::string exit_words(const std::optional<long long> &code, const std::optional
 
 }  // namespace
 
-void Service::note_rank_failure(const std::string &run, long long attempt, const std::string &node, const HeartbeatBody::RankExit &e) {
+bool Service::note_rank_failure(const std::string &run, long long attempt, const std::string &node, const HeartbeatBody::RankExit &e) {
     std::unique_lock lock(runs_mu_);
     auto it = runs_.find(run);
-    if (it == runs_.end() || it->second.attempt != attempt) return;
+    if (it == runs_.end() || it->second.attempt != attempt || it->second.state != RunState::running) return false;
     auto &first = it->second.first_failure;
-    const bool earlier = first.attempt != attempt || (e.time > 0 && (first.time == 0 || e.time < first.time));
-    if (!earlier) return;
-    first = RunInfo::RankFailure{attempt, e.rank, node, e.code, e.signal, e.time};
+    const bool news = first.attempt != attempt, earlier = news || (e.time > 0 && (first.time == 0 || e.time < first.time));
+    if (news) it->second.failed_nodes.clear();
+    if (earlier) first = RunInfo::RankFailure{attempt, e.rank, node, e.code, e.signal, e.time};
+    // A node's first failed rank is looked into once (an agent repeats its ranks' ends).
+    return it->second.failed_nodes.insert(node).second && it->second.failed_nodes.size() <= 64;
 }
 
 void Service::judge_batch_end(const BatchEnd &end, int round) {
+    const bool probe = round < 0;   // a rank's failure, not the batch script's end: only a dead node is acted on
     // Still this attempt's question: a FAULT (the detector was quicker), a
     // cancel or a newer attempt answered it already.
     RunInfo::RankFailure first;
@@ -57,12 +64,13 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
     // yet (a watch) is asked about once, not waited for.
     std::vector<std::pair<std::string, WorkerState>> suspects;
     for (auto &[key, w] : workers_.of_run(end.run, true))
-        if (w.attempt == end.attempt && !w.ended && !w.faulted && node_of(key) != end.node && (round == 0 || !w.watch_only))
+        if (w.attempt == end.attempt && !w.ended && !w.faulted && node_of(key) != end.node && (round <= 0 || !w.watch_only))
             suspects.emplace_back(key, w);
     auto conf = cfg_.clusters.find(end.cluster);
+    if (probe && (suspects.empty() || conf == cfg_.clusters.end())) return;
     if (suspects.empty() || conf == cfg_.clusters.end())
         return end_failed(end, first.attempt == end.attempt ? &first : nullptr, "", wall_now());
-    detail::post_guarded(slurm_thread_, "classify a batch script's end", [this, end, round, suspects, first, slurm_conf = conf->second] {
+    detail::post_guarded(slurm_thread_, "classify a batch script's end", [this, end, round, probe, suspects, first, slurm_conf = conf->second] {
         std::string waiting;
         int wait_rounds = 3;
         for (const auto &[key, w] : suspects) {
@@ -73,12 +81,13 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
                 const std::string why = v.slurmd_answers ? "Slurm says " + v.node_state : "its slurmd does not answer";
                 json::object ev{{"confirmed", true}, {"node_failure", true}, {"slurm_job_state", v.job_state},
                                 {"slurm_node_state", v.node_state}, {"slurmd_answers", v.slurmd_answers},
-                                {"batch_exit", exit_words(end.code, end.signal)}, {"batch_node", end.node}};
+                                {probe ? "rank_exit" : "batch_exit", exit_words(end.code, end.signal)},
+                                {probe ? "rank_node" : "batch_node", end.node}};
                 if (first.attempt == end.attempt)
                     ev["first_failure"] = json::object{{"rank", first.rank}, {"node", first.node}, {"exit", exit_words(first.code, first.signal)}};
                 quarantine(end.cluster, node, wall_now());
                 Fault fault{end.run, key, end.attempt, fault_words(FaultKind::silent), w, FaultKind::silent};
-                return raise_fault(fault, "lost: node " + node + " died (" + why + "); the batch script " +
+                return raise_fault(fault, "lost: node " + node + " died (" + why + "); " + end.what + " " +
                                    exit_words(end.code, end.signal) + " on " + end.node + " after it, which is not the verdict",
                                    ev, wall_now());
             }
@@ -88,6 +97,9 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
                 wait_rounds = std::max(wait_rounds, w.interval * cfg_.detector_misses);
             }
         }
+        // A rank's failure with every other node up: the batch script's
+        // end (or the detector) decides.
+        if (probe) return;
         // Every suspect's node is up: its agent's last word is late, or
         // lost. Asked again each second, for one detector deadline.
         if (!waiting.empty() && round < wait_rounds) {

@@ -4,6 +4,8 @@
 // attempt heartbeats. Store failures on the way are retried with an event,
 // never read as "decided already". Real Slurm: tests/integration.
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <doctest/doctest.h>
 #include <sqlite3.h>
 
@@ -402,7 +404,6 @@ TEST_CASE("a batch script that exits 1 because a peer's node died: a FAULT, reco
     f.start();
     running_job(f);
     kill_node(f, "n2");
-    REQUIRE(ended(f, "n1", "0", R"([{"rank":0,"exit":{"code":1,"signal":null,"time":1000.5}}])") == 204);
     REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":1,"signal":null}}])") == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
     const std::string ev = f.events("r1");
@@ -439,4 +440,27 @@ TEST_CASE("a program's own error with every node alive: FAILED, naming the first
     REQUIRE(ended(g, "n1", "batch", R"([{"rank":0,"exit":{"code":139,"signal":null}}])") == 204);
     REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "FAILED"; }));
     CHECK(g.events("r1").find("rank 0 on n1 killed by signal 11") != std::string::npos);
+}
+
+TEST_CASE("a survivor's failed rank is looked into at once: its peer's dead node is a FAULT before the batch script ends") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    kill_node(f, "n2");
+    // The agent's urgent report: its rank failed, the step still runs.
+    const std::string body = R"({"run":"r1","attempt":1,"node":"n1","step":"0","cluster":"c1","job":7,"interval":1,"state":"running",)"
+                             R"("ranks":[{"rank":0,"exit":{"code":1,"signal":null,"time":1000.5}}]})";
+    REQUIRE(f.call("POST", "/v1/heartbeats", body).status == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("FAULT: worker n2/0 lost: node n2 died (its slurmd does not answer); rank 0 exited 1 on n1 after it") != std::string::npos);
+    // With every node alive, a failed rank decides nothing by itself.
+    ServiceFixture g({{"c1", kConf}});
+    g.start();
+    running_job(g);
+    REQUIRE(g.call("POST", "/v1/heartbeats", body).status == 204);
+    REQUIRE(ServiceFixture::until([&] { return g.slurm->count("scontrol", "-o") >= 1; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(g.state("r1") == "RUNNING");
 }
