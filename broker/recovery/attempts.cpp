@@ -20,6 +20,7 @@
 #include "common/safe_path.hpp"
 #include "broker/service.hpp"
 #include "broker/api/api_util.hpp"
+#include "broker/slurm/job_options.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
 
@@ -70,7 +71,8 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
     std::string out;
     if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) return std::nullopt;
     SlurmJob j;
-    if (std::string err = find_slurm_job(out, job, j); !err.empty()) {
+    json::object record;
+    if (std::string err = find_slurm_job(out, job, j, &record); !err.empty()) {
         log_warn("job spec not captured", run, cluster + "/" + std::to_string(job) + ": " + err);
         return std::nullopt;
     }
@@ -93,6 +95,15 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
     // The job's --shardnet-ckpt-every (its agents said it; checked there):
     // kept with the spec, so that a requeue after a broker restart keeps it.
     if (!ckpt_every.empty()) spec["ckpt_every"] = ckpt_every;
+    // Every option that shaped the job (partition, account, limits, GPUs,
+    // name, ...), as Slurm recorded it: attempt N is submitted with them.
+    // What a new job cannot be (a dependency, an array task) is named.
+    json::object options;
+    std::vector<std::string> uncarried;
+    read_job_options(record, options, uncarried);
+    if (std::string e = error_for_next_attempt(j); !e.empty()) options["error"] = e;
+    spec["options"] = std::move(options);
+    if (!uncarried.empty()) spec["uncarried"] = json::value_from(uncarried);
     std::string err;
     const std::string dir = decisions_dir(cfg_.database, err);
     if (dir.empty()) { log_warn("job spec not captured", run, err); return std::nullopt; }
@@ -115,7 +126,7 @@ std::optional<Service::Submitted> Service::find_submitted(const std::string &dec
     for (const auto &[name, conf] : cfg_.clusters) {
         std::string out;
         if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) continue;
-        if (const long long job = submitted_for(out, "shardnet-decision:" + decision, uid); job > 0) return Submitted{name, job};
+        if (const long long job = submitted_for(out, kDecisionMarker + decision, uid); job > 0) return Submitted{name, job};
     }
     return std::nullopt;
 }
@@ -143,13 +154,28 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
         if (!v.empty())
             if (std::string why = sbatch_path_error(std::string("the job's ") + what, v); !why.empty()) { err = why; return 0; }
     if (!is_safe_name(run) || (resume != "latest" && !is_safe_name(resume, 128))) { err = "run or resume is not a safe name"; return 0; }
+    // The job's own options first (ShardNet's below take precedence where
+    // both speak: the nodes, the tasks, the output file). A spec from a peer
+    // is checked option by option; a malformed one submits nothing.
+    json::object options;
+    if (auto *o = spec.if_contains("options")) {
+        if (!o->is_object()) { err = "the job's options are not an object"; return 0; }
+        options = o->as_object();
+    }
+    std::string comment;
+    if (auto *c = options.if_contains("comment"); c && c->is_string()) comment = std::string(c->as_string());
+    options.erase("comment");
+    std::vector<std::string> job_options = sbatch_options(options, err);
+    if (!err.empty()) return 0;
     // sbatch runs as the job's owner, the script on its stdin: Slurm then
     // judges every #SBATCH line of it with the user's rights, not root's.
-    std::vector<std::string> argv{"sbatch", "--parsable", "-N", std::to_string(nodes.size()), "--nodelist=" + join(nodes),
+    std::vector<std::string> argv{"sbatch", "--parsable"};
+    argv.insert(argv.end(), job_options.begin(), job_options.end());
+    argv.insert(argv.end(), {"-N", std::to_string(nodes.size()), "--nodelist=" + join(nodes),
                                   // ALL: with a bare --export=VAR the batch step would not see
                                   // its --shardnet options (Slurm passes them in the environment).
                                   "--export=ALL,SHARDNET_ATTEMPT=" + std::to_string(to), "--shardnet=" + run,
-                                  "--shardnet-resume=" + resume, "--comment=shardnet-decision:" + decision};
+                                  "--shardnet-resume=" + resume, "--comment=" + comment_with_marker(comment, decision)});
     if (long long tasks = num("tasks"); tasks > 0 && tasks <= (1 << 24)) argv.push_back("--ntasks=" + std::to_string(tasks));
     if (!ckpt_dir.empty()) argv.push_back("--shardnet-ckpt-dir=" + ckpt_dir);
     // The failed attempt's interval and the run's policy (a peer's spec is

@@ -241,6 +241,14 @@ void Service::requeue(const Fault &fault, int tries) {
                    std::to_string(as.uid) + ", the run belongs to uid " + std::to_string(owner_uid));
             return;
         }
+        // What a new job cannot be (a dependency, an array task): said in
+        // the PLACEMENT event, never dropped in silence.
+        std::string not_carried;
+        if (auto *u = spec.if_contains("uncarried"); u && u->is_array()) {
+            for (const auto &x : u->as_array())
+                if (x.is_string()) not_carried += (not_carried.empty() ? "" : ", ") + std::string(x.as_string());
+            ev["uncarried"] = *u;
+        }
         cancel_old();
         std::string err;
         const long long new_job = submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p.nodes, comment, as, err);
@@ -257,7 +265,8 @@ void Service::requeue(const Fault &fault, int tries) {
         const std::string matched = req.needs_hardware() ? " (" + std::string(req.accel_class.empty() ? "" : "class, ") +
                                     (req.fabric.empty() ? "" : "fabric, ") + (req.memory_gb > 0 ? "memory, " : "") + "shape matched)" : "";
         record("applied", new_job, "PLACEMENT", p.cluster + " " + join(p.nodes) + (p.cluster == fault.state.cluster ? " without " + bad : "") +
-               ": job " + std::to_string(new_job) + ", attempt " + std::to_string(to) + matched + others);
+               ": job " + std::to_string(new_job) + ", attempt " + std::to_string(to) + matched + others +
+               (not_carried.empty() ? "" : "; not carried: " + not_carried));
         const bool written = record("applied", new_job, "RECOVERING",
                                     "attempt " + std::to_string(to) + " submitted with --shardnet-resume=" + resume, RunState::recovering);
         std::unique_lock lock(runs_mu_);

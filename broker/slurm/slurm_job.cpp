@@ -45,7 +45,7 @@ struct Reader {
 
 }  // namespace
 
-std::string find_slurm_job(const std::string &text, long long id, SlurmJob &out) {
+std::string find_slurm_job(const std::string &text, long long id, SlurmJob &out, json::object *record) {
     json::error_code ec;
     json::value v = json::parse(text, ec);
     if (ec || !v.is_object()) return "squeue --json did not answer a JSON object";
@@ -63,6 +63,7 @@ std::string find_slurm_job(const std::string &text, long long id, SlurmJob &out)
         if (!r.num("user_id", j.uid, true) || !r.num("group_id", j.gid, true) || !r.str("user_name", j.user) ||
             !r.str("name", j.name) || !r.str("job_state", j.state) || !r.str("cluster", j.cluster) ||
             !r.str("current_working_directory", j.workdir) || !r.str("standard_output", j.stdout_pattern) ||
+            !r.str("standard_error", j.stderr_pattern) ||
             !r.str("nodes", j.nodes) || !r.str("batch_host", j.batch_host) || !r.str("comment", j.comment) ||
             !r.num("node_count", j.node_count) || !r.num("tasks", j.tasks) || !r.num("submit_time", submit))
             return r.err;
@@ -70,6 +71,7 @@ std::string find_slurm_job(const std::string &text, long long id, SlurmJob &out)
             return "squeue --json: job " + std::to_string(id) + " has no valid user_id/group_id";
         j.submit_time = double(submit);
         out = std::move(j);
+        if (record) *record = o;
         return "";
     }
     return "job " + std::to_string(id) + " is not known to slurmctld";
@@ -85,15 +87,18 @@ long long submitted_for(const std::string &text, const std::string &comment, lon
         if (!o) continue;
         auto *c = o->if_contains("comment");
         long long u = -1, id = 0;
-        if (c && c->is_string() && c->as_string() == comment && whole(o->if_contains("user_id"), u) && u == uid &&
+        // The marker ends the comment (after the user's own words, if any).
+        const bool marked = c && c->is_string() && (c->as_string() == comment || c->as_string().ends_with(" " + comment));
+        if (marked && whole(o->if_contains("user_id"), u) && u == uid &&
             whole(o->if_contains("job_id"), id))
             return id;
     }
     return 0;
 }
 
-std::string output_for_next_attempt(const SlurmJob &j) {
-    const std::string pattern = j.stdout_pattern.empty() ? "slurm-%j.out" : j.stdout_pattern;
+namespace {
+
+std::string fill_pattern(const SlurmJob &j, const std::string &pattern) {
     std::string out;
     for (std::size_t i = 0; i < pattern.size(); ++i) {
         if (pattern[i] != '%' || i + 1 == pattern.size()) { out += pattern[i]; continue; }
@@ -107,6 +112,18 @@ std::string output_for_next_attempt(const SlurmJob &j) {
     }
     if (!out.empty() && out[0] != '/' && !j.workdir.empty()) out = j.workdir + "/" + out;
     return out;
+}
+
+}  // namespace
+
+std::string output_for_next_attempt(const SlurmJob &j) {
+    return fill_pattern(j, j.stdout_pattern.empty() ? "slurm-%j.out" : j.stdout_pattern);
+}
+
+std::string error_for_next_attempt(const SlurmJob &j) {
+    // Slurm prints stdout's path for an error file the job did not name.
+    if (j.stderr_pattern.empty() || j.stderr_pattern == j.stdout_pattern) return "";
+    return fill_pattern(j, j.stderr_pattern);
 }
 
 std::string submit_identity_error(long long uid, long long gid, long long min_uid, long long slurm_user_uid) {

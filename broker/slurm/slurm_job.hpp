@@ -3,6 +3,7 @@
 // there a job name (which the user chooses) is printed raw before UserId=,
 // so `-J 'x UserId=(0)'` could pose as any account.
 #pragma once
+#include <boost/json/object.hpp>
 #include <string>
 
 namespace shardnet::broker {
@@ -11,7 +12,7 @@ struct SlurmJob {
     long long id = 0;
     long long uid = -1, gid = -1;       // numeric, as Slurm resolved them
     std::string user, name, state, cluster;
-    std::string workdir, stdout_pattern, nodes, batch_host, comment;
+    std::string workdir, stdout_pattern, stderr_pattern, nodes, batch_host, comment;
     long long node_count = 0, tasks = 0;
     double submit_time = 0;
 };
@@ -22,10 +23,11 @@ inline const char *const kSqueueJson[] = {"squeue", "--json"};
 
 // Finds job id in squeue's JSON. "" and out filled, else why not (a job
 // that is not there, or a field of the wrong type, named).
-std::string find_slurm_job(const std::string &squeue_json, long long id, SlurmJob &out);
+// record, when given, gets the job's whole object (its options: job_options.hpp).
+std::string find_slurm_job(const std::string &squeue_json, long long id, SlurmJob &out, boost::json::object *record = nullptr);
 
-// The id of a job in squeue's JSON with exactly this comment and owned by
-// uid; 0 when there is none.
+// The id of a job in squeue's JSON whose comment is this marker (alone or
+// after the user's own words) and owned by uid; 0 when there is none.
 long long submitted_for(const std::string &squeue_json, const std::string &comment, long long uid);
 
 // The job's output file for the next attempt: Slurm's pattern with what
@@ -33,6 +35,9 @@ long long submitted_for(const std::string &squeue_json, const std::string &comme
 // every attempt writes where the first one did. Slurm's default when the
 // job named none: WORKDIR/slurm-JOBID.out.
 std::string output_for_next_attempt(const SlurmJob &j);
+// The same for the job's --error file ("" when it named none: stderr then
+// goes with stdout).
+std::string error_for_next_attempt(const SlurmJob &j);
 
 // Why the broker must not submit a job as uid/gid, or "": never root, never
 // the cluster's SlurmUser, never a uid below the site's min_uid.

@@ -39,8 +39,8 @@ import json, sys
 ev = json.load(sys.stdin)["events"]
 assert not any(e["kind"] == "FAILED" for e in ev), "the run was ended FAILED"
 f = next(e for e in ev if e["kind"] == "FAULT")
-# The classification of the survivor's failed rank (or of the batch
-# script's end), not the detector's silence verdict.
+# The classification of the failed rank of the survivor (or of the end
+# of the batch script), not the silence verdict of the detector.
 assert "beta2 died" in f["cause"] and ("rank 0 exited" in f["cause"] or "batch script" in f["cause"]), f["cause"]
 assert f["evidence"]["node_failure"] is True, f["evidence"]' || fail "the batch end was not classified as beta2's death"
 ok "beta2 killed: the survivor's rank failed; FAULT (node beta2 died) ${dt}s after the kill, not FAILED"

@@ -1,0 +1,195 @@
+#include "broker/slurm/job_options.hpp"
+
+#include <boost/json.hpp>
+#include <string_view>
+
+#include "common/parse_util.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+
+namespace {
+
+// Each kept option: its name in a spec, its sbatch flag, and its kind.
+// flag: the value is a switch ("--exclusive"); number: a count or minutes;
+// word: a name Slurm knows (partition, account, ...); text: free text.
+enum class Kind { flag, number, word, text, path };
+struct Option {
+    const char *name, *sbatch;
+    Kind kind;
+};
+constexpr Option kOptions[] = {
+    {"partition", "--partition", Kind::word},      {"account", "--account", Kind::word},
+    {"qos", "--qos", Kind::word},                  {"time", "--time", Kind::number},
+    {"time_min", "--time-min", Kind::number},      {"mem", "--mem", Kind::number},
+    {"mem_per_cpu", "--mem-per-cpu", Kind::number}, {"mem_per_gpu", "--mem-per-gpu", Kind::number},
+    {"cpus_per_task", "--cpus-per-task", Kind::number}, {"cpus_per_gpu", "--cpus-per-gpu", Kind::number},
+    {"ntasks_per_node", "--ntasks-per-node", Kind::number}, {"gres", "--gres", Kind::word},
+    {"gpus", "--gpus", Kind::word},                {"gpus_per_task", "--gpus-per-task", Kind::word},
+    {"gpus_per_socket", "--gpus-per-socket", Kind::word}, {"constraint", "--constraint", Kind::text},
+    {"exclusive", "--exclusive", Kind::word},      {"oversubscribe", "--oversubscribe", Kind::flag},
+    {"licenses", "--licenses", Kind::word},        {"job_name", "--job-name", Kind::text},
+    {"nice", "--nice", Kind::number},              {"comment", "--comment", Kind::text},
+    {"reservation", "--reservation", Kind::word},  {"error", "--error", Kind::path},
+    {"input", "--input", Kind::path},              {"no_requeue", "--no-requeue", Kind::flag},
+    {"contiguous", "--contiguous", Kind::flag},    {"wckey", "--wckey", Kind::word},
+    {"threads_per_core", "--threads-per-core", Kind::number},
+};
+
+const Option *option(std::string_view name) {
+    for (const auto &o : kOptions)
+        if (name == o.name) return &o;
+    return nullptr;
+}
+
+std::string str(const json::object &o, const char *k) {
+    auto *v = o.if_contains(k);
+    return v && v->is_string() ? std::string(v->as_string()) : "";
+}
+// A number Slurm set (null, absent, NO_VAL and INFINITE are not set).
+bool num(const json::object &o, const char *k, long long &out) {
+    auto *v = o.if_contains(k);
+    if (!v) return false;
+    if (v->is_int64()) out = v->as_int64();
+    else if (v->is_uint64() && v->as_uint64() < 0xfffffffeULL) out = (long long)v->as_uint64();
+    else return false;
+    return out >= 0 && out < 0xfffffffeLL && out != 0xfffe;
+}
+
+// "gres:gpu:2" or "gres/gpu:2" (Slurm's TRES spelling) as "gpu:2", and
+// whether every entry is a GPU.
+std::string gres_of(const std::string &tres, bool &only_gpus) {
+    std::string out;
+    only_gpus = !tres.empty();
+    std::size_t pos = 0;
+    while (pos <= tres.size()) {
+        auto comma = tres.find(',', pos);
+        std::string one = tres.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        if (one.rfind("gres:", 0) == 0 || one.rfind("gres/", 0) == 0) one = one.substr(5);
+        if (one.rfind("gpu", 0) != 0) only_gpus = false;
+        if (!one.empty()) out += (out.empty() ? "" : ",") + one;
+        if (comma == std::string::npos) break;
+        pos = comma + 1;
+    }
+    return out;
+}
+// "gpu:4" -> "4" (a per-GPU count), "" otherwise.
+std::string gpu_count(const std::string &gres) {
+    if (gres.rfind("gpu:", 0) != 0 || gres.find(',') != std::string::npos) return "";
+    const std::string n = gres.substr(gres.rfind(':') + 1);
+    return parse_int(n, 0, 1LL << 40) ? n : "";
+}
+
+bool word_ok(const std::string &v) {
+    if (v.empty() || v.size() > 1024 || v[0] == '-') return false;
+    for (unsigned char c : v)
+        if (!(std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == ':' || c == ',' || c == '=' || c == '+' || c == '@' || c == '/'))
+            return false;
+    return true;
+}
+
+}  // namespace
+
+std::string comment_with_marker(const std::string &user, const std::string &decision) {
+    return user.empty() ? kDecisionMarker + decision : user + " " + kDecisionMarker + decision;
+}
+
+std::string user_comment(const std::string &comment) {
+    const auto at = comment.find(kDecisionMarker);
+    if (at == std::string::npos) return comment;
+    std::string out = comment.substr(0, at);
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+}
+
+void read_job_options(const json::object &j, json::object &opts, std::vector<std::string> &uncarried) {
+    for (const char *k : {"partition", "account", "qos", "licenses", "wckey"})
+        if (std::string v = str(j, k); !v.empty()) opts[k] = v;
+    if (std::string v = str(j, "resv_name"); !v.empty()) opts["reservation"] = v;
+    if (std::string v = str(j, "features"); !v.empty()) opts["constraint"] = v;
+    if (std::string v = str(j, "name"); !v.empty()) opts["job_name"] = v;
+    if (std::string v = user_comment(str(j, "comment")); !v.empty()) opts["comment"] = v;
+    long long n = 0;
+    if (num(j, "time_limit", n) && n > 0) opts["time"] = std::to_string(n);
+    if (num(j, "time_minimum", n) && n > 0) opts["time_min"] = std::to_string(n);
+    if (num(j, "memory_per_node", n) && n > 0) opts["mem"] = std::to_string(n);
+    if (num(j, "memory_per_cpu", n) && n > 0) opts["mem_per_cpu"] = std::to_string(n);
+    if (num(j, "cpus_per_task", n) && n > 0) opts["cpus_per_task"] = std::to_string(n);
+    if (num(j, "tasks_per_node", n) && n > 0) opts["ntasks_per_node"] = std::to_string(n);
+    if (num(j, "threads_per_core", n) && n > 0) opts["threads_per_core"] = std::to_string(n);
+    if (auto *v = j.if_contains("nice"); v && v->is_int64() && v->as_int64() != 0) opts["nice"] = std::to_string(v->as_int64());
+    bool gpus = false;
+    if (std::string g = gres_of(str(j, "tres_per_node"), gpus); !g.empty()) opts["gres"] = g;
+    if (std::string g = gres_of(str(j, "tres_per_job"), gpus); !g.empty()) {
+        if (gpus) opts["gpus"] = g.substr(g.find(':') + 1);
+        else uncarried.push_back("tres_per_job " + g);
+    }
+    if (std::string g = gres_of(str(j, "tres_per_task"), gpus); !g.empty()) {
+        if (gpus) opts["gpus_per_task"] = g.substr(g.find(':') + 1);
+        else uncarried.push_back("tres_per_task " + g);
+    }
+    if (std::string g = gres_of(str(j, "tres_per_socket"), gpus); !g.empty()) {
+        if (gpus) opts["gpus_per_socket"] = g.substr(g.find(':') + 1);
+        else uncarried.push_back("tres_per_socket " + g);
+    }
+    if (std::string g = gres_of(str(j, "cpus_per_tres"), gpus); !g.empty()) {
+        if (std::string c = gpu_count(g); !c.empty()) opts["cpus_per_gpu"] = c;
+        else uncarried.push_back("cpus_per_tres " + g);
+    }
+    if (std::string g = gres_of(str(j, "memory_per_tres"), gpus); !g.empty()) {
+        if (std::string c = gpu_count(g); !c.empty()) opts["mem_per_gpu"] = c;
+        else uncarried.push_back("memory_per_tres " + g);
+    }
+    const std::string shared = str(j, "shared");
+    if (shared == "none" || shared == "exclusive") opts["exclusive"] = "";
+    else if (shared == "user" || shared == "mcs") opts["exclusive"] = shared;
+    else if (shared == "oversubscribe" || shared == "yes") opts["oversubscribe"] = true;
+    else if (!shared.empty()) uncarried.push_back("shared " + shared);
+    if (auto *v = j.if_contains("requeue"); v && v->is_bool() && !v->as_bool()) opts["no_requeue"] = true;
+    if (auto *v = j.if_contains("contiguous"); v && v->is_bool() && v->as_bool()) opts["contiguous"] = true;
+    if (std::string in = str(j, "standard_input"); !in.empty() && in != "/dev/null") opts["input"] = in;
+    // What a new job cannot be: named, never dropped in silence.
+    if (std::string d = str(j, "dependency"); !d.empty()) uncarried.push_back("dependency " + d);
+    long long array = 0;
+    if (num(j, "array_job_id", array) && array > 0) {
+        long long task = 0;
+        uncarried.push_back(num(j, "array_task_id", task) ? "array task " + std::to_string(task) + " of job " + std::to_string(array)
+                                                          : "array job " + std::to_string(array));
+    }
+    if (num(j, "het_job_id", n) && n > 0) uncarried.push_back("heterogeneous job " + std::to_string(n));
+    if (std::string b = str(j, "burst_buffer"); !b.empty()) uncarried.push_back("burst buffer");
+    if (std::string b = str(j, "batch_features"); !b.empty()) uncarried.push_back("batch features " + b);
+    if (std::string c = str(j, "container"); !c.empty()) uncarried.push_back("container " + c);
+    if (std::string r = str(j, "required_nodes"); !r.empty()) uncarried.push_back("nodelist " + r + " (placement chooses the nodes)");
+}
+
+std::vector<std::string> sbatch_options(const json::object &opts, std::string &err) {
+    std::vector<std::string> out;
+    for (const auto &[k, v] : opts) {
+        const Option *o = option(std::string_view(k.data(), k.size()));
+        const std::string name(k);
+        if (!o) { err = "job option " + name + ": not one a requeue carries"; return {}; }
+        if (o->kind == Kind::flag) {
+            if (!v.is_bool()) { err = "job option " + name + ": expected true or false"; return {}; }
+            if (v.as_bool()) out.push_back(o->sbatch);
+            continue;
+        }
+        if (!v.is_string()) { err = "job option " + name + ": expected a string"; return {}; }
+        const std::string s(v.as_string());
+        if (name == "exclusive" && s.empty()) { out.push_back("--exclusive"); continue; }
+        bool good = false;
+        switch (o->kind) {
+        case Kind::number: good = (name == "nice" ? parse_int(s, -2147483645LL, 2147483645LL) : parse_int(s, 0, 1LL << 40)).has_value(); break;
+        case Kind::word: good = word_ok(s); break;
+        case Kind::text: good = !s.empty() && s.size() <= 1024 && !has_control_chars(s); break;
+        case Kind::path: good = !s.empty() && s.size() <= 4096 && s[0] == '/' && !has_control_chars(s); break;
+        case Kind::flag: break;
+        }
+        if (!good) { err = "job option " + name + ": malformed value"; return {}; }
+        out.push_back(std::string(o->sbatch) + "=" + s);
+    }
+    return out;
+}
+
+}  // namespace shardnet::broker

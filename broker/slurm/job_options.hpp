@@ -1,0 +1,30 @@
+// The options that shaped a job, as Slurm recorded them (squeue --json),
+// kept with its spec so that every later attempt is submitted with them:
+// attempt N is the job that was submitted. One table maps each kept option
+// to its sbatch flag; a spec from a peer is checked against the same table.
+#pragma once
+#include <boost/json/object.hpp>
+#include <string>
+#include <vector>
+
+namespace shardnet::broker {
+
+// Reads the options of one job object of squeue --json into opts (option
+// name -> value, as sbatch takes it) and names in uncarried what a requeue
+// cannot carry ("dependency afterok:12", "array task 3 of job 40", ...).
+// The requeue's own marker is taken out of the user's comment.
+void read_job_options(const boost::json::object &job, boost::json::object &opts, std::vector<std::string> &uncarried);
+
+// The sbatch arguments for opts ("--partition=gpu", "--exclusive", ...),
+// or "" in err naming the first option that is unknown or malformed (a
+// peer's spec is untrusted: nothing of it is half-used).
+std::vector<std::string> sbatch_options(const boost::json::object &opts, std::string &err);
+
+// The requeue's marker in a job's comment: the user's words, then this.
+inline constexpr const char *kDecisionMarker = "shardnet-decision:";
+// The comment a requeued job is submitted with: the user's, then the marker.
+std::string comment_with_marker(const std::string &user_comment, const std::string &decision);
+// The user's part of a comment (the marker, if any, taken out).
+std::string user_comment(const std::string &comment);
+
+}  // namespace shardnet::broker
