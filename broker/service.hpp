@@ -167,6 +167,9 @@ private:
     void commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
                 const Reply &reply, double now);
     void list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply);
+    // POST /v1/runs/{id}/environment (recovery/environment_api.cpp): the
+    // submitter's environment, kept root-only for the run's later attempts.
+    void keep_environment(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply);
     // Checkpoint policy (policy/policy.cpp): GET /v1/runs/{id}/policy, and
     // on the store thread at every summary: exposure, recoveries' first
     // steps, and each auto run's interval, recomputed.

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <algorithm>
+#include <boost/json.hpp>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -294,6 +295,7 @@ private:
         if (ok) {
             if (res.status == 200 && cfg_.ckpt_auto()) take_policy(res.body);
             report_ranks(timeout_ms);
+            report_environment(timeout_ms);
             commit_checkpoints(timeout_ms);
             sync_seals(timeout_ms);
         }
@@ -330,6 +332,34 @@ private:
         if (res.status == 0 || res.status >= 500) return;
         if (!res.ok()) log("the ranks' report was refused: HTTP " + std::to_string(res.status) + broker_says(res.body));
         ranks_reported_ = true;
+    }
+
+    // Once, from the batch step: the job's environment as the plugin saved
+    // it (job.environment in the progress dir), for the broker to replay
+    // into a later attempt. Sent whole; a refusal is logged, not retried.
+    void report_environment(int timeout_ms) {
+        if (env_reported_ || cfg_.step != "batch") return;
+        std::string text;
+        const std::string path = cfg_.progress_dir + "/job.environment";
+        if (::access(path.c_str(), F_OK) != 0 || !read_small_file(path, 800u << 10, text).empty()) { env_reported_ = true; return; }
+        boost::json::array list;
+        std::size_t pos = 0;
+        while (pos < text.size()) {
+            const auto end = text.find('\0', pos);
+            if (end == std::string::npos) break;
+            list.emplace_back(std::string_view(text).substr(pos, end - pos));
+            pos = end + 1;
+        }
+        HttpRequest req;
+        req.url = cfg_.url + "/v1/runs/" + cfg_.run + "/environment";
+        req.bearer = cfg_.token;
+        req.ca_file = cfg_.ca_file;
+        req.timeout_ms = timeout_ms;
+        req.body = boost::json::serialize(boost::json::object{{"attempt", cfg_.attempt}, {"environment", std::move(list)}});
+        auto res = client_.send(req);
+        if (res.status == 0 || res.status >= 500) return;
+        if (!res.ok()) log("the job's environment was refused: HTTP " + std::to_string(res.status) + broker_says(res.body));
+        env_reported_ = true;
     }
 
     // A new checkpoint policy from the broker: into the file the trainer's
@@ -395,6 +425,7 @@ private:
     long long policy_version_ = 0;   // the checkpoint policy written for the trainer (0: none)
     bool broker_ok_ = false;
     bool ranks_reported_ = false;
+    bool env_reported_ = false;
     time_t started_ = std::time(nullptr);
     bool first_ = true;
     bool urgent_ = false;

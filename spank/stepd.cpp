@@ -351,6 +351,30 @@ int stepd_post_opt(spank_t sp) {
 
 namespace {
 
+// The batch script's environment as Slurm gives it (the submitter's, as
+// sbatch exported it), for the broker to replay into a later attempt: a
+// file of NUL-separated NAME=VALUE entries in the step's progress dir, made
+// as the job's user (we run with its euid here), which the agent sends
+// once. Nothing of it is read or judged here; too large, it is not saved.
+void save_job_environment(spank_t sp) {
+    char **env = nullptr;
+    if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env || !g.progress_dir[0]) return;
+    std::string text;
+    for (char **e = env; *e; ++e) {
+        text += *e;
+        text += '\0';
+        if (text.size() > (768u << 10)) {
+            slurm_info("shardnet: the job's environment is over 768 KiB; a requeued attempt will not get it");
+            return;
+        }
+    }
+    const std::string path = std::string(g.progress_dir) + "/job.environment";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    if (::write(fd, text.data(), text.size()) != ssize_t(text.size())) ::unlink(path.c_str());
+    ::close(fd);
+}
+
 int user_init_step(spank_t sp) {
     if (!g.job || g.refusal[0] || g.warning[0]) return 0;
     const uint32_t stepid = item<uint32_t>(sp, S_JOB_STEPID, 0);
@@ -413,6 +437,7 @@ int user_init_step(spank_t sp) {
     }
     g.active = true;
     if (g.cfg->broker_url.empty() || g.broker_off) return 0;
+    if (stepid == SLURM_BATCH_SCRIPT) save_job_environment(sp);
     return start_agent(sp, jobid, stepid, uid, gid, user);
 }
 
@@ -450,6 +475,11 @@ int stepd_task_init(spank_t sp) {
               set_env(sp, "SHARDNET_CKPT_POLICY", g.job && g.job->ckpt_every == "auto" && g.agent.pid > 0
                                                       ? std::string(g.progress_dir) + "/ckpt-policy" : std::string());
     if (!ok) return -1;
+    // A later attempt appends to the first one's output: a line says where
+    // one ends and the next begins.
+    if (batch && g.attempt > 1)
+        dprintf(1, "=== shardnet: attempt %u of %s on %s, job %u ===\n", g.attempt, g.run,
+                cluster_name(sp).empty() ? "this cluster" : cluster_name(sp).c_str(), item<uint32_t>(sp, S_JOB_ID, 0));
     if (batch) return 0;
     StepLayout l;
     l.rank = rank;

@@ -113,6 +113,8 @@ std::span<const Service::Route> Service::routes() {
          [](Service &s, const Call &c) { s.commit(c.p(0), c.p(1), c.req, c.who, c.reply, c.now); }},
         {{"POST", "/v1/runs/{id}/ranks", r_worker | r_admin, "rank reports need a worker or admin token"},
          [](Service &s, const Call &c) { s.report_ranks(c.p(0), c.req, c.who, c.reply, c.now); }},
+        {{"POST", "/v1/runs/{id}/environment", r_worker | r_admin, "environments need a worker or admin token"},
+         [](Service &s, const Call &c) { s.keep_environment(c.p(0), c.req, c.who, c.reply); }},
         // Receipts (receipts/receipts_api.cpp): the keys are public (they
         // prove nothing by themselves); a run's receipts are its owner's,
         // admins' and the peers' it moved to or from; the log's hashes any

@@ -9,6 +9,16 @@
 
 namespace shardnet::broker {
 
+std::vector<std::string> default_environment_drop() {
+    return {"SLURM_*", "SLURMD_*", "SBATCH_*", "SALLOC_*", "SRUN_*", "SPANK_*", "SHARDNET_*", "TORCHELASTIC_*",
+            // the step's rendezvous, set anew for every step
+            "MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
+            // the host's and the session's
+            "HOSTNAME", "HOST", "PWD", "OLDPWD", "SHLVL", "_", "SSH_*", "DISPLAY", "XDG_RUNTIME_DIR", "XDG_SESSION_*", "TMUX",
+            "TMUX_PANE", "KRB5CCNAME", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"};
+}
+
+
 namespace json = boost::json;
 
 const char *scope_name(Scope s) {
@@ -300,7 +310,19 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
     if (auto *v = o.if_contains("requeue")) {
         if (!v->is_object()) return "requeue: expected an object";
         const auto &r = v->as_object();
-        if (!only_keys(c, "requeue", r, {"min_uid"})) return c.err;
+        if (!only_keys(c, "requeue", r, {"min_uid", "environment_drop"})) return c.err;
+        if (auto *d = r.if_contains("environment_drop")) {
+            if (!d->is_array() || d->as_array().size() > 1024) return "requeue.environment_drop: expected a list of NAME or PREFIX* strings";
+            cfg.environment_drop.clear();
+            for (const auto &x : d->as_array()) {
+                const std::string p = x.is_string() ? std::string(x.as_string()) : "";
+                const std::string name = !p.empty() && p.back() == '*' ? p.substr(0, p.size() - 1) : p;
+                bool ok = !name.empty() && name.size() <= 255;
+                for (char ch : name) ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
+                if (!ok) return "requeue.environment_drop: \"" + p.substr(0, 64) + "\" is not a NAME or PREFIX* of [A-Za-z0-9_]";
+                cfg.environment_drop.push_back(p);
+            }
+        }
         if (auto *m = r.if_contains("min_uid")) {
             if (!get_int(c, "requeue.min_uid", *m, 1, 4294967294LL, n)) return c.err;
             cfg.min_uid = n;

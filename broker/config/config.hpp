@@ -49,6 +49,11 @@ struct ReceiptKeys {
     bool on() const { return !key.empty(); }
 };
 
+// The site policy's default for a job's environment: names that belong to
+// the job, the host or Slurm, never replayed into a later attempt (a
+// trailing * matches a prefix).
+std::vector<std::string> default_environment_drop();
+
 struct BrokerConfig {
     std::string listen_host = "127.0.0.1";
     unsigned short listen_port = 8443;
@@ -92,6 +97,9 @@ struct BrokerConfig {
     std::vector<Peer> peers;
     // Submitting as a job's owner: never uid 0 or the SlurmUser, never below this.
     long long min_uid = 1000;
+    // Names of the submitter's environment never replayed into a later
+    // attempt (requeue.environment_drop; NAME or PREFIX*).
+    std::vector<std::string> environment_drop = default_environment_drop();
     // The checkpoint interval of runs with --shardnet-ckpt-every=auto
     // (doc/checkpoint-policy.md): the site's priors while the broker's own
     // history is thin, and the bounds on what it computes.

@@ -20,6 +20,7 @@
 #include "common/safe_path.hpp"
 #include "broker/service.hpp"
 #include "broker/api/api_util.hpp"
+#include "broker/recovery/job_environment.hpp"
 #include "broker/slurm/job_options.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
@@ -29,24 +30,6 @@ namespace shardnet::broker {
 namespace json = boost::json;
 using namespace detail;
 
-namespace {
-
-// Where batch scripts go on their way into and out of Slurm: beside the
-// broker's database, a directory of the broker's own (made 0700 if missing;
-// a symlink, another owner or a wider mode is refused, not repaired).
-std::string decisions_dir(const std::string &database, std::string &err) {
-    const std::string dir = std::filesystem::path(database).parent_path().string() + "/decisions";
-    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) { err = "cannot make " + dir + ": " + std::strerror(errno); return ""; }
-    struct stat st;
-    if (lstat(dir.c_str(), &st) != 0) { err = "cannot stat " + dir + ": " + std::strerror(errno); return ""; }
-    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
-        err = dir + " is not a directory of the broker's own with mode 0700 (a symlink, another owner or a wider mode)";
-        return "";
-    }
-    return dir;
-}
-
-}  // namespace
 
 void Service::capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
                            const std::string &ckpt_dir, int interval, const std::string &ckpt_every) {
@@ -105,7 +88,7 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
     spec["options"] = std::move(options);
     if (!uncarried.empty()) spec["uncarried"] = json::value_from(uncarried);
     std::string err;
-    const std::string dir = decisions_dir(cfg_.database, err);
+    const std::string dir = private_dir(cfg_.database, err);
     if (dir.empty()) { log_warn("job spec not captured", run, err); return std::nullopt; }
     const std::string path = dir + "/" + run + ".attempt-" + std::to_string(attempt) + ".job.sh";
     unlink(path.c_str());
@@ -187,8 +170,22 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
     if (!workdir.empty()) argv.push_back("--chdir=" + workdir);
     // Every attempt writes where the first did: after what the earlier ones wrote, never over it.
     if (!output.empty()) argv.push_back("--output=" + output), argv.push_back("--open-mode=append");
+    // The submitter's environment, as attempt 1's batch step had it: into
+    // the job only (--export-file on a descriptor), never sbatch's own.
+    RunAs run_as{as.uid, as.gid, script, std::nullopt};
+    {
+        std::string why;
+        const std::string dir = private_dir(cfg_.database, why);
+        if (auto env = dir.empty() ? std::nullopt : read_environment_file(dir, run, why)) {
+            run_as.fd3 = std::move(*env);
+            argv.insert(argv.begin() + 2, "--export-file=3");
+        } else if (!why.empty()) {
+            err = "the run's kept environment cannot be read: " + why;
+            return 0;
+        }
+    }
     std::string out;
-    const int rc = slurm_->change_as(conf, argv, RunAs{as.uid, as.gid, script}, out);
+    const int rc = slurm_->change_as(conf, argv, run_as, out);
     if (rc != 0) {
         while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
         err = "sbatch on " + cluster + " (as uid " + std::to_string(as.uid) + ") failed: " + out.substr(0, 300);

@@ -8,6 +8,7 @@
 #include <netdb.h>
 #include <grp.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <pwd.h>
 #include <spawn.h>
 #include <sstream>
@@ -113,16 +114,27 @@ int run_slurm_as(const std::string &slurm_conf, const std::vector<std::string> &
     std::string conf = "SLURM_CONF=" + slurm_conf;
     std::string home = std::string("HOME=") + (res ? pw.pw_dir : "/");
     std::vector<char *> env{conf.data(), const_cast<char *>("PATH=/usr/bin:/bin"), home.data(), nullptr};
+    // The third input, in memory (a file the user cannot see or swap).
+    int extra = -1;
+    if (as.fd3) {
+        extra = memfd_create("shardnet-fd3", MFD_CLOEXEC);
+        if (extra < 0) return -1;
+        if (write(extra, as.fd3->data(), as.fd3->size()) != ssize_t(as.fd3->size()) || lseek(extra, 0, SEEK_SET) != 0) {
+            close(extra);
+            return -1;
+        }
+    }
     int in[2], o[2];
-    if (pipe2(in, O_CLOEXEC) != 0) return -1;
-    if (pipe2(o, O_CLOEXEC) != 0) { close(in[0]); close(in[1]); return -1; }
+    if (pipe2(in, O_CLOEXEC) != 0) { if (extra >= 0) close(extra); return -1; }
+    if (pipe2(o, O_CLOEXEC) != 0) { close(in[0]); close(in[1]); if (extra >= 0) close(extra); return -1; }
     const pid_t pid = fork();
-    if (pid < 0) { close(in[0]); close(in[1]); close(o[0]); close(o[1]); return -1; }
+    if (pid < 0) { close(in[0]); close(in[1]); close(o[0]); close(o[1]); if (extra >= 0) close(extra); return -1; }
     if (pid == 0) {
         if (dup2(in[0], 0) < 0 || dup2(o[1], 1) < 0 || dup2(o[1], 2) < 0) _exit(126);
+        if (extra >= 0 && (extra == 3 ? fcntl(3, F_SETFD, 0) : dup2(extra, 3)) < 0) _exit(126);
         // The user's command gets none of the broker's descriptors (its
         // sockets, its database), and cannot keep its port past a crash.
-        if (close_range(3, ~0U, 0) != 0) _exit(126);
+        if (close_range(extra >= 0 ? 4 : 3, ~0U, 0) != 0) _exit(126);
         if (setgroups(std::size_t(ngroups), groups.data()) != 0 || setresgid(gid_t(as.gid), gid_t(as.gid), gid_t(as.gid)) != 0 ||
             setresuid(uid_t(as.uid), uid_t(as.uid), uid_t(as.uid)) != 0)
             _exit(126);
@@ -131,6 +143,7 @@ int run_slurm_as(const std::string &slurm_conf, const std::vector<std::string> &
     }
     close(in[0]);
     close(o[1]);
+    if (extra >= 0) close(extra);
     // The script is small (a few MB at most) but can pass the pipe's size.
     return collect(pid, in[1], as.input, o[0], 65536, out);
 }

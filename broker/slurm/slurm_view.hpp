@@ -30,6 +30,9 @@ int run_slurm(const std::string &slurm_conf, std::vector<std::string> argv, std:
 struct RunAs {
     long long uid = -1, gid = -1;
     std::string input;
+    // Given to the command on descriptor 3 (sbatch --export-file=3: the
+    // job's environment, never the command's own); none when nullopt.
+    std::optional<std::string> fd3;
 };
 int run_slurm_as(const std::string &slurm_conf, const std::vector<std::string> &argv, const RunAs &as, std::string &out);
 

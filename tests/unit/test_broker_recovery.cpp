@@ -8,6 +8,7 @@
 #include <thread>
 #include <doctest/doctest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include "tests/unit/fakes/service_fixture.hpp"
 
@@ -463,4 +464,47 @@ TEST_CASE("a survivor's failed rank is looked into at once: its peer's dead node
     REQUIRE(ServiceFixture::until([&] { return g.slurm->count("scontrol", "-o") >= 1; }));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     CHECK(g.state("r1") == "RUNNING");
+}
+
+TEST_CASE("the submitter's environment: checked whole, filtered, kept root-only, replayed into the next attempt only") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    auto post = [&](const std::string &body) { return f.call("POST", "/v1/runs/r1/environment", body); };
+    // Malformed: refused whole, naming the entry.
+    auto r = post(R"({"attempt":1,"environment":["GOOD=1","BAD\u0000=x"]})");
+    CHECK(r.status == 400);
+    CHECK(r.body.find("environment[1]") != std::string::npos);
+    CHECK(post(R"({"attempt":1,"environment":["1X=1"]})").status == 400);
+    CHECK(post(R"({"attempt":1,"environment":["A=1","A=2"]})").status == 400);
+    CHECK(post(R"({"attempt":1,"environment":"A=1"})").status == 400);
+    CHECK(post(R"({"attempt":1,"environment":["A=1"],"extra":1})").status == 400);
+    CHECK(post(R"({"attempt":2,"environment":["A=1"]})").status == 409);   // not the current attempt
+    // Kept: the job's own names, not Slurm's, the job's rendezvous or the host's.
+    r = post(R"({"attempt":1,"environment":["MYVAR=kept-42","SLURM_JOB_ID=7","SBATCH_PARTITION=x","HOSTNAME=n1","PATH=/opt/x/bin:/usr/bin","SPANK_SHARDNET=r1","EMPTY="]})");
+    REQUIRE(r.status == 200);
+    auto a = boost::json::parse(r.body).as_object();
+    CHECK(a.at("variables").to_number<int>() == 3);
+    CHECK(a.at("dropped").to_number<int>() == 4);
+    CHECK(r.body.find("kept-42") == std::string::npos);   // never a value in an answer
+    struct stat st;
+    const std::string file = f.dir + "/decisions/r1.environment";
+    REQUIRE(stat(file.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    // The first attempt's stands.
+    r = post(R"({"attempt":1,"environment":["MYVAR=other"]})");
+    CHECK(r.status == 200);
+    CHECK(r.body.find(R"("kept":false)") != std::string::npos);
+    // A requeue submits with it on descriptor 3, sbatch's own environment untouched.
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    std::vector<FakeSlurm::Seen> sbatch;
+    for (const auto &c : f.slurm->changes())
+        if (c.argv[0] == "sbatch") sbatch.push_back(c);
+    REQUIRE(sbatch.size() == 1);
+    CHECK(has(sbatch[0].argv, "--export-file=3"));
+    REQUIRE(sbatch[0].as.fd3);
+    static const char kept[] = "MYVAR=kept-42\0PATH=/opt/x/bin:/usr/bin\0EMPTY=\0";
+    CHECK(*sbatch[0].as.fd3 == std::string(kept, sizeof kept - 1));
 }

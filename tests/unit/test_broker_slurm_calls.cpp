@@ -82,14 +82,19 @@ TEST_CASE("run_slurm and run_slurm_as: output, exit status, input larger than a 
     // answer is kept up to 64 KB.
     const std::string big(1 << 20, 'x');
     out.clear();
-    CHECK(run_slurm_as("/c", {"wc", "-c"}, RunAs{1, 1, big}, out) == 0);
+    CHECK(run_slurm_as("/c", {"wc", "-c"}, RunAs{1, 1, big, {}}, out) == 0);
     CHECK(out == "1048576\n");
     out.clear();
-    CHECK(run_slurm_as("/c", {"id", "-u"}, RunAs{1, 1, ""}, out) == 0);
+    CHECK(run_slurm_as("/c", {"id", "-u"}, RunAs{1, 1, "", {}}, out) == 0);
     CHECK(out == "1\n");
     out.clear();
-    CHECK(run_slurm_as("/c", {"cat"}, RunAs{1, 1, big}, out) == 0);
+    CHECK(run_slurm_as("/c", {"cat"}, RunAs{1, 1, big, {}}, out) == 0);
     CHECK(out.size() >= 65536);
     CHECK(out.size() < 65536 + 4096);
-    CHECK(run_slurm_as("/c", {"id"}, RunAs{0, 0, ""}, out) == -1);   // never as root
+    CHECK(run_slurm_as("/c", {"id"}, RunAs{0, 0, "", {}}, out) == -1);   // never as root
+    // A third input on descriptor 3 (sbatch --export-file=3), and no other
+    // of the broker's descriptors.
+    out.clear();
+    CHECK(run_slurm_as("/c", {"sh", "-c", "cat <&3; ls /proc/self/fd | wc -l"}, RunAs{1, 1, "", std::string("A=1\0B=2", 7)}, out) == 0);
+    CHECK(out == std::string("A=1\0B=2", 7) + "5\n");   // 0, 1, 2, 3 and ls's own directory
 }
