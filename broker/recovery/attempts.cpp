@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "common/http_client.hpp"
+#include "common/job_options.hpp"
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 #include "broker/service.hpp"
@@ -81,6 +82,15 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
     // Every option that shaped the job (partition, account, limits, GPUs,
     // name, ...), as Slurm recorded it: attempt N is submitted with them.
     // What a new job cannot be (a dependency, an array task) is named.
+    // Slurm 22.05's squeue --json prints no cpus_per_task (always null);
+    // its format field does.
+    if (auto *c = record.if_contains("cpus_per_task"); !c || c->is_null()) {
+        std::string cpt;
+        if (slurm_->fresh(conf, {"squeue", "-h", "-j", std::to_string(job), "-O", "cpus-per-task:12"}, cpt) == 0) {
+            while (!cpt.empty() && (cpt.back() == '\n' || cpt.back() == ' ')) cpt.pop_back();
+            if (auto n = parse_int(cpt, 1, 65533)) record["cpus_per_task"] = *n;
+        }
+    }
     json::object options;
     std::vector<std::string> uncarried;
     read_job_options(record, options, uncarried);
@@ -177,6 +187,19 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
         std::string why;
         const std::string dir = private_dir(cfg_.database, why);
         if (auto env = dir.empty() ? std::nullopt : read_environment_file(dir, run, why)) {
+            // With --export-file, Slurm 22.05 hands the SPANK options to the
+            // batch step under another name, which the plugin there does not
+            // read: they go in again as their SHARDNET_* fallbacks (after
+            // the user's, which the site policy dropped: ours stand).
+            for (const auto &a : argv) {
+                if (a.rfind("--shardnet", 0) != 0) continue;
+                const auto eq = a.find('=');
+                const std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+                for (int o = 0; o < static_cast<int>(Opt::count); ++o)
+                    if (name == opt_spec(static_cast<Opt>(o)).name && eq != std::string::npos)
+                        *env += std::string(opt_spec(static_cast<Opt>(o)).env) + "=" + a.substr(eq + 1) + '\0';
+            }
+            *env += "SHARDNET_ATTEMPT=" + std::to_string(to) + '\0';
             run_as.fd3 = std::move(*env);
             argv.insert(argv.begin() + 2, "--export-file=3");
         } else if (!why.empty()) {

@@ -93,6 +93,7 @@ MailProg=/bin/true
 PlugStackConfig=$dir/plugstack.conf
 NodeName=${cluster}[1-$NODES] NodeHostname=$host NodeAddr=127.0.0.1 Port=${node_ports[0]}-${node_ports[-1]} CPUs=2 RealMemory=1000 State=UNKNOWN
 PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+PartitionName=second Nodes=ALL MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
     chmod 644 "$dir/slurm.conf"
     echo "export SLURM_CONF=$dir/slurm.conf" > "$dir/env"

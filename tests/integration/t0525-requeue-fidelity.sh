@@ -1,0 +1,56 @@
+#!/bin/bash
+# Issue 27: attempt N is the job that was submitted. A job with a
+# partition, a time limit and a minimum, memory, CPUs per task, a name, a
+# nice value, a comment, an error file and a variable of the submitter's
+# environment loses a node on beta and is requeued on alpha: attempt 2's
+# record in Slurm carries the same options, its task sees the variable (not
+# the names of Slurm's or the host's), and the output file holds both
+# attempts with a marker line between them.
+. "$(dirname "$0")/lib.sh"
+start_broker 600
+for c in alpha beta; do plugstack $c "broker=$BROKER_URL worker_key_file=$WORKER_KEY_FILE heartbeat_min=1"; done
+cat > "$WORK/fid.sh" <<'SH'
+#!/bin/bash
+echo "attempt=$SHARDNET_ATTEMPT rank=$SHARDNET_RANK MYVAR=${MYVAR-unset} PATH=$PATH SBATCH_X=${SBATCH_X-unset} job=$SLURM_JOB_ID"
+for s in $(seq 1 600); do echo $s > "$SHARDNET_PROGRESS"; sleep 0.5; done
+SH
+chmod 755 "$WORK/fid.sh"
+record() {  # CLUSTER JOB [FIRST-JOB] -> the fields a requeue must keep, one line (%j of the error file: the first job)
+    slurm "$1" squeue --json | /usr/bin/python3 -c '
+import json, sys
+j = next(j for j in json.load(sys.stdin)["jobs"] if j["job_id"] == int(sys.argv[1]))
+c = j["comment"].split(" shardnet-decision:")[0]
+print(j["partition"], j["time_limit"], j["time_minimum"], j["memory_per_node"], j["tasks_per_node"],
+      j["name"], j["nice"], repr(c), j["requeue"], j["standard_error"].replace("%j", sys.argv[2]).rsplit("/", 1)[-1],
+      sys.argv[3].strip())' "$2" "${3:-$2}" "$(slurm "$1" squeue -h -j "$2" -O cpus-per-task:12)"
+}
+j=$(cd "$WORK" && runuser -u "$TEST_USER" -- env SLURM_CONF="$SCRATCH/beta/slurm.conf" PATH=/usr/bin:/bin:/opt/fid/bin MYVAR=kept-42 \
+    sbatch --parsable -N2 --ntasks-per-node=1 -p second --time=00:20:00 --time-min=00:10:00 --mem=300 --cpus-per-task=2 -J fid-job \
+    --nice=7 --comment="exp 7" --no-requeue -o "$WORK/fid-%j.out" -e "$WORK/fid-%j.err" \
+    --shardnet=fid --shardnet-heartbeat=1 --wrap "srun $WORK/fid.sh")
+wait_for 30 'sum(1 for w in v["workers"] if w["node"].endswith("/0")) == 2' /v1/runs/fid || fail "fid never ran: $(cat "$WORK"/fid-*.err)"
+before=$(record beta "$j")
+"$HARNESS/clusters.sh" kill-node "$SCRATCH" beta beta2
+wait_for 60 'any(e["kind"] == "RECOVERED" for e in v["events"])' /v1/runs/fid/events || fail "no RECOVERED: $(broker_get /v1/runs/fid/events)"
+new=$(broker_get /v1/runs/fid/events | /usr/bin/python3 -c 'import json,sys; print([e["evidence"]["new_job"] for e in json.load(sys.stdin)["events"] if e["kind"] == "PLACEMENT" and "new_job" in e["evidence"]][-1])')
+after=$(record alpha "$new" "$j")
+echo "  attempt 1 (beta/$j):  $before"
+echo "  attempt 2 (alpha/$new): $after"
+[ "$before" = "$after" ] || fail "attempt 2's options differ from attempt 1's"
+grep -q "^second 20 10 300 1 fid-job 7 'exp 7' False fid-$j.err 2$" <<<"$after" || fail "attempt 1's record is not what was submitted: $before"
+ok "attempt 2 on alpha has attempt 1's partition, time, time-min, mem, cpus-per-task, tasks per node, name, nice, comment, no-requeue, error file"
+for _ in $(seq 50); do [ "$(grep -c '^attempt=2' "$WORK/fid-$j.out" 2>/dev/null)" = 2 ] && break; sleep 0.2; done
+grep '^attempt=\|^===' "$WORK/fid-$j.out" | sed 's/^/  /'
+grep -q "^attempt=2 rank=0 MYVAR=kept-42 PATH=/usr/bin:/bin:/opt/fid/bin SBATCH_X=unset" "$WORK/fid-$j.out" \
+    || fail "attempt 2 did not see the submitter's environment: $(grep attempt= "$WORK/fid-$j.out")"
+grep -q "^=== shardnet: attempt 2 of fid on alpha, job $new ===$" "$WORK/fid-$j.out" || fail "no marker line before attempt 2"
+[ "$(grep -c '^attempt=1' "$WORK/fid-$j.out")" = 2 ] || fail "attempt 1's lines are gone: $(cat "$WORK/fid-$j.out")"
+ok "attempt 2 sees MYVAR and the submitter's PATH; both attempts in fid-$j.out, the marker between them"
+grep -q '"the job.s environment kept".*"run":"fid"' "$WORK/broker.log" || grep -q '"msg":"the job.s environment kept"' "$WORK/broker.log" \
+    || fail "the broker did not keep the environment: $(grep -i environment "$WORK/broker.log" | tail -3)"
+! grep -rq "kept-42" "$WORK/broker.log" || fail "a value of the environment reached the broker's log"
+[ "$(stat -c %a "$WORK/decisions/fid.environment")" = 600 ] || fail "the kept environment is not 0600"
+ok "kept root-only (0600), no value in the log"
+slurm alpha scancel "$new"
+"$HARNESS/clusters.sh" start-node "$SCRATCH" beta beta2
+for _ in $(seq 150); do slurm beta sinfo -h -n beta2 -o %T | grep -qx idle && break; sleep 0.2; done
