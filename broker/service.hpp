@@ -244,12 +244,13 @@ private:
     // It also starts watching the allocation's other nodes (WorkerTable::watch):
     // a node that dies before any worker there reported is a failure too.
     void capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                      const std::string &ckpt_dir, int interval, const std::string &ckpt_every = "");
+                      const std::string &ckpt_dir, int interval, const std::string &ckpt_every = "", long long max_attempts = 0);
     // Idle nodes of every local cluster joined with their descriptors.
     // nodelist, batch_host: the job's allocation as Slurm names it, when asked.
     std::optional<Store::JobSpecRow> capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
                                                       long long job, const std::string &ckpt_dir, std::string *nodelist = nullptr,
-                                                      std::string *batch_host = nullptr, const std::string &ckpt_every = "");
+                                                      std::string *batch_host = nullptr, const std::string &ckpt_every = "",
+                                                      long long max_attempts = 0);
     std::vector<ClusterOffer> local_offers(const std::string &ckpt_dir);
     // Nodes the detector saw down, offered to no placement until the time
     // kept (detector.quarantine_seconds); "cluster/node" keys.

@@ -72,6 +72,7 @@ std::string encode_agent_config(const AgentConfig &c, std::string &out) {
     if (!c.ckpt_dir.empty()) kv("ckpt_dir", c.ckpt_dir);
     kv("world", std::to_string(c.world));
     if (!c.ckpt_every.empty()) kv("ckpt_every", c.ckpt_every);
+    if (c.max_attempts > 0) kv("max_attempts", std::to_string(c.max_attempts));
     for (const auto &r : c.ranks) kv("rank", std::to_string(r.rank) + ":" + std::to_string(r.local_rank));
     if (err.empty() && !c.token.empty()) err = agent_config_value_error("token", c.token);
     if (!err.empty()) return "agent config refused: " + err;
@@ -112,6 +113,7 @@ std::string AgentConfigParser::feed(const std::string &line) {
         c.world = unsigned(*n);
     }
     else if (k == "ckpt_every") c.ckpt_every = v;
+    else if (k == "max_attempts") { auto n = num(1, 1000); if (!n) return "bad max_attempts"; c.max_attempts = int(*n); }
     else if (k == "attempt") { auto n = num(1, 1000000); if (!n) return "bad attempt"; c.attempt = unsigned(*n); }
     else if (k == "job") { auto n = num(0, 0xffffffffLL); if (!n) return "bad job"; c.job = (unsigned long)*n; }
     else if (k == "interval") { auto n = num(1, 86400); if (!n) return "bad interval"; c.interval = int(*n); }

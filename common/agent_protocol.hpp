@@ -47,6 +47,7 @@ struct AgentConfig {
     // keeps it. With "auto" the broker computes the interval; the agent
     // asks for it in each heartbeat and writes it for the trainer.
     std::string ckpt_every;
+    int max_attempts = 0;      // the job's --shardnet-max-attempts (0: none); the batch step reports it
     bool ckpt_auto() const { return ckpt_every == "auto"; }
     std::vector<AgentRank> ranks;
 };

@@ -13,6 +13,7 @@ constexpr OptSpec kSpecs[] = {
     {"shardnet-heartbeat", "SHARDNET_HEARTBEAT", "SECONDS", "Heartbeat interval in seconds (site bounds apply)"},
     {"shardnet-resume", "SHARDNET_RESUME", "CHECKPOINT|latest", "Resume from a sealed checkpoint (name, absolute path or latest)"},
     {"shardnet-requeue", "SHARDNET_REQUEUE", "federated|local|off", "Where a failed run may be requeued"},
+    {"shardnet-max-attempts", "SHARDNET_MAX_ATTEMPTS", "N", "Attempts a run may use at most; with all used, a failure ends it FAILED"},
 };
 }  // namespace
 
@@ -50,6 +51,9 @@ std::string check_option(Opt o, const std::string &v, const PlugstackConfig &cfg
     case Opt::requeue:
         if (v == "federated" || v == "local" || v == "off") return "";
         return "expected federated, local or off";
+    case Opt::max_attempts:
+        if (parse_int(v, 1, 1000)) return "";
+        return "expected a number of attempts from 1 to 1000";
     case Opt::count: break;
     }
     return "unknown option";
@@ -73,6 +77,7 @@ std::string resolve_job_options(const JobOptionsRaw &raw, const PlugstackConfig 
         case Opt::requeue:
             out.requeue = v == "local" ? Requeue::local : v == "off" ? Requeue::off : Requeue::federated;
             break;
+        case Opt::max_attempts: out.max_attempts = static_cast<int>(*parse_int(v, 1, 1000)); break;
         case Opt::count: break;
         }
     }

@@ -10,7 +10,7 @@ namespace shardnet {
 
 // Each user-facing option: its name without "--", the SHARDNET_* variable
 // that stands in for it when the command line does not give it, and help.
-enum class Opt { run, ckpt_dir, ckpt_every, heartbeat, resume, requeue, count };
+enum class Opt { run, ckpt_dir, ckpt_every, heartbeat, resume, requeue, max_attempts, count };
 struct OptSpec { const char *name; const char *env; const char *arginfo; const char *usage; };
 const OptSpec &opt_spec(Opt o);
 
@@ -30,6 +30,7 @@ struct JobOptions {
     int heartbeat = 0;
     std::string resume;       // "", "latest", a checkpoint name or an absolute path
     Requeue requeue = Requeue::federated;
+    int max_attempts = 0;     // the run's attempts at most (0: no budget of its own)
 };
 
 // "" when value is acceptable for option o under cfg, else the reason.

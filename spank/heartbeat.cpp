@@ -126,6 +126,8 @@ std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &r
     if (c.step == "batch" && !c.ckpt_dir.empty()) hb["ckpt_dir"] = c.ckpt_dir;
     hb["prelimit_signalled"] = prelimit_signalled;
     if (!c.ckpt_every.empty()) hb["ckpt_every"] = c.ckpt_every;
+    // The run's attempt budget: only the batch step says it (kept with the job's spec).
+    if (c.step == "batch" && c.max_attempts > 0) hb["max_attempts"] = c.max_attempts;
     if (c.ckpt_auto()) hb["policy"] = policy;
     hb["ranks"] = std::move(rs);
     return boost::json::serialize(hb);

@@ -15,10 +15,10 @@ using ec_t = boost::system::error_code;
 
 // The keys the broker reads; each key is looked up once, when it ends.
 enum Key { k_other, k_run, k_node, k_state, k_step, k_cluster, k_requeue, k_attempt, k_interval, k_job, k_ranks,
-           k_checkpointing, k_exit, k_code, k_signal, k_ckpt_dir, k_policy, k_ckpt_every, k_rank, k_time };
+           k_checkpointing, k_exit, k_code, k_signal, k_ckpt_dir, k_policy, k_ckpt_every, k_rank, k_time, k_max_attempts };
 constexpr std::string_view kKeyNames[] = {"", "run", "node", "state", "step", "cluster", "requeue", "attempt", "interval",
                                           "job", "ranks", "checkpointing", "exit", "code", "signal", "ckpt_dir", "policy", "ckpt_every",
-                                          "rank", "time"};
+                                          "rank", "time", "max_attempts"};
 
 // k's size is N - 1 already: a comparison of known length, inlined.
 template <std::size_t N>
@@ -34,6 +34,7 @@ Key key_of(std::string_view k) {
     case 7: return same(k, "attempt") ? k_attempt : same(k, "cluster") ? k_cluster : same(k, "requeue") ? k_requeue : k_other;
     case 8: return same(k, "interval") ? k_interval : same(k, "ckpt_dir") ? k_ckpt_dir : k_other;
     case 10: return same(k, "ckpt_every") ? k_ckpt_every : k_other;
+    case 12: return same(k, "max_attempts") ? k_max_attempts : k_other;
     case 13: return same(k, "checkpointing") ? k_checkpointing : k_other;
     default: return k_other;
     }
@@ -77,7 +78,7 @@ struct Reader {
         switch (key) {
         case k_run: case k_node: case k_state: case k_step: case k_cluster: case k_requeue: case k_ckpt_dir: case k_ckpt_every:
             return fail(kKeyNames[key], "expected a string");
-        case k_attempt: case k_interval: case k_job: case k_policy: return fail(kKeyNames[key], "expected an integer");
+        case k_attempt: case k_interval: case k_job: case k_policy: case k_max_attempts: return fail(kKeyNames[key], "expected an integer");
         case k_ranks: return fail("ranks", "expected an array");
         default: return;
         }
@@ -96,6 +97,7 @@ struct Reader {
             if (key == k_interval) return bounded(v, 1, 86400, hb.interval);
             if (key == k_job) return bounded(v, 0, 1LL << 40, hb.job);
             if (key == k_policy) { long long p = 0; bounded(v, 0, 1LL << 40, p); hb.policy = p; return; }
+            if (key == k_max_attempts) return bounded(v, 1, 1000, hb.max_attempts);
             if (key == k_other) return;   // a field the broker does not read
             return wrong_kind();
         case rank_object:

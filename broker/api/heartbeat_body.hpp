@@ -30,6 +30,7 @@ struct HeartbeatBody {
     // The checkpoint policy version the agent's trainer has (0: none yet);
     // present only for a job with --shardnet-ckpt-every=auto.
     std::optional<long long> policy;
+    long long max_attempts = 0;   // the job's --shardnet-max-attempts (batch step; 0: none)
 
     HeartbeatBody() = default;
     HeartbeatBody(const HeartbeatBody &) = delete;

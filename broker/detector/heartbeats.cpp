@@ -158,7 +158,9 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
             std::lock_guard<std::mutex> lock(specs_mu_);
             fresh = specs_seen_.insert(run_key + '\n' + std::to_string(attempt)).second;
         }
-        if (fresh) capture_spec(run_key, attempt, std::string(cluster), job, std::string(hb.ckpt_dir), int(interval), std::string(hb.ckpt_every));
+        if (fresh)
+            capture_spec(run_key, attempt, std::string(cluster), job, std::string(hb.ckpt_dir), int(interval), std::string(hb.ckpt_every),
+                         hb.max_attempts);
     }
 
     // A step's rank that failed: the first one is who a FAILED run names,

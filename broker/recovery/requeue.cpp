@@ -123,6 +123,20 @@ void Service::requeue(const Fault &fault, int tries) {
         const std::string comment = nonce.empty() ? id : id + ":" + nonce;
         const long long spec_uid = spec.if_contains("uid") && spec.at("uid").is_int64() ? spec.at("uid").as_int64() : -1;
         const long long spec_nodes = spec.if_contains("nodes") && spec.at("nodes").is_int64() ? spec.at("nodes").as_int64() : 1;
+        // The run's attempt budget (--shardnet-max-attempts): with every
+        // attempt used, this failure is the run's end.
+        if (auto *m = spec.if_contains("max_attempts"); m && m->is_int64() && m->as_int64() >= 1 && to > m->as_int64()) {
+            ev["max_attempts"] = m->as_int64();
+            std::string ignored;   // the old attempt's job ends, as on a requeue
+            slurm_->change(cfg_.clusters.at(fault.state.cluster), {"scancel", std::to_string(fault.state.job)}, ignored);
+            const std::string n = std::to_string(m->as_int64());
+            if (record("refused", 0, "FAILED", "attempt budget spent: " + n + " of " + n + " attempts used (--shardnet-max-attempts); "
+                       "not requeued after attempt " + std::to_string(fault.attempt) + "'s fault", RunState::failed)) {
+                std::unique_lock lock(runs_mu_);
+                if (auto it = runs_.find(fault.run); it != runs_.end() && it->second.attempt == fault.attempt) set_state(fault.run, it->second, RunState::failed);
+            }
+            return;
+        }
         // A decision taken up again: its job may run already (sbatch, then
         // the stop). Slurm knows: a job of the owner with the nonce.
         if (resumed && !nonce.empty())

@@ -5,13 +5,14 @@
 # environment loses a node on beta and is requeued on alpha: attempt 2's
 # record in Slurm carries the same options, its task sees the variable (not
 # the names of Slurm's or the host's), and the output file holds both
-# attempts with a marker line between them.
+# attempts with a marker line between them. A run with
+# --shardnet-max-attempts=1 that loses its node ends FAILED instead.
 . "$(dirname "$0")/lib.sh"
 start_broker 600
 for c in alpha beta; do plugstack $c "broker=$BROKER_URL worker_key_file=$WORKER_KEY_FILE heartbeat_min=1"; done
 cat > "$WORK/fid.sh" <<'SH'
 #!/bin/bash
-echo "attempt=$SHARDNET_ATTEMPT rank=$SHARDNET_RANK MYVAR=${MYVAR-unset} PATH=$PATH SBATCH_X=${SBATCH_X-unset} job=$SLURM_JOB_ID"
+echo "attempt=$SHARDNET_ATTEMPT rank=$SHARDNET_RANK MYVAR=${MYVAR-unset} PATH=$PATH job=$SLURM_JOB_ID"
 for s in $(seq 1 600); do echo $s > "$SHARDNET_PROGRESS"; sleep 0.5; done
 SH
 chmod 755 "$WORK/fid.sh"
@@ -41,7 +42,7 @@ grep -q "^second 20 10 300 1 fid-job 7 'exp 7' False fid-$j.err 2$" <<<"$after" 
 ok "attempt 2 on alpha has attempt 1's partition, time, time-min, mem, cpus-per-task, tasks per node, name, nice, comment, no-requeue, error file"
 for _ in $(seq 50); do [ "$(grep -c '^attempt=2' "$WORK/fid-$j.out" 2>/dev/null)" = 2 ] && break; sleep 0.2; done
 grep '^attempt=\|^===' "$WORK/fid-$j.out" | sed 's/^/  /'
-grep -q "^attempt=2 rank=0 MYVAR=kept-42 PATH=/usr/bin:/bin:/opt/fid/bin SBATCH_X=unset" "$WORK/fid-$j.out" \
+grep -q "^attempt=2 rank=0 MYVAR=kept-42 PATH=/usr/bin:/bin:/opt/fid/bin" "$WORK/fid-$j.out" \
     || fail "attempt 2 did not see the submitter's environment: $(grep attempt= "$WORK/fid-$j.out")"
 grep -q "^=== shardnet: attempt 2 of fid on alpha, job $new ===$" "$WORK/fid-$j.out" || fail "no marker line before attempt 2"
 [ "$(grep -c '^attempt=1' "$WORK/fid-$j.out")" = 2 ] || fail "attempt 1's lines are gone: $(cat "$WORK/fid-$j.out")"
@@ -54,3 +55,16 @@ ok "kept root-only (0600), no value in the log"
 slurm alpha scancel "$new"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" beta beta2
 for _ in $(seq 150); do slurm beta sinfo -h -n beta2 -o %T | grep -qx idle && break; sleep 0.2; done
+
+# The attempt budget: one attempt, its node dies: FAILED, nothing submitted.
+j=$(as_user beta sbatch --parsable -N1 -o "$WORK/budget-%j.out" --shardnet=budget --shardnet-heartbeat=1 --shardnet-max-attempts=1 \
+    --wrap "srun $WORK/fid.sh")
+wait_for 30 'any(w["node"].endswith("/0") for w in v["workers"])' /v1/runs/budget || fail "budget never ran"
+victim=$(slurm beta squeue -h -j "$j" -o %N)
+"$HARNESS/clusters.sh" kill-node "$SCRATCH" beta "$victim"
+wait_for 60 'v["state"] == "FAILED"' /v1/runs/budget || fail "budget not FAILED: $(broker_get /v1/runs/budget/events)"
+broker_get /v1/runs/budget/events | grep -q "attempt budget spent: 1 of 1 attempts used" || fail "no budget cause: $(broker_get /v1/runs/budget/events)"
+[ -z "$(slurm alpha squeue -h -u "$TEST_USER"; slurm beta squeue -h -u "$TEST_USER")" ] || fail "a job was submitted past the budget"
+ok "--shardnet-max-attempts=1 and $victim killed: FAILED (attempt budget spent), no new job"
+"$HARNESS/clusters.sh" start-node "$SCRATCH" beta "$victim"
+for _ in $(seq 150); do slurm beta sinfo -h -n "$victim" -o %T | grep -qx idle && break; sleep 0.2; done

@@ -511,3 +511,35 @@ TEST_CASE("the submitter's environment: checked whole, filtered, kept root-only,
     CHECK(sbatch[0].as.fd3->rfind(std::string(kept, sizeof kept - 1), 0) == 0);
     CHECK(sbatch[0].as.fd3->ends_with(std::string("SHARDNET_ATTEMPT=2\0", 19)));
 }
+
+TEST_CASE("--shardnet-max-attempts: a fault after the last attempt ends the run FAILED, nothing submitted") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}});
+    const std::string batch = R"({"run":"r1","attempt":1,"node":"n1","step":"batch","cluster":"c1","job":7,"interval":1,"max_attempts":1,)"
+                              R"("state":"running","ranks":[{"rank":0,"step":3}]})";
+    REQUIRE(f.call("POST", "/v1/heartbeats", batch).status == 204);
+    REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("FAILED: attempt budget spent: 1 of 1 attempts used (--shardnet-max-attempts)") != std::string::npos);
+    CHECK(f.slurm->count("sbatch") == 0);
+    // The budget travels with the run: a requeued attempt is submitted with it.
+    ServiceFixture g({{"c1", kConf}});
+    g.start();
+    put_job(g, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}});
+    std::string two = batch;
+    two.replace(two.find("\"max_attempts\":1"), 16, "\"max_attempts\":2");
+    REQUIRE(g.call("POST", "/v1/heartbeats", two).status == 204);
+    REQUIRE(g.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+    REQUIRE(ServiceFixture::until([&] { return g.slurm->count("scontrol", "show") >= 1; }));
+    kill_node(g, "n2");
+    g.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "RECOVERING"; }));
+    for (const auto &c : g.slurm->changes())
+        if (c.argv[0] == "sbatch") CHECK(has(c.argv, "--shardnet-max-attempts=2"));
+}
