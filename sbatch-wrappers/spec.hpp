@@ -22,6 +22,7 @@ struct JobSpec {
     std::string ckpt_every = "auto";    // N steps or auto
     int heartbeat = 10;
     std::string requeue = "federated";  // federated, local, off
+    int max_attempts = 0;               // attempts at most (0: no budget of its own)
     std::vector<std::string> clusters, regions;
     std::string time_limit;             // Slurm's [D-]HH:MM:SS or minutes
 };

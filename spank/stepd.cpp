@@ -491,6 +491,7 @@ int stepd_task_init(spank_t sp) {
     l.nodes = std::max(1u, item<uint32_t>(sp, S_JOB_NNODES, 1));
     l.attempt = g.attempt;
     l.requeue = g.job && g.job->requeue != Requeue::off;
+    l.max_attempts = g.job ? unsigned(g.job->max_attempts) : 0;
     l.run = g.run;
     l.master_addr = g.master_addr;
     l.master_port = g.master_port;

@@ -7,8 +7,8 @@ namespace shardnet {
 std::vector<std::pair<const char *, std::string>> torch_env(const StepLayout &l) {
     const std::string rank = std::to_string(l.rank), world = std::to_string(l.world);
     // Attempts are numbered up to 1,000,000 (SHARDNET_ATTEMPT): the restarts
-    // still to come while requeue is on.
-    const unsigned max_restarts = l.requeue ? 999999 : 0;
+    // still to come while requeue is on, within the run's budget if it has one.
+    const unsigned max_restarts = !l.requeue ? 0 : l.max_attempts ? (l.max_attempts > l.attempt ? l.max_attempts - l.attempt : 0) : 999999;
     return {
         {"RANK", rank},
         {"LOCAL_RANK", std::to_string(l.local_rank)},

@@ -17,6 +17,7 @@ struct StepLayout {
     unsigned node_index = 0, nodes = 1;   // this node among the step's
     unsigned attempt = 1;
     bool requeue = true;                  // off: no restart will come
+    unsigned max_attempts = 0;            // --shardnet-max-attempts (0: none)
     std::string run, master_addr;
     unsigned master_port = 0;
 };

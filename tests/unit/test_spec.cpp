@@ -35,7 +35,7 @@ TEST_CASE("bad specs name the file, line, column and what was expected") {
     JobSpec s;
     CHECK(parse_spec("command: x\nfabrik: ib\n", "a.yaml", s) ==
           "a.yaml:2:1: fabrik: unknown key (expected name, command, accelerator, gpus, gpus_per_node, gpu_memory_gb, nodes, "
-          "tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, clusters, regions, time_limit)");
+          "tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, clusters, regions, time_limit)");
     s = {};
     CHECK(parse_spec("command: x\ngpus: many\n", "a.yaml", s) == "a.yaml:2:7: gpus: expected an integer");
     s = {};
