@@ -62,6 +62,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     for (auto &a : store_->load_attempts())
         if (auto it = runs_.find(a.run); it != runs_.end()) it->second.jobs[a.attempt] = AttemptJob{a.cluster, a.job, a.world};
     load_policies();
+    load_bad_nodes(wall_now());
     // The workers of live runs are watched again, with a deadline from now:
     // one that died while the broker was down (or as it stopped) still
     // becomes a FAULT, confirmed with Slurm as ever. A worker that reports

@@ -254,7 +254,12 @@ private:
     std::vector<ClusterOffer> local_offers(const std::string &ckpt_dir);
     // Nodes the detector saw down, offered to no placement until the time
     // kept (detector.quarantine_seconds); "cluster/node" keys.
-    void quarantine(const std::string &cluster, const std::string &node, double now);
+    // run and cause: what it faulted, remembered (inventory/bad_nodes.cpp).
+    void quarantine(const std::string &cluster, const std::string &node, double now, const std::string &run = "",
+                    const std::string &cause = "");
+    void load_bad_nodes(double now);
+    void list_bad_nodes(const Reply &reply);
+    void clear_bad_node(const std::string &cluster, const std::string &node, const Reply &reply);
     std::set<std::string> quarantined(double now);   // "cluster/node" held now
     std::mutex quarantine_mu_;
     std::map<std::string, double> quarantine_;

@@ -90,6 +90,10 @@ std::span<const Service::Route> Service::routes() {
         {{"GET", "/v1/nodes", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.get_nodes("", c.reply); }},
         {{"GET", "/v1/nodes/{host}", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) { s.get_nodes(c.p(0), c.reply); }},
+        // Bad-node memory (inventory/bad_nodes.cpp): the site's to read and clear.
+        {{"GET", "/v1/bad-nodes", r_admin, "bad-node memory needs an admin token"}, [](Service &s, const Call &c) { s.list_bad_nodes(c.reply); }},
+        {{"POST", "/v1/bad-nodes/{cluster}/{node}/clear", r_admin, "bad-node memory needs an admin token"},
+         [](Service &s, const Call &c) { s.clear_bad_node(c.p(0), c.p(1), c.reply); }},
         {{"GET", "/v1/clusters", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.list_clusters(c.reply); }},
         // A peer asks for this broker's own clusters only (no fan-out).
         {{"GET", "/v1/capacity", r_user | r_peer | r_admin, "capacity needs a user, peer or admin token"},

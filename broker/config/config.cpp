@@ -179,7 +179,21 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
     if (auto *v = o.if_contains("detector")) {
         if (!v->is_object()) return "detector: expected an object";
         const auto &d = v->as_object();
-        if (!only_keys(c, "detector", d, {"misses", "stall_seconds", "summary_seconds", "quarantine_seconds"})) return c.err;
+        if (!only_keys(c, "detector", d, {"misses", "stall_seconds", "summary_seconds", "quarantine_seconds", "drain_bad_nodes", "drain_faults",
+                                          "drain_window_seconds"}))
+            return c.err;
+        if (auto *x = d.if_contains("drain_bad_nodes")) {
+            if (!x->is_bool()) return "detector.drain_bad_nodes: expected true or false";
+            cfg.drain_bad_nodes = x->as_bool();
+        }
+        if (auto *x = d.if_contains("drain_faults")) {
+            if (!get_int(c, "detector.drain_faults", *x, 1, 1000, n)) return c.err;
+            cfg.drain_faults = int(n);
+        }
+        if (auto *x = d.if_contains("drain_window_seconds")) {
+            if (!get_int(c, "detector.drain_window_seconds", *x, 60, 86400 * 365, n)) return c.err;
+            cfg.drain_window_seconds = int(n);
+        }
         if (auto *x = d.if_contains("quarantine_seconds")) {
             if (!get_int(c, "detector.quarantine_seconds", *x, 0, 86400 * 7, n)) return c.err;
             cfg.quarantine_seconds = int(n);

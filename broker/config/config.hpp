@@ -82,6 +82,10 @@ struct BrokerConfig {
     // offered to no placement for this long: Slurm may list a dead node as
     // idle for tens of seconds (SlurmdTimeout), and a job sent there waits.
     int quarantine_seconds = 600;
+    // After drain_faults node faults within drain_window_seconds, drain the
+    // node in Slurm with a reason (off by default).
+    bool drain_bad_nodes = false;
+    int drain_faults = 3, drain_window_seconds = 86400;
     int slurm_cache_ms = 1000;         // Slurm query answers are reused this long
     int slurm_max_per_second = 20;     // calls to one slurmctld, at most
     std::vector<TokenEntry> tokens;

@@ -85,7 +85,7 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
                                 {probe ? "rank_node" : "batch_node", end.node}};
                 if (first.attempt == end.attempt)
                     ev["first_failure"] = json::object{{"rank", first.rank}, {"node", first.node}, {"exit", exit_words(first.code, first.signal)}};
-                quarantine(end.cluster, node, wall_now());
+                quarantine(end.cluster, node, wall_now(), end.run, "died under the job (" + why + ")");
                 Fault fault{end.run, key, end.attempt, fault_words(FaultKind::silent), w, FaultKind::silent};
                 return raise_fault(fault, "lost: node " + node + " died (" + why + "); " + end.what + " " +
                                    exit_words(end.code, end.signal) + " on " + end.node + " after it, which is not the verdict",

@@ -91,15 +91,6 @@ std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
     return offers;
 }
 
-void Service::quarantine(const std::string &cluster, const std::string &node, double now) {
-    if (cfg_.quarantine_seconds <= 0) return;
-    std::lock_guard<std::mutex> lock(quarantine_mu_);
-    // Bounded: a node is put here only when Slurm or its slurmd says it is
-    // down, but the name comes with a job's heartbeat.
-    if (quarantine_.size() >= 100000 && !quarantine_.count(cluster + "/" + node)) return;
-    quarantine_[cluster + "/" + node] = now + cfg_.quarantine_seconds;
-}
-
 std::set<std::string> Service::quarantined(double now) {
     std::lock_guard<std::mutex> lock(quarantine_mu_);
     std::set<std::string> held;

@@ -15,6 +15,8 @@ struct Sql { const char *name; const char *text; };
 std::span<const Sql> receipt_statements();
 // The checkpoint policy's (store/policy_store.cpp), likewise.
 std::span<const Sql> policy_statements();
+// Bad-node memory's (store/node_fault_store.cpp), likewise.
+std::span<const Sql> node_fault_statements();
 
 // Resets a statement when it goes out of scope: a SELECT stepped to its
 // first row only would otherwise hold its read transaction open (and pin

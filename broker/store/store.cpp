@@ -100,6 +100,10 @@ const char *const kMigrations[] = {
                                     nodes TEXT NOT NULL, cause TEXT NOT NULL,
                                     from_seq INTEGER NOT NULL, from_digest TEXT NOT NULL, PRIMARY KEY (run, attempt));
        ALTER TABLE receipt_keys ADD COLUMN pem TEXT NOT NULL DEFAULT '';)",
+    // 13: bad-node memory: every node fault a run saw (inventory/bad_nodes.cpp).
+    R"(CREATE TABLE node_faults (cluster TEXT NOT NULL, node TEXT NOT NULL, time REAL NOT NULL, run TEXT NOT NULL, cause TEXT NOT NULL);
+       CREATE INDEX node_faults_node ON node_faults (cluster, node, time);
+       CREATE INDEX node_faults_time ON node_faults (time);)",
 };
 
 using sql::Sql;
@@ -181,6 +185,7 @@ Store::Store(const std::string &path, int busy_ms) : path_(path), busy_ms_(busy_
     for (const auto &s : kStatements) prepare(s);
     for (const auto &s : sql::receipt_statements()) prepare(s);
     for (const auto &s : sql::policy_statements()) prepare(s);
+    for (const auto &s : sql::node_fault_statements()) prepare(s);
 }
 
 Store::~Store() {

@@ -149,6 +149,12 @@ public:
     struct PolicyRow { std::string run; long long version = 0, every_steps = 0; double seconds = 0; std::string detail; double updated = 0; };
     void upsert_policy(const PolicyRow &p);
     std::vector<PolicyRow> load_policies();
+    // Bad-node memory (store/node_fault_store.cpp): one row per node fault.
+    struct NodeFaultRow { std::string cluster, node; double time = 0; std::string run, cause; };
+    void add_node_fault(const NodeFaultRow &r);
+    std::vector<NodeFaultRow> node_faults(double since);   // by cluster, node, time
+    long long clear_node_faults(const std::string &cluster, const std::string &node);
+    void forget_node_faults(double before);
 
     // Signed receipts and their log (store/receipt_store.cpp; doc/receipts.md).
     // Each call belongs inside the transaction of the record it attests.

@@ -543,3 +543,75 @@ TEST_CASE("--shardnet-max-attempts: a fault after the last attempt ends the run 
     for (const auto &c : g.slurm->changes())
         if (c.argv[0] == "sbatch") CHECK(has(c.argv, "--shardnet-max-attempts=2"));
 }
+
+TEST_CASE("bad-node memory: a node that faulted one run is left out of the next run's placement, after a restart too; drained after K faults") {
+    ServiceFixture f({{"c1", kConf}});
+    f.cfg.drain_bad_nodes = true;
+    f.cfg.drain_faults = 2;
+    f.start();
+    running_job(f);
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    f.svc->drain();
+    auto list = boost::json::parse(f.call("GET", "/v1/bad-nodes").body).as_object();
+    REQUIRE(list.at("nodes").as_array().size() == 1);
+    const auto &n2 = list.at("nodes").as_array()[0].as_object();
+    CHECK(n2.at("node").as_string() == "n2");
+    CHECK(n2.at("last_run").as_string() == "r1");
+    CHECK(n2.at("held").as_bool());
+    CHECK(f.call("GET", "/v1/bad-nodes", "", "alice-t").status >= 401);   // admins only
+    CHECK(f.slurm->count("scontrol", "update") == 0);                   // one fault: not drained yet
+    // The broker restarts; n2 comes back up in Slurm. Run r2's job loses n1:
+    // its placement has n3, n4 and n2 idle, and n2 is still left out.
+    f.svc.reset();   // its fake Slurm goes with it: the new one is the same cluster, n2 up again
+    f.start([](FakeSlurm &s) {
+        FakeSlurm::Job j;
+        j.id = 8;
+        j.nodes = "n1,n3";
+        j.batch_host = "n1";
+        j.node_count = j.tasks = 2;
+        s.jobs[kConf][8] = j;
+        s.nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "IDLE"}, {"n3", "ALLOCATED"}, {"n4", "IDLE"}, {"n5", "IDLE"}};
+    });
+    REQUIRE(f.beat("r2", 1, "n1", "batch", "c1", 8) == 204);
+    REQUIRE(f.beat("r2", 1, "n1", "0", "c1", 8) == 204);
+    REQUIRE(f.beat("r2", 1, "n3", "0", "c1", 8) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    kill_node(f, "n3");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r2") == "RECOVERING"; }));
+    for (const auto &c : f.slurm->changes())
+        if (c.argv[0] == "sbatch") {
+            INFO(c.argv[4]);
+            CHECK(c.argv[4].find("n2") == std::string::npos);   // --nodelist= leaves n2 out
+        }
+    // Its second fault (n3 has one, n2 one): nothing drained; a second on n3 would be.
+    f.svc->drain();
+    // The admin clears n2: placement may use it again.
+    auto cleared = f.call("POST", "/v1/bad-nodes/c1/n2/clear");
+    CHECK(cleared.status == 200);
+    CHECK(cleared.body.find(R"("cleared_faults":1)") != std::string::npos);
+    f.svc->drain();
+    list = boost::json::parse(f.call("GET", "/v1/bad-nodes").body).as_object();
+    REQUIRE(list.at("nodes").as_array().size() == 1);
+    CHECK(list.at("nodes").as_array()[0].at("node").as_string() == "n3");
+    CHECK(f.call("POST", "/v1/bad-nodes/c1/..%2f/clear").status == 400);
+}
+
+TEST_CASE("bad-node memory: K faults of one node within the window drain it in Slurm with a reason") {
+    ServiceFixture f({{"c1", kConf}});
+    f.cfg.drain_bad_nodes = true;
+    f.cfg.drain_faults = 1;
+    f.start();
+    running_job(f);
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "update") == 1; }));
+    for (const auto &c : f.slurm->changes())
+        if (c.argv[0] == "scontrol" && c.argv[1] == "update") {
+            CHECK(c.argv[2] == "nodename=n2");
+            CHECK(c.argv[3] == "state=drain");
+            CHECK(c.argv[4].rfind("reason=shardnet: 1 faults in 86400 s; last: ", 0) == 0);
+        }
+}

@@ -1,0 +1,126 @@
+// Bad-node memory. A node that faulted a run (Slurm or its slurmd said it
+// was down) is left out of every placement for detector.quarantine_seconds,
+// whichever run asks, and the broker remembers it across its restarts: each
+// fault is a row (store/node_fault_store.cpp). After drain_faults faults
+// within drain_window_seconds the broker drains the node in Slurm, with a
+// reason that says so (detector.drain_bad_nodes, off by default). Admins
+// list the memory and clear a node from it (GET /v1/bad-nodes,
+// POST /v1/bad-nodes/{cluster}/{node}/clear, `shard nodes`).
+#include <boost/json.hpp>
+#include <map>
+
+#include "broker/api/api_util.hpp"
+#include "broker/service.hpp"
+#include "common/parse_util.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+
+namespace {
+constexpr double kKeptSeconds = 30 * 86400.0;   // how long a fault stays listed
+
+// A drain reason Slurm prints as given: printable, short, no quotes.
+std::string reason_text(const std::string &s) {
+    std::string out;
+    for (char c : s) {
+        if (out.size() >= 150) break;
+        out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == '"' || c == '\'') ? ' ' : c;
+    }
+    return out;
+}
+}  // namespace
+
+void Service::quarantine(const std::string &cluster, const std::string &node, double now, const std::string &run, const std::string &cause) {
+    if (cfg_.quarantine_seconds > 0) {
+        std::lock_guard<std::mutex> lock(quarantine_mu_);
+        // Bounded: a node is put here only when Slurm or its slurmd says it is
+        // down, but the name comes with a job's heartbeat.
+        if (quarantine_.size() < 100000 || quarantine_.count(cluster + "/" + node)) quarantine_[cluster + "/" + node] = now + cfg_.quarantine_seconds;
+    }
+    on_store([this, row = Store::NodeFaultRow{cluster, node, now, run, cause.substr(0, 500)}] {
+        long long recent = 0;
+        try {
+            transact([&] { store_->add_node_fault(row); });
+            if (!cfg_.drain_bad_nodes) return;
+            for (const auto &f : store_->node_faults(row.time - cfg_.drain_window_seconds))
+                if (f.cluster == row.cluster && f.node == row.node) ++recent;
+        } catch (const std::exception &e) {
+            log_warn("node fault not remembered: the store refused it", row.run, row.cluster + "/" + row.node + ": " + e.what());
+            return;
+        }
+        if (recent < cfg_.drain_faults || !cfg_.clusters.count(row.cluster)) return;
+        post_guarded(slurm_thread_, "drain a bad node", [this, row, recent] {
+            const std::string reason = reason_text("shardnet: " + std::to_string(recent) + " faults in " +
+                                                   std::to_string(cfg_.drain_window_seconds) + " s; last: " + row.cause);
+            std::string out;
+            const int rc = slurm_->change(cfg_.clusters.at(row.cluster), {"scontrol", "update", "nodename=" + row.node, "state=drain",
+                                                                          "reason=" + reason}, out);
+            log_json(rc == 0 ? "warn" : "error", rc == 0 ? "bad node drained" : "bad node not drained",
+                     json::object{{"cluster", row.cluster}, {"node", row.node}, {"faults", recent}, {"reason", reason},
+                                  {"slurm", out.substr(0, 300)}});
+        });
+    });
+}
+
+void Service::load_bad_nodes(double now) {
+    store_->forget_node_faults(now - kKeptSeconds);
+    if (cfg_.quarantine_seconds <= 0) return;
+    std::lock_guard<std::mutex> lock(quarantine_mu_);
+    for (const auto &f : store_->node_faults(now - cfg_.quarantine_seconds)) {
+        double &until = quarantine_[f.cluster + "/" + f.node];
+        until = std::max(until, f.time + cfg_.quarantine_seconds);
+    }
+}
+
+void Service::list_bad_nodes(const Reply &reply) {
+    on_store(reply, [this](const Reply &reply) {
+        const double now = wall_now();
+        std::map<std::pair<std::string, std::string>, json::object> nodes;
+        for (const auto &f : store_->node_faults(now - kKeptSeconds)) {
+            auto &o = nodes[{f.cluster, f.node}];
+            const long long n = o.contains("faults") ? o["faults"].as_int64() + 1 : 1;
+            o = json::object{{"cluster", f.cluster}, {"node", f.node}, {"faults", n}, {"last", f.time}, {"last_run", f.run}, {"last_cause", f.cause}};
+            if (f.time >= now - cfg_.drain_window_seconds)
+                o["recent_faults"] = (o.contains("recent_faults") ? o["recent_faults"].as_int64() : 0) + 1;
+        }
+        const auto held = quarantined(now);
+        json::array out;
+        for (auto &[key, o] : nodes) {
+            const std::string name = key.first + "/" + key.second;
+            o["held"] = held.count(name) > 0;
+            if (!o.contains("recent_faults")) o["recent_faults"] = 0;
+            {
+                std::lock_guard<std::mutex> lock(quarantine_mu_);
+                if (auto it = quarantine_.find(name); it != quarantine_.end() && it->second > now) o["held_until"] = it->second;
+            }
+            out.push_back(std::move(o));
+        }
+        reply(ok_json(200, json::object{{"nodes", std::move(out)}, {"quarantine_seconds", cfg_.quarantine_seconds},
+                                        {"drain_bad_nodes", cfg_.drain_bad_nodes}, {"drain_faults", cfg_.drain_faults},
+                                        {"drain_window_seconds", cfg_.drain_window_seconds}}));
+    });
+}
+
+void Service::clear_bad_node(const std::string &cluster, const std::string &node, const Reply &reply) {
+    if (!is_safe_name(cluster, 128) || !is_safe_name(node, 128))
+        return reply(error_response(400, "bad_field", "cluster and node: 1-128 of [A-Za-z0-9._-]"));
+    {
+        std::lock_guard<std::mutex> lock(quarantine_mu_);
+        quarantine_.erase(cluster + "/" + node);
+    }
+    on_store(reply, [this, cluster, node](const Reply &reply) {
+        long long n = 0;
+        try {
+            transact([&] { n = store_->clear_node_faults(cluster, node); });
+        } catch (const std::exception &e) {
+            return reply(store_error_response(e));
+        }
+        log_json("info", "bad node cleared", json::object{{"cluster", cluster}, {"node", node}, {"faults", n}});
+        reply(ok_json(200, json::object{{"cluster", cluster}, {"node", node}, {"cleared_faults", n},
+                                        {"note", "placement may use the node again; a node Slurm drains stays drained until an admin resumes it"}}));
+    });
+}
+
+}  // namespace shardnet::broker

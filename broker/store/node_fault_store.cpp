@@ -1,0 +1,58 @@
+// The store's side of bad-node memory (inventory/bad_nodes.cpp): each node
+// fault a run saw, with its cause and time (migration 13), so that the
+// broker remembers across runs, jobs and its own restarts.
+#include <sqlite3.h>
+
+#include "broker/store/sql.hpp"
+#include "broker/store/store.hpp"
+
+namespace shardnet::broker {
+
+using namespace sql;
+
+namespace sql {
+
+std::span<const Sql> node_fault_statements() {
+    static const Sql table[] = {
+        {"add_node_fault", "INSERT INTO node_faults (cluster, node, time, run, cause) VALUES (?,?,?,?,?)"},
+        {"node_faults", "SELECT cluster, node, time, run, cause FROM node_faults WHERE time >= ? ORDER BY cluster, node, time"},
+        {"clear_node_faults", "DELETE FROM node_faults WHERE cluster = ? AND node = ?"},
+        {"forget_node_faults", "DELETE FROM node_faults WHERE time < ?"},
+    };
+    return table;
+}
+
+}  // namespace sql
+
+void Store::add_node_fault(const NodeFaultRow &r) {
+    auto *s = stmt("add_node_fault");
+    Done done{s};
+    Binder(s).text(r.cluster).text(r.node).real(r.time).text(r.run).text(r.cause);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing a node's fault", rc);
+}
+
+std::vector<Store::NodeFaultRow> Store::node_faults(double since) {
+    auto *s = stmt("node_faults");
+    Done done{s};
+    Binder(s).real(since);
+    std::vector<NodeFaultRow> out;
+    while (row(s)) out.push_back(NodeFaultRow{col_text(s, 0), col_text(s, 1), sqlite3_column_double(s, 2), col_text(s, 3), col_text(s, 4)});
+    return out;
+}
+
+long long Store::clear_node_faults(const std::string &cluster, const std::string &node) {
+    auto *s = stmt("clear_node_faults");
+    Done done{s};
+    Binder(s).text(cluster).text(node);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("clearing a node's faults", rc);
+    return sqlite3_changes64(db_);
+}
+
+void Store::forget_node_faults(double before) {
+    auto *s = stmt("forget_node_faults");
+    Done done{s};
+    Binder(s).real(before);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("forgetting old node faults", rc);
+}
+
+}  // namespace shardnet::broker
