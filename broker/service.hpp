@@ -139,6 +139,10 @@ public:
             double time = 0;
         } first_failure{};
         std::set<std::string> failed_nodes{};   // nodes of first_failure.attempt that reported a failed rank
+        // The attempt whose batch end is being judged, or whose failed rank
+        // is being looked into (0: none): one of each at a time, and the
+        // detector leaves the attempt's silent workers to the judgment.
+        long long judging = 0, probing = 0;
         struct RecoveryClock {
             long long to = 0;   // the attempt that recovers (0: none timed)
             std::string tier;
@@ -227,7 +231,7 @@ private:
     // round -1: a rank failed (its node is alive); only a dead node of the
     // attempt is acted on (FAULT), nothing else is decided.
     void judge_batch_end(const BatchEnd &end, int round = 0);
-    void end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now);
+    void end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now, int tries = 0);
     // Work to do again later (a store write that failed), run from tick().
     void retry_later(double delay, const char *what, std::function<void()> fn);
     void run_retries(double now);

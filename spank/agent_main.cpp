@@ -24,6 +24,7 @@
 #include "common/checkpoint_layout.hpp"
 #include "spank/heartbeat.hpp"
 #include "common/http_client.hpp"
+#include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 #include "spank/slurm_query.hpp"
 
@@ -343,11 +344,14 @@ private:
         const std::string path = cfg_.progress_dir + "/job.environment";
         if (::access(path.c_str(), F_OK) != 0 || !read_small_file(path, 800u << 10, text).empty()) { env_reported_ = true; return; }
         boost::json::array list;
-        std::size_t pos = 0;
+        std::size_t pos = 0, skipped = 0;
         while (pos < text.size()) {
             const auto end = text.find('\0', pos);
             if (end == std::string::npos) break;
-            list.emplace_back(std::string_view(text).substr(pos, end - pos));
+            const std::string_view entry = std::string_view(text).substr(pos, end - pos);
+            // JSON carries text: an entry that is not UTF-8 is left out (and counted).
+            if (is_valid_utf8(entry)) list.emplace_back(entry);
+            else ++skipped;
             pos = end + 1;
         }
         HttpRequest req;
@@ -359,6 +363,7 @@ private:
         auto res = client_.send(req);
         if (res.status == 0 || res.status >= 500) return;
         if (!res.ok()) log("the job's environment was refused: HTTP " + std::to_string(res.status) + broker_says(res.body));
+        if (skipped) log(std::to_string(skipped) + " variable(s) of the job's environment are not UTF-8: a requeued attempt will not get them");
         env_reported_ = true;
     }
 

@@ -107,7 +107,7 @@ struct Reader {
         case exit_object:
             if (key == k_code) rank_exit.code = v;
             else if (key == k_signal) rank_exit.signal = v;
-            else if (key == k_time && v > 0) rank_exit.time = double(v);
+            else if (key == k_time && v > 0 && v < 100000000000LL) rank_exit.time = double(v);
             if (hb.ranks != 1) return;
             if (key == k_code) hb.exit_code = v;
             else if (key == k_signal) hb.exit_signal = v;

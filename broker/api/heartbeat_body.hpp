@@ -24,7 +24,7 @@ struct HeartbeatBody {
         long long rank = -1;
         std::optional<long long> code, signal;
         double time = 0;   // 0: the agent did not say
-        bool failed() const { return (code && *code != 0) || signal; }
+        bool failed() const { return (code && *code != 0) || (signal && *signal != 0); }
     };
     std::optional<RankExit> first_failure;
     // The checkpoint policy version the agent's trainer has (0: none yet);

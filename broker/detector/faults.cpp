@@ -23,6 +23,9 @@ void Service::tick(double now) {
             // silent is the recovery itself (its job is being ended), not a
             // new fault (a restarted broker restores and watches them).
             if (it->second.state == RunState::recovering && it->second.recover_to > fault.attempt) continue;
+            // The batch script ended and its end is being judged
+            // (verdict.cpp): the judgment asks Slurm about these workers.
+            if (it->second.judging == fault.attempt) continue;
         }
         confirm(std::move(fault), now);
     }
@@ -112,7 +115,12 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
         {
             std::shared_lock lock(runs_mu_);
             auto it = runs_.find(fault.run);
-            first = it != runs_.end() && it->second.state != RunState::degraded;
+            // Asked again on the store's thread: a verdict written since
+            // (a FAILED, a newer attempt) is not overwritten.
+            if (it == runs_.end() || it->second.attempt != fault.attempt || !transition_allowed(it->second.state, RunState::degraded) ||
+                (it->second.state == RunState::recovering && it->second.recover_to > fault.attempt))
+                return;
+            first = it->second.state != RunState::degraded;
         }
         try {
             transact([&] {

@@ -183,7 +183,20 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     std::optional<BatchEnd> judged;
     if (ended && batch) {
         if (hb.exit_code && *hb.exit_code == 0) final_state = RunState::succeeded, final_cause = "batch script exited 0 on " + std::string(node);
-        else if (hb.exit_code || hb.exit_signal) judged = BatchEnd{run_key, attempt, std::string(node), std::string(cluster), job, hb.exit_code, hb.exit_signal};
+        else if (hb.exit_code || hb.exit_signal) {
+            bool off_and_faulted = false;
+            {
+                std::shared_lock lock(runs_mu_);
+                auto it = runs_.find(run_key);
+                off_and_faulted = it != runs_.end() && it->second.state == RunState::degraded && it->second.requeue == "off";
+            }
+            // A FAULT already said why, and nothing will be requeued: the run ends here.
+            if (off_and_faulted)
+                final_state = RunState::failed,
+                final_cause = "batch script " + (hb.exit_code ? "exited " + std::to_string(*hb.exit_code) : "killed by signal " + std::to_string(*hb.exit_signal)) +
+                              " on " + std::string(node) + " after a FAULT (requeue is off)";
+            else judged = BatchEnd{run_key, attempt, std::string(node), std::string(cluster), job, hb.exit_code, hb.exit_signal};
+        }
     }
     // After this heartbeat's own store write is queued: a verdict is written after the run it ends.
     auto judge = [&] {

@@ -14,6 +14,7 @@
 // (which srun delays until Slurm itself declares the node down).
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
+#include <map>
 
 #include "broker/service.hpp"
 #include "broker/api/api_util.hpp"
@@ -44,72 +45,122 @@ bool Service::note_rank_failure(const std::string &run, long long attempt, const
     const bool news = first.attempt != attempt, earlier = news || (e.time > 0 && (first.time == 0 || e.time < first.time));
     if (news) it->second.failed_nodes.clear();
     if (earlier) first = RunInfo::RankFailure{attempt, e.rank, node, e.code, e.signal, e.time};
-    // A node's first failed rank is looked into once (an agent repeats its ranks' ends).
-    return it->second.failed_nodes.insert(node).second && it->second.failed_nodes.size() <= 64;
+    // A node's first failed rank is looked into once (an agent repeats its
+    // ranks' ends), and a job's word on its nodes is bounded.
+    auto &seen = it->second.failed_nodes;
+    if (seen.size() >= 64 || !seen.insert(node).second) return false;
+    return true;
 }
+
+namespace {
+// The most rounds (a second apart) a batch end waits for a silent worker
+// on a node Slurm says is up: one detector deadline, at most this long.
+constexpr int kMaxJudgeRounds = 60;
+}  // namespace
 
 void Service::judge_batch_end(const BatchEnd &end, int round) {
     const bool probe = round < 0;   // a rank's failure, not the batch script's end: only a dead node is acted on
-    // Still this attempt's question: a FAULT (the detector was quicker), a
-    // cancel or a newer attempt answered it already.
+    // Still this attempt's question: a FAULT, a cancel or a newer attempt
+    // answers it. One judgment (and one probe) of an attempt at a time: the
+    // detector leaves the attempt's silent workers to it meanwhile.
     RunInfo::RankFailure first;
     {
-        std::shared_lock lock(runs_mu_);
+        std::unique_lock lock(runs_mu_);
         auto it = runs_.find(end.run);
         if (it == runs_.end() || it->second.attempt != end.attempt || it->second.state != RunState::running) return;
+        long long &mine = probe ? it->second.probing : it->second.judging;
+        if (round <= 0) {
+            if (mine == end.attempt) return;   // already under way
+            mine = end.attempt;
+        }
         first = it->second.first_failure;
     }
-    // Workers of the attempt on other nodes than the batch script's that
-    // never said they ended; a node of the allocation where none reported
-    // yet (a watch) is asked about once, not waited for.
-    std::vector<std::pair<std::string, WorkerState>> suspects;
-    for (auto &[key, w] : workers_.of_run(end.run, true))
-        if (w.attempt == end.attempt && !w.ended && !w.faulted && node_of(key) != end.node && (round <= 0 || !w.watch_only))
-            suspects.emplace_back(key, w);
+    auto done = [this, run = end.run, probe] {
+        std::unique_lock lock(runs_mu_);
+        if (auto it = runs_.find(run); it != runs_.end()) (probe ? it->second.probing : it->second.judging) = 0;
+    };
     auto conf = cfg_.clusters.find(end.cluster);
-    if (probe && (suspects.empty() || conf == cfg_.clusters.end())) return;
-    if (suspects.empty() || conf == cfg_.clusters.end())
-        return end_failed(end, first.attempt == end.attempt ? &first : nullptr, "", wall_now());
-    detail::post_guarded(slurm_thread_, "classify a batch script's end", [this, end, round, probe, suspects, first, slurm_conf = conf->second] {
+    if (conf == cfg_.clusters.end() || end.job <= 0) {
+        done();
+        if (!probe) end_failed(end, first.attempt == end.attempt ? &first : nullptr, "", wall_now());
+        return;
+    }
+    detail::post_guarded(slurm_thread_, "classify a job's end", [this, end, round, probe, first, done, slurm_conf = conf->second] {
+        // Only the job's own nodes, as Slurm lists them, are suspects (a
+        // job names its workers' nodes itself), one worker each: the
+        // attempt's workers on other nodes than the reporter's that never
+        // said they ended, and its allocation's watched nodes (asked once).
+        std::string why;
+        const auto nodes = job_nodes(end.cluster, end.job, why);
+        const bool unreachable = !nodes && why == "squeue failed";
+        // A job Slurm no longer lists (purged): its workers' nodes, a few.
+        // (A worker the detector found silent meanwhile is one too: it left
+        // the question to this judgment.)
+        std::map<std::string, std::pair<std::string, WorkerState>> suspects;
+        if (!unreachable)
+            for (auto &[key, w] : workers_.of_run(end.run, true)) {
+                const std::string node = node_of(key);
+                if (w.attempt == end.attempt && !w.ended && node != end.node && (nodes ? nodes->count(node) > 0 : suspects.size() < 16) &&
+                    (round <= 0 || !w.watch_only) && (!suspects.count(node) || suspects[node].second.watch_only))
+                    suspects[node] = {key, w};
+            }
+        json::object ev{{"confirmed", true}, {probe ? "rank_exit" : "batch_exit", exit_words(end.code, end.signal)},
+                        {probe ? "rank_node" : "batch_node", end.node}};
+        if (first.attempt == end.attempt)
+            ev["first_failure"] = json::object{{"rank", first.rank}, {"node", first.node}, {"exit", exit_words(first.code, first.signal)}};
+        if (unreachable) {
+            // Slurm does not answer: as the detector does, the broker's own
+            // evidence (a silent worker) is a FAULT, said unconfirmed.
+            for (const auto &[key, w] : workers_.of_run(end.run))
+                if (w.attempt == end.attempt && !w.ended && node_of(key) != end.node) {
+                    done();
+                    ev["confirmed"] = false;
+                    ev["slurmctld"] = why;
+                    Fault fault{end.run, key, end.attempt, fault_words(FaultKind::silent), w, FaultKind::silent};
+                    return raise_fault(fault, "silent while " + end.what + " " + exit_words(end.code, end.signal) + " on " + end.node +
+                                       "; cluster " + end.cluster + " unreachable (" + why + ")", ev, wall_now());
+                }
+            done();
+            if (!probe) end_failed(end, first.attempt == end.attempt ? &first : nullptr, "", wall_now());
+            return;
+        }
         std::string waiting;
         int wait_rounds = 3;
-        for (const auto &[key, w] : suspects) {
-            const std::string node = node_of(key);
+        for (const auto &[node, suspect] : suspects) {
+            const auto &[key, w] = suspect;
             SlurmView v = ask_slurm(*slurm_, slurm_conf, end.job, node);
-            const bool down = v.controller_ok && (node_state_bad(v.node_state) || !v.slurmd_answers);
-            if (down) {
-                const std::string why = v.slurmd_answers ? "Slurm says " + v.node_state : "its slurmd does not answer";
-                json::object ev{{"confirmed", true}, {"node_failure", true}, {"slurm_job_state", v.job_state},
-                                {"slurm_node_state", v.node_state}, {"slurmd_answers", v.slurmd_answers},
-                                {probe ? "rank_exit" : "batch_exit", exit_words(end.code, end.signal)},
-                                {probe ? "rank_node" : "batch_node", end.node}};
-                if (first.attempt == end.attempt)
-                    ev["first_failure"] = json::object{{"rank", first.rank}, {"node", first.node}, {"exit", exit_words(first.code, first.signal)}};
-                quarantine(end.cluster, node, wall_now(), end.run, "died under the job (" + why + ")");
+            if (v.controller_ok && (node_state_bad(v.node_state) || !v.slurmd_answers)) {
+                const std::string dead = v.slurmd_answers ? "Slurm says " + v.node_state : "its slurmd does not answer";
+                ev["node_failure"] = true;
+                ev["slurm_job_state"] = v.job_state;
+                ev["slurm_node_state"] = v.node_state;
+                ev["slurmd_answers"] = v.slurmd_answers;
+                done();
+                quarantine(end.cluster, node, wall_now(), end.run, "died under the job (" + dead + ")");
                 Fault fault{end.run, key, end.attempt, fault_words(FaultKind::silent), w, FaultKind::silent};
-                return raise_fault(fault, "lost: node " + node + " died (" + why + "); " + end.what + " " +
+                return raise_fault(fault, "lost: node " + node + " died (" + dead + "); " + end.what + " " +
                                    exit_words(end.code, end.signal) + " on " + end.node + " after it, which is not the verdict",
                                    ev, wall_now());
             }
             if (!w.watch_only) {
                 if (!waiting.empty()) waiting += ", ";
                 waiting += key;
-                wait_rounds = std::max(wait_rounds, w.interval * cfg_.detector_misses);
+                wait_rounds = std::max(wait_rounds, std::min(w.interval * cfg_.detector_misses, kMaxJudgeRounds));
             }
         }
         // A rank's failure with every other node up: the batch script's
         // end (or the detector) decides.
-        if (probe) return;
+        if (probe) return done();
         // Every suspect's node is up: its agent's last word is late, or
         // lost. Asked again each second, for one detector deadline.
-        if (!waiting.empty() && round < wait_rounds) {
+        if (!waiting.empty() && round < wait_rounds)
             return retry_later(1.0, "classify a batch script's end", [this, end, round] { judge_batch_end(end, round + 1); });
-        }
+        done();
         end_failed(end, first.attempt == end.attempt ? &first : nullptr, waiting, wall_now());
     });
 }
 
-void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now) {
+void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now, int tries) {
     std::string cause;
     json::object ev{{"attempt", end.attempt}, {"batch_exit", exit_words(end.code, end.signal)}, {"batch_node", end.node},
                     {"nodes_alive", true}};
@@ -127,7 +178,7 @@ void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first,
         cause += "; no end reported by " + unreported + ", though Slurm says their nodes are up";
         ev["unreported"] = unreported;
     }
-    on_store([this, end, cause, evidence = json::serialize(ev), now] {
+    on_store([this, end, cause, evidence = json::serialize(ev), now, first = first ? std::optional(*first) : std::nullopt, unreported, tries] {
         std::optional<RunInfo> before;
         {
             std::unique_lock lock(runs_mu_);
@@ -148,7 +199,9 @@ void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first,
         } catch (const std::exception &e) {
             undo_run(end.run, before);
             log_warn("FAILED not written; tried again in 1 s", end.run, e.what());
-            retry_later(1.0, "FAILED retry", [this, end] { judge_batch_end(end, 1000); });
+            if (tries < 600) retry_later(1.0, "FAILED retry", [this, end, first = first ? std::optional(*first) : std::nullopt, unreported, tries] {
+                end_failed(end, first ? &*first : nullptr, unreported, wall_now(), tries + 1);
+            });
         }
     });
 }

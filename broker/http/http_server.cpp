@@ -277,17 +277,20 @@ private:
     }
 
     // The rest of an answer the socket did not take at once. A reader is
-    // judged by progress, not by the size of what it asked for: each write
-    // that moves bytes starts the idle limit (read_timeout_ms) again, so a
-    // large answer reaches a steady reader whole, and one that stops reading
-    // is still cut when no byte has moved for the limit.
-    void write_rest(std::size_t written, bool keep) {
+    // judged by progress, not by the size of what it asked for: every
+    // kProgressBytes it takes start the idle limit (read_timeout_ms) again,
+    // so a large answer reaches a steady reader whole, one that stops
+    // reading is cut when the limit passes, and one that opens its window a
+    // byte at a time to hold the connection is cut as well.
+    static constexpr std::size_t kProgressBytes = 16u << 10;
+    void write_rest(std::size_t written, bool keep, std::size_t since_arm = 0) {
         stream_.async_write_some(asio::buffer(out_) + written,
-                                 [self = this->shared_from_this(), written, keep](beast::error_code ec, std::size_t n) {
+                                 [self = this->shared_from_this(), written, keep, since_arm](beast::error_code ec, std::size_t n) {
                                      if (ec) return self->sent(ec, keep);
                                      if (written + n >= self->out_.size()) return self->sent({}, keep);
-                                     if (n > 0 && !self->linger_) self->arm_deadline();
-                                     self->write_rest(written + n, keep);
+                                     std::size_t moved = since_arm + n;
+                                     if (moved >= kProgressBytes && !self->linger_) self->arm_deadline(), moved = 0;
+                                     self->write_rest(written + n, keep, moved);
                                  });
     }
 

@@ -159,6 +159,7 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
     }
     std::string comment;
     if (auto *c = options.if_contains("comment"); c && c->is_string()) comment = std::string(c->as_string());
+    if (comment.size() > 1024 || has_control_chars(comment)) { err = "job option comment: malformed value"; return 0; }
     options.erase("comment");
     std::vector<std::string> job_options = sbatch_options(options, err);
     if (!err.empty()) return 0;

@@ -30,6 +30,10 @@ void Service::keep_environment(const std::string &id, const ApiRequest &req, con
     std::vector<std::string> env;
     if (!list) return reply(error_response(400, "bad_field", "environment: missing", "environment"));
     if (std::string why = read_environment(*list, env); !why.empty()) return reply(error_response(400, "bad_field", why, "environment"));
+    // Only the first attempt's: a later one's environment is the broker's
+    // replay of it (or, without one, the broker's own), never the user's.
+    if (attempt != 1)
+        return reply(error_response(409, "not_first_attempt", "only attempt 1's environment is kept; later attempts replay it", "attempt"));
     if (auto refused = refuse_attempt_writer(id, who, attempt, world, "environments")) return reply(*refused);
     std::vector<std::string> kept;
     std::size_t dropped = 0;

@@ -18,6 +18,12 @@ namespace shardnet::broker {
 namespace {
 
 bool name_ok(std::string_view n) {
+    // A function bash exports (Lmod's and Environment Modules' module()): BASH_FUNC_NAME%%.
+    if (n.size() > 12 && n.starts_with("BASH_FUNC_") && n.ends_with("%%")) {
+        for (char c : n.substr(10, n.size() - 12))
+            if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == ':')) return false;
+        return true;
+    }
     if (n.empty() || n.size() > 255 || !(std::isalpha(static_cast<unsigned char>(n[0])) || n[0] == '_')) return false;
     for (char c : n)
         if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
@@ -41,7 +47,7 @@ std::string read_environment(const boost::json::value &list, std::vector<std::st
         if (e.find('\0') != std::string::npos) return at + ": has a NUL byte";
         const auto eq = e.find('=');
         if (eq == std::string::npos || !name_ok(std::string_view(e).substr(0, eq)))
-            return at + ": not NAME=VALUE with a name of [A-Za-z_][A-Za-z0-9_]*";
+            return at + ": not NAME=VALUE with a name of [A-Za-z_][A-Za-z0-9_]* (or BASH_FUNC_NAME%%)";
         if (e.size() > kEnvMaxEntry) return at + " (" + e.substr(0, eq) + "): longer than " + std::to_string(kEnvMaxEntry) + " bytes";
         if (!names.insert(e.substr(0, eq)).second) return at + ": " + e.substr(0, eq) + " twice";
         total += e.size() + 1;
@@ -94,6 +100,10 @@ std::string write_environment_file(const std::string &dir, const std::string &ru
     }
     unlink(tmp.c_str());
     return "";
+}
+
+void forget_environment_file(const std::string &dir, const std::string &run) {
+    if (is_safe_name(run)) unlink((dir + "/" + run + ".environment").c_str());
 }
 
 std::optional<std::string> read_environment_file(const std::string &dir, const std::string &run, std::string &err) {

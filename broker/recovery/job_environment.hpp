@@ -32,5 +32,7 @@ std::string private_dir(const std::string &database, std::string &err);
 // NUL-separated entries, mode 0600. read: nullopt when none was kept.
 std::string write_environment_file(const std::string &dir, const std::string &run, const std::vector<std::string> &env, bool &existed);
 std::optional<std::string> read_environment_file(const std::string &dir, const std::string &run, std::string &err);
+// The run ended: its environment (secrets, maybe) is deleted.
+void forget_environment_file(const std::string &dir, const std::string &run);
 
 }  // namespace shardnet::broker

@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 #include <stdexcept>
 
+#include "broker/recovery/job_environment.hpp"
 #include "broker/service.hpp"
 #include "broker/api/api_util.hpp"
 #include "broker/slurm/slurm_view.hpp"
@@ -26,6 +27,11 @@ void Service::store_state(const std::string &run, RunState to, long long attempt
     store_->update_run(run, state_name(to), attempt, now);
     // Every end of a run passes here: its receipt, in the same transaction,
     // once (memory may say final already: the heartbeat's end goes first there).
+    // A run's kept environment goes with its end (its values may be secrets).
+    if (is_final(to)) {
+        std::string ignored;
+        if (const std::string dir = private_dir(cfg_.database, ignored); !dir.empty()) forget_environment_file(dir, run);
+    }
     if (is_final(to) && cfg_.receipts.on() && !store_->has_receipt(run, attempt, "run-ended"))
         write_receipt(receipt::Kind::run_ended, run, attempt, json::object{{"state", state_name(to)}}, {}, now);
 }

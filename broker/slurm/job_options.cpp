@@ -118,7 +118,9 @@ void read_job_options(const json::object &j, json::object &opts, std::vector<std
     if (num(j, "cpus_per_task", n) && n > 0) opts["cpus_per_task"] = std::to_string(n);
     if (num(j, "tasks_per_node", n) && n > 0) opts["ntasks_per_node"] = std::to_string(n);
     if (num(j, "threads_per_core", n) && n > 0) opts["threads_per_core"] = std::to_string(n);
-    if (auto *v = j.if_contains("nice"); v && v->is_int64() && v->as_int64() != 0) opts["nice"] = std::to_string(v->as_int64());
+    // A negative nice is an admin's to give: submitted as the user, it would be refused.
+    if (auto *v = j.if_contains("nice"); v && v->is_int64() && v->as_int64() > 0) opts["nice"] = std::to_string(v->as_int64());
+    else if (v && v->is_int64() && v->as_int64() < 0) uncarried.push_back("nice " + std::to_string(v->as_int64()) + " (an admin's)");
     bool gpus = false;
     if (std::string g = gres_of(str(j, "tres_per_node"), gpus); !g.empty()) opts["gres"] = g;
     if (std::string g = gres_of(str(j, "tres_per_job"), gpus); !g.empty()) {
@@ -148,7 +150,13 @@ void read_job_options(const json::object &j, json::object &opts, std::vector<std
     else if (!shared.empty()) uncarried.push_back("shared " + shared);
     if (auto *v = j.if_contains("requeue"); v && v->is_bool() && !v->as_bool()) opts["no_requeue"] = true;
     if (auto *v = j.if_contains("contiguous"); v && v->is_bool() && v->as_bool()) opts["contiguous"] = true;
-    if (std::string in = str(j, "standard_input"); !in.empty() && in != "/dev/null") opts["input"] = in;
+    if (std::string in = str(j, "standard_input"); !in.empty() && in != "/dev/null") {
+        const std::string wd = str(j, "current_working_directory");
+        if (in[0] != '/' && !wd.empty()) in = wd + "/" + in;
+        if (in[0] == '/' && in.find('%') == std::string::npos) opts["input"] = in;
+        else uncarried.push_back("input " + in);
+    }
+    if (std::string x = str(j, "excluded_nodes"); !x.empty()) uncarried.push_back("exclude " + x + " (placement chooses the nodes)");
     // What a new job cannot be: named, never dropped in silence.
     if (std::string d = str(j, "dependency"); !d.empty()) uncarried.push_back("dependency " + d);
     long long array = 0;

@@ -615,3 +615,48 @@ TEST_CASE("bad-node memory: K faults of one node within the window drain it in S
             CHECK(c.argv[4].rfind("reason=shardnet: 1 faults in 86400 s; last: ", 0) == 0);
         }
 }
+
+TEST_CASE("a program's error while a worker on a live node is silent: judged FAILED, the detector does not turn it into a FAULT") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    // n2's agent never reports its end (its last word lost); n2 is up.
+    REQUIRE(ended(f, "n1", "0", R"([{"rank":0,"exit":{"code":1,"signal":null,"time":1000.5}}])") == 204);
+    REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":1,"signal":null}}])") == 204);
+    for (int i = 0; i < 20 && f.state("r1") == "RUNNING"; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        f.tick_ahead(10);   // n2's deadline long past: the judgment, not the detector, decides
+    }
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("FAULT") == std::string::npos);
+    CHECK(ev.find("no end reported by n2/0, though Slurm says their nodes are up") != std::string::npos);
+    CHECK(f.slurm->count("sbatch") == 0);
+}
+
+TEST_CASE("requeue=off: a node's FAULT, then the batch script's exit ends the run FAILED") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}});
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7, "off") == 204);
+    REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7, "off") == 204);
+    REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7, "off") == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+    REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":1,"signal":null}}])") == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+    CHECK(f.events("r1").find("after a FAULT (requeue is off)") != std::string::npos);
+}
+
+TEST_CASE("the environment: exported bash functions are kept; a later attempt's is refused") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    auto r = f.call("POST", "/v1/runs/r1/environment", R"({"attempt":1,"environment":["BASH_FUNC_module%%=() {  eval $(/usr/bin/modulecmd bash $*)\n}","A=1"]})");
+    CHECK(r.status == 200);
+    CHECK(r.body.find(R"("variables":2)") != std::string::npos);
+    CHECK(f.call("POST", "/v1/runs/r1/environment", R"({"attempt":1,"environment":["BASH_FUNC_a b%%=x"]})").status == 400);
+}
