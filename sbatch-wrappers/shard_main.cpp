@@ -36,6 +36,7 @@ constexpr const char *kUsage =
     "  watch RUN                 live status and events until the run ends (its exit status)\n"
     "  capacity [--class C] [--gpus N] [--gpus-per-node N] [--fabric F] [--region R] [--cluster C] [--json]\n"
     "  runs | show RUN | events RUN | ckpt ls RUN | ckpt verify RUN | ckpt policy RUN | cancel RUN   [--json]\n"
+    "  nodes [clear CLUSTER/NODE] [--json]   bad-node memory: nodes that faulted runs (an admin's token)\n"
     "  validate SPEC.yaml        check a spec alone (no broker needed)\n"
     "  ckpt plan --write-cost D --mtbf D --restart D [--work D] [--json]\n"
     "                            the checkpoint interval for these inputs (D: 90s, 5m, 6h, 2d)\n"
@@ -318,6 +319,37 @@ int cmd_watch(CliConfig &cfg, const Args &a) {
     }
 }
 
+// Bad-node memory (GET /v1/bad-nodes): which nodes faulted runs, when,
+// and whether placement leaves them out now; `clear CLUSTER/NODE` forgets one.
+int cmd_nodes(CliConfig &cfg, const Args &a) {
+    if (!a.pos.empty()) {
+        const auto slash = a.pos.size() == 2 ? a.pos[1].find('/') : std::string::npos;
+        if (a.pos[0] != "clear" || slash == std::string::npos || slash == 0 || slash + 1 == a.pos[1].size())
+            return fail(usage, "nodes: give nothing, or clear CLUSTER/NODE");
+        const std::string cluster = a.pos[1].substr(0, slash), node = a.pos[1].substr(slash + 1);
+        if (!shardnet::is_safe_name(cluster, 128) || !shardnet::is_safe_name(node, 128))
+            return fail(usage, "nodes clear: CLUSTER/NODE are names of [A-Za-z0-9._-]");
+        Answer r = call(cfg.broker, "POST", "/v1/bad-nodes/" + cluster + "/" + node + "/clear");
+        if (!r.ok()) return fail(broker_error, "nodes clear: " + r.error);
+        if (a.has("json")) return print_json(r.body);
+        std::printf("%s/%s: %s fault(s) forgotten; %s\n", cluster.c_str(), node.c_str(), str(r.body, "cleared_faults").c_str(),
+                    str(r.body, "note").c_str());
+        return ok;
+    }
+    Answer r = call(cfg.broker, "GET", "/v1/bad-nodes");
+    if (!r.ok()) return fail(broker_error, "nodes: " + r.error);
+    if (a.has("json")) return print_json(r.body);
+    std::printf("%s%-24s %6s %6s %-9s %-19s %s%s\n", bold(true), "NODE", "FAULTS", "RECENT", "HELD", "LAST", "LAST CAUSE (RUN)", plain());
+    for (const auto &n : r.body.as_object().at("nodes").as_array()) {
+        const auto &o = n.as_object();
+        const bool held = o.at("held").as_bool();
+        std::printf("%-24s %6s %6s %-9s %-19s %s (%s)\n", (str(n, "cluster") + "/" + str(n, "node")).c_str(), str(n, "faults").c_str(),
+                    str(n, "recent_faults").c_str(), held ? ("until " + hhmmss(o.at("held_until").to_number<double>())).c_str() : "no",
+                    hhmmss(o.at("last").to_number<double>()).c_str(), str(n, "last_cause").c_str(), str(n, "last_run").c_str());
+    }
+    return ok;
+}
+
 int cmd_simple(CliConfig &cfg, const std::string &cmd, const Args &a) {
     std::string path;
     std::string method = "GET";
@@ -419,7 +451,7 @@ int main(int argc, char **argv) {
             a.pos.push_back(s);
         }
     }
-    static const char *commands[] = {"run", "watch", "capacity", "runs", "show", "events", "ckpt", "cancel", "validate", "verify", "receipts",
+    static const char *commands[] = {"run", "watch", "capacity", "runs", "show", "events", "ckpt", "cancel", "validate", "verify", "receipts", "nodes",
                                      "receipt-sign", "log-head"};
     if (cmd.empty() || std::none_of(std::begin(commands), std::end(commands), [&](const char *x) { return cmd == x; }))
         return fail(usage, (cmd.empty() ? std::string("no command") : "unknown command " + cmd) + "\n" + kUsage);
@@ -462,6 +494,7 @@ int main(int argc, char **argv) {
     if (cmd == "watch") return cmd_watch(cfg, a);
     if (cmd == "capacity") return cmd_capacity(cfg, a);
     if (cmd == "ckpt") return cmd_ckpt(cfg, a);
+    if (cmd == "nodes") return cmd_nodes(cfg, a);
     if (cmd == "receipts") {
         if (a.pos.size() != 1) return fail(usage, "receipts: give one RUN");
         return show_receipts(cfg, a.pos[0], a.has("json"));
