@@ -23,7 +23,7 @@ $(BUILD)/Makefile: configure
 
 # Unit tests, then the integration tests on real local Slurm clusters.
 check: all
-	$(MAKE) -C $(BUILD) check
+	if [ "$$(id -u)" = 0 ]; then export SHARDNET_NO_SKIP=1; fi; $(MAKE) -C $(BUILD) check
 	./tests/run-integration.sh $(BUILD)
 
 unit: all

@@ -86,7 +86,7 @@ start_broker() {
     cat > "$WORK/broker.json" <<CONF
 {"listen": "127.0.0.1:$BROKER_PORT", "plain_http": true, "database": "$WORK/broker.db", "clusters": {$clusters},
  "worker_keys": [{"name": "site", "key_file": "$WORKER_KEY_FILE"}],
- "detector": {"misses": 3, "stall_seconds": $stall, "summary_seconds": 1},${BROKER_EXTRA:+
+ "detector": {"misses": 3, "stall_seconds": $stall, "summary_seconds": 1${DETECTOR_EXTRA:+, $DETECTOR_EXTRA}},${BROKER_EXTRA:+
  $BROKER_EXTRA,}
  "tokens": [{"name": "agents", "scope": "worker", "sha256": "$(printf %s "$agent_token" | sha256sum | cut -d' ' -f1)"},
             {"name": "ops", "scope": "admin", "sha256": "$(printf %s "$ADMIN_TOKEN" | sha256sum | cut -d' ' -f1)"}]}
