@@ -21,12 +21,12 @@ record() {  # CLUSTER JOB [FIRST-JOB] -> the fields a requeue must keep, one lin
 import json, sys
 j = next(j for j in json.load(sys.stdin)["jobs"] if j["job_id"] == int(sys.argv[1]))
 c = j["comment"].split(" shardnet-decision:")[0]
-print(j["partition"], j["time_limit"], j["time_minimum"], j["memory_per_node"], j["tasks_per_node"],
+print(j["partition"], j["time_limit"], j["memory_per_node"], j["tasks_per_node"],
       j["name"], j["nice"], repr(c), j["requeue"], j["standard_error"].replace("%j", sys.argv[2]).rsplit("/", 1)[-1],
       sys.argv[3].strip())' "$2" "${3:-$2}" "$(slurm "$1" squeue -h -j "$2" -O cpus-per-task:12)"
 }
 j=$(cd "$WORK" && runuser -u "$TEST_USER" -- env SLURM_CONF="$SCRATCH/beta/slurm.conf" PATH=/usr/bin:/bin:/opt/fid/bin MYVAR=kept-42 \
-    sbatch --parsable -N2 --ntasks-per-node=1 -p second --time=00:20:00 --time-min=00:10:00 --mem=300 --cpus-per-task=2 -J fid-job \
+    sbatch --parsable -N2 --ntasks-per-node=1 -p second --time=00:20:00 --mem=300 --cpus-per-task=2 -J fid-job \
     --nice=7 --comment="exp 7" --no-requeue -o "$WORK/fid-%j.out" -e "$WORK/fid-%j.err" \
     --shardnet=fid --shardnet-heartbeat=1 --wrap "srun $WORK/fid.sh")
 wait_for 30 'sum(1 for w in v["workers"] if w["node"].endswith("/0")) == 2' /v1/runs/fid || fail "fid never ran: $(cat "$WORK"/fid-*.err)"
@@ -38,8 +38,8 @@ after=$(record alpha "$new" "$j")
 echo "  attempt 1 (beta/$j):  $before"
 echo "  attempt 2 (alpha/$new): $after"
 [ "$before" = "$after" ] || fail "attempt 2's options differ from attempt 1's"
-grep -q "^second 20 10 300 1 fid-job 7 'exp 7' False fid-$j.err 2$" <<<"$after" || fail "attempt 1's record is not what was submitted: $before"
-ok "attempt 2 on alpha has attempt 1's partition, time, time-min, mem, cpus-per-task, tasks per node, name, nice, comment, no-requeue, error file"
+grep -q "^second 20 300 1 fid-job 7 'exp 7' False fid-$j.err 2$" <<<"$after" || fail "attempt 1's record is not what was submitted: $before"
+ok "attempt 2 on alpha has attempt 1's partition, time, mem, cpus-per-task, tasks per node, name, nice, comment, no-requeue, error file"
 for _ in $(seq 50); do [ "$(grep -c '^attempt=2' "$WORK/fid-$j.out" 2>/dev/null)" = 2 ] && break; sleep 0.2; done
 grep '^attempt=\|^===' "$WORK/fid-$j.out" | sed 's/^/  /'
 grep -q "^attempt=2 rank=0 MYVAR=kept-42 PATH=/usr/bin:/bin:/opt/fid/bin" "$WORK/fid-$j.out" \
