@@ -267,6 +267,7 @@ private:
     std::set<std::string> quarantined(double now);   // "cluster/node" held now
     std::mutex quarantine_mu_;
     std::map<std::string, double> quarantine_;
+    std::map<std::string, std::pair<std::string, double>> last_fault_;   // "cluster/node" -> the run and time of its last fault
     // Every probed node's offer, by host: parsed from the stored descriptors
     // once, then kept up to date by POST /v1/nodes (store thread only).
     std::shared_ptr<const std::map<std::string, NodeOffer>> node_offers();
@@ -279,7 +280,7 @@ private:
     long long submit_attempt(const std::string &cluster, const boost::json::object &spec, const std::string &script,
                              const std::string &run, long long to, const std::string &resume,
                              const std::vector<std::string> &nodes, const std::string &decision, const SubmitAs &as,
-                             std::string &err);
+                             std::string &err, std::vector<std::string> *not_carried = nullptr);
     // A job a decision already submitted, found by the comment it was
     // given ("shardnet-decision:ID:NONCE") on any local cluster: a comment is
     // the user's to set, so only a job of that uid counts. nullopt: none

@@ -154,7 +154,9 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
         if (std::string why = peer_may_take(run, to, as.uid); !why.empty()) return refuse(why);
         if (p.cluster.empty()) return refuse("no compatible capacity at broker " + cfg_.broker_name);
         std::string err;
-        const long long job = submit_attempt(p.cluster, spec, script, run, to, resume, p.nodes, id + ":" + nonce, as, err);
+        std::vector<std::string> dropped;   // a peer's options that are not used (malformed): logged
+        const long long job = submit_attempt(p.cluster, spec, script, run, to, resume, p.nodes, id + ":" + nonce, as, err, &dropped);
+        for (const auto &d : dropped) log_warn("a peer's job option is not carried", run, d);
         if (!job) return refuse(err);
         bool known = false;
         {

@@ -33,11 +33,18 @@ std::string reason_text(const std::string &s) {
 }  // namespace
 
 void Service::quarantine(const std::string &cluster, const std::string &node, double now, const std::string &run, const std::string &cause) {
-    if (cfg_.quarantine_seconds > 0) {
+    const std::string key = cluster + "/" + node;
+    {
         std::lock_guard<std::mutex> lock(quarantine_mu_);
         // Bounded: a node is put here only when Slurm or its slurmd says it is
         // down, but the name comes with a job's heartbeat.
-        if (quarantine_.size() < 100000 || quarantine_.count(cluster + "/" + node)) quarantine_[cluster + "/" + node] = now + cfg_.quarantine_seconds;
+        if (cfg_.quarantine_seconds > 0 && (quarantine_.size() < 100000 || quarantine_.count(key))) quarantine_[key] = now + cfg_.quarantine_seconds;
+        // One death is one fault, however many of the run's workers (the
+        // batch script, each step) were on the node.
+        auto &last = last_fault_[key];
+        if (last.first == run && now - last.second < 600) return;
+        if (last_fault_.size() > 100000) last_fault_.clear();
+        last = {run, now};
     }
     on_store([this, row = Store::NodeFaultRow{cluster, node, now, run, cause.substr(0, 500)}] {
         long long recent = 0;

@@ -129,7 +129,7 @@ std::optional<Service::Submitted> Service::find_submitted(const std::string &dec
 long long Service::submit_attempt(const std::string &cluster, const json::object &spec, const std::string &script,
                                   const std::string &run, long long to, const std::string &resume,
                                   const std::vector<std::string> &nodes, const std::string &decision, const SubmitAs &as,
-                                  std::string &err) {
+                                  std::string &err, std::vector<std::string> *not_carried) {
     auto str = [&](const char *k) { auto *v = spec.if_contains(k); return v && v->is_string() ? std::string(v->as_string()) : ""; };
     auto num = [&](const char *k) { auto *v = spec.if_contains(k); return v && v->is_int64() ? v->as_int64() : 0LL; };
     const std::string &conf = cfg_.clusters.at(cluster);
@@ -159,10 +159,11 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
     }
     std::string comment;
     if (auto *c = options.if_contains("comment"); c && c->is_string()) comment = std::string(c->as_string());
-    if (comment.size() > 1024 || has_control_chars(comment)) { err = "job option comment: malformed value"; return 0; }
     options.erase("comment");
-    std::vector<std::string> job_options = sbatch_options(options, err);
-    if (!err.empty()) return 0;
+    std::vector<std::string> dropped;
+    if (comment.size() > 1024 || comment.find('\0') != std::string::npos) dropped.push_back("comment (malformed value)"), comment.clear();
+    std::vector<std::string> job_options = sbatch_options(options, err, &dropped);
+    if (not_carried) not_carried->insert(not_carried->end(), dropped.begin(), dropped.end());
     // sbatch runs as the job's owner, the script on its stdin: Slurm then
     // judges every #SBATCH line of it with the user's rights, not root's.
     std::vector<std::string> argv{"sbatch", "--parsable"};

@@ -265,7 +265,13 @@ void Service::requeue(const Fault &fault, int tries) {
         }
         cancel_old();
         std::string err;
-        const long long new_job = submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p.nodes, comment, as, err);
+        std::vector<std::string> dropped;   // options of the spec that are not used (malformed)
+        const long long new_job = submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p.nodes, comment, as, err, &dropped);
+        for (const auto &d : dropped) {
+            not_carried += (not_carried.empty() ? "" : ", ") + d;
+            if (!ev.contains("uncarried")) ev["uncarried"] = json::array{};
+            ev["uncarried"].as_array().push_back(json::value(d));
+        }
         ev["target"] = p.cluster;
         ev["nodes"] = json::value_from(p.nodes);
         ev["fabric"] = p.fabric;

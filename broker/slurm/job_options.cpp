@@ -172,29 +172,37 @@ void read_job_options(const json::object &j, json::object &opts, std::vector<std
     if (std::string r = str(j, "required_nodes"); !r.empty()) uncarried.push_back("nodelist " + r + " (placement chooses the nodes)");
 }
 
-std::vector<std::string> sbatch_options(const json::object &opts, std::string &err) {
+std::vector<std::string> sbatch_options(const json::object &opts, std::string &err, std::vector<std::string> *dropped) {
     std::vector<std::string> out;
+    // A bad option: named and left out, or the end of it all.
+    auto bad = [&](const std::string &name, const std::string &why) {
+        if (dropped) { dropped->push_back(name + " (" + why + ")"); return true; }
+        err = "job option " + name + ": " + why;
+        return false;
+    };
     for (const auto &[k, v] : opts) {
         const Option *o = option(std::string_view(k.data(), k.size()));
-        const std::string name(k);
-        if (!o) { err = "job option " + name + ": not one a requeue carries"; return {}; }
+        const std::string name = std::string(k).substr(0, 64);
+        if (!o) { if (bad(name, "not one a requeue carries")) continue; return {}; }
         if (o->kind == Kind::flag) {
-            if (!v.is_bool()) { err = "job option " + name + ": expected true or false"; return {}; }
+            if (!v.is_bool()) { if (bad(name, "expected true or false")) continue; return {}; }
             if (v.as_bool()) out.push_back(o->sbatch);
             continue;
         }
-        if (!v.is_string()) { err = "job option " + name + ": expected a string"; return {}; }
+        if (!v.is_string()) { if (bad(name, "expected a string")) continue; return {}; }
         const std::string s(v.as_string());
         if (name == "exclusive" && s.empty()) { out.push_back("--exclusive"); continue; }
         bool good = false;
         switch (o->kind) {
         case Kind::number: good = (name == "nice" ? parse_int(s, -2147483645LL, 2147483645LL) : parse_int(s, 0, 1LL << 40)).has_value(); break;
         case Kind::word: good = word_ok(s); break;
-        case Kind::text: good = !s.empty() && s.size() <= 1024 && !has_control_chars(s); break;
+        // Free text is the user's as Slurm took it (a name may hold a
+        // newline): one argv element, never through a shell; no NUL.
+        case Kind::text: good = !s.empty() && s.size() <= 1024 && s.find('\0') == std::string::npos; break;
         case Kind::path: good = !s.empty() && s.size() <= 4096 && s[0] == '/' && !has_control_chars(s); break;
         case Kind::flag: break;
         }
-        if (!good) { err = "job option " + name + ": malformed value"; return {}; }
+        if (!good) { if (bad(name, "malformed value")) continue; return {}; }
         out.push_back(std::string(o->sbatch) + "=" + s);
     }
     return out;

@@ -15,10 +15,11 @@ namespace shardnet::broker {
 // The requeue's own marker is taken out of the user's comment.
 void read_job_options(const boost::json::object &job, boost::json::object &opts, std::vector<std::string> &uncarried);
 
-// The sbatch arguments for opts ("--partition=gpu", "--exclusive", ...),
-// or "" in err naming the first option that is unknown or malformed (a
-// peer's spec is untrusted: nothing of it is half-used).
-std::vector<std::string> sbatch_options(const boost::json::object &opts, std::string &err);
+// The sbatch arguments for opts ("--partition=gpu", "--exclusive", ...).
+// An option that is unknown or malformed (a peer's spec is untrusted) is
+// never used: named in dropped when given (the requeue goes on without
+// it), else the answer is empty and err names it.
+std::vector<std::string> sbatch_options(const boost::json::object &opts, std::string &err, std::vector<std::string> *dropped = nullptr);
 
 // The requeue's marker in a job's comment: the user's words, then this.
 inline constexpr const char *kDecisionMarker = "shardnet-decision:";

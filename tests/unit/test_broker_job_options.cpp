@@ -80,7 +80,9 @@ TEST_CASE("job options from a peer: an unknown option or a malformed value submi
     CHECK(sbatch_options(json::object{{"partition", "main --uid=0"}}, err).empty());
     CHECK(err == "job option partition: malformed value");
     err.clear();
-    CHECK(sbatch_options(json::object{{"job_name", "a\nb"}}, err).empty());
+    // A name with a newline is the user's as Slurm took it: one argv element.
+    CHECK(sbatch_options(json::object{{"job_name", "a\nb"}}, err) == std::vector<std::string>{"--job-name=a\nb"});
+    CHECK(sbatch_options(json::object{{"job_name", std::string("a\0b", 3)}}, err).empty());
     CHECK(err == "job option job_name: malformed value");
     err.clear();
     CHECK(sbatch_options(json::object{{"error", "relative/err.txt"}}, err).empty());
@@ -92,6 +94,16 @@ TEST_CASE("job options from a peer: an unknown option or a malformed value submi
     err.clear();
     CHECK(sbatch_options(json::object{{"partition", "gpu"}, {"exclusive", ""}, {"no_requeue", true}}, err).size() == 3);
     CHECK(err.empty());
+}
+
+TEST_CASE("job options of a requeue: a malformed one is left out and named, the rest used") {
+    std::string err;
+    std::vector<std::string> dropped;
+    const auto args = sbatch_options(json::object{{"partition", "main --uid=0"}, {"uid", "0"}, {"job_name", "ok"}}, err, &dropped);
+    CHECK(err.empty());
+    CHECK(args == std::vector<std::string>{"--job-name=ok"});
+    CHECK(has(dropped, "partition (malformed value)"));
+    CHECK(has(dropped, "uid (not one a requeue carries)"));
 }
 
 TEST_CASE("the requeue's marker follows the user's comment and is taken out again") {
