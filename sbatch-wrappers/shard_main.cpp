@@ -339,11 +339,11 @@ int cmd_nodes(CliConfig &cfg, const Args &a) {
     Answer r = call(cfg.broker, "GET", "/v1/bad-nodes");
     if (!r.ok()) return fail(broker_error, "nodes: " + r.error);
     if (a.has("json")) return print_json(r.body);
-    std::printf("%s%-24s %6s %6s %-9s %-19s %s%s\n", bold(true), "NODE", "FAULTS", "RECENT", "HELD", "LAST", "LAST CAUSE (RUN)", plain());
+    std::printf("%s%-24s %6s %6s %-14s %-8s %s%s\n", bold(true), "NODE", "FAULTS", "RECENT", "HELD", "LAST", "LAST CAUSE (RUN)", plain());
     for (const auto &n : r.body.as_object().at("nodes").as_array()) {
         const auto &o = n.as_object();
         const bool held = o.at("held").as_bool();
-        std::printf("%-24s %6s %6s %-9s %-19s %s (%s)\n", (str(n, "cluster") + "/" + str(n, "node")).c_str(), str(n, "faults").c_str(),
+        std::printf("%-24s %6s %6s %-14s %-8s %s (%s)\n", (str(n, "cluster") + "/" + str(n, "node")).c_str(), str(n, "faults").c_str(),
                     str(n, "recent_faults").c_str(), held ? ("until " + hhmmss(o.at("held_until").to_number<double>())).c_str() : "no",
                     hhmmss(o.at("last").to_number<double>()).c_str(), str(n, "last_cause").c_str(), str(n, "last_run").c_str());
     }

@@ -88,9 +88,10 @@ void Service::list_bad_nodes(const Reply &reply) {
         for (const auto &f : store_->node_faults(now - kKeptSeconds)) {
             auto &o = nodes[{f.cluster, f.node}];
             const long long n = o.contains("faults") ? o["faults"].as_int64() + 1 : 1;
-            o = json::object{{"cluster", f.cluster}, {"node", f.node}, {"faults", n}, {"last", f.time}, {"last_run", f.run}, {"last_cause", f.cause}};
-            if (f.time >= now - cfg_.drain_window_seconds)
-                o["recent_faults"] = (o.contains("recent_faults") ? o["recent_faults"].as_int64() : 0) + 1;
+            const long long recent = (o.contains("recent_faults") ? o["recent_faults"].as_int64() : 0) +
+                                     (f.time >= now - cfg_.drain_window_seconds ? 1 : 0);
+            o = json::object{{"cluster", f.cluster}, {"node", f.node}, {"faults", n}, {"last", f.time}, {"last_run", f.run},
+                             {"last_cause", f.cause}, {"recent_faults", recent}};
         }
         const auto held = quarantined(now);
         json::array out;
