@@ -215,6 +215,10 @@ std::string Service::metrics() const {
     line("shardnet_slurm_cache_hits_total", "Slurm queries answered from the cache", slurm_->cache_hits());
     line("shardnet_workers_tracked", "workers in the failure detector", workers_.size(), "gauge");
     {
+        std::lock_guard<std::mutex> lock(streams_->mu);
+        line("shardnet_event_streams", "event streams open (limits.sse_max_streams)", (unsigned long long)streams_->total, "gauge");
+    }
+    {
         std::shared_lock lock(runs_mu_);
         line("shardnet_runs", "runs known", runs_.size(), "gauge");
     }

@@ -74,6 +74,15 @@ struct EventSink {
     std::size_t page_bytes = 256u << 10;
     std::atomic<bool> open{true};
     TokenEntry who;   // who follows: asked again before each event (a run's owner can change)
+    std::shared_ptr<void> slot;   // its place in the stream budget, given back with the sink
+};
+
+// Open event streams, per token and in all (api/runs.cpp): shared with
+// each stream's slot, which may outlive the service by a moment.
+struct StreamBudget {
+    std::mutex mu;
+    std::map<std::string, int> by_token;
+    int total = 0;
 };
 
 // What the service talks to outside its process, each behind an interface
@@ -171,6 +180,7 @@ private:
     void commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
                 const Reply &reply, double now);
     void list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply);
+    std::shared_ptr<StreamBudget> streams_ = std::make_shared<StreamBudget>();
     // POST /v1/runs/{id}/environment (recovery/environment_api.cpp): the
     // submitter's environment, kept root-only for the run's later attempts.
     void keep_environment(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply);

@@ -45,6 +45,35 @@ std::optional<ApiResponse> Service::follow_events(const ApiRequest &req, std::sh
         if (!v) return error_response(400, "bad_header", "Last-Event-ID: expected an event id (a whole number)", "Last-Event-ID");
         after = *v;
     }
+    // The stream budget: per token (a user's tabs, a job's watcher) and in
+    // all, always below max_connections, so that streams held open (read or
+    // not) can never take the connections heartbeats need.
+    const int max_streams = cfg_.sse_max_streams > 0 ? cfg_.sse_max_streams : std::max(1, cfg_.max_connections / 2);
+    std::string key = who->name;
+    if (who->bound) key += "/" + who->cluster + "/" + std::to_string(who->job);
+    {
+        std::lock_guard<std::mutex> lock(streams_->mu);
+        if (streams_->total >= max_streams) {
+            ApiResponse r = error_response(503, "too_many_streams", "the broker holds " + std::to_string(streams_->total) +
+                                           " event streams (limits.sse_max_streams); try again later");
+            r.retry_after = 5;
+            return r;
+        }
+        int &mine = streams_->by_token[key];
+        if (mine >= cfg_.sse_streams_per_token) {
+            ApiResponse r = error_response(429, "too_many_streams", "this token holds " + std::to_string(mine) +
+                                           " event streams (limits.sse_streams_per_token); close one");
+            r.retry_after = 5;
+            return r;
+        }
+        ++mine;
+        ++streams_->total;
+    }
+    sink->slot = std::shared_ptr<void>(static_cast<void *>(streams_.get()), [budget = streams_, key](void *) {
+        std::lock_guard<std::mutex> lock(budget->mu);
+        --budget->total;
+        if (auto it = budget->by_token.find(key); it != budget->by_token.end() && --it->second <= 0) budget->by_token.erase(it);
+    });
     sink->who = *who;
     on_store([this, id, after, sink] { backlog_page(id, after, sink); });
     return std::nullopt;

@@ -159,7 +159,7 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
         if (!v->is_object()) return "limits: expected an object";
         const auto &l = v->as_object();
         if (!only_keys(c, "limits", l, {"header_bytes", "body_bytes", "read_timeout_ms", "max_connections", "rate_per_token", "rate_burst",
-                                       "sse_keepalive_ms", "store_busy_ms", "sse_buffer_bytes"}))
+                                       "sse_keepalive_ms", "store_busy_ms", "sse_buffer_bytes", "sse_max_streams", "sse_streams_per_token"}))
             return c.err;
         struct F { const char *k; long long lo, hi; std::function<void(long long)> set; };
         for (const F &f : {F{"header_bytes", 1024, 1 << 20, [&](long long x) { cfg.header_bytes = std::size_t(x); }},
@@ -170,11 +170,16 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
                            F{"rate_burst", 1, 100000000, [&](long long x) { cfg.rate_burst = double(x); }},
                            F{"sse_keepalive_ms", 100, 3600000, [&](long long x) { cfg.sse_keepalive_ms = int(x); }},
                            F{"store_busy_ms", 10, 60000, [&](long long x) { cfg.store_busy_ms = int(x); }},
-                           F{"sse_buffer_bytes", 4096, 1LL << 30, [&](long long x) { cfg.sse_buffer_bytes = std::size_t(x); }}})
+                           F{"sse_buffer_bytes", 4096, 1LL << 30, [&](long long x) { cfg.sse_buffer_bytes = std::size_t(x); }},
+                           F{"sse_max_streams", 1, 1000000, [&](long long x) { cfg.sse_max_streams = int(x); }},
+                           F{"sse_streams_per_token", 1, 100000, [&](long long x) { cfg.sse_streams_per_token = int(x); }}})
             if (auto *x = l.if_contains(f.k)) {
                 if (!get_int(c, std::string("limits.") + f.k, *x, f.lo, f.hi, n)) return c.err;
                 f.set(n);
             }
+        if (cfg.sse_max_streams >= cfg.max_connections)
+            return "limits.sse_max_streams: must be below limits.max_connections (" + std::to_string(cfg.max_connections) +
+                   "): streams must leave connections for heartbeats";
     }
     if (auto *v = o.if_contains("detector")) {
         if (!v->is_object()) return "detector: expected an object";

@@ -73,6 +73,11 @@ struct BrokerConfig {
     // then the request is answered 503 store_busy (well inside its deadline).
     int store_busy_ms = 2000;
     int max_connections = 10000;
+    // Event streams have a budget of their own, so that open streams can
+    // never take the connections heartbeats need: at most sse_max_streams
+    // in all (0: half of max_connections; always below it), at most
+    // sse_streams_per_token for one token (its user's tabs, a job's watcher).
+    int sse_max_streams = 0, sse_streams_per_token = 8;
     double rate_per_token = 100000;    // requests per second, per token
     double rate_burst = 200000;
     int detector_misses = 3;

@@ -565,6 +565,37 @@ except OSError as e:
 assert got < n * size, "all %d bytes arrived to a reader that stalled" % got
 print("%d of %d bytes reached it" % (got, n * size))
 PY
+# Event streams have their own budget: one token holds at most
+# limits.sse_streams_per_token (8) of them, the next is answered 429 with
+# Retry-After, heartbeats go on being answered while they are held, and a
+# closed stream gives its place back.
+/usr/bin/python3 - "$P" <<'PY' > "$T/streams" && ok "stream budget: $(cat "$T/streams")" || fail "stream budget: $(cat "$T/streams")"
+import socket, sys, time
+port = int(sys.argv[1])
+def open_stream():
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /v1/runs/r1/events?follow=1 HTTP/1.1\r\nHost: b\r\nAuthorization: Bearer admin-t\r\n\r\n")
+    s.settimeout(5)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(4096)
+        if not chunk: break
+        head += chunk
+    return s, head
+streams = [open_stream() for _ in range(12)]
+codes = [h.split(b" ")[1].decode() for _, h in streams]
+assert codes == ["200"] * 8 + ["429"] * 4, codes
+assert all(b"Retry-After: 5" in h and b"too_many_streams" in h for _, h in streams[8:]), streams[8][1]
+hb = b'{"run":"sb-hb","attempt":1,"node":"n1","ranks":[]}'
+c = socket.create_connection(("127.0.0.1", port))
+c.sendall(b"POST /v1/heartbeats HTTP/1.1\r\nHost: b\r\nAuthorization: Bearer admin-t\r\nContent-Length: %d\r\n\r\n" % len(hb) + hb)
+assert c.recv(4096).startswith(b"HTTP/1.1 204"), "heartbeat refused while streams are held"
+for s, _ in streams: s.close()
+time.sleep(0.5)
+s, head = open_stream()
+assert head.startswith(b"HTTP/1.1 200"), head
+print("8 streams of one token, the 9th to 12th 429 with Retry-After; a heartbeat answered meanwhile; places given back on close")
+PY
 # SIGTERM mid-burst: answers still on their way from the store's thread are
 # sent or dropped, never sent into a context that is gone.
 commit_burst "$T/acked2" term &
@@ -816,7 +847,7 @@ kill -TERM $PID; wait $PID; PID=""
 # naming the run and its last event id; the broker's RSS stays
 # bounded; a reconnect with Last-Event-ID gets exactly the events after it.
 write_config ""
-sed -i 's/"sse_keepalive_ms": 300}/"sse_keepalive_ms": 300, "sse_buffer_bytes": 65536}/; s|broker.db|sse.db|' "$T/broker.json"
+sed -i 's/"sse_keepalive_ms": 300}/"sse_keepalive_ms": 300, "sse_buffer_bytes": 65536, "sse_streams_per_token": 32}/; s|broker.db|sse.db|' "$T/broker.json"
 start; kill -TERM $PID; wait $PID; PID=""
 /usr/bin/python3 - "$T/sse.db" <<'PY'
 import json, sqlite3, sys, time

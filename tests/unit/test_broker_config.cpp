@@ -28,6 +28,16 @@ TEST_CASE("limits.sse_buffer_bytes: taken, and bounded") {
     CHECK(c.sse_buffer_bytes == 65536);
     CHECK(parse_broker_config(with(R"(, "limits": {"sse_buffer_bytes": 100})"), c) == "limits.sse_buffer_bytes: expected 4096..1073741824");
     CHECK(parse_broker_config(with(R"(, "limits": {"sse_buffer_bytes": "1M"})"), c) == "limits.sse_buffer_bytes: expected an integer");
+    CHECK(parse_broker_config(with(R"(, "limits": {"max_connections": 100, "sse_max_streams": 100})"), c) ==
+          "limits.sse_max_streams: must be below limits.max_connections (100): streams must leave connections for heartbeats");
+    CHECK(parse_broker_config(with(R"(, "limits": {"max_connections": 100, "sse_max_streams": 60, "sse_streams_per_token": 4})"), c) == "");
+    CHECK(c.sse_max_streams == 60);
+    CHECK(c.sse_streams_per_token == 4);
+    CHECK(parse_broker_config(with(R"(, "requeue": {"environment_drop": ["SLURM_*", "MY_SECRET"]})"), c) == "");
+    CHECK(c.environment_drop == std::vector<std::string>{"SLURM_*", "MY_SECRET"});
+    CHECK(parse_broker_config(with(R"(, "requeue": {"environment_drop": ["A B"]})"), c) ==
+          "requeue.environment_drop: \"A B\" is not a NAME or PREFIX* of [A-Za-z0-9_]");
+    CHECK(parse_broker_config(with(R"(, "detector": {"drain_bad_nodes": "yes"})"), c) == "detector.drain_bad_nodes: expected true or false");
 }
 
 TEST_CASE("config errors name the field") {

@@ -22,7 +22,7 @@ const std::string kWorkerKey(32, 'w');
 struct Fixture {
     std::string dir;
     std::unique_ptr<Service> svc;
-    Fixture() {
+    explicit Fixture(const std::function<void(BrokerConfig &)> &tune = {}) {
         char tmpl[] = "/tmp/shardnet-broker-test-XXXXXX";
         dir = mkdtemp(tmpl);
         BrokerConfig cfg;
@@ -36,6 +36,7 @@ struct Fixture {
                       TokenEntry{"bob", sha256_hex("bob-t"), Scope::user, "", 0, "bin"},
                       TokenEntry{"beta-broker", sha256_hex("peer-t"), Scope::peer, ""}};
         cfg.worker_keys = {WorkerKey{"site", "/k", kWorkerKey}};
+        if (tune) tune(cfg);
         svc = std::make_unique<Service>(cfg, std::make_unique<Store>(cfg.database));
     }
     ~Fixture() {
@@ -510,4 +511,34 @@ TEST_CASE("an event stream's backlog comes in pages, each when asked for; Last-E
     REQUIRE(bad);
     CHECK(bad->status == 400);
     CHECK(bad->body.find("Last-Event-ID") != std::string::npos);
+}
+
+TEST_CASE("event streams have a budget: per token 429, in all 503, both with Retry-After; a closed stream gives its place back") {
+    Fixture f([](BrokerConfig &c) { c.sse_streams_per_token = 2; c.sse_max_streams = 3; });
+    CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"sb"})").status == 201);
+    auto follow = [&](const std::string &token, std::shared_ptr<EventSink> &sink) {
+        sink = std::make_shared<EventSink>();
+        sink->push = [](std::string) {};
+        sink->more = [](std::function<void()> next) { next(); };
+        return f.svc->follow_events(ApiRequest{"GET", "/v1/runs/sb/events?follow=1", token, "", nullptr}, sink);
+    };
+    std::shared_ptr<EventSink> a1, a2, a3, p1, p2;
+    CHECK_FALSE(follow("alice-t", a1));
+    CHECK_FALSE(follow("alice-t", a2));
+    auto third = follow("alice-t", a3);
+    REQUIRE(third);
+    CHECK(third->status == 429);
+    CHECK(third->retry_after == 5);
+    CHECK(third->body.find("too_many_streams") != std::string::npos);
+    CHECK_FALSE(follow("admin-t", p1));   // another token: its own two, within the three in all
+    auto over = follow("admin-t", p2);
+    REQUIRE(over);
+    CHECK(over->status == 503);
+    CHECK(over->retry_after == 5);
+    f.svc->drain();
+    a1->open = false;
+    a1.reset();   // the stream went: its place is free
+    f.svc->drain();
+    CHECK_FALSE(follow("admin-t", p2));
+    CHECK(f.svc->metrics().find("shardnet_event_streams 3") != std::string::npos);
 }
