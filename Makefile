@@ -48,6 +48,7 @@ bench: all
 	./tests/bench/srun-overhead.sh $(BUILD)
 	./tests/bench/probe-speed.sh $(BUILD)
 	./tests/bench/broker-vs-nginx.sh $(BUILD)
+	./tests/bench/streams-vs-heartbeats.sh $(BUILD)
 	./tests/bench/broker-instructions.sh $(BUILD)
 	$(MAKE) -C $(BUILD)/tests bench/placement-bench && $(BUILD)/tests/bench/placement-bench
 	./tests/bench/requeue-vs-slurm.sh $(BUILD)
