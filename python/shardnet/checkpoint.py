@@ -105,7 +105,8 @@ def wait():
 
 def save(step, state, name=None, ckpt_dir=None, save_rng=True, durable=None):
     """Saves this rank's shard of checkpoint name (default checkpoint_name(step))
-    of state: a dict of state_dicts and any picklable objects; the RNG states
+    of state: a dict of state_dicts, tensors and plain values (numbers,
+    strings, lists, dicts; anything else loads only with allow_pickle); the RNG states
     are added. Atomic: the shard is serialised under a temporary name; then
     fsync, rename, the manifest likewise (temporary name, fsync, rename), and
     the progress line "STEP committed NAME". A save killed part-way leaves no
@@ -159,8 +160,68 @@ def save(step, state, name=None, ckpt_dir=None, save_rng=True, durable=None):
     return name
 
 
-def _read_verified(path, rank, map_location):
-    """This rank's payload of the checkpoint at path; CheckpointError saying why not."""
+# Opcodes that push a string a STACK_GLOBAL may name, and those that only
+# memoise what is on the stack (they may come between).
+_STRINGS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING", "BINSTRING", "STRING"}
+_MEMO = {"MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"}
+
+
+def _unsafe_globals(data):
+    """What in a torch.save archive's pickle would construct anything but
+    tensors and plain values: the classes and functions it names that torch's
+    own weights-only loader does not allow, read with the standard library's
+    pickletools (nothing is unpickled). "" when there are none.
+    torch.load(weights_only=True) itself cannot be used here: torch 1.13's
+    weights-only loader cannot read a float (pickle opcode BINFLOAT), which
+    every optimizer state holds, and it ignores a restricted pickle_module."""
+    import pickletools
+    import zipfile
+    from torch._weights_only_unpickler import _get_allowed_globals
+    allowed = set(_get_allowed_globals())
+    try:
+        z = zipfile.ZipFile(io.BytesIO(data))
+        pkl = [n for n in z.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
+        if len(pkl) != 1:
+            return "not one data.pkl in the archive"
+        stream = z.read(pkl[0])
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        return f"not a torch.save archive ({e})"
+    bad, recent = set(), []
+    try:
+        for op, arg, _ in pickletools.genops(stream):
+            name = op.name
+            if name in ("GLOBAL", "INST"):
+                module, _, attr = str(arg).partition(" ")
+                if f"{module}.{attr}" not in allowed:
+                    bad.add(f"{module}.{attr}")
+            elif name == "STACK_GLOBAL":
+                if len(recent) < 2:
+                    bad.add("a class named by computed strings")
+                elif f"{recent[-2]}.{recent[-1]}" not in allowed:
+                    bad.add(f"{recent[-2]}.{recent[-1]}")
+            elif name.startswith("EXT"):
+                bad.add("a class from the extension registry")
+            if name in _STRINGS:
+                recent.append(str(arg))
+            elif name not in _MEMO:
+                recent = []
+    except Exception as e:  # a stream pickletools cannot read is not one torch wrote
+        return f"its pickle does not parse ({e})"
+    return ", ".join(sorted(bad))
+
+
+def _allow_pickle(allow_pickle):
+    if allow_pickle is not None:
+        return bool(allow_pickle)
+    return os.environ.get("SHARDNET_ALLOW_PICKLE", "") == "1"
+
+
+def _read_verified(path, rank, map_location, allow_pickle=False):
+    """This rank's payload of the checkpoint at path; CheckpointError saying why not.
+    Unless allow_pickle, a shard must hold only tensors and plain values
+    (state_dicts, numbers, strings, lists, dicts): a pickle that would
+    construct anything else (run code) is refused before it is unpickled,
+    whoever rewrote the manifest beside it."""
     import torch
     entries = read_manifest(path, rank)
     want = shard_name(rank)
@@ -182,7 +243,15 @@ def _read_verified(path, rank, map_location):
         if e.path == want:
             data = blob
     try:
+        if not allow_pickle:
+            unsafe = _unsafe_globals(data)
+            if unsafe:
+                raise CheckpointError(f"{os.path.join(path, want)}: refused: it holds more than tensors and plain values, and "
+                                      f"unpickling it could run code (it names {unsafe[:300]}); a checkpoint you trust loads "
+                                      "with load(allow_pickle=True) or SHARDNET_ALLOW_PICKLE=1")
         payload = torch.load(io.BytesIO(data), map_location=map_location)
+    except CheckpointError:
+        raise
     except Exception as err:  # hashes matched: written by something else
         raise CheckpointError(f"{os.path.join(path, want)}: not loadable by torch.load: {err}") from None
     if not isinstance(payload, dict) or payload.get("shardnet") != FORMAT:
@@ -206,13 +275,19 @@ def previous_sealed(resume):
     return sorted(out, reverse=True)
 
 
-def load(resume_from=None, restore_rng=True, map_location=None):
+def load(resume_from=None, restore_rng=True, map_location=None, allow_pickle=None):
     """Resumes from resume_from (default SHARDNET_RESUME_FROM; a checkpoint
     directory, or a name in SHARDNET_CKPT_DIR): this rank's
     shard is verified against its manifest; when it fails on any rank, every
     rank moves on together to the previous sealed checkpoint. Restores the
     RNG states saved with it. None on a fresh start (nothing to resume from);
-    CheckpointError when no candidate verifies on every rank."""
+    CheckpointError when no candidate verifies on every rank.
+    Shards hold tensors and plain values only (the classes torch's own
+    weights-only loader allows), so a shard swapped for a pickle that runs
+    code is refused before it is unpickled (and the previous sealed
+    checkpoint taken). allow_pickle=True (or
+    SHARDNET_ALLOW_PICKLE=1) loads any pickle: only for checkpoints you trust."""
+    allow = _allow_pickle(allow_pickle)
     c = contract()
     resume = c.resume_from if resume_from is None else resume_from
     if not resume:
@@ -224,7 +299,7 @@ def load(resume_from=None, restore_rng=True, map_location=None):
     for path in [resume] + previous_sealed(resume):
         name = os.path.basename(path)
         try:
-            payload, why = _read_verified(path, c.rank, map_location), ""
+            payload, why = _read_verified(path, c.rank, map_location, allow), ""
         except CheckpointError as e:
             payload, why = None, str(e)
         if agreement.all_ranks(payload is not None, name):

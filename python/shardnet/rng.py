@@ -8,7 +8,10 @@ def capture():
     states = {"python": random.getstate()}
     try:
         import numpy
-        states["numpy"] = numpy.random.get_state()
+        # As plain values (a list, not an array): a checkpoint then loads
+        # with torch.load(weights_only=True), which runs no code.
+        kind, keys, pos, has_gauss, cached = numpy.random.get_state()
+        states["numpy"] = (kind, [int(k) for k in keys], int(pos), int(has_gauss), float(cached))
     except ImportError:
         pass
     import torch
@@ -23,7 +26,8 @@ def restore(states):
         random.setstate(states["python"])
     if "numpy" in states:
         import numpy
-        numpy.random.set_state(states["numpy"])
+        kind, keys, pos, has_gauss, cached = states["numpy"]
+        numpy.random.set_state((kind, numpy.asarray(keys, dtype=numpy.uint32), pos, has_gauss, cached))
     import torch
     if "torch" in states:
         torch.set_rng_state(states["torch"])

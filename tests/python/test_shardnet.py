@@ -329,6 +329,27 @@ class SaveLoad(Env):
     def test_missing_manifest_falls_back(self):
         self.assertIn("missing", self.corrupt_and_load(lambda d: os.unlink(os.path.join(d, "rank-0.manifest"))))
 
+    def test_a_pickle_that_runs_code_is_refused_and_the_previous_sealed_one_taken(self):
+        # The shard is swapped for a pickle that would run a command, and its
+        # manifest rewritten to match: the hashes agree, the load refuses.
+        marker = os.path.join(self.dir, "pwned")
+        class Evil:
+            def __reduce__(self):
+                return (os.system, ("touch " + marker,))
+        def swap(d):
+            p = os.path.join(d, "rank-0.pt")
+            torch.save({"shardnet": shardnet.checkpoint.FORMAT, "step": 20, "state": {"x": Evil()}, "rng": {}}, p)
+            open(os.path.join(d, "rank-0.manifest"), "w").write(f"{sha256(p)} {os.path.getsize(p)} rank-0.pt\n")
+        why = self.corrupt_and_load(swap)
+        self.assertIn("rank-0.pt: refused: it holds more than tensors and plain values", why)
+        self.assertIn("it names posix.system", why)
+        self.assertFalse(os.path.exists(marker), "the pickle ran its code")
+        # A checkpoint the user trusts, on their explicit word: it loads.
+        ck = os.environ["SHARDNET_CKPT_DIR"]
+        newest = sorted(n for n in os.listdir(ck) if n.startswith("checkpoint-"))[-1]
+        shardnet.load(os.path.join(ck, newest), allow_pickle=True, restore_rng=False)
+        self.assertTrue(os.path.exists(marker))
+
     def test_only_sealed_ones_are_fallbacks(self):
         ck = self.shardnet_env()
         sealed = shardnet.save(10, state(), durable=True); seal(os.path.join(ck, sealed))
