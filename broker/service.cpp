@@ -1,4 +1,5 @@
 #include "broker/service.hpp"
+#include "broker/receipts/head_pin.hpp"
 
 #include "broker/api/store_answer.hpp"
 
@@ -43,6 +44,12 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     // The key's public half from its first day, before it signs anything: a
     // rotation away from it keeps it listed at /v1/keys.
     if (cfg.receipts.on()) store_->transaction([&] { store_->record_key(signing_key_.keyid(), signing_key_.public_pem()); });
+    // The log only moves forward: a database shorter than, or different
+    // from, the last head this broker signed is not started on.
+    if (cfg.receipts.on() && !cfg.receipts.key_file.empty()) {
+        head_pin_ = head_pin_path(cfg.receipts.key_file);
+        if (std::string why = check_head_pin(*store_, head_pin_); !why.empty()) throw std::runtime_error(why);
+    }
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
     for (auto &r : store_->load_runs()) {

@@ -152,6 +152,7 @@ public:
         // is being looked into (0: none): one of each at a time, and the
         // detector leaves the attempt's silent workers to the judgment.
         long long judging = 0, probing = 0;
+        unsigned long long judging_serial = 0, probing_serial = 0;
         struct RecoveryClock {
             long long to = 0;   // the attempt that recovers (0: none timed)
             std::string tier;
@@ -397,6 +398,7 @@ private:
     // The receipts key that signs now and the configured retired ones: the
     // store thread's only (a SIGHUP rotates them there).
     SigningKey signing_key_;
+    std::string head_pin_;   // KEY_FILE.head: the last head signed (receipts/head_pin.hpp); "" when receipts are off
     std::vector<SigningKey> retired_keys_;
     boost::asio::thread_pool store_thread_{1};
     boost::asio::thread_pool slurm_thread_{1};

@@ -48,9 +48,9 @@ std::optional<ApiResponse> Service::follow_events(const ApiRequest &req, std::sh
     // The stream budget: per token (a user's tabs, a job's watcher) and in
     // all, always below max_connections, so that streams held open (read or
     // not) can never take the connections heartbeats need.
-    const int max_streams = cfg_.sse_max_streams > 0 ? cfg_.sse_max_streams : std::max(1, cfg_.max_connections / 2);
-    std::string key = who->name;
-    if (who->bound) key += "/" + who->cluster + "/" + std::to_string(who->job);
+    const int max_streams = cfg_.sse_max_streams > 0 ? cfg_.sse_max_streams : cfg_.max_connections / 2;
+    // A job's derived tokens count as their user's: one user's jobs share one budget.
+    const std::string key = who->bound ? "uid:" + std::to_string(who->uid) : who->name;
     {
         std::lock_guard<std::mutex> lock(streams_->mu);
         if (streams_->total >= max_streams) {

@@ -196,7 +196,7 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
             cfg.drain_faults = int(n);
         }
         if (auto *x = d.if_contains("drain_window_seconds")) {
-            if (!get_int(c, "detector.drain_window_seconds", *x, 60, 86400 * 365, n)) return c.err;
+            if (!get_int(c, "detector.drain_window_seconds", *x, 60, 86400 * 30, n)) return c.err;
             cfg.drain_window_seconds = int(n);
         }
         if (auto *x = d.if_contains("quarantine_seconds")) {

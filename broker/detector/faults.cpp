@@ -192,6 +192,8 @@ void Service::summarise() {
                                       w.ended || w.faulted, w.watch_only, w.cluster, w.job);
         });
         measure_policies(rows, wall_now());
+        // Bad-node memory keeps 30 days (inventory/bad_nodes.cpp).
+        try { transact([&] { store_->forget_node_faults(wall_now() - 30 * 86400.0); }); } catch (const std::exception &) {}
     });
 }
 

@@ -32,7 +32,9 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     const long long attempt = hb.attempt, interval = hb.interval;
     if (!is_safe_name(run)) return reply(error_response(400, "bad_field", "run: not a valid run id", "run"));
     // Control characters in any kept string were refused by read_heartbeat.
-    if (node.empty() || node.size() > 256) return reply(error_response(400, "bad_field", "node: not a node name", "node"));
+    // A Slurm node's name: never a host list or anything Slurm's commands
+    // would read as more than one node (it reaches scontrol as nodename=).
+    if (!is_safe_name(node, 128)) return reply(error_response(400, "bad_field", "node: 1-128 of [A-Za-z0-9._-] (a Slurm node's name)", "node"));
     if (jobstep.size() > 32) return reply(error_response(400, "bad_field", "step: not a Slurm step id", "step"));
     if (requeue_policy != "federated"sv && requeue_policy != "local"sv && requeue_policy != "off"sv)
         return reply(error_response(400, "bad_field", "requeue: expected federated, local or off", "requeue"));

@@ -64,21 +64,50 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
     // answers it. One judgment (and one probe) of an attempt at a time: the
     // detector leaves the attempt's silent workers to it meanwhile.
     RunInfo::RankFailure first;
+    // The flag goes down whichever way the judgment ends (a verdict, a
+    // question answered elsewhere, an exception in a Slurm call): held by
+    // every job of the judgment, released with the last one.
+    struct Flag {
+        Service *svc;
+        std::string run;
+        bool probe;
+        unsigned long long serial;   // a later round's flag is another one: only the newest lowers it
+        ~Flag() {
+            std::unique_lock lock(svc->runs_mu_);
+            auto it = svc->runs_.find(run);
+            if (it == svc->runs_.end()) return;
+            auto &info = it->second;
+            if ((probe ? info.probing_serial : info.judging_serial) == serial) (probe ? info.probing : info.judging) = 0;
+        }
+    };
+    unsigned long long serial = 0;
+    std::shared_ptr<Flag> flag;
+    bool off_and_faulted = false;
     {
         std::unique_lock lock(runs_mu_);
         auto it = runs_.find(end.run);
-        if (it == runs_.end() || it->second.attempt != end.attempt || it->second.state != RunState::running) return;
+        if (it == runs_.end() || it->second.attempt != end.attempt) return;
         long long &mine = probe ? it->second.probing : it->second.judging;
-        if (round <= 0) {
-            if (mine == end.attempt) return;   // already under way
+        if (it->second.state != RunState::running) {
+            if (round > 0) mine = 0;
+            // A FAULT came meanwhile and nothing will be requeued: the
+            // batch script's end is the run's end.
+            off_and_faulted = !probe && it->second.state == RunState::degraded && it->second.requeue == "off";
+        } else {
+            if (round <= 0 && mine == end.attempt) return;   // already under way
             mine = end.attempt;
+            serial = ++(probe ? it->second.probing_serial : it->second.judging_serial);
         }
         first = it->second.first_failure;
     }
-    auto done = [this, run = end.run, probe] {
-        std::unique_lock lock(runs_mu_);
-        if (auto it = runs_.find(run); it != runs_.end()) (probe ? it->second.probing : it->second.judging) = 0;
-    };
+    if (off_and_faulted) return end_failed(end, nullptr, "", wall_now());
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(end.run);
+        if (it == runs_.end() || it->second.state != RunState::running) return;
+    }
+    flag.reset(new Flag{this, end.run, probe, serial});   // in place: a temporary Flag would lower the flag as it dies
+    auto done = [flag] {};   // kept by each job of the judgment; the last one lowers the flag
     auto conf = cfg_.clusters.find(end.cluster);
     if (conf == cfg_.clusters.end() || end.job <= 0) {
         done();
@@ -154,7 +183,7 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
         // Every suspect's node is up: its agent's last word is late, or
         // lost. Asked again each second, for one detector deadline.
         if (!waiting.empty() && round < wait_rounds)
-            return retry_later(1.0, "classify a batch script's end", [this, end, round] { judge_batch_end(end, round + 1); });
+            return retry_later(1.0, "classify a batch script's end", [this, end, round, done] { judge_batch_end(end, round + 1); });
         done();
         end_failed(end, first.attempt == end.attempt ? &first : nullptr, waiting, wall_now());
     });
@@ -183,7 +212,9 @@ void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first,
         {
             std::unique_lock lock(runs_mu_);
             auto it = runs_.find(end.run);
-            if (it == runs_.end() || it->second.attempt != end.attempt || it->second.state != RunState::running) return;
+            // RUNNING, or DEGRADED by a FAULT with nothing to requeue (requeue=off).
+            const bool off_and_faulted = it != runs_.end() && it->second.state == RunState::degraded && it->second.requeue == "off";
+            if (it == runs_.end() || it->second.attempt != end.attempt || (it->second.state != RunState::running && !off_and_faulted)) return;
             before = it->second;
             if (!set_state(end.run, it->second, RunState::failed)) return;
         }

@@ -11,6 +11,7 @@
 
 #include "broker/api/api_util.hpp"
 #include "broker/service.hpp"
+#include "broker/slurm/slurm_view.hpp"
 #include "common/parse_util.hpp"
 
 namespace shardnet::broker {
@@ -33,6 +34,8 @@ std::string reason_text(const std::string &s) {
 }  // namespace
 
 void Service::quarantine(const std::string &cluster, const std::string &node, double now, const std::string &run, const std::string &cause) {
+    // Only a plain Slurm node name is remembered (a job names its workers' nodes).
+    if (!is_safe_name(cluster, 128) || !is_safe_name(node, 128)) return;
     const std::string key = cluster + "/" + node;
     {
         std::lock_guard<std::mutex> lock(quarantine_mu_);
@@ -41,9 +44,9 @@ void Service::quarantine(const std::string &cluster, const std::string &node, do
         if (cfg_.quarantine_seconds > 0 && (quarantine_.size() < 100000 || quarantine_.count(key))) quarantine_[key] = now + cfg_.quarantine_seconds;
         // One death is one fault, however many of the run's workers (the
         // batch script, each step) were on the node.
+        if (last_fault_.size() >= 100000 && !last_fault_.count(key)) last_fault_.clear();
         auto &last = last_fault_[key];
         if (last.first == run && now - last.second < 600) return;
-        if (last_fault_.size() > 100000) last_fault_.clear();
         last = {run, now};
     }
     on_store([this, row = Store::NodeFaultRow{cluster, node, now, run, cause.substr(0, 500)}] {
@@ -51,14 +54,21 @@ void Service::quarantine(const std::string &cluster, const std::string &node, do
         try {
             transact([&] { store_->add_node_fault(row); });
             if (!cfg_.drain_bad_nodes) return;
-            for (const auto &f : store_->node_faults(row.time - cfg_.drain_window_seconds))
-                if (f.cluster == row.cluster && f.node == row.node) ++recent;
+            // Faults of distinct runs: one run's death of a node counts once,
+            // a broker restart's second look at it too.
+            recent = store_->node_fault_runs(row.cluster, row.node, row.time - cfg_.drain_window_seconds);
         } catch (const std::exception &e) {
             log_warn("node fault not remembered: the store refused it", row.run, row.cluster + "/" + row.node + ": " + e.what());
             return;
         }
         if (recent < cfg_.drain_faults || !cfg_.clusters.count(row.cluster)) return;
         post_guarded(slurm_thread_, "drain a bad node", [this, row, recent] {
+            // Slurm's own word first: a node it does not know, or has drained
+            // already (an admin's reason stands), is left alone.
+            std::string shown;
+            if (slurm_->fresh(cfg_.clusters.at(row.cluster), {"scontrol", "-o", "show", "node", row.node}, shown) != 0 ||
+                scontrol_field(shown, "NodeName") != row.node || scontrol_field(shown, "State").find("DRAIN") != std::string::npos)
+                return;
             const std::string reason = reason_text("shardnet: " + std::to_string(recent) + " faults in " +
                                                    std::to_string(cfg_.drain_window_seconds) + " s; last: " + row.cause);
             std::string out;
@@ -93,16 +103,13 @@ void Service::list_bad_nodes(const Reply &reply) {
             o = json::object{{"cluster", f.cluster}, {"node", f.node}, {"faults", n}, {"last", f.time}, {"last_run", f.run},
                              {"last_cause", f.cause}, {"recent_faults", recent}};
         }
-        const auto held = quarantined(now);
         json::array out;
+        std::lock_guard<std::mutex> lock(quarantine_mu_);
         for (auto &[key, o] : nodes) {
-            const std::string name = key.first + "/" + key.second;
-            o["held"] = held.count(name) > 0;
-            if (!o.contains("recent_faults")) o["recent_faults"] = 0;
-            {
-                std::lock_guard<std::mutex> lock(quarantine_mu_);
-                if (auto it = quarantine_.find(name); it != quarantine_.end() && it->second > now) o["held_until"] = it->second;
-            }
+            auto it = quarantine_.find(key.first + "/" + key.second);
+            const bool held = it != quarantine_.end() && it->second > now;
+            o["held"] = held;
+            if (held) o["held_until"] = it->second;
             out.push_back(std::move(o));
         }
         reply(ok_json(200, json::object{{"nodes", std::move(out)}, {"quarantine_seconds", cfg_.quarantine_seconds},
@@ -114,16 +121,17 @@ void Service::list_bad_nodes(const Reply &reply) {
 void Service::clear_bad_node(const std::string &cluster, const std::string &node, const Reply &reply) {
     if (!is_safe_name(cluster, 128) || !is_safe_name(node, 128))
         return reply(error_response(400, "bad_field", "cluster and node: 1-128 of [A-Za-z0-9._-]"));
-    {
-        std::lock_guard<std::mutex> lock(quarantine_mu_);
-        quarantine_.erase(cluster + "/" + node);
-    }
     on_store(reply, [this, cluster, node](const Reply &reply) {
         long long n = 0;
         try {
             transact([&] { n = store_->clear_node_faults(cluster, node); });
         } catch (const std::exception &e) {
             return reply(store_error_response(e));
+        }
+        {   // memory after the store: a refused delete leaves both as they were
+            std::lock_guard<std::mutex> lock(quarantine_mu_);
+            quarantine_.erase(cluster + "/" + node);
+            last_fault_.erase(cluster + "/" + node);
         }
         log_json("info", "bad node cleared", json::object{{"cluster", cluster}, {"node", node}, {"faults", n}});
         reply(ok_json(200, json::object{{"cluster", cluster}, {"node", node}, {"cleared_faults", n},

@@ -18,6 +18,7 @@
 #include "common/parse_util.hpp"
 #include "broker/receipts/receipts.hpp"
 #include "broker/service.hpp"
+#include "broker/receipts/head_pin.hpp"
 
 namespace shardnet::broker {
 
@@ -76,6 +77,13 @@ void Service::rotate_receipt_key(const ReceiptKeys &fresh) {
         if (fresh.key.keyid() != signing_key_.keyid()) {
             SigningKey old = signing_key_;
             signing_key_ = fresh.key;
+            // The pin moves beside the new key, as it stands now.
+            std::string err;
+            const std::string pin = fresh.key_file.empty() ? "" : head_pin_path(fresh.key_file);
+            if (auto last = head_pin_.empty() ? std::nullopt : read_head_pin(head_pin_, err); last && !pin.empty() && pin != head_pin_)
+                err = write_head_pin(pin, *last);
+            if (!err.empty()) log_json("error", "receipts: the log head not pinned beside the new key", json::object{{"why", err}});
+            head_pin_ = pin;
             log_json("info", "receipts: signing key rotated; the old key stays listed as retired",
                      json::object{{"old_keyid", old.keyid()}, {"new_keyid", signing_key_.keyid()}});
         }

@@ -9,6 +9,7 @@
 #include "broker/api/api_util.hpp"
 #include "broker/receipts/receipts.hpp"
 #include "broker/service.hpp"
+#include "broker/receipts/head_pin.hpp"
 #include "common/tree_head.hpp"
 
 namespace shardnet::broker {
@@ -182,6 +183,11 @@ Store::TreeHeadRow Service::current_head(double now) {
         throw std::runtime_error("the log's head of size " + std::to_string(size) + " not signed: " + err);
     Store::TreeHeadRow row{size, std::string(reinterpret_cast<const char *>(root.data()), root.size()), dsse::to_json(env), now};
     store_->transaction([&] { store_->insert_tree_head(row); });
+    // Pinned outside the database before anyone sees it: a head once shown
+    // is never followed by a shorter log (receipts/head_pin.hpp).
+    if (!head_pin_.empty())
+        if (std::string err = write_head_pin(head_pin_, HeadPin{size, merkle::hex(root)}); !err.empty())
+            log_json("error", "receipts: the log head not pinned", json::object{{"why", err}});
     return row;
 }
 

@@ -18,6 +18,7 @@ std::span<const Sql> node_fault_statements() {
         {"node_faults", "SELECT cluster, node, time, run, cause FROM node_faults WHERE time >= ? ORDER BY cluster, node, time"},
         {"clear_node_faults", "DELETE FROM node_faults WHERE cluster = ? AND node = ?"},
         {"forget_node_faults", "DELETE FROM node_faults WHERE time < ?"},
+        {"node_fault_runs", "SELECT COUNT(DISTINCT run) FROM node_faults WHERE cluster = ? AND node = ? AND time >= ?"},
     };
     return table;
 }
@@ -46,6 +47,13 @@ long long Store::clear_node_faults(const std::string &cluster, const std::string
     Binder(s).text(cluster).text(node);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("clearing a node's faults", rc);
     return sqlite3_changes64(db_);
+}
+
+long long Store::node_fault_runs(const std::string &cluster, const std::string &node, double since) {
+    auto *s = stmt("node_fault_runs");
+    Done done{s};
+    Binder(s).text(cluster).text(node).real(since);
+    return row(s) ? sqlite3_column_int64(s, 0) : 0;
 }
 
 void Store::forget_node_faults(double before) {

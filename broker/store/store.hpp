@@ -155,6 +155,7 @@ public:
     std::vector<NodeFaultRow> node_faults(double since);   // by cluster, node, time
     long long clear_node_faults(const std::string &cluster, const std::string &node);
     void forget_node_faults(double before);
+    long long node_fault_runs(const std::string &cluster, const std::string &node, double since);   // distinct runs
 
     // Signed receipts and their log (store/receipt_store.cpp; doc/receipts.md).
     // Each call belongs inside the transaction of the record it attests.

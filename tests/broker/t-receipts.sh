@@ -191,5 +191,30 @@ out=$(shard verify r1 --key "$T/receipts.pub" --key "$T/receipts2.pub" 2>&1); rc
 [ $rc = 1 ] && grep -q "bad signature" <<<"$out" && ok "a receipt altered in the database: $(grep -m1 FAIL <<<"$out")" \
     || fail "altered receipt not caught (rc $rc): $out"
 
+# Heads only move forward: the last head signed is pinned beside the key
+# (receipts2.key.head, 0600); a database whose log was cut back below it
+# is not started on, with a message naming both sizes.
+size=$(get /v1/log/head | $PY -c 'import json,sys; print(json.load(sys.stdin)["tree_size"])')
+pinned=$($PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["tree_size"])' "$T/receipts2.key.head" 2>/dev/null || echo none)
+[ "$pinned" = "$size" ] && [ "$(stat -c %a "$T/receipts2.key.head")" = 600 ] && ok "the head of size $size is pinned beside the key (0600)" \
+    || fail "pinned head: $pinned, served head: $size"
+kill -TERM $PID; wait $PID 2>/dev/null; PID=""
+cp "$T/broker.db" "$T/broker.db.whole"
+$PY - "$T/broker.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+n = db.execute("SELECT MAX(idx) FROM log_nodes WHERE level = 0").fetchone()[0]
+db.execute("DELETE FROM log_nodes WHERE idx >= ? AND level = 0", (n - 1,))   # the newest two receipts' leaves
+db.execute("DELETE FROM receipts WHERE seq IN (SELECT seq FROM receipts ORDER BY log_index DESC LIMIT 2)")
+db.commit()
+PY
+"$BROKER" --config "$T/broker.json" --port-file "$T/port" > "$T/rolled" 2>&1; rc=$?
+[ $rc != 0 ] && grep -q "fewer than the $size of the last head this broker signed" "$T/rolled" \
+    && ok "a log rolled back below the pinned head: the broker refuses to start ($(grep -o 'the receipt log in the database holds [0-9]* receipts' "$T/rolled"))" \
+    || fail "rolled-back log: rc $rc, $(cat "$T/rolled")"
+cp "$T/broker.db.whole" "$T/broker.db"; rm -f "$T/broker.db-wal" "$T/broker.db-shm"
+start
+get /v1/log/head >/dev/null && ok "the whole database again: serves" || fail "the broker did not start on the whole database"
+
 [ $fails = 0 ] && echo "all receipt checks passed" || { echo "$fails receipt check(s) failed"; tail -20 "$T/log"; }
 exit $((fails > 0))

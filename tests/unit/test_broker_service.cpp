@@ -78,7 +78,11 @@ TEST_CASE("heartbeats create the run and show in it") {
     REQUIRE(v.at("groups").as_array().size() == 1);
     CHECK(v.at("groups").as_array()[0].at("workers").as_int64() == 2);
     CHECK(v.at("groups").as_array()[0].at("healthy").as_int64() == 2);
-    CHECK(f.call("POST", "/v1/heartbeats", "admin-t", hb("r1", 1, "a1/batch", 6)).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", "admin-t",
+                 R"({"run":"r1","attempt":1,"node":"a1","step":"batch","interval":1,"state":"running","ranks":[{"rank":0,"step":6}]})").status == 204);
+    // A node is a Slurm node's plain name: never a worker key, a host list or markup.
+    for (const char *bad : {"a1/batch", "gpu[001-512],x", "n1 n2", "<b>n1</b>"})
+        CHECK(f.call("POST", "/v1/heartbeats", "admin-t", hb("r1", 1, bad, 6)).status == 400);
     CHECK(f.call("POST", "/v1/heartbeats", "admin-t", hb("r1", 1, "a2", 7, "ended")).status == 204);
     v = Fixture::body(f.call("GET", "/v1/runs/r1", "admin-t")).as_object();
     auto groups = v.at("groups").as_array();
