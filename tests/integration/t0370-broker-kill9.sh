@@ -32,6 +32,9 @@ cleanup_k9() {
     cleanup_lib
 }
 trap cleanup_k9 EXIT
+# Phase 3 recovers on beta2, which died in phase 2 and is back: the
+# brokers' bad-node memory (kept across these kill -9s) holds it 5 s here.
+DETECTOR_EXTRA='"quarantine_seconds": 5'
 start_federation
 write_trainer "$WORK/train.sh"
 
