@@ -100,13 +100,11 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
         }
         first = it->second.first_failure;
     }
+    // In place (a temporary Flag would lower the flag as it dies), and at
+    // once: every way out from here lowers it.
+    if (serial) flag.reset(new Flag{this, end.run, probe, serial});
     if (off_and_faulted) return end_failed(end, nullptr, "", wall_now());
-    {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(end.run);
-        if (it == runs_.end() || it->second.state != RunState::running) return;
-    }
-    flag.reset(new Flag{this, end.run, probe, serial});   // in place: a temporary Flag would lower the flag as it dies
+    if (!flag) return;
     auto done = [flag] {};   // kept by each job of the judgment; the last one lowers the flag
     auto conf = cfg_.clusters.find(end.cluster);
     if (conf == cfg_.clusters.end() || end.job <= 0) {
