@@ -63,6 +63,9 @@ await check(url, out, async ({ page, allowErrors }) => {
 
   // The job's user sees its run, never another user's.
   await signIn(user);
+  // The table is there before its rows: wait (up to 10 s) for the user's run to be listed.
+  await page.waitForFunction((r) => [...document.querySelectorAll("#runs-body tr")].some((tr) => tr.dataset.run === r), { timeout: 10000 }, run)
+    .catch(() => {});
   const visible = await page.$$eval("#runs-body tr", (trs) => trs.map((tr) => tr.dataset.run));
   expect(visible.includes(run) && !visible.includes(other), `the user's runs: ${visible}`);
   await allowErrors(/status of 404/, async () => {
