@@ -6,6 +6,10 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=$(cd "${1:-build}" && pwd); shift || true
 [ "$(id -u)" = 0 ] || { echo "run-integration: must run as root (starts Slurm daemons)"; exit 1; }
+# One harness at a time on a machine: the clusters share munged and the
+# test users' jobs. A second run (another checkout's) waits its turn.
+exec 9>/tmp/shardnet-harness.lock
+flock -n 9 || { echo "run-integration: another harness run holds /tmp/shardnet-harness.lock; waiting"; flock 9; }
 SCRATCH=$(mktemp -d /tmp/shardnet-it.XXXXXX)
 chmod 755 "$SCRATCH"
 LOGS=$BUILD/test-logs
