@@ -266,7 +266,13 @@ private:
                                                       long long job, const std::string &ckpt_dir, std::string *nodelist = nullptr,
                                                       std::string *batch_host = nullptr, const std::string &ckpt_every = "",
                                                       long long max_attempts = 0);
-    std::vector<ClusterOffer> local_offers(const std::string &ckpt_dir);
+    // With a job's options (in the site's names, name_map.hpp): each
+    // cluster's offer is what the job can have there (the idle nodes of its
+    // partitions; refused, with the reason, where a name has no match), and
+    // `fitted` gets the options in each cluster's own names.
+    struct FittedOptions { boost::json::object options; std::vector<std::string> mapped; };
+    std::vector<ClusterOffer> local_offers(const std::string &ckpt_dir, const boost::json::object *site_options = nullptr,
+                                           std::map<std::string, FittedOptions> *fitted = nullptr);
     // Nodes the detector saw down, offered to no placement until the time
     // kept (detector.quarantine_seconds); "cluster/node" keys.
     // run and cause: what it faulted, remembered (inventory/bad_nodes.cpp).
@@ -372,6 +378,7 @@ private:
         double next = 0, delay = 0;   // the next try, and the backoff that led to it
         int bad_answers = 0;          // answers from the peer that could not be read
     };
+    std::string with_environment(const std::string &payload);
     void forward_one(const Store::Forwarding &f, ForwardRetry &retry);
     void forwarded(const Store::Forwarding &f, const PeerDecision &answer);
     // An answer that cannot be read: an event and a retry, until the decision ends.

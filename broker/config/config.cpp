@@ -223,7 +223,7 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
             std::string path = "clusters." + std::string(kv.key());
             if (!kv.value().is_object()) return path + ": expected {\"slurm_conf\": PATH}";
             const auto &co = kv.value().as_object();
-            if (!only_keys(c, path, co, {"slurm_conf", "region", "ckpt_roots"})) return c.err;
+            if (!only_keys(c, path, co, {"slurm_conf", "region", "ckpt_roots", "names"})) return c.err;
             if (!co.contains("slurm_conf")) return path + ": needs slurm_conf";
             std::string conf;
             if (!get_str(c, path + ".slurm_conf", co.at("slurm_conf"), conf)) return c.err;
@@ -239,6 +239,8 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
                     info.ckpt_roots.emplace_back(e.as_string());
                 }
             }
+            if (auto *r = co.if_contains("names"))
+                if (std::string bad = parse_name_table(*r, path + ".names", info.names); !bad.empty()) return bad;
             cfg.cluster_info[std::string(kv.key())] = std::move(info);
         }
     }

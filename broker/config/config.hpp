@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/slurm/name_map.hpp"
 #include "common/signing_key.hpp"
 
 namespace shardnet::broker {
@@ -98,7 +99,9 @@ struct BrokerConfig {
     ReceiptKeys receipts;                // optional "receipts" section
     // Local clusters: name -> SLURM_CONF, to confirm failures with Slurm.
     std::map<std::string, std::string> clusters;
-    struct ClusterInfo { std::string region; std::vector<std::string> ckpt_roots; };
+    // names: the site's partition/account/QOS names as this cluster calls
+    // them (broker/slurm/name_map.hpp).
+    struct ClusterInfo { std::string region; std::vector<std::string> ckpt_roots; NameTable names; };
     std::map<std::string, ClusterInfo> cluster_info;   // optional, per cluster
     // Federation: this broker's name to its peers, and the peers.
     std::string broker_name;                 // default: the cluster name

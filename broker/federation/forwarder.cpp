@@ -19,6 +19,7 @@
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 #include "broker/service.hpp"
+#include "broker/recovery/job_environment.hpp"
 #include "broker/util/log.hpp"
 #include "broker/api/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
@@ -101,12 +102,40 @@ void Service::forward_loop() {
     }
 }
 
+// The run's kept environment goes with its decision, on the peer link only:
+// read from the root-only file as it is sent, never written into the
+// stored payload (the database keeps no user's variables).
+std::string Service::with_environment(const std::string &payload) {
+    json::error_code ec;
+    json::value v = json::parse(payload, ec);
+    const json::object *o = ec ? nullptr : v.if_object();
+    const json::value *run = o ? o->if_contains("run") : nullptr;
+    if (!run || !run->is_string()) return payload;
+    std::string err;
+    const std::string dir = private_dir(cfg_.database, err);
+    const std::string id(run->as_string());
+    auto text = dir.empty() ? std::nullopt : read_environment_file(dir, id, err);
+    if (!text) {
+        if (!err.empty()) log_warn("the run's environment does not go with its decision", id, err);
+        return payload;
+    }
+    json::array env;
+    for (std::size_t pos = 0; pos < text->size();) {
+        const auto end = text->find('\0', pos);
+        if (end == std::string::npos) break;
+        env.emplace_back(std::string_view(*text).substr(pos, end - pos));
+        pos = end + 1;
+    }
+    v.as_object()["environment"] = std::move(env);
+    return json::serialize(v);
+}
+
 void Service::forward_one(const Store::Forwarding &f, ForwardRetry &retry) {
     auto peer = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &p) { return p.name == f.peer; });
     if (peer == cfg_.peers.end()) return;
     HttpRequest r;
     r.url = peer->url + "/v1/decisions";
-    r.body = f.payload;
+    r.body = with_environment(f.payload);
     r.bearer = peer->token;
     r.ca_file = peer->ca_file;
     r.timeout_ms = 5000;

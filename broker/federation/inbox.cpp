@@ -16,6 +16,7 @@
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 #include "broker/service.hpp"
+#include "broker/recovery/job_environment.hpp"
 #include "broker/api/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
@@ -93,13 +94,24 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
     receipts::ChainLink link;
     if (auto *rv = v.as_object().if_contains("receipt"); rv && !rv->is_null())
         if (std::string err = receipts::read_chain_link(*rv, link); !err.empty()) return reply(error_response(400, "bad_field", err, "receipt"));
+    // The submitter's environment, from the peer's root-only copy: checked
+    // whole (a malformed one refuses the decision, naming the entry), then
+    // this site's policy drops what it drops, as for a job of its own.
+    std::vector<std::string> environment;
+    bool has_environment = false;
+    if (auto *e = v.as_object().if_contains("environment"); e && !e->is_null()) {
+        if (std::string why = read_environment(*e, environment); !why.empty()) return reply(error_response(400, "bad_field", why, "environment"));
+        std::erase_if(environment, [&](const std::string &x) { return environment_dropped(x.substr(0, x.find('=')), cfg_.environment_drop); });
+        has_environment = true;
+    }
     Requirements want;
     if (auto *r = v.as_object().if_contains("requires"); r && r->is_object())
         if (auto err = requirements_from_json(r->as_object(), want); !err.empty())
             return reply(error_response(400, "bad_field", err, "requires"));
     post_answering(slurm_thread_, "receive decision", reply, [this, id, from, sender, run, to, script, resume, manifest, policy, fault_seen, fault_at,
                                                              spec = spec_v->as_object(), want, by = who.name, link,
-                                                             peer_users = who.users](const Reply &reply) {
+                                                             peer_users = who.users, environment = std::move(environment),
+                                                             has_environment](const Reply &reply) {
         const double now = wall_now();
         // The user is resolved here, by name, on this host: another site's
         // uid and gid numbers mean nothing here and are never used.
@@ -140,7 +152,12 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
         if (nodes_v && nodes_v->is_int64() && nodes_v->as_int64() > 0) req.nodes = int(nodes_v->as_int64());
         const std::string ckpt = spec.if_contains("ckpt_dir") && spec.at("ckpt_dir").is_string()
                                      ? std::string(spec.at("ckpt_dir").as_string()) : "";
-        Placement p = place(req, local_offers(ckpt), "");
+        // A peer's options speak the site's names: each cluster here takes
+        // them in its own (clusters.NAME.names), or is no place for the job.
+        json::object site_options;
+        if (auto *o = spec.if_contains("options"); o && o->is_object()) site_options = o->as_object();
+        std::map<std::string, FittedOptions> fitted;
+        Placement p = place(req, local_offers(ckpt, &site_options, &fitted), "");
         json::array rejected;
         for (const auto &r : p.rejected) rejected.push_back(json::object{{"cluster", r.cluster}, {"reason", r.reason}});
         auto refuse = [&](const std::string &why) {
@@ -155,7 +172,27 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
         if (p.cluster.empty()) return refuse("no compatible capacity at broker " + cfg_.broker_name);
         std::string err;
         std::vector<std::string> dropped;   // a peer's options that are not used (malformed): logged
-        const long long job = submit_attempt(p.cluster, spec, script, run, to, resume, p.nodes, id + ":" + nonce, as, err, &dropped);
+        // Kept before the job is submitted (it is replayed from the file);
+        // an environment this broker kept for the run before stands.
+        if (has_environment) {
+            std::string why;
+            bool existed = false;
+            const std::string dir = private_dir(cfg_.database, why);
+            if (!dir.empty()) why = write_environment_file(dir, run, environment, existed);
+            if (!why.empty()) {   // this broker's disk: the peer sends it again
+                log_warn("a peer's decision waits: the run's environment not kept", run, why);
+                return reply(error_response(503, "store_unavailable", "the run's environment could not be kept here; send it again"));
+            }
+        }
+        json::object local_spec = spec;
+        std::vector<std::string> mapped;
+        if (auto f = fitted.find(p.cluster); f != fitted.end() && spec.contains("options")) {
+            local_spec["options"] = f->second.options;
+            mapped = f->second.mapped;
+            // Another site's reservation is not one of ours.
+            if (local_spec["options"].as_object().erase("reservation")) dropped.push_back("reservation (another site's)");
+        }
+        const long long job = submit_attempt(p.cluster, local_spec, script, run, to, resume, p.nodes, id + ":" + nonce, as, err, &dropped);
         for (const auto &d : dropped) log_warn("a peer's job option is not carried", run, d);
         if (!job) return refuse(err);
         bool known = false;
@@ -170,6 +207,8 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
         ev["from_broker"] = from;
         ev["rejected"] = rejected;
         ev["resume"] = resume;
+        if (!mapped.empty()) ev["mapped"] = json::value_from(mapped);
+        if (!dropped.empty()) ev["uncarried"] = json::value_from(dropped);
         store_wait([&] {
             try {
                 transact([&] {
@@ -187,7 +226,8 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
                     store_->set_recovering(run, to, (long long)p.nodes.size());
                     event(run, "RECEIVED", "decision " + id + " from broker " + from + " (peer " + by + ")", json::serialize(ev), now);
                     event(run, "PLACEMENT", p.cluster + " " + join(p.nodes) + ": job " + std::to_string(job) + ", attempt " +
-                          std::to_string(to) + " (fabric " + p.fabric + ")", json::serialize(ev), now);
+                          std::to_string(to) + " (fabric " + p.fabric + ")" + (mapped.empty() ? "" : "; names: " + join(mapped, ", ")) +
+                          (dropped.empty() ? "" : "; not carried: " + join(dropped, ", ")), json::serialize(ev), now);
                     event(run, "RECOVERING", "attempt " + std::to_string(to) + " submitted with --shardnet-resume=" + resume,
                           json::serialize(ev), now);
                     store_->finish_received(id, "applied", json::serialize(res));

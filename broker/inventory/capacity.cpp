@@ -21,6 +21,7 @@
 #include "broker/api/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
+#include "broker/slurm/name_map.hpp"
 
 namespace shardnet::broker {
 
@@ -59,7 +60,8 @@ std::shared_ptr<const std::map<std::string, NodeOffer>> Service::node_offers() {
     });
 }
 
-std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
+std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir, const json::object *site_options,
+                                                std::map<std::string, FittedOptions> *fitted) {
     const auto node_map = node_offers();
     const auto &described = *node_map;
     std::vector<ClusterOffer> offers;
@@ -67,23 +69,53 @@ std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir) {
     for (const auto &[name, conf] : cfg_.clusters) {
         ClusterOffer c;
         c.name = name;
-        if (auto it = cfg_.cluster_info.find(name); it != cfg_.cluster_info.end()) {
-            c.region = it->second.region;
-            if (!it->second.ckpt_roots.empty() && !ckpt_dir.empty())
-                c.reads_checkpoint = std::any_of(it->second.ckpt_roots.begin(), it->second.ckpt_roots.end(),
+        const auto info = cfg_.cluster_info.find(name);
+        if (info != cfg_.cluster_info.end()) {
+            c.region = info->second.region;
+            if (!info->second.ckpt_roots.empty() && !ckpt_dir.empty())
+                c.reads_checkpoint = std::any_of(info->second.ckpt_roots.begin(), info->second.ckpt_roots.end(),
                                                  [&](const std::string &r) { return under(ckpt_dir, r); });
         }
+        // The job's partitions, in this cluster's names: only their nodes count.
+        std::set<std::string> partitions;
+        if (site_options) {
+            FittedOptions f{*site_options, {}};
+            if (info != cfg_.cluster_info.end()) c.refused = local_names(info->second.names, f.options, &f.mapped);
+            for (auto &p : job_partitions(f.options)) partitions.insert(p);
+            if (fitted) (*fitted)[name] = std::move(f);
+            if (!c.refused.empty()) { offers.push_back(std::move(c)); continue; }
+        }
         std::string out;
-        if (slurm_->query(conf, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N"}, out) != 0) {
+        if (slurm_->query(conf, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N %R"}, out) != 0) {
             c.reachable = false;
         } else {
-            std::istringstream is(out);
+            std::istringstream lines(out);
             std::set<std::string> seen;
-            for (std::string n; is >> n;) {
+            for (std::string line; std::getline(lines, line);) {
+                std::istringstream is(line);
+                std::string n, partition;
+                if (!(is >> n)) continue;
+                is >> partition;
+                if (!partitions.empty() && !partitions.count(partition)) continue;
                 if (!seen.insert(n).second) continue;  // a node in several partitions
                 if (held.count(name + "/" + n)) continue;  // seen dead: Slurm may not know yet
                 auto d = described.find(n);
                 c.idle.push_back(d != described.end() ? d->second : undescribed(n));
+            }
+            // A partition this cluster has not (idle or not): no place for
+            // the job, said so, rather than an sbatch that fails.
+            if (!partitions.empty() && c.idle.empty()) {
+                std::string all;
+                std::set<std::string> known;
+                if (slurm_->query(conf, {"sinfo", "-h", "-o", "%R"}, all) == 0) {
+                    std::istringstream is(all);
+                    for (std::string p; is >> p;) known.insert(p);
+                    std::string missing;
+                    for (const auto &p : partitions)
+                        if (!known.count(p)) missing += (missing.empty() ? "" : ",") + p;
+                    if (missing.size() && std::none_of(partitions.begin(), partitions.end(), [&](const std::string &p) { return known.count(p) > 0; }))
+                        c.refused = "no partition " + missing + " (and no mapping for it in clusters." + name + ".names.partition)";
+                }
             }
         }
         offers.push_back(std::move(c));

@@ -269,6 +269,7 @@ Placement place(const Requirements &req, const std::vector<ClusterOffer> &cluste
         if (!listed(req.regions, c.region)) { reject("region " + (c.region.empty() ? std::string("(none)") : c.region) + " not allowed"); continue; }
         if (!c.reachable) { reject("slurmctld did not answer"); continue; }
         if (!c.reads_checkpoint) { reject("cannot read the checkpoint's storage"); continue; }
+        if (!c.refused.empty()) { reject(c.refused); continue; }
         std::array<int, n_reasons + 1> count{};
         ok.clear();
         unsigned fabric_all = ~0u;

@@ -57,6 +57,7 @@ struct ClusterOffer {
     bool reachable = true;              // its slurmctld answered
     bool reads_checkpoint = true;       // the checkpoint's storage is mounted there
     std::vector<NodeOffer> idle;        // idle nodes, any order
+    std::string refused;                // why the job cannot go there at all ("no partition for gpu"); "" when it can
 };
 
 struct Rejection { std::string cluster, reason; };

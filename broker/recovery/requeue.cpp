@@ -15,6 +15,7 @@
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/api/api_util.hpp"
 #include "broker/slurm/slurm_view.hpp"
+#include "broker/slurm/name_map.hpp"
 
 namespace shardnet::broker {
 
@@ -183,7 +184,15 @@ void Service::requeue(const Fault &fault, int tries) {
         // 4. Where: this broker's clusters first.
         std::string region;
         if (auto it = cfg_.cluster_info.find(fault.state.cluster); it != cfg_.cluster_info.end()) region = it->second.region;
-        Placement p = place(req, local_offers(ckpt), fault.state.cluster, region, bad);
+        // The job's partition, account and QOS in the site's names: each
+        // cluster takes them in its own, or is no place for the job.
+        const std::string spec_cluster = spec.if_contains("cluster") && spec.at("cluster").is_string()
+                                             ? std::string(spec.at("cluster").as_string()) : fault.state.cluster;
+        json::object site_options;
+        if (auto *o = spec.if_contains("options"); o && o->is_object()) site_options = o->as_object();
+        if (auto it = cfg_.cluster_info.find(spec_cluster); it != cfg_.cluster_info.end()) site_names(it->second.names, site_options);
+        std::map<std::string, FittedOptions> fitted;
+        Placement p = place(req, local_offers(ckpt, &site_options, &fitted), fault.state.cluster, region, bad);
         json::array rejected;
         std::string others;
         for (const auto &r : p.rejected) {
@@ -200,8 +209,11 @@ void Service::requeue(const Fault &fault, int tries) {
         };
         if (p.cluster.empty()) {
             if (policy == "federated" && !cfg_.peers.empty()) {
+                // A peer knows the site's names, not this cluster's.
+                json::object site_spec = spec;
+                site_spec["options"] = site_options;
                 json::object payload{{"id", id}, {"from_broker", cfg_.broker_name}, {"run", fault.run}, {"from_attempt", fault.attempt},
-                                     {"to_attempt", to}, {"spec", spec}, {"script", spec_row->script}, {"owner", owner},
+                                     {"to_attempt", to}, {"spec", site_spec}, {"script", spec_row->script}, {"owner", owner},
                                      {"resume", resume}, {"manifest", manifest}, {"requires", requirements_to_json(req)},
                                      {"local_rejected", others}};
                 {
@@ -263,6 +275,21 @@ void Service::requeue(const Fault &fault, int tries) {
                 if (x.is_string()) not_carried += (not_carried.empty() ? "" : ", ") + std::string(x.as_string());
             ev["uncarried"] = *u;
         }
+        // The options in the chosen cluster's names. A reservation is its
+        // cluster's own: it does not go to another.
+        std::string mapped_words;
+        if (auto f = fitted.find(p.cluster); f != fitted.end() && spec.contains("options")) {
+            spec["options"] = f->second.options;
+            if (!f->second.mapped.empty()) ev["mapped"] = json::value_from(f->second.mapped), mapped_words = "; names: " + join(f->second.mapped, ", ");
+        }
+        if (auto *o = spec.if_contains("options"); o && o->is_object() && p.cluster != spec_cluster)
+            if (auto *r = o->as_object().if_contains("reservation"); r && r->is_string()) {
+                const std::string what = "reservation " + std::string(r->as_string()) + " (" + spec_cluster + "'s)";
+                not_carried += (not_carried.empty() ? "" : ", ") + what;
+                if (!ev.contains("uncarried")) ev["uncarried"] = json::array{};
+                ev["uncarried"].as_array().push_back(json::value(what));
+                o->as_object().erase("reservation");
+            }
         cancel_old();
         std::string err;
         std::vector<std::string> dropped;   // options of the spec that are not used (malformed)
@@ -285,7 +312,7 @@ void Service::requeue(const Fault &fault, int tries) {
         const std::string matched = req.needs_hardware() ? " (" + std::string(req.accel_class.empty() ? "" : "class, ") +
                                     (req.fabric.empty() ? "" : "fabric, ") + (req.memory_gb > 0 ? "memory, " : "") + "shape matched)" : "";
         record("applied", new_job, "PLACEMENT", p.cluster + " " + join(p.nodes) + (p.cluster == fault.state.cluster ? " without " + bad : "") +
-               ": job " + std::to_string(new_job) + ", attempt " + std::to_string(to) + matched + others +
+               ": job " + std::to_string(new_job) + ", attempt " + std::to_string(to) + matched + others + mapped_words +
                (not_carried.empty() ? "" : "; not carried: " + not_carried));
         const bool written = record("applied", new_job, "RECOVERING",
                                     "attempt " + std::to_string(to) + " submitted with --shardnet-resume=" + resume, RunState::recovering);

@@ -82,7 +82,11 @@ start_broker() {
     [ -f "$WORK/worker.key" ] || { secret > "$WORK/worker.key"; chmod 600 "$WORK/worker.key"; }
     WORKER_KEY_FILE=$WORK/worker.key
     local clusters="" c
-    for c in $(cat "$SCRATCH/clusters"); do clusters="$clusters${clusters:+, }\"$c\": {\"slurm_conf\": \"$SCRATCH/$c/slurm.conf\"}"; done
+    # CLUSTER_NAMES_<cluster>: that cluster's names table (clusters.NAME.names), as JSON.
+    for c in $(cat "$SCRATCH/clusters"); do
+        local names_var=CLUSTER_NAMES_$c
+        clusters="$clusters${clusters:+, }\"$c\": {\"slurm_conf\": \"$SCRATCH/$c/slurm.conf\"${!names_var:+, \"names\": ${!names_var}}}"
+    done
     cat > "$WORK/broker.json" <<CONF
 {"listen": "127.0.0.1:$BROKER_PORT", "plain_http": true, "database": "$WORK/broker.db", "clusters": {$clusters},
  "worker_keys": [{"name": "site", "key_file": "$WORKER_KEY_FILE"}],

@@ -161,3 +161,19 @@ TEST_CASE("derived worker tokens: one job's run and attempt, signed by a configu
     Auth no_keys({}, 1000, 1000);
     CHECK(no_keys.check(tok, who, 1.0) == Auth::Verdict::invalid);
 }
+
+TEST_CASE("clusters.NAME.names: the site's partition/account/QOS names as the cluster calls them") {
+    BrokerConfig c;
+    CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf",
+        "names": {"partition": {"gpu": "gpu-a100", "debug": null}, "qos": {"high": "normal"}}}})"), c) == "");
+    const auto &names = c.cluster_info.at("beta").names;
+    CHECK(names.at("partition").at("gpu") == std::optional<std::string>("gpu-a100"));
+    CHECK(!names.at("partition").at("debug"));
+    CHECK(names.at("qos").at("high") == std::optional<std::string>("normal"));
+    CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "names": {"gres": {}}}})"), c) ==
+          "clusters.beta.names.gres: unknown key (expected partition, account or qos)");
+    CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "names": {"partition": {"gpu": "a b"}}}})"), c) ==
+          "clusters.beta.names.partition.gpu: expected this cluster's name (1-64 of [A-Za-z0-9._-]) or null");
+    CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "names": {"partition": ["gpu"]}}})"), c) ==
+          "clusters.beta.names.partition: expected an object of SITE_NAME: NAME_HERE (or null: none here)");
+}

@@ -4,6 +4,9 @@
 // end after unreadable answers), and the inbox applies a peer's decision
 // at most once, as a local account. Real brokers: tests/integration.
 #include <algorithm>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <doctest/doctest.h>
 
 #include "tests/unit/fakes/service_fixture.hpp"
@@ -32,7 +35,7 @@ HttpResponse answer(long status, const json::object &body) {
 }
 
 // Job 7 on n1,n2, no other idle node, then n2 dies: attempt 2 has no local place.
-void fault_without_room(ServiceFixture &f) {
+void fault_without_room(ServiceFixture &f, const std::function<void()> &before_fault = {}) {
     {
         std::lock_guard<std::mutex> lock(f.slurm->mu);
         FakeSlurm::Job j;
@@ -44,6 +47,7 @@ void fault_without_room(ServiceFixture &f) {
     REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
     REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    if (before_fault) before_fault();
     {
         std::lock_guard<std::mutex> lock(f.slurm->mu);
         f.slurm->nodes[kConf]["n2"] = "DOWN*";
@@ -273,4 +277,86 @@ TEST_CASE("capacity?nodes=1: this broker's rows list their nodes by Slurm's name
     // A peer asking for them gets the rows without nodes.
     auto as_peer = json::parse(f.call("GET", "/v1/capacity?local=1&nodes=1", "", "peer-t").body);
     CHECK_FALSE(as_peer.at("clusters").at(0).as_object().contains("nodes"));
+}
+
+TEST_CASE("a decision's environment: sent from the root-only copy, checked and filtered by the receiving site, replayed into its job") {
+    // The sender: the run's kept environment goes with the decision, never into its stored payload.
+    {
+        ServiceFixture f({{"c1", kConf}}, two_peers());
+        f.start();
+        f.peers->on(kBeta, [](const HttpRequest &) {
+            return answer(200, json::object{{"accepted", true}, {"broker", "beta"}, {"cluster", "b1"}, {"job", 55}, {"nodes", json::array{"b1n1"}}});
+        });
+        fault_without_room(f, [&] {
+            auto kept = f.call("POST", "/v1/runs/r1/environment", R"({"attempt": 1, "environment": ["MYVAR=kept-42", "SLURM_JOB_ID=7"]})");
+            INFO(kept.body);
+            REQUIRE(kept.status == 200);
+        });
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "MOVED"; }));
+        const json::object p = json::parse(f.peers->requests(kBeta).at(0).body).as_object();
+        CHECK(p.at("environment") == json::array{"MYVAR=kept-42"});   // SLURM_* dropped when kept
+        std::string all;   // the database, its journal included: no value of the user's
+        for (const std::string &file : {f.cfg.database, f.cfg.database + "-wal"}) {
+            std::ifstream in(file, std::ios::binary);
+            all += std::string(std::istreambuf_iterator<char>(in), {});
+        }
+        CHECK(all.size() > 0);
+        CHECK(all.find("kept-42") == std::string::npos);
+    }
+    // The receiver: malformed is refused whole, naming the entry; its own policy drops what it drops.
+    ServiceFixture f({{"c1", kConf}});
+    f.cfg.environment_drop = {"SECRET_*"};
+    f.start();
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf] = {{"n1", "IDLE"}};
+    }
+    json::object d = json::parse(decision_body("beta:r5/attempt-2", "r5", 2, "daemon")).as_object();
+    d["environment"] = json::array{"GOOD=1", "BAD NAME=2"};
+    auto r = f.call("POST", "/v1/decisions", json::serialize(d), "peer-t");
+    CHECK(r.status == 400);
+    CHECK(contains(r.body, "environment[1]"));
+    CHECK(f.slurm->count("sbatch") == 0);
+    d["environment"] = json::array{"MYVAR=kept-42", "SECRET_TOKEN=x"};
+    r = f.call("POST", "/v1/decisions", json::serialize(d), "peer-t");
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    const auto changes = f.slurm->changes();
+    REQUIRE(changes.size() == 1);
+    CHECK(std::find(changes[0].argv.begin(), changes[0].argv.end(), "--export-file=3") != changes[0].argv.end());
+    REQUIRE(changes[0].as.fd3);
+    CHECK(changes[0].as.fd3->find(std::string("MYVAR=kept-42") + '\0') == 0);
+    CHECK(changes[0].as.fd3->find("SECRET_TOKEN") == std::string::npos);
+}
+
+TEST_CASE("a peer's options speak the site's names: this broker's cluster takes them in its own, or is no place for them") {
+    ServiceFixture f({{"c1", kConf}});
+    f.cfg.cluster_info["c1"].names["partition"]["gpu"] = std::string("gpu-here");
+    f.cfg.cluster_info["c1"].names["qos"]["high"] = std::nullopt;
+    f.start();
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf] = {{"n1", "IDLE"}, {"n2", "IDLE"}};
+        f.slurm->partitions[kConf] = {{"n1", "gpu-here"}, {"n2", "cpu"}};
+    }
+    json::object d = json::parse(decision_body("beta:r4/attempt-2", "r4", 2, "daemon")).as_object();
+    d["spec"].as_object()["options"] = json::object{{"partition", "gpu"}, {"reservation", "theirs"}};
+    auto r = f.call("POST", "/v1/decisions", json::serialize(d), "peer-t");
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    const auto changes = f.slurm->changes();
+    REQUIRE(changes.size() == 1);
+    const auto &argv = changes[0].argv;
+    CHECK(std::find(argv.begin(), argv.end(), "--partition=gpu-here") != argv.end());
+    CHECK(std::find(argv.begin(), argv.end(), "--nodelist=n1") != argv.end());
+    CHECK(std::none_of(argv.begin(), argv.end(), [](const std::string &a) { return a.rfind("--reservation", 0) == 0; }));
+    CHECK(contains(f.events("r4"), "partition gpu -> gpu-here"));
+    // A QOS this site has none of: refused, the reason named.
+    d["id"] = "beta:r3/attempt-2";
+    d["run"] = "r3";
+    d["spec"].as_object()["options"] = json::object{{"qos", "high"}};
+    r = f.call("POST", "/v1/decisions", json::serialize(d), "peer-t");
+    CHECK(r.status == 409);
+    CHECK(contains(r.body, "no qos for high"));
+    CHECK(f.slurm->count("sbatch") == 1);
 }

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "broker/slurm/job_options.hpp"
+#include "broker/slurm/name_map.hpp"
 
 using namespace shardnet::broker;
 namespace json = boost::json;
@@ -112,4 +113,32 @@ TEST_CASE("the requeue's marker follows the user's comment and is taken out agai
     CHECK(user_comment("exp 7 shardnet-decision:d") == "exp 7");
     CHECK(user_comment("shardnet-decision:d") == "");
     CHECK(user_comment("plain") == "plain");
+}
+
+TEST_CASE("names across clusters: into the site's words as a job leaves, into the target's as it arrives") {
+    NameTable alpha, beta;
+    alpha["partition"]["gpu"] = std::string("a-gpu");
+    beta["partition"]["gpu"] = std::string("b-gpu");
+    beta["partition"]["debug"] = std::nullopt;
+    beta["account"]["ml"] = std::string("ml-beta");
+    json::object opts{{"partition", "a-gpu"}, {"account", "ml"}, {"qos", "high"}, {"job_name", "a-gpu"}};
+    site_names(alpha, opts);
+    CHECK(opts.at("partition") == "gpu");
+    CHECK(opts.at("job_name") == "a-gpu");   // only the mapped kinds
+    std::vector<std::string> mapped;
+    CHECK(local_names(beta, opts, &mapped) == "");
+    CHECK(opts.at("partition") == "b-gpu");
+    CHECK(opts.at("account") == "ml-beta");
+    CHECK(opts.at("qos") == "high");          // no table: its own name
+    CHECK(mapped == std::vector<std::string>{"account ml -> ml-beta", "partition gpu -> b-gpu"});
+    // A list keeps what the target has; with nothing left, the target is no place for it.
+    json::object list{{"partition", "debug,gpu"}};
+    mapped.clear();
+    CHECK(local_names(beta, list, &mapped) == "");
+    CHECK(list.at("partition") == "b-gpu");
+    CHECK(mapped == std::vector<std::string>{"partition gpu -> b-gpu", "partition debug left out (none here)"});
+    json::object only{{"partition", "debug"}};
+    CHECK(local_names(beta, only) == "no partition for debug");
+    CHECK(job_partitions(json::object{{"partition", "a,b"}}) == std::vector<std::string>{"a", "b"});
+    CHECK(job_partitions(json::object{}).empty());
 }

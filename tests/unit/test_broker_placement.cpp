@@ -36,8 +36,8 @@ Requirements h100x8(int nodes) {
 }  // namespace
 
 TEST_CASE("placement prefers the home cluster without the failed node") {
-    ClusterOffer beta{"beta", "eu", true, true, {node("b1", "H100-SXM", 8, 80, f_infiniband), node("b3", "H100-SXM", 8, 80, f_infiniband)}};
-    ClusterOffer alpha{"alpha", "eu", true, true, {node("a1", "H100-SXM", 8, 80, f_infiniband | f_nvlink), node("a2", "H100-SXM", 8, 80, f_infiniband)}};
+    ClusterOffer beta{"beta", "eu", true, true, {node("b1", "H100-SXM", 8, 80, f_infiniband), node("b3", "H100-SXM", 8, 80, f_infiniband)}, ""};
+    ClusterOffer alpha{"alpha", "eu", true, true, {node("a1", "H100-SXM", 8, 80, f_infiniband | f_nvlink), node("a2", "H100-SXM", 8, 80, f_infiniband)}, ""};
     auto p = place(h100x8(1), {alpha, beta}, "beta", "eu", "b1");
     CHECK(p.cluster == "beta");
     REQUIRE(p.nodes.size() == 1);
@@ -56,7 +56,7 @@ TEST_CASE("placement prefers the home cluster without the failed node") {
 TEST_CASE("hard constraints reject with the reason per node kind; compatible classes stand in") {
     ClusterOffer c{"gamma", "us", true, true,
                    {node("g1", "A100", 8, 80, f_infiniband), node("g2", "H200-SXM", 8, 141, f_infiniband),
-                    node("g3", "H100-SXM", 4, 80, f_infiniband), node("g4", "H100-SXM", 8, 80, f_ethernet)}};
+                    node("g3", "H100-SXM", 4, 80, f_infiniband), node("g4", "H100-SXM", 8, 80, f_ethernet)}, ""};
     NodeOffer undescribed;
     undescribed.name = "g5";
     c.idle.push_back(undescribed);
@@ -80,8 +80,9 @@ TEST_CASE("hard constraints reject with the reason per node kind; compatible cla
 TEST_CASE("clusters: allowed lists, regions, unreachable, checkpoint storage; fabric quality then name") {
     auto ib = [](const std::string &n) { return node(n, "H100-SXM", 8, 80, f_infiniband); };
     auto nv = [](const std::string &n) { return node(n, "H100-SXM", 8, 80, f_infiniband | f_nvlink); };
-    ClusterOffer a{"a", "eu", true, true, {ib("a1")}}, b{"b", "eu", true, true, {nv("b1")}}, c{"c", "us", true, true, {nv("c1")}};
-    ClusterOffer down{"d", "eu", false, true, {nv("d1")}}, nockpt{"e", "eu", true, false, {nv("e1")}};
+    ClusterOffer a{"a", "eu", true, true, {ib("a1")}, ""}, b{"b", "eu", true, true, {nv("b1")}, ""}, c{"c", "us", true, true, {nv("c1")}, ""};
+    ClusterOffer down{"d", "eu", false, true, {nv("d1")}, ""}, nockpt{"e", "eu", true, false, {nv("e1")}, ""};
+    ClusterOffer unnamed{"f", "eu", true, true, {nv("f1")}, "no partition for gpu"};
     Requirements r = h100x8(1);
     auto p = place(r, {a, b, c, down, nockpt}, "home", "eu");
     CHECK(p.cluster == "b");  // nvlink beats infiniband; eu (home region) beats us
@@ -98,6 +99,11 @@ TEST_CASE("clusters: allowed lists, regions, unreachable, checkpoint storage; fa
     for (const auto &x : place(h100x8(1), {down, nockpt}, "home").rejected)
         named |= x.reason == "slurmctld did not answer" || x.reason == "cannot read the checkpoint's storage";
     CHECK(named);
+    // A cluster that has no name for the job's options: no place, whatever its nodes, with the reason.
+    p = place(h100x8(1), {unnamed}, "home");
+    CHECK(p.cluster.empty());
+    REQUIRE(p.rejected.size() == 1);
+    CHECK(p.rejected[0].reason == "no partition for gpu");
 }
 
 TEST_CASE("offers come from real probe descriptors") {

@@ -661,3 +661,77 @@ TEST_CASE("the environment: exported bash functions are kept; a later attempt's 
     CHECK(r.body.find(R"("variables":2)") != std::string::npos);
     CHECK(f.call("POST", "/v1/runs/r1/environment", R"({"attempt":1,"environment":["BASH_FUNC_a b%%=x"]})").status == 400);
 }
+
+namespace {
+const std::string kConf2 = "/fake/c2.conf";
+
+// Job 7 in partition gpu on c1's n1,n2 (no spare there); c2's m1, m2 idle
+// in its partition `c2_partition`, m3 in cpu.
+void gpu_job_and_second_cluster(ServiceFixture &f, const std::string &c2_partition) {
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf2] = {{"m1", "IDLE"}, {"m2", "IDLE"}, {"m3", "IDLE"}};
+        f.slurm->partitions[kConf2] = {{"m1", c2_partition}, {"m2", c2_partition}, {"m3", "cpu"}};
+    }
+    put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}});
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->jobs[kConf][7].partition = "gpu";
+        f.slurm->partitions[kConf] = {{"n1", "gpu"}, {"n2", "gpu"}};
+    }
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+}
+}  // namespace
+
+TEST_CASE("partition names across clusters: mapped where the target names it, the target excluded with the reason where it has none") {
+    SUBCASE("c2 calls the site's gpu partition gpu-a: attempt 2 goes there as gpu-a, said so") {
+        ServiceFixture f({{"c1", kConf}, {"c2", kConf2}});
+        f.cfg.cluster_info["c2"].names["partition"]["gpu"] = std::string("gpu-a");
+        f.start();
+        gpu_job_and_second_cluster(f, "gpu-a");
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+        const auto sbatch = f.slurm->changes();
+        auto s = std::find_if(sbatch.begin(), sbatch.end(), [](const auto &c) { return c.argv[0] == "sbatch"; });
+        CHECK(s->conf == kConf2);
+        CHECK(has(s->argv, "--partition=gpu-a"));
+        CHECK(has(s->argv, "--nodelist=m1,m2"));   // never m3, of partition cpu
+        const std::string ev = f.events("r1");
+        INFO(ev);
+        CHECK(ev.find("PLACEMENT: c2 m1,m2: job 100, attempt 2") != std::string::npos);
+        CHECK(ev.find("names: partition gpu -> gpu-a") != std::string::npos);
+        CHECK(ev.find("c1 rejected: 0 of 1 idle node(s) fit") == std::string::npos);
+    }
+    SUBCASE("c2's table says it has no gpu partition: excluded with that reason, nothing submitted") {
+        ServiceFixture f({{"c1", kConf}, {"c2", kConf2}});
+        f.cfg.cluster_info["c2"].names["partition"]["gpu"] = std::nullopt;
+        f.start();
+        gpu_job_and_second_cluster(f, "gpu");
+        REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("PLACEMENT: no placement for attempt 2") != std::string::npos; }));
+        CHECK(f.events("r1").find("c2 rejected: no partition for gpu") != std::string::npos);
+        CHECK(f.slurm->count("sbatch") == 0);
+    }
+    SUBCASE("no table, and c2 has no partition of that name: excluded, the missing name said") {
+        ServiceFixture f({{"c1", kConf}, {"c2", kConf2}});
+        f.start();
+        gpu_job_and_second_cluster(f, "batch");
+        REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("PLACEMENT: no placement for attempt 2") != std::string::npos; }));
+        INFO(f.events("r1"));
+        CHECK(f.events("r1").find("c2 rejected: no partition gpu (and no mapping for it in clusters.c2.names.partition)") != std::string::npos);
+        CHECK(f.slurm->count("sbatch") == 0);
+    }
+    SUBCASE("no table, and c2 has a gpu partition too: the same name, only its nodes") {
+        ServiceFixture f({{"c1", kConf}, {"c2", kConf2}});
+        f.start();
+        gpu_job_and_second_cluster(f, "gpu");
+        REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }));
+        const auto sbatch = f.slurm->changes();
+        auto s = std::find_if(sbatch.begin(), sbatch.end(), [](const auto &c) { return c.argv[0] == "sbatch"; });
+        CHECK(has(s->argv, "--partition=gpu"));
+        CHECK(has(s->argv, "--nodelist=m1,m2"));
+    }
+}

@@ -21,7 +21,7 @@ class FakeSlurm final : public Slurm {
 public:
     struct Job {
         long long id = 0, uid = 5000, gid = 5000, node_count = 1, tasks = 1;
-        std::string user = "alice", state = "RUNNING", nodes, batch_host, workdir = "/home/alice", comment;
+        std::string user = "alice", state = "RUNNING", nodes, batch_host, workdir = "/home/alice", comment, partition;
         std::string script = "#!/bin/sh\nsrun train.py\n";
     };
     struct Seen {
@@ -34,6 +34,7 @@ public:
     std::mutex mu;
     std::map<std::string, std::map<long long, Job>> jobs;                 // conf -> id -> job
     std::map<std::string, std::map<std::string, std::string>> nodes;      // conf -> node -> state (IDLE, ALLOCATED, DOWN*)
+    std::map<std::string, std::map<std::string, std::string>> partitions; // conf -> node -> its partition (none listed: main)
     std::set<std::string> down_controllers;                               // conf
     std::set<std::string> dead_slurmd;                                    // node names
     long long next_job = 100;
@@ -74,12 +75,14 @@ private:
 
     static std::string squeue_json(const std::map<long long, Job> &js) {
         boost::json::array a;
-        for (const auto &[id, j] : js)
+        for (const auto &[id, j] : js) {
             a.push_back(boost::json::object{{"job_id", id}, {"user_id", j.uid}, {"group_id", j.gid}, {"user_name", j.user},
                                             {"name", "train"}, {"job_state", j.state}, {"cluster", "fake"},
                                             {"current_working_directory", j.workdir}, {"standard_output", j.workdir + "/slurm-%j.out"},
                                             {"nodes", j.nodes}, {"batch_host", j.batch_host}, {"comment", j.comment},
                                             {"node_count", j.node_count}, {"tasks", j.tasks}, {"submit_time", 1700000000}});
+            if (!j.partition.empty()) a.back().as_object()["partition"] = j.partition;
+        }
         return boost::json::serialize(boost::json::object{{"jobs", std::move(a)}});
     }
     static std::string value_of(const std::vector<std::string> &argv, const std::string &prefix) {
@@ -122,9 +125,18 @@ private:
         }
         if (cmd == "sinfo") {
             const bool idle_only = std::find(argv.begin(), argv.end(), "idle") != argv.end();
+            const std::string format = argv.back();
+            const auto &ps = partitions[conf];
+            auto partition = [&](const std::string &n) { auto it = ps.find(n); return it == ps.end() ? std::string("main") : it->second; };
+            if (format == "%R") {   // the cluster's partitions
+                std::set<std::string> all;
+                for (const auto &[n, st] : ns) all.insert(partition(n));
+                for (const auto &p : all) out += p + "\n";
+                return 0;
+            }
             for (const auto &[n, st] : ns)
                 if (!idle_only) out += n + " " + st + "\n";
-                else if (st == "IDLE") out += n + "\n";
+                else if (st == "IDLE") out += n + (format == "%N %R" ? " " + partition(n) : "") + "\n";
             return 0;
         }
         if (cmd == "scancel" && argv.size() > 1) {
