@@ -10,13 +10,17 @@ BUILD=$(cd "${1:-build}" && pwd); shift || true
 # test users' jobs. A second run (another checkout's) waits its turn.
 exec 9>/tmp/shardnet-harness.lock
 flock -n 9 || { echo "run-integration: another harness run holds /tmp/shardnet-harness.lock; waiting"; flock 9; }
+# The lock is this process's alone: a daemon the harness or a test starts
+# (munged, slurmctld, a broker) must not inherit it, or it would hold the
+# lock after this run ends and every later run would wait for good.
+harness() { "$HERE/harness/clusters.sh" "$@" 9>&-; }
 SCRATCH=$(mktemp -d /tmp/shardnet-it.XXXXXX)
 chmod 755 "$SCRATCH"
 LOGS=$BUILD/test-logs
 rm -rf "$LOGS"; mkdir -p "$LOGS"
-trap '"$HERE/harness/clusters.sh" down "$SCRATCH"' EXIT
+trap 'harness down "$SCRATCH"' EXIT
 
-"$HERE/harness/clusters.sh" up "$SCRATCH" "$BUILD" alpha beta || { cp -r "$SCRATCH" "$LOGS/harness"; exit 1; }
+harness up "$SCRATCH" "$BUILD" alpha beta || { cp -r "$SCRATCH" "$LOGS/harness"; exit 1; }
 
 tests=("$@"); [ ${#tests[@]} -gt 0 ] || tests=("$HERE"/integration/t*.sh)
 pass=0; fail=0; failed=()
@@ -24,7 +28,7 @@ for t in "${tests[@]}"; do
     name=$(basename "$t" .sh)
     out=$SCRATCH/$name.out
     start=$(date +%s.%N)
-    if SCRATCH=$SCRATCH BUILD=$BUILD timeout 300 bash "$t" >"$out" 2>&1; then
+    if SCRATCH=$SCRATCH BUILD=$BUILD timeout 300 bash "$t" >"$out" 2>&1 9>&-; then
         printf 'PASS: %-28s %5.1fs\n' "$name" "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')"
         pass=$((pass + 1))
         # SHARDNET_KEEP_OUTPUT=1: a passing test's output is kept too (its figures).
@@ -37,10 +41,10 @@ for t in "${tests[@]}"; do
         fail=$((fail + 1)); failed+=("$name")
         # What it broke (a node left dead, a job left running) is mended, so
         # that one failure does not fail the tests after it.
-        "$HERE/harness/clusters.sh" heal "$SCRATCH"
+        harness heal "$SCRATCH"
     fi
     # Each test leaves the plugstack lines as it found them.
-    for c in $(cat "$SCRATCH/clusters"); do "$HERE/harness/clusters.sh" plugstack "$SCRATCH" "$c" ""; done
+    for c in $(cat "$SCRATCH/clusters"); do harness plugstack "$SCRATCH" "$c" ""; done
 done
 echo "# integration: $pass passed, $fail failed${failed:+ (${failed[*]})}"
 [ "$fail" = 0 ]
