@@ -398,6 +398,19 @@ unsigned ended(ServiceFixture &f, const std::string &node, const std::string &st
     return f.call("POST", "/v1/heartbeats", body).status;
 }
 
+// Job 7 on n1,n2 whose batch step reports these fields (',"max_attempts":1'),
+// its spec kept; then n2 dies and the detector finds it.
+void n2_dies_under(ServiceFixture &f, const std::string &fields) {
+    put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}});
+    const std::string batch = R"({"run":"r1","attempt":1,"node":"n1","step":"batch","cluster":"c1","job":7,"interval":1)" + fields +
+                              R"(,"state":"running","ranks":[{"rank":0,"step":3}]})";
+    REQUIRE(f.call("POST", "/v1/heartbeats", batch).status == 204);
+    REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+}
+
 // The run's last event of a kind, whole.
 boost::json::object last_event(ServiceFixture &f, const std::string &kind) {
     boost::json::object found;
@@ -566,14 +579,7 @@ TEST_CASE("--shardnet-fatal-exit: the batch script's listed code is the verdict,
 TEST_CASE("--shardnet-fatal-exit travels with the run: kept with the job's spec, a requeued attempt is submitted with it") {
     ServiceFixture f({{"c1", kConf}});
     f.start();
-    put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}});
-    const std::string batch = R"({"run":"r1","attempt":1,"node":"n1","step":"batch","cluster":"c1","job":7,"interval":1,"fatal_exit":[7,3],)"
-                              R"("state":"running","ranks":[{"rank":0,"step":3}]})";
-    REQUIRE(f.call("POST", "/v1/heartbeats", batch).status == 204);
-    REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
-    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
-    kill_node(f, "n2");
-    f.tick_ahead(10);
+    n2_dies_under(f, R"(,"fatal_exit":[7,3])");
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
     int sbatch = 0;
     for (const auto &c : f.slurm->changes())
@@ -633,14 +639,7 @@ TEST_CASE("the submitter's environment: checked whole, filtered, kept root-only,
 TEST_CASE("--shardnet-max-attempts: a fault after the last attempt ends the run FAILED, nothing submitted") {
     ServiceFixture f({{"c1", kConf}});
     f.start();
-    put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}});
-    const std::string batch = R"({"run":"r1","attempt":1,"node":"n1","step":"batch","cluster":"c1","job":7,"interval":1,"max_attempts":1,)"
-                              R"("state":"running","ranks":[{"rank":0,"step":3}]})";
-    REQUIRE(f.call("POST", "/v1/heartbeats", batch).status == 204);
-    REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
-    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
-    kill_node(f, "n2");
-    f.tick_ahead(10);
+    n2_dies_under(f, R"(,"max_attempts":1)");
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
     const std::string ev = f.events("r1");
     INFO(ev);
@@ -649,14 +648,7 @@ TEST_CASE("--shardnet-max-attempts: a fault after the last attempt ends the run 
     // The budget travels with the run: a requeued attempt is submitted with it.
     ServiceFixture g({{"c1", kConf}});
     g.start();
-    put_job(g, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}});
-    std::string two = batch;
-    two.replace(two.find("\"max_attempts\":1"), 16, "\"max_attempts\":2");
-    REQUIRE(g.call("POST", "/v1/heartbeats", two).status == 204);
-    REQUIRE(g.beat("r1", 1, "n2", "0", "c1", 7) == 204);
-    REQUIRE(ServiceFixture::until([&] { return g.slurm->count("scontrol", "show") >= 1; }));
-    kill_node(g, "n2");
-    g.tick_ahead(10);
+    n2_dies_under(g, R"(,"max_attempts":2)");
     REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "RECOVERING"; }));
     for (const auto &c : g.slurm->changes())
         if (c.argv[0] == "sbatch") CHECK(has(c.argv, "--shardnet-max-attempts=2"));
