@@ -548,6 +548,15 @@ TEST_CASE("--shardnet-fatal-exit: a rank's listed code ends the run FAILED at on
     CHECK(f.state("r1") == "FAILED");
     CHECK(f.slurm->count("sbatch") == 0);
     CHECK(f.slurm->count("scancel") == 0);   // the job is the user's: it ends by itself
+    // A batch script's end with a code not listed follows the same way (after a judgment that finds the run ended).
+    ServiceFixture h({{"c1", kConf}});
+    h.start();
+    running_job(h);
+    REQUIRE(ended(h, "n2", "0", rank1, R"(,"fatal_exit":[3])", "running") == 204);
+    REQUIRE(ServiceFixture::until([&] { return h.state("r1") == "FAILED"; }));
+    REQUIRE(ended(h, "n1", "batch", R"([{"rank":0,"exit":{"code":null,"signal":15}}])", R"(,"fatal_exit":[3],"stderr_tail":"slurmstepd: CANCELLED")") == 204);
+    REQUIRE(ServiceFixture::until([&] { return h.events("r1").find("STDERR: the batch script killed by signal 15 on n1 after the run ended FAILED; "
+                                                                  "stderr: slurmstepd: CANCELLED") != std::string::npos; }));
 
     // A code the job did not list is judged as any other: nothing yet while every node is up.
     ServiceFixture g({{"c1", kConf}});
