@@ -236,13 +236,21 @@ private:
         long long job = 0;
         std::optional<long long> code, signal;
         std::string what = "the batch script";   // or "rank N": whose end it is
+        // Its exit code is one the job's --shardnet-fatal-exit names: the
+        // run ends FAILED at once, nothing asked of Slurm, nothing requeued.
+        bool fatal = false;
+        std::string stderr_tail;   // the batch script's last lines of standard error (its end's report)
     };
     // Keeps the attempt's first failed rank; true when node reports its first failed rank.
     bool note_rank_failure(const std::string &run, long long attempt, const std::string &node, const HeartbeatBody::RankExit &e);
     // round -1: a rank failed (its node is alive); only a dead node of the
     // attempt is acted on (FAULT), nothing else is decided.
     void judge_batch_end(const BatchEnd &end, int round = 0);
+    // first: the attempt's first failed rank (for a fatal exit: the rank whose code it is, or none for the batch script's).
     void end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now, int tries = 0);
+    // The batch script's stderr tail for a run that had already ended
+    // FAILED (a fatal exit, a spent budget): an event of its own.
+    void note_stderr_tail(const BatchEnd &end, double now);
     // Work to do again later (a store write that failed), run from tick().
     void retry_later(double delay, const char *what, std::function<void()> fn);
     void run_retries(double now);
@@ -259,13 +267,14 @@ private:
     // It also starts watching the allocation's other nodes (WorkerTable::watch):
     // a node that dies before any worker there reported is a failure too.
     void capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                      const std::string &ckpt_dir, int interval, const std::string &ckpt_every = "", long long max_attempts = 0);
+                      const std::string &ckpt_dir, int interval, const std::string &ckpt_every = "", long long max_attempts = 0,
+                      const std::string &fatal_exit = "");
     // Idle nodes of every local cluster joined with their descriptors.
     // nodelist, batch_host: the job's allocation as Slurm names it, when asked.
     std::optional<Store::JobSpecRow> capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
                                                       long long job, const std::string &ckpt_dir, std::string *nodelist = nullptr,
                                                       std::string *batch_host = nullptr, const std::string &ckpt_every = "",
-                                                      long long max_attempts = 0);
+                                                      long long max_attempts = 0, const std::string &fatal_exit = "");
     // With a job's options (in the site's names, name_map.hpp): each
     // cluster's offer is what the job can have there (the idle nodes of its
     // partitions; refused, with the reason, where a name has no match), and

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "common/job_options.hpp"
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 
@@ -42,6 +43,7 @@ std::string agent_config_value_error(const std::string &key, const std::string &
     if (key == "step" && v != "batch" && !parse_int(v, 0, 0xffffffffLL)) return k + " is not a step id or 'batch'";
     if (key == "requeue" && v != "federated" && v != "local" && v != "off") return k + " is not federated, local or off";
     if (key == "ckpt_every" && v != "auto" && !parse_int(v, 1, 0x7fffffffLL)) return k + " is not 'auto' or a number of steps";
+    if (key == "fatal_exit" && !parse_fatal_exit(v)) return k + " is not a list of exit codes 1-255";
     if ((key == "progress_dir" || key == "ckpt_dir" || key == "ca_file") && !v.empty())
         if (auto err = check_path_syntax(v); !err.empty()) return k + ": " + err;
     return "";
@@ -73,6 +75,7 @@ std::string encode_agent_config(const AgentConfig &c, std::string &out) {
     kv("world", std::to_string(c.world));
     if (!c.ckpt_every.empty()) kv("ckpt_every", c.ckpt_every);
     if (c.max_attempts > 0) kv("max_attempts", std::to_string(c.max_attempts));
+    if (!c.fatal_exit.empty()) kv("fatal_exit", fatal_exit_text(c.fatal_exit));
     for (const auto &r : c.ranks) kv("rank", std::to_string(r.rank) + ":" + std::to_string(r.local_rank));
     if (err.empty() && !c.token.empty()) err = agent_config_value_error("token", c.token);
     if (!err.empty()) return "agent config refused: " + err;
@@ -114,6 +117,7 @@ std::string AgentConfigParser::feed(const std::string &line) {
     }
     else if (k == "ckpt_every") c.ckpt_every = v;
     else if (k == "max_attempts") { auto n = num(1, 1000); if (!n) return "bad max_attempts"; c.max_attempts = int(*n); }
+    else if (k == "fatal_exit") c.fatal_exit = *parse_fatal_exit(v);   // checked above
     else if (k == "attempt") { auto n = num(1, 1000000); if (!n) return "bad attempt"; c.attempt = unsigned(*n); }
     else if (k == "job") { auto n = num(0, 0xffffffffLL); if (!n) return "bad job"; c.job = (unsigned long)*n; }
     else if (k == "interval") { auto n = num(1, 86400); if (!n) return "bad interval"; c.interval = int(*n); }

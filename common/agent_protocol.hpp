@@ -48,6 +48,9 @@ struct AgentConfig {
     // asks for it in each heartbeat and writes it for the trainer.
     std::string ckpt_every;
     int max_attempts = 0;      // the job's --shardnet-max-attempts (0: none); the batch step reports it
+    // The job's --shardnet-fatal-exit: every step's agent reports it, so
+    // that a rank's failed report carries what its own job said of it.
+    std::vector<int> fatal_exit;
     bool ckpt_auto() const { return ckpt_every == "auto"; }
     std::vector<AgentRank> ranks;
 };

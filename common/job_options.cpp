@@ -1,5 +1,7 @@
 #include "common/job_options.hpp"
 
+#include <algorithm>
+
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 
@@ -14,6 +16,7 @@ constexpr OptSpec kSpecs[] = {
     {"shardnet-resume", "SHARDNET_RESUME", "CHECKPOINT|latest", "Resume from a sealed checkpoint (name, absolute path or latest)"},
     {"shardnet-requeue", "SHARDNET_REQUEUE", "federated|local|off", "Where a failed run may be requeued"},
     {"shardnet-max-attempts", "SHARDNET_MAX_ATTEMPTS", "N", "Attempts a run may use at most; with all used, a failure ends it FAILED"},
+    {"shardnet-fatal-exit", "SHARDNET_FATAL_EXIT", "CODES", "Exit codes (1-255, comma list) that end the run FAILED, never retried"},
 };
 }  // namespace
 
@@ -54,6 +57,9 @@ std::string check_option(Opt o, const std::string &v, const PlugstackConfig &cfg
     case Opt::max_attempts:
         if (parse_int(v, 1, 1000)) return "";
         return "expected a number of attempts from 1 to 1000";
+    case Opt::fatal_exit:
+        if (parse_fatal_exit(v)) return "";
+        return "expected exit codes from 1 to 255, comma-separated, at most " + std::to_string(kMaxFatalExit) + " (e.g. 3,7)";
     case Opt::count: break;
     }
     return "unknown option";
@@ -78,10 +84,36 @@ std::string resolve_job_options(const JobOptionsRaw &raw, const PlugstackConfig 
             out.requeue = v == "local" ? Requeue::local : v == "off" ? Requeue::off : Requeue::federated;
             break;
         case Opt::max_attempts: out.max_attempts = static_cast<int>(*parse_int(v, 1, 1000)); break;
+        case Opt::fatal_exit: out.fatal_exit = *parse_fatal_exit(v); break;
         case Opt::count: break;
         }
     }
     return "";
+}
+
+std::optional<std::vector<int>> parse_fatal_exit(std::string_view v) {
+    std::vector<int> codes;
+    std::size_t entries = 0;
+    // Every entry is a code: no empty one ("3,,7", a trailing comma), no
+    // spaces, no 0 (success is never a failure) and nothing past 255 (an
+    // exit status is one byte).
+    for (std::size_t pos = 0;; ++entries) {
+        const auto comma = v.find(',', pos);
+        auto code = parse_int(v.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos), 1, 255);
+        if (!code || entries >= kMaxFatalExit) return std::nullopt;
+        codes.push_back(int(*code));
+        if (comma == std::string_view::npos) break;
+        pos = comma + 1;
+    }
+    std::sort(codes.begin(), codes.end());
+    codes.erase(std::unique(codes.begin(), codes.end()), codes.end());
+    return codes;
+}
+
+std::string fatal_exit_text(const std::vector<int> &codes) {
+    std::string s;
+    for (int c : codes) s += (s.empty() ? "" : ",") + std::to_string(c);
+    return s;
 }
 
 }  // namespace shardnet

@@ -3,6 +3,8 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/plugstack_config.hpp"
 
@@ -10,7 +12,7 @@ namespace shardnet {
 
 // Each user-facing option: its name without "--", the SHARDNET_* variable
 // that stands in for it when the command line does not give it, and help.
-enum class Opt { run, ckpt_dir, ckpt_every, heartbeat, resume, requeue, max_attempts, count };
+enum class Opt { run, ckpt_dir, ckpt_every, heartbeat, resume, requeue, max_attempts, fatal_exit, count };
 struct OptSpec { const char *name; const char *env; const char *arginfo; const char *usage; };
 const OptSpec &opt_spec(Opt o);
 
@@ -31,6 +33,7 @@ struct JobOptions {
     std::string resume;       // "", "latest", a checkpoint name or an absolute path
     Requeue requeue = Requeue::federated;
     int max_attempts = 0;     // the run's attempts at most (0: no budget of its own)
+    std::vector<int> fatal_exit;   // exit codes that end the run FAILED, never retried (ascending)
 };
 
 // "" when value is acceptable for option o under cfg, else the reason.
@@ -40,5 +43,13 @@ std::string check_option(Opt o, const std::string &value, const PlugstackConfig 
 std::string resolve_job_options(const JobOptionsRaw &raw, const PlugstackConfig &cfg, JobOptions &out);
 
 const char *requeue_name(Requeue r);
+
+// --shardnet-fatal-exit: the exit codes (1..255, a comma list of at most
+// kMaxFatalExit) that say "do not retry": a rank or batch script ending
+// with one ends the run FAILED at once. The codes ascending without
+// repeats, or nullopt when v is malformed.
+constexpr std::size_t kMaxFatalExit = 16;
+std::optional<std::vector<int>> parse_fatal_exit(std::string_view v);
+std::string fatal_exit_text(const std::vector<int> &codes);   // "3,7"
 
 }  // namespace shardnet

@@ -17,6 +17,7 @@
 #include "sbatch-wrappers/ckpt_plan.hpp"
 #include "sbatch-wrappers/ckpt_policy.hpp"
 #include "sbatch-wrappers/client.hpp"
+#include "sbatch-wrappers/failure_view.hpp"
 #include "sbatch-wrappers/spec.hpp"
 #include "sbatch-wrappers/submit.hpp"
 #include "sbatch-wrappers/receipts_cmd.hpp"
@@ -374,6 +375,9 @@ int cmd_simple(CliConfig &cfg, const std::string &cmd, const Args &a) {
         for (const auto &w : r.body.as_object().at("workers").as_array())
             std::printf("  %-20s %-6s attempt %s ranks %s step %s %s\n", str(w, "node").c_str(), str(w, "role").c_str(), str(w, "attempt").c_str(),
                         str(w, "ranks").c_str(), str(w, "step").c_str(), str(w, "health").c_str());
+        // Why it failed, and what the job last wrote to its standard error.
+        if (str(r.body, "state") == "FAILED")
+            if (Answer ev = call(cfg.broker, "GET", "/v1/runs/" + a.pos[0] + "/events"); ev.ok()) std::fputs(render_failure(ev.body).c_str(), stdout);
     } else {
         std::printf("%s: %s\n", a.pos[0].c_str(), str(r.body, "state").c_str());
     }

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <yaml-cpp/yaml.h>
 
+#include "common/job_options.hpp"
+
 namespace shardnet::cli {
 
 namespace {
@@ -51,6 +53,17 @@ struct Reader {
             if (!e.IsScalar()) return fail(e, key, "expected a list of names");
             out.push_back(e.Scalar());
         }
+        return true;
+    }
+    // Exit codes as a list ([3, 7]), one code, or --shardnet-fatal-exit's own "3,7".
+    bool exit_codes(const YAML::Node &n, const std::string &key, std::string &out) {
+        std::string text;
+        if (n.IsSequence())
+            for (const auto &e : n) text += (text.empty() ? "" : ",") + (e.IsScalar() ? e.Scalar() : std::string("?"));
+        else if (n.IsScalar()) text = n.Scalar();
+        const auto codes = parse_fatal_exit(text);
+        if (!codes) return fail(n, key, "expected exit codes from 1 to 255, at most " + std::to_string(kMaxFatalExit) + " (e.g. [3, 7])");
+        out = fatal_exit_text(*codes);
         return true;
     }
     bool one_of(const YAML::Node &n, const std::string &key, std::initializer_list<const char *> allowed, std::string &out) {
@@ -110,6 +123,7 @@ std::string parse_spec(const std::string &text, const std::string &label, JobSpe
         else if (key == "heartbeat") ok = r.integer(v, key, 1, 3600, spec.heartbeat);
         else if (key == "requeue") ok = r.one_of(v, key, {"federated", "local", "off"}, spec.requeue);
         else if (key == "max_attempts") ok = r.integer(v, key, 1, 1000, spec.max_attempts);
+        else if (key == "fatal_exit") ok = r.exit_codes(v, key, spec.fatal_exit);
         else if (key == "clusters") ok = r.list(v, key, spec.clusters);
         else if (key == "regions") ok = r.list(v, key, spec.regions);
         else if (key == "time_limit") ok = r.str(v, key, spec.time_limit);
@@ -136,7 +150,8 @@ std::string parse_spec(const std::string &text, const std::string &label, JobSpe
                 }
         } else {
             ok = r.fail(kv.first, key, "unknown key (expected name, command, accelerator, gpus, gpus_per_node, gpu_memory_gb, "
-                                       "nodes, tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, clusters, regions, time_limit)");
+                                       "nodes, tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, fatal_exit, clusters, "
+                                       "regions, time_limit)");
         }
         if (!ok) return r.err;
     }

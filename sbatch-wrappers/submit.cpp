@@ -27,6 +27,7 @@ json::object manifest_of(const JobSpec &s) {
     if (!s.image.empty()) m["image"] = s.image;
     if (!s.time_limit.empty()) m["time_limit"] = s.time_limit;
     if (s.max_attempts > 0) m["max_attempts"] = s.max_attempts;
+    if (!s.fatal_exit.empty()) m["fatal_exit"] = s.fatal_exit;
     return m;
 }
 
@@ -45,6 +46,7 @@ std::vector<std::string> sbatch_argv(const JobSpec &s, const std::string &run, c
                                "--shardnet-ckpt-every=" + s.ckpt_every};
     if (!s.ckpt_root.empty()) a.push_back("--shardnet-ckpt-dir=" + s.ckpt_root + "/" + run);
     if (s.max_attempts > 0) a.push_back("--shardnet-max-attempts=" + std::to_string(s.max_attempts));
+    if (!s.fatal_exit.empty()) a.push_back("--shardnet-fatal-exit=" + s.fatal_exit);
     if (s.gpus_per_node > 0)
         a.push_back("--gres=gpu:" + std::to_string(s.gpus_per_node));
     if (!s.time_limit.empty()) a.push_back("--time=" + s.time_limit);

@@ -27,6 +27,7 @@
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 #include "spank/slurm_query.hpp"
+#include "spank/stderr_tail.hpp"
 
 using namespace shardnet;
 
@@ -97,6 +98,7 @@ public:
                 heartbeat("running", cfg_.timeout_ms);
                 next = Clock::now() + std::chrono::seconds(cfg_.interval);
                 urgent_ = false;
+                learn_stderr_path();
             }
             const bool limit_due = end_time_ > 0 && std::time(nullptr) >= end_time_ - cfg_.prelimit_secs;
             if (cfg_.prelimit_signal && !prelimit_sent_ && (limit_due || Clock::now() >= next_limit_check)) {
@@ -118,6 +120,29 @@ public:
         // and only within a short deadline: the step must not wait on us.
         if (broker_ok_) heartbeat("ended", std::min(cfg_.timeout_ms, 1000));
         return 0;
+    }
+
+    // The batch step's standard error, as Slurm names it: asked once the
+    // first heartbeat is out (and again at the next two if slurmctld did
+    // not answer), never at the step's end, where the final report has
+    // only exit_wait_ms to leave.
+    void learn_stderr_path() {
+        if (cfg_.step != "batch" || !stderr_path_.empty() || stderr_asks_ >= 3 || cfg_.job == 0) return;
+        ++stderr_asks_;
+        stderr_path_ = job_stderr_path(cfg_.job);
+    }
+
+    // The tail of the batch script's standard error when it ended non-zero
+    // or by a signal: the first thing a user reads of a failure. Ranks that
+    // srun started write there too (srun forwards their output); a step's
+    // own srun -e FILE is not read.
+    std::string stderr_tail() {
+        if (cfg_.step != "batch" || stderr_path_.empty() || ranks_.empty() || !ranks_[0].wait_status || *ranks_[0].wait_status == 0)
+            return "";
+        std::string err;
+        std::string tail = read_stderr_tail(stderr_path_, err);
+        if (!err.empty()) log("the batch script's standard error is not read: " + err);
+        return tail;
     }
 
 private:
@@ -273,7 +298,8 @@ private:
         req.bearer = cfg_.token;
         req.ca_file = cfg_.ca_file;
         req.timeout_ms = timeout_ms;
-        req.body = heartbeat_json(cfg_, ranks_, state, ++seq_, wall_now(), prelimit_sent_, policy_version_);
+        req.body = heartbeat_json(cfg_, ranks_, state, ++seq_, wall_now(), prelimit_sent_, policy_version_,
+                                  std::strcmp(state, "ended") == 0 ? stderr_tail() : "");
         // The step's end cuts a request short: read events while we wait.
         auto res = client_.send(req, in_.eof() ? -1 : in_.fd(), [this] {
             read_events();
@@ -436,6 +462,8 @@ private:
     bool urgent_ = false;
     bool prelimit_sent_ = false;
     std::time_t end_time_ = 0;
+    std::string stderr_path_;   // the batch script's standard error ("": not known)
+    int stderr_asks_ = 0;
 };
 
 }  // namespace

@@ -83,7 +83,8 @@ std::string commit_json(const std::string &text, unsigned attempt, unsigned rank
 }
 
 std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &ranks, const char *state,
-                           unsigned long long seq, double now, bool prelimit_signalled, long long policy) {
+                           unsigned long long seq, double now, bool prelimit_signalled, long long policy,
+                           const std::string &stderr_tail) {
     boost::json::array rs;
     for (const auto &r : ranks) {
         boost::json::object o;
@@ -128,6 +129,9 @@ std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &r
     if (!c.ckpt_every.empty()) hb["ckpt_every"] = c.ckpt_every;
     // The run's attempt budget: only the batch step says it (kept with the job's spec).
     if (c.step == "batch" && c.max_attempts > 0) hb["max_attempts"] = c.max_attempts;
+    // Every step says it: a rank's failed report is judged by its own job's word.
+    if (!c.fatal_exit.empty()) hb["fatal_exit"] = boost::json::value_from(c.fatal_exit);
+    if (!stderr_tail.empty()) hb["stderr_tail"] = stderr_tail;
     if (c.ckpt_auto()) hb["policy"] = policy;
     hb["ranks"] = std::move(rs);
     return boost::json::serialize(hb);

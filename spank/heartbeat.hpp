@@ -62,8 +62,11 @@ struct SealedCheckpoint { std::string name, marker; };
 std::vector<SealedCheckpoint> sealed_checkpoints(const std::string &body, std::string &err);
 
 // policy: the checkpoint policy version the agent holds (sent when c.ckpt_auto).
+// stderr_tail: the batch script's last lines of standard error, sent with
+// its non-zero end ("": none).
 std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &ranks, const char *state,
-                           unsigned long long seq, double now, bool prelimit_signalled, long long policy = 0);
+                           unsigned long long seq, double now, bool prelimit_signalled, long long policy = 0,
+                           const std::string &stderr_tail = "");
 
 // The broker's answer to a heartbeat of an auto job when the policy
 // changed: {"policy": {"version", "every_steps", "seconds"}}.

@@ -29,6 +29,16 @@ std::time_t job_end_time(unsigned long jobid) {
     return end;
 }
 
+std::string job_stderr_path(unsigned long jobid) {
+    init_once();
+    job_info_msg_t *msg = nullptr;
+    if (slurm_load_job(&msg, uint32_t(jobid), SHOW_ALL) != 0 || !msg) return "";
+    char buf[4097] = {};
+    if (msg->record_count > 0) slurm_get_job_stderr(buf, sizeof buf, &msg->job_array[0]);
+    slurm_free_job_info_msg(msg);
+    return buf[0] == '/' ? buf : "";
+}
+
 std::string nth_host(const std::string &nodelist, unsigned nodeid) {
     hostlist_t hl = slurm_hostlist_create(nodelist.c_str());
     if (!hl) return "";

@@ -8,17 +8,19 @@ BUILD=$(cd "${1:-build}" && pwd); shift || true
 [ "$(id -u)" = 0 ] || { echo "run-integration: must run as root (starts Slurm daemons)"; exit 1; }
 # One harness at a time on a machine: the clusters share munged and the
 # test users' jobs. A second run (another checkout's) waits its turn.
-# The lock's descriptor is closed in every command started below: a daemon
-# the harness starts (munged, slurmd) must not hold the lock after the run.
 exec 9>/tmp/shardnet-harness.lock
 flock -n 9 || { echo "run-integration: another harness run holds /tmp/shardnet-harness.lock; waiting"; flock 9; }
+# The lock is this process's alone: a daemon the harness or a test starts
+# (munged, slurmctld, a broker) must not inherit it, or it would hold the
+# lock after this run ends and every later run would wait for good.
+harness() { "$HERE/harness/clusters.sh" "$@" 9>&-; }
 SCRATCH=$(mktemp -d /tmp/shardnet-it.XXXXXX)
 chmod 755 "$SCRATCH"
 LOGS=$BUILD/test-logs
 rm -rf "$LOGS"; mkdir -p "$LOGS"
-trap '"$HERE/harness/clusters.sh" down "$SCRATCH" 9>&-' EXIT
+trap 'harness down "$SCRATCH"' EXIT
 
-"$HERE/harness/clusters.sh" up "$SCRATCH" "$BUILD" alpha beta 9>&- || { cp -r "$SCRATCH" "$LOGS/harness"; exit 1; }
+harness up "$SCRATCH" "$BUILD" alpha beta || { cp -r "$SCRATCH" "$LOGS/harness"; exit 1; }
 
 tests=("$@"); [ ${#tests[@]} -gt 0 ] || tests=("$HERE"/integration/t*.sh)
 pass=0; fail=0; failed=()
@@ -39,10 +41,10 @@ for t in "${tests[@]}"; do
         fail=$((fail + 1)); failed+=("$name")
         # What it broke (a node left dead, a job left running) is mended, so
         # that one failure does not fail the tests after it.
-        "$HERE/harness/clusters.sh" heal "$SCRATCH" 9>&-
+        harness heal "$SCRATCH"
     fi
     # Each test leaves the plugstack lines as it found them.
-    for c in $(cat "$SCRATCH/clusters"); do "$HERE/harness/clusters.sh" plugstack "$SCRATCH" "$c" "" 9>&-; done
+    for c in $(cat "$SCRATCH/clusters"); do harness plugstack "$SCRATCH" "$c" ""; done
 done
 echo "# integration: $pass passed, $fail failed${failed:+ (${failed[*]})}"
 [ "$fail" = 0 ]

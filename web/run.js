@@ -59,6 +59,9 @@ export function render(id) {
     parts.detail.replaceChildren(h("div", { class: "event-detail", id: "event-open", tabindex: -1 },
       h("p", {}, h("b", {}, `${ev.kind} `), `#${ev.id} at ${clock(ev.time)}`),
       h("p", {}, "Cause: ", ev.cause),
+      // The job's own last words, as lines: text like every value here, never markup.
+      typeof ev.evidence?.stderr_tail === "string" &&
+        [h("p", {}, "Last lines of the batch script's standard error:"), h("pre", { class: "stderr-tail" }, ev.evidence.stderr_tail)],
       h("p", {}, "Evidence:"), h("pre", {}, JSON.stringify(ev.evidence, null, 2)),
       h("button", { type: "button", onclick: () => { opened = null; parts.detail.replaceChildren(); } }, "Close")));
     parts.detail.firstChild.focus();

@@ -3,7 +3,9 @@
 #include <boost/json/basic_parser_impl.hpp>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
+#include "common/job_options.hpp"
 #include "common/parse_util.hpp"
 
 namespace shardnet::broker {
@@ -15,10 +17,11 @@ using ec_t = boost::system::error_code;
 
 // The keys the broker reads; each key is looked up once, when it ends.
 enum Key { k_other, k_run, k_node, k_state, k_step, k_cluster, k_requeue, k_attempt, k_interval, k_job, k_ranks,
-           k_checkpointing, k_exit, k_code, k_signal, k_ckpt_dir, k_policy, k_ckpt_every, k_rank, k_time, k_max_attempts };
+           k_checkpointing, k_exit, k_code, k_signal, k_ckpt_dir, k_policy, k_ckpt_every, k_rank, k_time, k_max_attempts,
+           k_fatal_exit, k_stderr_tail };
 constexpr std::string_view kKeyNames[] = {"", "run", "node", "state", "step", "cluster", "requeue", "attempt", "interval",
                                           "job", "ranks", "checkpointing", "exit", "code", "signal", "ckpt_dir", "policy", "ckpt_every",
-                                          "rank", "time", "max_attempts"};
+                                          "rank", "time", "max_attempts", "fatal_exit", "stderr_tail"};
 
 // k's size is N - 1 already: a comparison of known length, inlined.
 template <std::size_t N>
@@ -33,11 +36,18 @@ Key key_of(std::string_view k) {
     case 6: return same(k, "signal") ? k_signal : same(k, "policy") ? k_policy : k_other;
     case 7: return same(k, "attempt") ? k_attempt : same(k, "cluster") ? k_cluster : same(k, "requeue") ? k_requeue : k_other;
     case 8: return same(k, "interval") ? k_interval : same(k, "ckpt_dir") ? k_ckpt_dir : k_other;
-    case 10: return same(k, "ckpt_every") ? k_ckpt_every : k_other;
+    case 10: return same(k, "ckpt_every") ? k_ckpt_every : same(k, "fatal_exit") ? k_fatal_exit : k_other;
+    case 11: return same(k, "stderr_tail") ? k_stderr_tail : k_other;
     case 12: return same(k, "max_attempts") ? k_max_attempts : k_other;
     case 13: return same(k, "checkpointing") ? k_checkpointing : k_other;
     default: return k_other;
     }
+}
+
+// Whether e failed before than (none: e is the first), by the time each
+// one's agent heard of it; ranks in order where that does not tell.
+bool earlier(const HeartbeatBody::RankExit &e, const std::optional<HeartbeatBody::RankExit> &than) {
+    return !than || (e.time > 0 && (than->time == 0 || e.time < than->time)) || (e.time == than->time && e.rank < than->rank);
 }
 
 struct Reader {
@@ -46,7 +56,7 @@ struct Reader {
     static constexpr std::size_t max_key_size = 256;
     static constexpr std::size_t max_string_size = std::size_t(-1);
 
-    enum Frame { top, ranks_array, rank_object, exit_object, other };
+    enum Frame { top, ranks_array, rank_object, exit_object, fatal_array, other };
     HeartbeatBody &hb;
     BodyError &err;
     std::string_view body;   // a string inside it is kept as a view
@@ -59,6 +69,8 @@ struct Reader {
     Key key = k_other;
     bool seen_run = false, seen_attempt = false, seen_node = false, seen_ranks = false, not_object = false;
     HeartbeatBody::RankExit rank_exit;   // of the rank object being read
+    std::vector<HeartbeatBody::RankExit> failed;   // this report's failed ranks (fatal_exit may come after them)
+    std::size_t fatal_codes = 0;                   // entries of fatal_exit
 
     Reader(HeartbeatBody &h, BodyError &e, std::string_view b) : hb(h), err(e), body(b) {}
 
@@ -74,10 +86,13 @@ struct Reader {
     void wrong_kind() {
         if (depth == 0) { not_object = true; return; }
         if (parent() == ranks_array) return fail("ranks", "expected objects");
+        if (parent() == fatal_array) return bad_fatal_exit();
         if (parent() != top) return;
         switch (key) {
         case k_run: case k_node: case k_state: case k_step: case k_cluster: case k_requeue: case k_ckpt_dir: case k_ckpt_every:
+        case k_stderr_tail:
             return fail(kKeyNames[key], "expected a string");
+        case k_fatal_exit: return bad_fatal_exit();
         case k_attempt: case k_interval: case k_job: case k_policy: case k_max_attempts: return fail(kKeyNames[key], "expected an integer");
         case k_ranks: return fail("ranks", "expected an array");
         default: return;
@@ -86,6 +101,9 @@ struct Reader {
     void bounded(long long v, long long lo, long long hi, long long &dst) {
         if (v < lo || v > hi) return out_of_range(lo, hi);
         dst = v;
+    }
+    [[gnu::cold, gnu::noinline]] void bad_fatal_exit() {
+        fail("fatal_exit", "expected an array of at most " + std::to_string(kMaxFatalExit) + " exit codes from 1 to 255");
     }
     [[gnu::cold, gnu::noinline]] void out_of_range(long long lo, long long hi) {
         fail(kKeyNames[key], "expected " + std::to_string(lo) + ".." + std::to_string(hi));
@@ -113,6 +131,10 @@ struct Reader {
             else if (key == k_signal) hb.exit_signal = v;
             return;
         case ranks_array: return fail("ranks", "expected objects");
+        case fatal_array:
+            if (v < 1 || v > 255 || ++fatal_codes > kMaxFatalExit) return bad_fatal_exit();
+            hb.fatal_exit.set(std::size_t(v));
+            return;
         default: return;
         }
     }
@@ -129,6 +151,12 @@ struct Reader {
         case k_requeue: dst = &hb.requeue; slot = 5; break;
         case k_ckpt_dir: dst = &hb.ckpt_dir; slot = 6; break;
         case k_ckpt_every: dst = &hb.ckpt_every; slot = 7; break;
+        case k_stderr_tail:
+            // The job's own text, with its line breaks: checked on its own terms.
+            if (!plain_text(s)) return;
+            hb.decoded[8].assign(s);
+            hb.stderr_tail = hb.decoded[8];
+            return;
         default: return wrong_kind();
         }
         // Every string kept is stored, logged or passed on: no control
@@ -182,12 +210,32 @@ struct Reader {
         return true;
     }
 
+    // A stderr tail: bounded in bytes and lines, UTF-8, and no control
+    // characters but newline and tab: not C0, DEL, nor C1 (U+009B is a CSI
+    // to some terminals), so that neither a log, `shard show` on a terminal
+    // nor the dashboard can be steered by it.
+    [[gnu::cold, gnu::noinline]] bool plain_text(std::string_view s) {
+        using B = HeartbeatBody;
+        if (s.size() > B::kMaxStderrTail) return fail("stderr_tail", "longer than " + std::to_string(B::kMaxStderrTail) + " bytes"), false;
+        std::size_t lines = 1;
+        for (std::size_t i = 0; i < s.size(); ++i) {
+            const unsigned char c = static_cast<unsigned char>(s[i]);
+            lines += c == '\n';
+            if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f ||
+                (c == 0xc2 && i + 1 < s.size() && (static_cast<unsigned char>(s[i + 1]) & 0xe0) == 0x80))
+                return fail("stderr_tail", "control characters other than newline and tab are not allowed"), false;
+        }
+        if (lines > B::kMaxStderrLines) return fail("stderr_tail", "more than " + std::to_string(B::kMaxStderrLines) + " lines"), false;
+        if (!is_valid_utf8(s)) return fail("stderr_tail", "not valid UTF-8"), false;
+        return true;
+    }
+
     bool on_document_begin(ec_t &) { return true; }
     bool on_document_end(ec_t &) { return true; }
     bool on_object_begin(ec_t &) {
         Frame f = other;
         if (depth == 0) f = top;
-        else if (parent() == top) wrong_kind();
+        else if (parent() == top || parent() == fatal_array) wrong_kind();
         else if (parent() == ranks_array) { f = rank_object; ++hb.ranks; rank_exit = {}; }
         else if (parent() == rank_object && key == k_exit) f = exit_object;
         open(f);
@@ -195,10 +243,8 @@ struct Reader {
     }
     bool on_object_end(std::size_t, ec_t &) {
         if (depth <= kKept && depth > 0 && frames[depth - 1] == rank_object && rank_exit.failed() && rank_exit.rank >= 0) {
-            auto &first = hb.first_failure;
-            if (!first || (rank_exit.time > 0 && (first->time == 0 || rank_exit.time < first->time)) ||
-                (rank_exit.time == first->time && rank_exit.rank < first->rank))
-                first = rank_exit;
+            if (earlier(rank_exit, hb.first_failure)) hb.first_failure = rank_exit;
+            if (failed.size() < 4096) failed.push_back(rank_exit);
         }
         --depth;
         return true;
@@ -207,6 +253,7 @@ struct Reader {
         Frame f = other;
         if (depth == 0) not_object = true;
         else if (parent() == top && key == k_ranks) { f = ranks_array; seen_ranks = true; }
+        else if (parent() == top && key == k_fatal_exit) f = fatal_array;
         else wrong_kind();
         open(f);
         return true;
@@ -273,6 +320,11 @@ bool read_heartbeat(std::string_view body, HeartbeatBody &out, BodyError &err) {
     for (auto [seen, name] : {std::pair{r.seen_run, "run"}, {r.seen_attempt, "attempt"}, {r.seen_node, "node"}})
         if (!seen) { err = BodyError{"bad_field", name, std::string(name) + ": missing"}; return false; }
     if (!r.seen_ranks) { err = BodyError{"bad_field", "ranks", "ranks: expected an array"}; return false; }
+    // Known once the whole body is read: the codes may come after the ranks.
+    if (out.fatal_exit.any())
+        for (const auto &e : r.failed)
+            if (e.code && *e.code >= 1 && *e.code <= 255 && out.fatal_exit.test(std::size_t(*e.code)) && earlier(e, out.fatal_failure))
+                out.fatal_failure = e;
     return true;
 }
 

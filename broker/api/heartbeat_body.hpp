@@ -2,6 +2,7 @@
 // hot path takes only the fields it uses and builds no DOM (a DOM parse was
 // a quarter of the broker's instructions per heartbeat).
 #pragma once
+#include <bitset>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,11 +32,21 @@ struct HeartbeatBody {
     // present only for a job with --shardnet-ckpt-every=auto.
     std::optional<long long> policy;
     long long max_attempts = 0;   // the job's --shardnet-max-attempts (batch step; 0: none)
+    // The job's --shardnet-fatal-exit (every step says it): bit c set for
+    // exit code c (1..255). fatal_failure: this report's earliest failed
+    // rank whose exit code is one of them.
+    std::bitset<256> fatal_exit;
+    std::optional<RankExit> fatal_failure;
+    // The batch script's last lines of standard error (its end's report):
+    // the job's own text, at most kMaxStderrTail bytes and lines, UTF-8,
+    // no control characters but newline and tab.
+    static constexpr std::size_t kMaxStderrTail = 4096, kMaxStderrLines = 10;
+    std::string_view stderr_tail;
 
     HeartbeatBody() = default;
     HeartbeatBody(const HeartbeatBody &) = delete;
     HeartbeatBody &operator=(const HeartbeatBody &) = delete;
-    std::string decoded[8];   // backing of the views of escaped strings, one per field
+    std::string decoded[9];   // backing of the views of escaped strings, one per field
 };
 
 struct BodyError {

@@ -14,6 +14,8 @@
 #include <openssl/rand.h>
 
 #include "broker/api/heartbeat_body.hpp"
+#include "broker/detector/stderr_tail.hpp"
+#include "common/job_options.hpp"
 #include "common/parse_util.hpp"
 #include "broker/api/api_util.hpp"
 
@@ -160,20 +162,37 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
             std::lock_guard<std::mutex> lock(specs_mu_);
             fresh = specs_seen_.insert(run_key + '\n' + std::to_string(attempt)).second;
         }
-        if (fresh)
+        if (fresh) {
+            std::vector<int> fatal;   // the job's --shardnet-fatal-exit, kept with its spec for the next attempt
+            for (int c = 1; c <= 255; ++c)
+                if (hb.fatal_exit.test(std::size_t(c))) fatal.push_back(c);
             capture_spec(run_key, attempt, std::string(cluster), job, std::string(hb.ckpt_dir), int(interval), std::string(hb.ckpt_every),
-                         hb.max_attempts);
+                         hb.max_attempts, fatal_exit_text(fatal));
+        }
     }
 
     // A step's rank that failed: the first one is who a FAILED run names,
     // and a peer's dead node is looked for at once (a survivor's collective
-    // fails within a second of the death).
+    // fails within a second of the death). A rank whose exit code the job
+    // named in --shardnet-fatal-exit ends the run instead, at once.
+    std::optional<BatchEnd> judged;
+    std::optional<RunInfo::RankFailure> fatal_rank;
     if (!batch && hb.first_failure && job > 0) {
         const std::string r(run);
-        if (note_rank_failure(r, attempt, std::string(node), *hb.first_failure))
+        const bool news = note_rank_failure(r, attempt, std::string(node), *hb.first_failure);
+        // An agent repeats its ranks' ends in each report: acted on while the run is still RUNNING.
+        auto running = [&] {
+            std::shared_lock lock(runs_mu_);
+            auto it = runs_.find(r);
+            return it != runs_.end() && it->second.attempt == attempt && it->second.state == RunState::running;
+        };
+        if (const auto &f = hb.fatal_failure; f && running()) {
+            fatal_rank = RunInfo::RankFailure{attempt, f->rank, std::string(node), f->code, f->signal, f->time};
+            judged = BatchEnd{r, attempt, std::string(node), std::string(cluster), job, f->code, f->signal, "rank " + std::to_string(f->rank), true, ""};
+        } else if (news)
             detail::post_guarded(slurm_thread_, "a rank failed: is a node of its job dead?",
                                  [this, end = BatchEnd{r, attempt, std::string(node), std::string(cluster), job, hb.first_failure->code,
-                                                       hb.first_failure->signal, "rank " + std::to_string(hb.first_failure->rank)}] {
+                                                       hb.first_failure->signal, "rank " + std::to_string(hb.first_failure->rank), false, ""}] {
                                      judge_batch_end(end, -1);
                                  });
     }
@@ -182,7 +201,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     // that died under the job is a FAULT, not the survivors' exit code.
     std::optional<RunState> final_state;
     std::string final_cause;
-    std::optional<BatchEnd> judged;
+    std::string final_tail;   // the batch script's stderr tail, for a FAILED written here
     if (ended && batch) {
         if (hb.exit_code && *hb.exit_code == 0) final_state = RunState::succeeded, final_cause = "batch script exited 0 on " + std::string(node);
         else if (hb.exit_code || hb.exit_signal) {
@@ -193,16 +212,24 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
                 off_and_faulted = it != runs_.end() && it->second.state == RunState::degraded && it->second.requeue == "off";
             }
             // A FAULT already said why, and nothing will be requeued: the run ends here.
-            if (off_and_faulted)
+            if (off_and_faulted) {
                 final_state = RunState::failed,
                 final_cause = "batch script " + (hb.exit_code ? "exited " + std::to_string(*hb.exit_code) : "killed by signal " + std::to_string(*hb.exit_signal)) +
                               " on " + std::string(node) + " after a FAULT (requeue is off)";
-            else judged = BatchEnd{run_key, attempt, std::string(node), std::string(cluster), job, hb.exit_code, hb.exit_signal};
+                final_tail.assign(hb.stderr_tail);
+            } else {
+                // An exit code the job named in --shardnet-fatal-exit is the verdict itself.
+                const bool fatal = hb.exit_code && *hb.exit_code >= 1 && *hb.exit_code <= 255 && hb.fatal_exit.test(std::size_t(*hb.exit_code));
+                judged = BatchEnd{run_key, attempt, std::string(node), std::string(cluster), job, hb.exit_code, hb.exit_signal, "the batch script", fatal,
+                                  std::string(hb.stderr_tail)};
+            }
         }
     }
     // After this heartbeat's own store write is queued: a verdict is written after the run it ends.
     auto judge = [&] {
-        if (judged) detail::post_guarded(slurm_thread_, "classify a batch script's end", [this, end = std::move(*judged)] { judge_batch_end(end); });
+        if (!judged) return;
+        if (judged->fatal) end_failed(*judged, fatal_rank ? &*fatal_rank : nullptr, "", now);
+        else detail::post_guarded(slurm_thread_, "classify a batch script's end", [this, end = std::move(*judged)] { judge_batch_end(end); });
     };
     if (final_state) {
         std::unique_lock lock(runs_mu_);
@@ -239,7 +266,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     const bool job_known = recorded || ((create || new_attempt || started) && job > 0 && !cluster.empty());
     on_store(reply, [this, run_key, attempt, policy = std::string(requeue_policy), create, new_attempt, started, claimed, recorded, owner_uid, owner_name, attempt_row,
                      final_state, final_cause, state_now, before, now, answer, job_known, cluster = std::string(cluster), job,
-                     node = std::string(node), exit_code = hb.exit_code, exit_signal = hb.exit_signal](const Reply &reply) {
+                     node = std::string(node), exit_code = hb.exit_code, exit_signal = hb.exit_signal, final_tail](const Reply &reply) {
         try {
             transact([&] {
                 if (create) {
@@ -265,7 +292,10 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
                     if (exit_signal) how["signal"] = *exit_signal;
                     write_receipt(receipt::Kind::attempt_ended, run_key, attempt, std::move(how), {}, now);
                     store_state(run_key, *final_state, attempt, now);
-                    event(run_key, state_name(*final_state), final_cause, json::serialize(json::object{{"attempt", attempt}}), now);
+                    std::string cause = final_cause;
+                    json::object ev{{"attempt", attempt}};
+                    add_stderr_tail(cause, ev, final_tail);
+                    event(run_key, state_name(*final_state), cause, json::serialize(ev), now);
                 }
             });
             reply(answer());

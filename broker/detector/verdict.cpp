@@ -18,6 +18,7 @@
 
 #include "broker/service.hpp"
 #include "broker/api/api_util.hpp"
+#include "broker/detector/stderr_tail.hpp"
 #include "broker/slurm/slurm_view.hpp"
 
 namespace shardnet::broker {
@@ -82,7 +83,7 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
     };
     unsigned long long serial = 0;
     std::shared_ptr<Flag> flag;
-    bool off_and_faulted = false;
+    bool off_and_faulted = false, failed_before = false;
     {
         std::unique_lock lock(runs_mu_);
         auto it = runs_.find(end.run);
@@ -93,6 +94,7 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
             // A FAULT came meanwhile and nothing will be requeued: the
             // batch script's end is the run's end.
             off_and_faulted = !probe && it->second.state == RunState::degraded && it->second.requeue == "off";
+            failed_before = !probe && it->second.state == RunState::failed;
         } else {
             if (round <= 0 && mine == end.attempt) return;   // already under way
             mine = end.attempt;
@@ -104,6 +106,7 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
     // once: every way out from here lowers it.
     if (serial) flag.reset(new Flag{this, end.run, probe, serial});
     if (off_and_faulted) return end_failed(end, nullptr, "", wall_now());
+    if (failed_before) return note_stderr_tail(end, wall_now());   // a fatal exit (or a spent budget) ended it first
     if (!flag) return;
     auto done = [flag] {};   // kept by each job of the judgment; the last one lowers the flag
     auto conf = cfg_.clusters.find(end.cluster);
@@ -189,9 +192,18 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
 
 void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now, int tries) {
     std::string cause;
-    json::object ev{{"attempt", end.attempt}, {"batch_exit", exit_words(end.code, end.signal)}, {"batch_node", end.node},
-                    {"nodes_alive", true}};
-    if (first) {
+    json::object ev{{"attempt", end.attempt}};
+    // A rank's fatal exit comes while the batch script may still run.
+    if (!end.fatal || !first) ev["batch_exit"] = exit_words(end.code, end.signal), ev["batch_node"] = end.node;
+    if (!end.fatal) ev["nodes_alive"] = true;
+    if (end.fatal) {
+        // The job said so itself: no node was asked about.
+        cause = end.what + " on " + end.node + " " + exit_words(end.code, end.signal) + ", which --shardnet-fatal-exit says is not to be retried";
+        json::object f{{"node", end.node}};
+        if (first) f["rank"] = first->rank;
+        if (end.code) f["exit_code"] = *end.code;
+        ev["fatal_exit"] = std::move(f);
+    } else if (first) {
         cause = "rank " + std::to_string(first->rank) + " on " + first->node + " " + exit_words(first->code, first->signal) +
                 " (the first rank to fail; every node alive); the batch script " + exit_words(end.code, end.signal) + " on " + end.node;
         json::object f{{"rank", first->rank}, {"node", first->node}};
@@ -205,6 +217,7 @@ void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first,
         cause += "; no end reported by " + unreported + ", though Slurm says their nodes are up";
         ev["unreported"] = unreported;
     }
+    add_stderr_tail(cause, ev, end.stderr_tail);
     on_store([this, end, cause, evidence = json::serialize(ev), now, first = first ? std::optional(*first) : std::nullopt, unreported, tries] {
         std::optional<RunInfo> before;
         {
@@ -212,7 +225,11 @@ void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first,
             auto it = runs_.find(end.run);
             // RUNNING, or DEGRADED by a FAULT with nothing to requeue (requeue=off).
             const bool off_and_faulted = it != runs_.end() && it->second.state == RunState::degraded && it->second.requeue == "off";
-            if (it == runs_.end() || it->second.attempt != end.attempt || (it->second.state != RunState::running && !off_and_faulted)) return;
+            if (it == runs_.end() || it->second.attempt != end.attempt || (it->second.state != RunState::running && !off_and_faulted)) {
+                // Ended FAILED meanwhile (a rank's fatal exit came first): the batch script's tail follows.
+                if (it != runs_.end() && it->second.attempt == end.attempt && it->second.state == RunState::failed) note_stderr_tail(end, now);
+                return;
+            }
             before = it->second;
             if (!set_state(end.run, it->second, RunState::failed)) return;
         }
@@ -231,6 +248,25 @@ void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first,
             if (tries < 600) retry_later(1.0, "FAILED retry", [this, end, first = first ? std::optional(*first) : std::nullopt, unreported, tries] {
                 end_failed(end, first ? &*first : nullptr, unreported, wall_now(), tries + 1);
             });
+        }
+    });
+}
+
+void Service::note_stderr_tail(const BatchEnd &end, double now) {
+    if (end.stderr_tail.empty()) return;
+    std::string cause = "the batch script " + exit_words(end.code, end.signal) + " on " + end.node + " after the run ended FAILED";
+    json::object ev{{"attempt", end.attempt}, {"batch_exit", exit_words(end.code, end.signal)}, {"batch_node", end.node}};
+    add_stderr_tail(cause, ev, end.stderr_tail);
+    on_store([this, end, cause, evidence = json::serialize(ev), now] {
+        {
+            std::shared_lock lock(runs_mu_);
+            auto it = runs_.find(end.run);
+            if (it == runs_.end() || it->second.attempt != end.attempt || it->second.state != RunState::failed) return;
+        }
+        try {
+            transact([&] { event(end.run, "STDERR", cause, evidence, now); });
+        } catch (const std::exception &e) {
+            log_warn("the batch script's stderr tail not written", end.run, e.what());   // a detail of a final run: not retried
         }
     });
 }

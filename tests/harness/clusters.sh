@@ -29,7 +29,11 @@ start_munge() {
     mkdir -p /run/munge /var/lib/munge /var/log/munge
     chown munge:munge /run/munge /var/lib/munge /var/log/munge
     chmod 755 /run/munge
-    runuser -u munge -- /usr/sbin/munged --force
+    # munged outlives this run (the next one shares it): it keeps none of
+    # its starter's descriptors, or a harness lock held on one (flock FILE
+    # CMD, run-integration.sh's fd 9) would never be released.
+    (for fd in /proc/$BASHPID/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done
+     exec runuser -u munge -- /usr/sbin/munged --force)
     for _ in $(seq 50); do munge -n >/dev/null 2>&1 </dev/null && break; sleep 0.1; done
     munge -n >/dev/null 2>&1 </dev/null || die "munged did not come up"
     pgrep -u munge -x munged | head -1 > "$scratch/munged.pid"

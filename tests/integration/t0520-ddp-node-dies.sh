@@ -53,7 +53,11 @@ ok "recovered on alpha from its sealed checkpoint and SUCCEEDED"
 for _ in $(seq 150); do slurm beta sinfo -h -n beta2 -o %T | grep -qx idle && break; sleep 0.2; done
 
 # 2. A program's own error: rank 1 raises at step 8 (exit 3), rank 0's
-# collective fails after it. Every node is alive: FAILED, rank 1 named.
+# collective fails after it. Every node is alive: FAILED, rank 1 named, and
+# rank 1's last words (srun forwards them to the batch script's standard
+# error, here the -o file) in the FAILED event and `shard show`. Rank 0
+# leaves quietly: its own traceback would be the tail's last lines, and the
+# line checked here is rank 1's.
 cat > "$WORK/ddp_bug.py" <<'PY'
 import datetime, os, sys, time
 import torch, torch.distributed as dist
@@ -63,9 +67,12 @@ dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.ti
 t = torch.ones(4)
 for step in range(1, 1000):
     if rank == 1 and step == 8:
-        print(f"ValueError: rank 1 got a malformed batch at step {step}", file=sys.stderr, flush=True)
+        print(f"ValueError: rank 1 got a malformed batch at step {step} (t0520-bug-marker)", file=sys.stderr, flush=True)
         sys.exit(3)
-    dist.all_reduce(t)
+    try:
+        dist.all_reduce(t)
+    except RuntimeError:
+        sys.exit(1)
     with open(os.environ["SHARDNET_PROGRESS"], "w") as f:
         f.write(f"{step}\n")
     time.sleep(0.1)
@@ -85,8 +92,17 @@ f = next(e for e in ev if e["kind"] == "FAILED")
 ff = f["evidence"]["first_failure"]
 assert ff["rank"] == 1 and ff["node"] == "beta2" and ff["exit_code"] == 3, f
 assert f["cause"].startswith("rank 1 on beta2 exited 3"), f["cause"]' || fail "ddp-bug's FAILED does not name rank 1 on beta2, exit 3"
+broker_get /v1/runs/ddp-bug/events | /usr/bin/python3 -c '
+import json, sys
+f = [e for e in json.load(sys.stdin)["events"] if e["kind"] == "FAILED"][0]
+line = "ValueError: rank 1 got a malformed batch at step 8 (t0520-bug-marker)"
+assert line in f["evidence"]["stderr_tail"].split("\n"), f["evidence"]
+assert f["cause"].endswith("; stderr: " + line), f["cause"]' || fail "ddp-bug's FAILED lacks rank 1's stderr line: $(tail -12 "$WORK/bug-$j.out")"
+show=$(SHARD_BROKER=$BROKER_URL SHARD_TOKEN=$ADMIN_TOKEN "$BUILD/sbatch-wrappers/shard" show ddp-bug)
+echo "$show" | sed -n '/^FAILED/,$p' | sed 's/^/  /'
+grep -q "^    | ValueError: rank 1 got a malformed batch at step 8 (t0520-bug-marker)$" <<<"$show" || fail "shard show lacks the stderr tail: $show"
 failed_at=$(broker_get /v1/runs/ddp-bug/events | /usr/bin/python3 -c 'import json,sys; print([e["time"] for e in json.load(sys.stdin)["events"] if e["kind"] == "FAILED"][0])')
 lag=$(awk -v a="$t_end" -v b="$failed_at" 'BEGIN{printf "%.1f", b-a}')
 awk -v l="$lag" 'BEGIN{exit !(l < 5)}' || fail "FAILED came ${lag}s after the job left the queue"
 [ "$(slurm beta squeue -h -u "$TEST_USER"; slurm alpha squeue -h -u "$TEST_USER")" = "" ] || fail "a job was submitted for a program's error"
-ok "rank 1 exits 3 with every node alive: FAILED (${lag}s after the job ended), naming rank 1 on beta2, exit 3; no requeue"
+ok "rank 1 exits 3 with every node alive: FAILED (${lag}s after the job ended), naming rank 1 on beta2, exit 3 and its stderr line; no requeue"

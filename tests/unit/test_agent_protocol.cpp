@@ -22,8 +22,10 @@ TEST_CASE("agent config round-trips through the line protocol") {
     c.ranks = {{0, 0}, {5, 1}};
     c.nodelist = "alpha[1-2],beta-3.x_y";
     c.ckpt_every = "auto";
+    c.fatal_exit = {3, 42};
     std::string text;
     REQUIRE(encode_agent_config(c, text) == "");
+    CHECK(text.find("\nfatal_exit=3,42\n") != std::string::npos);
     std::istringstream in(text);
     AgentConfigParser p;
     std::string line;
@@ -39,6 +41,7 @@ TEST_CASE("agent config round-trips through the line protocol") {
     CHECK(d.prelimit_signal == 10);
     CHECK(d.prelimit_secs == 30);
     CHECK(d.ckpt_auto());
+    CHECK(d.fatal_exit == std::vector<int>{3, 42});
     REQUIRE(d.ranks.size() == 2);
     CHECK(d.ranks[1].rank == 5);
     CHECK(d.ranks[1].local_rank == 1);
@@ -152,4 +155,18 @@ TEST_CASE("the job's checkpoint interval: auto or a number of steps, nothing els
     CHECK_FALSE(c.ckpt_auto());
     c.ckpt_every = "10";
     CHECK_FALSE(c.ckpt_auto());
+}
+
+TEST_CASE("the job's fatal exit codes: 1-255, at most 16, nothing else") {
+    for (const char *ok : {"3", "1,255", "3,3,7"}) CHECK(agent_config_value_error("fatal_exit", ok) == "");
+    for (const char *bad : {"", "0", "256", "3,", ",3", "3;7", "3 7", "x", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"})
+        CHECK(agent_config_value_error("fatal_exit", bad) == "'fatal_exit' is not a list of exit codes 1-255");
+    AgentConfigParser p;
+    CHECK(p.feed("fatal_exit=7,3,7") == "");
+    CHECK(p.config().fatal_exit == std::vector<int>{3, 7});
+    CHECK(p.feed("fatal_exit=4").find("given twice") != std::string::npos);
+    AgentConfig none = valid_config();
+    std::string text;
+    REQUIRE(encode_agent_config(none, text) == "");
+    CHECK(text.find("fatal_exit") == std::string::npos);   // no line without codes
 }

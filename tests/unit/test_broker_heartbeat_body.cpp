@@ -184,3 +184,84 @@ TEST_CASE("a string as written is a view into the body; a decoded one is the bod
     REQUIRE(read_heartbeat(R"({"run":"r","attempt":1,"node":")" + long_node + R"(","ranks":[]})", hb2, err));
     CHECK(hb2.node == std::string(3000, 'A'));
 }
+
+TEST_CASE("fatal exit codes: a set of 1..255, at most 16; the earliest failed rank with one of them") {
+    HeartbeatBody hb;
+    BodyError err;
+    // The codes after the ranks (an agent writes them before; neither order is assumed).
+    REQUIRE(read_heartbeat(R"({"run":"r","attempt":1,"node":"n","step":"0","ranks":[)"
+                           R"({"rank":4,"exit":{"code":1,"time":100.5}},{"rank":5,"exit":{"code":3,"time":101}},)"
+                           R"({"rank":6,"exit":{"code":3,"time":100.9}},{"rank":7,"exit":{"signal":9,"time":99}}],"fatal_exit":[3,255,3]})",
+                           hb, err));
+    CHECK(hb.fatal_exit.count() == 2);
+    CHECK(hb.fatal_exit.test(3));
+    CHECK(hb.fatal_exit.test(255));
+    REQUIRE(hb.first_failure);
+    CHECK(hb.first_failure->rank == 7);   // the first to fail, by a signal
+    REQUIRE(hb.fatal_failure);
+    CHECK(hb.fatal_failure->rank == 6);   // the first whose code says "do not retry"
+    CHECK(*hb.fatal_failure->code == 3);
+    CHECK(hb.fatal_failure->time == doctest::Approx(100.9));
+    // No code of the set: nothing fatal; no set: nothing fatal.
+    HeartbeatBody none;
+    REQUIRE(read_heartbeat(R"({"run":"r","attempt":1,"node":"n","fatal_exit":[2],"ranks":[{"rank":0,"exit":{"code":3}}]})", none, err));
+    CHECK_FALSE(none.fatal_failure);
+    HeartbeatBody unset;
+    REQUIRE(read_heartbeat(R"({"run":"r","attempt":1,"node":"n","ranks":[{"rank":0,"exit":{"code":3}}]})", unset, err));
+    CHECK(unset.fatal_exit.none());
+    CHECK_FALSE(unset.fatal_failure);
+    REQUIRE(read_heartbeat(R"({"run":"r","attempt":1,"node":"n","fatal_exit":[],"ranks":[]})", unset, err));
+    CHECK(unset.fatal_exit.none());
+
+    const std::string why = "fatal_exit: expected an array of at most 16 exit codes from 1 to 255";
+    for (const char *bad : {"0", "256", "-1", "3.5", "\"3\"", "null", "true", "[3]", "{}"}) {
+        const std::string body = std::string(R"({"run":"r","attempt":1,"node":"n","ranks":[],"fatal_exit":[1,)") + bad + "]}";
+        CAPTURE(body);
+        BodyError e = fails(body);
+        CHECK(e.field == "fatal_exit");
+        CHECK(e.message == why);
+    }
+    for (const char *bad : {"3", "\"3,7\"", "{\"a\":3}", "null"}) {
+        const std::string body = std::string(R"({"run":"r","attempt":1,"node":"n","ranks":[],"fatal_exit":)") + bad + "}";
+        CAPTURE(body);
+        CHECK(fails(body).message == why);
+    }
+    std::string seventeen = "1";
+    for (int c = 2; c <= 17; ++c) seventeen += "," + std::to_string(c);
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n","ranks":[],"fatal_exit":[)" + seventeen + "]}").message == why);
+    HeartbeatBody sixteen;
+    REQUIRE(read_heartbeat(R"({"run":"r","attempt":1,"node":"n","ranks":[],"fatal_exit":[)" + seventeen.substr(0, seventeen.rfind(',')) + "]}",
+                           sixteen, err));
+    CHECK(sixteen.fatal_exit.count() == 16);
+}
+
+TEST_CASE("a stderr tail: the job's text with its line breaks, bounded, plain") {
+    HeartbeatBody hb;
+    BodyError err;
+    REQUIRE(read_heartbeat(R"({"run":"r","attempt":1,"node":"n","step":"batch","state":"ended","ranks":[],)"
+                           R"("stderr_tail":"Traceback (most recent call last):\n\tx = y\nValueError: \"b\u00e4d\" <img src=x onerror=alert(1)>"})",
+                           hb, err));
+    CHECK(hb.stderr_tail == "Traceback (most recent call last):\n\tx = y\nValueError: \"b\xc3\xa4" "d\" <img src=x onerror=alert(1)>");
+    auto field = [](const std::string &json_string) {
+        return std::string(R"({"run":"r","attempt":1,"node":"n","ranks":[],"stderr_tail":)") + json_string + "}";
+    };
+    // Any control character but newline and tab, C1 included.
+    for (const char *bad : {R"("a\rb")", R"("\u001b[31mred")", R"("a\u0000b")", R"("a\u007fb")", R"("a\u009b2J")", R"("a\u0085b")"}) {
+        CAPTURE(bad);
+        BodyError e = fails(field(bad));
+        CHECK(e.field == "stderr_tail");
+        CHECK(e.message == "stderr_tail: control characters other than newline and tab are not allowed");
+    }
+    CHECK(fails(field("\"a\xff\"")).message == "stderr_tail: not valid UTF-8");
+    CHECK(fails(field("\"a\xc2\"")).message == "stderr_tail: not valid UTF-8");
+    CHECK(fails(field("3")).message == "stderr_tail: expected a string");
+    CHECK(fails(field("[\"a\"]")).message == "stderr_tail: expected a string");
+    // Bounds: 4096 bytes, 10 lines.
+    HeartbeatBody big;
+    REQUIRE(read_heartbeat(field("\"" + std::string(4096, 'x') + "\""), big, err));
+    CHECK(big.stderr_tail.size() == 4096);
+    CHECK(fails(field("\"" + std::string(4097, 'x') + "\"")).message == "stderr_tail: longer than 4096 bytes");
+    HeartbeatBody ten;
+    REQUIRE(read_heartbeat(field(R"("1\n2\n3\n4\n5\n6\n7\n8\n9\n10")"), ten, err));
+    CHECK(fails(field(R"("1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n")")).message == "stderr_tail: more than 10 lines");
+}

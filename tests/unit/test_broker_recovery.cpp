@@ -389,11 +389,35 @@ TEST_CASE("a batch script whose end was not reported: the run ends as Slurm says
 
 namespace {
 
-// A worker's last heartbeat: its ranks' ends as the agent reports them.
-unsigned ended(ServiceFixture &f, const std::string &node, const std::string &step, const std::string &ranks) {
+// A worker's last heartbeat: its ranks' ends as the agent reports them
+// (extra: more fields, ',"stderr_tail":"..."'; state: "running" for an urgent report).
+unsigned ended(ServiceFixture &f, const std::string &node, const std::string &step, const std::string &ranks, const std::string &extra = "",
+               const std::string &state = "ended") {
     const std::string body = R"({"run":"r1","attempt":1,"node":")" + node + R"(","step":")" + step +
-                             R"(","cluster":"c1","job":7,"interval":1,"state":"ended","ranks":)" + ranks + "}";
+                             R"(","cluster":"c1","job":7,"interval":1,"state":")" + state + R"(","ranks":)" + ranks + extra + "}";
     return f.call("POST", "/v1/heartbeats", body).status;
+}
+
+// Job 7 on n1,n2 whose batch step reports these fields (',"max_attempts":1'),
+// its spec kept; then n2 dies and the detector finds it.
+void n2_dies_under(ServiceFixture &f, const std::string &fields) {
+    put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}});
+    const std::string batch = R"({"run":"r1","attempt":1,"node":"n1","step":"batch","cluster":"c1","job":7,"interval":1)" + fields +
+                              R"(,"state":"running","ranks":[{"rank":0,"step":3}]})";
+    REQUIRE(f.call("POST", "/v1/heartbeats", batch).status == 204);
+    REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+}
+
+// The run's last event of a kind, whole.
+boost::json::object last_event(ServiceFixture &f, const std::string &kind) {
+    boost::json::object found;
+    const boost::json::value all = boost::json::parse(f.call("GET", "/v1/runs/r1/events").body);
+    for (const auto &e : all.at("events").as_array())
+        if (e.at("kind").as_string() == kind) found = e.as_object();
+    return found;
 }
 
 }  // namespace
@@ -466,6 +490,115 @@ TEST_CASE("a survivor's failed rank is looked into at once: its peer's dead node
     CHECK(g.state("r1") == "RUNNING");
 }
 
+TEST_CASE("a judged FAILED names the last lines of the batch script's stderr: whole in the evidence, its last own line in the cause") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    REQUIRE(ended(f, "n2", "0", R"([{"rank":1,"exit":{"code":3,"signal":null,"time":1000.2}}])") == 204);
+    // srun's own report of its tasks comes last; markup is the job's text like any other.
+    const std::string tail = R"(Traceback (most recent call last):\n  File \"train.py\", line 9\nValueError: <b>bad</b> batch \u00e9\n)"
+                             R"(srun: error: n2: task 1: Exited with exit code 3)";
+    REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":3,"signal":null}}])", R"(,"stderr_tail":")" + tail + "\"") == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+    const auto failed = last_event(f, "FAILED");
+    INFO(boost::json::serialize(failed));
+    CHECK(failed.at("cause").as_string() == "rank 1 on n2 exited 3 (the first rank to fail; every node alive); the batch script exited 3 on n1; "
+                                             "stderr: ValueError: <b>bad</b> batch \xc3\xa9");
+    CHECK(failed.at("evidence").at("stderr_tail").as_string() ==
+          "Traceback (most recent call last):\n  File \"train.py\", line 9\nValueError: <b>bad</b> batch \xc3\xa9\n"
+          "srun: error: n2: task 1: Exited with exit code 3");
+    // A malformed tail is refused whole, naming the field; the run is not judged on it.
+    ServiceFixture g({{"c1", kConf}});
+    g.start();
+    running_job(g);
+    const auto refused = g.call("POST", "/v1/heartbeats", R"({"run":"r1","attempt":1,"node":"n1","step":"batch","cluster":"c1","job":7,)"
+                                                          R"("state":"ended","ranks":[{"rank":0,"exit":{"code":3}}],"stderr_tail":"\u001b[2J"})");
+    CHECK(refused.status == 400);
+    CHECK(refused.body.find("stderr_tail: control characters other than newline and tab are not allowed") != std::string::npos);
+    CHECK(g.state("r1") == "RUNNING");
+}
+
+TEST_CASE("--shardnet-fatal-exit: a rank's listed code ends the run FAILED at once, nothing asked, nothing requeued; the batch script's tail follows") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    // n1 is dead too: a judgment would find it and make this a FAULT.
+    kill_node(f, "n1");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const int asked = f.slurm->count("scontrol", "-o") + f.slurm->count("squeue");
+    const std::string rank1 = R"([{"rank":1,"exit":{"code":3,"signal":null,"time":1000.2}}])";
+    // The agent's urgent report, while the step still runs; it repeats it in the next ones.
+    for (int i = 0; i < 3; ++i) REQUIRE(ended(f, "n2", "0", rank1, R"(,"fatal_exit":[3,7])", "running") == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("FAILED: rank 1 on n2 exited 3, which --shardnet-fatal-exit says is not to be retried\n") != std::string::npos);
+    CHECK(ev.find("FAILED") == ev.rfind("FAILED"));   // once
+    CHECK(ev.find("FAULT") == std::string::npos);
+    CHECK(f.slurm->count("scontrol", "-o") + f.slurm->count("squeue") == asked);   // Slurm was not asked
+    const auto failed = last_event(f, "FAILED");
+    CHECK(failed.at("evidence").at("fatal_exit") == boost::json::object{{"node", "n2"}, {"rank", 1}, {"exit_code", 3}});
+    // The batch script ends later: its tail comes as an event of its own; nothing is requeued.
+    REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":3,"signal":null}}])", R"(,"fatal_exit":[3,7],"stderr_tail":"ValueError: rank 1")") == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("STDERR") != std::string::npos; }));
+    ev = f.events("r1");
+    CHECK(ev.find("STDERR: the batch script exited 3 on n1 after the run ended FAILED; stderr: ValueError: rank 1") != std::string::npos);
+    CHECK(last_event(f, "STDERR").at("evidence").at("stderr_tail").as_string() == "ValueError: rank 1");
+    CHECK(f.state("r1") == "FAILED");
+    CHECK(f.slurm->count("sbatch") == 0);
+    CHECK(f.slurm->count("scancel") == 0);   // the job is the user's: it ends by itself
+    // A batch script's end with a code not listed follows the same way (after a judgment that finds the run ended).
+    ServiceFixture h({{"c1", kConf}});
+    h.start();
+    running_job(h);
+    REQUIRE(ended(h, "n2", "0", rank1, R"(,"fatal_exit":[3])", "running") == 204);
+    REQUIRE(ServiceFixture::until([&] { return h.state("r1") == "FAILED"; }));
+    REQUIRE(ended(h, "n1", "batch", R"([{"rank":0,"exit":{"code":null,"signal":15}}])", R"(,"fatal_exit":[3],"stderr_tail":"slurmstepd: CANCELLED")") == 204);
+    REQUIRE(ServiceFixture::until([&] { return h.events("r1").find("STDERR: the batch script killed by signal 15 on n1 after the run ended FAILED; "
+                                                                  "stderr: slurmstepd: CANCELLED") != std::string::npos; }));
+
+    // A code the job did not list is judged as any other: nothing yet while every node is up.
+    ServiceFixture g({{"c1", kConf}});
+    g.start();
+    running_job(g);
+    REQUIRE(ended(g, "n2", "0", R"([{"rank":1,"exit":{"code":1,"signal":null,"time":1000.2}}])", R"(,"fatal_exit":[3])", "running") == 204);
+    REQUIRE(ServiceFixture::until([&] { return g.slurm->count("scontrol", "-o") >= 1; }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(g.state("r1") == "RUNNING");
+}
+
+TEST_CASE("--shardnet-fatal-exit: the batch script's listed code is the verdict, its tail in the FAILED event") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    kill_node(f, "n2");   // a judgment would make this a FAULT
+    REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":42,"signal":null}}])",
+                  R"(,"fatal_exit":[42],"stderr_tail":"loading config.yaml\nKeyError: 'lr'")") == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+    const auto failed = last_event(f, "FAILED");
+    INFO(boost::json::serialize(failed));
+    CHECK(failed.at("cause").as_string() == "the batch script on n1 exited 42, which --shardnet-fatal-exit says is not to be retried; stderr: KeyError: 'lr'");
+    CHECK(failed.at("evidence").at("fatal_exit") == boost::json::object{{"node", "n1"}, {"exit_code", 42}});
+    CHECK(failed.at("evidence").at("stderr_tail").as_string() == "loading config.yaml\nKeyError: 'lr'");
+    CHECK(f.events("r1").find("FAULT") == std::string::npos);
+    CHECK(f.slurm->count("sbatch") == 0);
+}
+
+TEST_CASE("--shardnet-fatal-exit travels with the run: kept with the job's spec, a requeued attempt is submitted with it") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    n2_dies_under(f, R"(,"fatal_exit":[7,3])");
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    int sbatch = 0;
+    for (const auto &c : f.slurm->changes())
+        if (c.argv[0] == "sbatch") {
+            ++sbatch;
+            CHECK(has(c.argv, "--shardnet-fatal-exit=3,7"));
+        }
+    CHECK(sbatch == 1);
+}
+
 TEST_CASE("the submitter's environment: checked whole, filtered, kept root-only, replayed into the next attempt only") {
     ServiceFixture f({{"c1", kConf}});
     f.start();
@@ -515,14 +648,7 @@ TEST_CASE("the submitter's environment: checked whole, filtered, kept root-only,
 TEST_CASE("--shardnet-max-attempts: a fault after the last attempt ends the run FAILED, nothing submitted") {
     ServiceFixture f({{"c1", kConf}});
     f.start();
-    put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}});
-    const std::string batch = R"({"run":"r1","attempt":1,"node":"n1","step":"batch","cluster":"c1","job":7,"interval":1,"max_attempts":1,)"
-                              R"("state":"running","ranks":[{"rank":0,"step":3}]})";
-    REQUIRE(f.call("POST", "/v1/heartbeats", batch).status == 204);
-    REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
-    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
-    kill_node(f, "n2");
-    f.tick_ahead(10);
+    n2_dies_under(f, R"(,"max_attempts":1)");
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
     const std::string ev = f.events("r1");
     INFO(ev);
@@ -531,14 +657,7 @@ TEST_CASE("--shardnet-max-attempts: a fault after the last attempt ends the run 
     // The budget travels with the run: a requeued attempt is submitted with it.
     ServiceFixture g({{"c1", kConf}});
     g.start();
-    put_job(g, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}});
-    std::string two = batch;
-    two.replace(two.find("\"max_attempts\":1"), 16, "\"max_attempts\":2");
-    REQUIRE(g.call("POST", "/v1/heartbeats", two).status == 204);
-    REQUIRE(g.beat("r1", 1, "n2", "0", "c1", 7) == 204);
-    REQUIRE(ServiceFixture::until([&] { return g.slurm->count("scontrol", "show") >= 1; }));
-    kill_node(g, "n2");
-    g.tick_ahead(10);
+    n2_dies_under(g, R"(,"max_attempts":2)");
     REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "RECOVERING"; }));
     for (const auto &c : g.slurm->changes())
         if (c.argv[0] == "sbatch") CHECK(has(c.argv, "--shardnet-max-attempts=2"));

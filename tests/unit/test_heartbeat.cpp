@@ -82,6 +82,16 @@ TEST_CASE("heartbeat body carries run, ranks, steps and exits") {
     auto w = boost::json::parse(heartbeat_json(c, ranks, "ended", 8, 100.0, true)).as_object();
     CHECK(w.at("ranks").as_array()[1].at("exit").at("code").to_number<int>() == 3);
     CHECK(w.at("prelimit_signalled").as_bool());
+    CHECK_FALSE(w.contains("fatal_exit"));
+    CHECK_FALSE(w.contains("stderr_tail"));
+    // A step's own word on which codes are not to be retried, and the
+    // batch script's tail, as JSON text (the newline escaped, never raw).
+    c.fatal_exit = {3, 42};
+    const std::string body = heartbeat_json(c, ranks, "ended", 9, 100.0, false, 0, "Traceback:\nValueError: \"bad\" <b>");
+    CHECK(body.find("\"stderr_tail\":\"Traceback:\\nValueError: \\\"bad\\\" <b>\"") != std::string::npos);
+    auto x = boost::json::parse(body).as_object();
+    CHECK(x.at("fatal_exit") == boost::json::array{3, 42});
+    CHECK(x.at("stderr_tail").as_string() == "Traceback:\nValueError: \"bad\" <b>");
 }
 
 TEST_CASE("a finished checkpoint in the progress file, and its manifest as a commit body") {

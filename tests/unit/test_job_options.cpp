@@ -26,8 +26,12 @@ TEST_CASE("every option resolved") {
     raw[Opt::heartbeat] = "30";
     raw[Opt::resume] = "latest";
     raw[Opt::requeue] = "local";
+    raw[Opt::max_attempts] = "4";
+    raw[Opt::fatal_exit] = "42,3";
     JobOptions out;
     CHECK(resolve_job_options(raw, cfg, out) == "");
+    CHECK(out.max_attempts == 4);
+    CHECK(out.fatal_exit == std::vector<int>{3, 42});
     CHECK(out.run == "llama-7b.r3");
     CHECK(out.ckpt_dir == "/home/u/ckpt");
     CHECK(out.ckpt_every == "500");
@@ -55,6 +59,15 @@ TEST_CASE("bad values name the option and the reason") {
     CHECK(one(Opt::run, "bad/run").find("--shardnet=bad/run") == 0);
     CHECK(one(Opt::resume, "../x").find("expected 'latest'") != std::string::npos);
     CHECK(one(Opt::resume, "a\nb").find("(unprintable)") != std::string::npos);
+    const std::string fatal_why = ": expected exit codes from 1 to 255, comma-separated, at most 16 (e.g. 3,7)";
+    CHECK(one(Opt::fatal_exit, "0") == "--shardnet-fatal-exit=0" + fatal_why);
+    CHECK(one(Opt::fatal_exit, "3,256") == "--shardnet-fatal-exit=3,256" + fatal_why);
+    CHECK(one(Opt::fatal_exit, "3,,7") == "--shardnet-fatal-exit=3,,7" + fatal_why);
+    CHECK(one(Opt::fatal_exit, "").find(fatal_why) != std::string::npos);
+    CHECK(one(Opt::fatal_exit, "3, 7").find(fatal_why) != std::string::npos);
+    CHECK(one(Opt::fatal_exit, "-3").find(fatal_why) != std::string::npos);
+    CHECK(one(Opt::fatal_exit, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16") == "");
+    CHECK(one(Opt::fatal_exit, "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17").find(fatal_why) != std::string::npos);
     CHECK(one(Opt::run, "auto") == "");
     CHECK(one(Opt::run, "") == "");
 }
@@ -63,4 +76,15 @@ TEST_CASE("option specs carry their env fallbacks") {
     CHECK(std::string(opt_spec(Opt::run).name) == "shardnet");
     CHECK(std::string(opt_spec(Opt::run).env) == "SHARDNET_RUN");
     CHECK(std::string(opt_spec(Opt::requeue).env) == "SHARDNET_REQUEUE");
+    CHECK(std::string(opt_spec(Opt::fatal_exit).name) == "shardnet-fatal-exit");
+    CHECK(std::string(opt_spec(Opt::fatal_exit).env) == "SHARDNET_FATAL_EXIT");
+}
+
+TEST_CASE("fatal exit codes: ascending, without repeats, printed back as given") {
+    CHECK(parse_fatal_exit("7,3,7,255,1") == std::vector<int>{1, 3, 7, 255});
+    CHECK(fatal_exit_text(*parse_fatal_exit("7,3")) == "3,7");
+    CHECK(fatal_exit_text({}) == "");
+    // Sixteen entries at most, repeats counted: the list as written is bounded.
+    CHECK_FALSE(parse_fatal_exit("3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3"));
+    for (const char *bad : {"", ",", "3,", "0", "+3", "03x", "1e2", "99999999999999999999"}) CHECK_FALSE(parse_fatal_exit(bad));
 }

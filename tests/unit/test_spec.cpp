@@ -35,7 +35,7 @@ TEST_CASE("bad specs name the file, line, column and what was expected") {
     JobSpec s;
     CHECK(parse_spec("command: x\nfabrik: ib\n", "a.yaml", s) ==
           "a.yaml:2:1: fabrik: unknown key (expected name, command, accelerator, gpus, gpus_per_node, gpu_memory_gb, nodes, "
-          "tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, clusters, regions, time_limit)");
+          "tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, fatal_exit, clusters, regions, time_limit)");
     s = {};
     CHECK(parse_spec("command: x\ngpus: many\n", "a.yaml", s) == "a.yaml:2:7: gpus: expected an integer");
     s = {};
@@ -58,4 +58,29 @@ TEST_CASE("bad specs name the file, line, column and what was expected") {
     CHECK(accelerator_class("H100") == "H100-SXM");
     CHECK(accelerator_class("MI355X") == "MI355X");
     CHECK(accelerator_class("TPU") == "");
+}
+
+TEST_CASE("fatal_exit: a list, one code or the option's own text; submitted as --shardnet-fatal-exit") {
+    for (const char *yaml : {"command: x\nfatal_exit: [7, 3]\n", "command: x\nfatal_exit: \"3,7\"\n", "command: x\nfatal_exit:\n  - 3\n  - 7\n  - 3\n"}) {
+        JobSpec s;
+        CAPTURE(yaml);
+        REQUIRE(parse_spec(yaml, "a.yaml", s) == "");
+        CHECK(s.fatal_exit == "3,7");
+        const auto argv = sbatch_argv(s, "r", "alpha", "", "/tmp/x.sh");
+        CHECK(std::find(argv.begin(), argv.end(), "--shardnet-fatal-exit=3,7") != argv.end());
+        CHECK(manifest_of(s).at("fatal_exit").as_string() == "3,7");
+    }
+    JobSpec one;
+    REQUIRE(parse_spec("command: x\nfatal_exit: 42\n", "a.yaml", one) == "");
+    CHECK(one.fatal_exit == "42");
+    JobSpec none;
+    REQUIRE(parse_spec("command: x\n", "a.yaml", none) == "");
+    const auto argv = sbatch_argv(none, "r", "alpha", "", "/tmp/x.sh");
+    CHECK(std::none_of(argv.begin(), argv.end(), [](const std::string &a) { return a.rfind("--shardnet-fatal-exit", 0) == 0; }));
+    for (const char *bad : {"[0]", "[256]", "[3, x]", "[[3]]", "\"\"", "{a: 3}", "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]"}) {
+        JobSpec s;
+        CAPTURE(bad);
+        CHECK(parse_spec(std::string("command: x\nfatal_exit: ") + bad + "\n", "a.yaml", s) ==
+              "a.yaml:2:13: fatal_exit: expected exit codes from 1 to 255, at most 16 (e.g. [3, 7])");
+    }
 }

@@ -85,6 +85,21 @@ await check(url, out, async ({ page, allowErrors }) => {
   await page.waitForFunction(() => /live/.test(document.querySelector("#run-live")?.textContent ?? ""), { timeout: 5000 });
   await shot(page, out, "run");
 
+  // r-fail's FAILED event: the job's stderr tail is shown as its lines of text, never as markup.
+  await go("#/runs/r-fail", "#events-table");
+  await page.waitForFunction(() => /FAILED/.test(document.querySelector("#events-table")?.textContent ?? ""), { timeout: 5000 })
+    .catch(() => fail("r-fail's FAILED event is not listed"));
+  await page.$$eval("#events-table tr.clickable", (trs) => trs.find((tr) => /FAILED/.test(tr.textContent)).click());
+  await page.waitForSelector("#event-open .stderr-tail");
+  const tail = await page.$eval("#event-open .stderr-tail", (el) => el.textContent);
+  expect(tail === 'loading shards\n<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>', `the tail as text: ${JSON.stringify(tail)}`);
+  expect(await page.$$eval("#event-open img, #event-open script", (els) => els.length) === 0 && await page.evaluate(() => window.pwned === undefined),
+    "no element made of the tail, nothing of it ran");
+  expect(/--shardnet-fatal-exit says is not to be retried; stderr: <img src=x/.test(await text(page, "#event-open")), "the cause names the fatal exit and the tail's last line");
+  await shot(page, out, "run-failed-stderr");
+  await go("#/runs/r-move", "#timeline");
+  await page.waitForFunction(() => /live/.test(document.querySelector("#run-live")?.textContent ?? ""), { timeout: 5000 });
+
   // A new event while the page is open: on it within 1 s, no reload.
   const seals = (await page.$$("#timeline .seal")).length;
   const started = Date.now();

@@ -78,6 +78,11 @@ done
 POLICY
 chmod +x "$T/policy.sh"
 
+# r-fail: its batch script exits 3, a code its job calls fatal; its stderr
+# tail is hostile markup, which the page must show as text.
+api POST /v1/runs '{"id":"r-fail","owner":"daemon","world_size":1}'
+api POST /v1/heartbeats '{"run":"r-fail","attempt":1,"node":"f1","cluster":"alpha","step":"batch","interval":600,"state":"ended","fatal_exit":[3],"stderr_tail":"loading shards\n<img src=x onerror=\"window.pwned=1\"><script>window.pwned=2</script>","ranks":[{"rank":0,"exit":{"code":3}}]}'
+
 # The live event: posted by the driver while the run page is open.
 cat > "$T/live.sh" <<LIVE
 #!/bin/sh

@@ -1,0 +1,17 @@
+// `shard show` of a FAILED run: why it failed (its FAILED event's cause)
+// and, under it, the last lines of the batch script's standard error as
+// the broker kept them (the FAILED event's evidence, or the STDERR event
+// that followed when a --shardnet-fatal-exit code ended the run first).
+#pragma once
+#include <boost/json.hpp>
+#include <string>
+
+namespace shardnet::cli {
+
+// answer: GET /v1/runs/RUN/events. The lines to print ("" when the run has
+// no FAILED event). The tail is the job's own text: it is printed as text
+// that a terminal cannot read as commands (control characters and escapes
+// are shown as '?'), each line indented under the cause.
+std::string render_failure(const boost::json::value &answer);
+
+}  // namespace shardnet::cli
