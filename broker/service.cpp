@@ -212,6 +212,7 @@ std::string Service::metrics() const {
     line("shardnet_rate_limited_total", "requests answered 429", total(c_rate_limited));
     line("shardnet_auth_failures_total", "requests answered 401", total(c_auth_failures));
     line("shardnet_worker_refusals_total", "worker reports refused: not the token's job, run or attempt", total(c_refused));
+    line("shardnet_slurm_requeues_total", "jobs Slurm requeued itself (scontrol requeue, preemption, JobRequeue): not failures", total(c_slurm_requeues));
     s += "# HELP shardnet_store_refusals_total requests answered 503 or 500 because the store refused them, by cause\n"
          "# TYPE shardnet_store_refusals_total counter\n";
     for (auto [kind, cause] : {std::pair{StoreFault::full, "full"}, {StoreFault::io, "io"}, {StoreFault::busy, "busy"},

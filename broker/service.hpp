@@ -152,6 +152,7 @@ public:
         // is being looked into (0: none): one of each at a time, and the
         // detector leaves the attempt's silent workers to the judgment.
         long long judging = 0, probing = 0;
+        long long slurm_requeues = 0;   // Slurm's own requeues of the run's jobs (not ShardNet's attempts)
         unsigned long long judging_serial = 0, probing_serial = 0;
         struct RecoveryClock {
             long long to = 0;   // the attempt that recovers (0: none timed)
@@ -247,7 +248,18 @@ private:
     // attempt is acted on (FAULT), nothing else is decided.
     void judge_batch_end(const BatchEnd &end, int round = 0);
     // first: the attempt's first failed rank (for a fatal exit: the rank whose code it is, or none for the batch script's).
-    void end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now, int tries = 0);
+    // slurm_words: how Slurm says the job ended, when it says more than
+    // FAILED ("out of memory (Slurm: OUT_OF_MEMORY)"), first in the cause.
+    void end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now, int tries = 0,
+                    const std::string &slurm_words = "");
+    // Every node alive: the job's end as Slurm tells it once settled
+    // (detector/slurm_end.cpp). hold keeps the judgment's flag up meanwhile.
+    void settle_end(const BatchEnd &end, const std::optional<RunInfo::RankFailure> &first, const std::string &unreported,
+                    std::shared_ptr<void> hold, int round = 0);
+    // Slurm requeued the job itself: no failure, the attempt goes on (event REQUEUED).
+    void slurm_requeued(const BatchEnd &end, const std::string &cause, const std::string &evidence, double now);
+    // The job was cancelled in Slurm (scancel): the run is CANCELLED.
+    void slurm_cancelled(const BatchEnd &end, const std::string &evidence, double now);
     // The batch script's stderr tail for a run that had already ended
     // FAILED (a fatal exit, a spent budget): an event of its own.
     void note_stderr_tail(const BatchEnd &end, double now);
@@ -439,7 +451,7 @@ private:
     WorkerTable workers_;
     // Counters, one padded slot per thread: the hot path never shares a
     // cache line with another I/O thread.
-    enum Counter { c_requests, c_heartbeats, c_errors, c_faults, c_events, c_seals, c_rate_limited, c_auth_failures, c_refused, n_counters };
+    enum Counter { c_requests, c_heartbeats, c_errors, c_faults, c_events, c_seals, c_rate_limited, c_auth_failures, c_refused, c_slurm_requeues, n_counters };
     struct alignas(64) Slot { std::atomic<unsigned long long> c[n_counters]{}; };
     static constexpr int kSlots = 16;
     Slot slots_[kSlots];

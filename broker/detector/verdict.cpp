@@ -185,12 +185,15 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
         // lost. Asked again each second, for one detector deadline.
         if (!waiting.empty() && round < wait_rounds)
             return retry_later(1.0, "classify a batch script's end", [this, end, round, done] { judge_batch_end(end, round + 1); });
-        done();
-        end_failed(end, first.attempt == end.attempt ? &first : nullptr, waiting, wall_now());
+        // Every node alive: how Slurm says the job ended decides (its own
+        // requeue, a preemption, a cancel, a limit), the judgment's flag held.
+        settle_end(end, first.attempt == end.attempt ? std::optional(first) : std::nullopt, waiting,
+                   std::make_shared<decltype(done)>(done));
     });
 }
 
-void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now, int tries) {
+void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now, int tries,
+                         const std::string &slurm_words) {
     std::string cause;
     json::object ev{{"attempt", end.attempt}};
     // A rank's fatal exit comes while the batch script may still run.
@@ -217,8 +220,11 @@ void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first,
         cause += "; no end reported by " + unreported + ", though Slurm says their nodes are up";
         ev["unreported"] = unreported;
     }
+    // Slurm's own word on how the job ended (a time limit, out of memory) comes first.
+    if (!slurm_words.empty()) cause = slurm_words + ": " + cause, ev["slurm_end"] = slurm_words;
     add_stderr_tail(cause, ev, end.stderr_tail);
-    on_store([this, end, cause, evidence = json::serialize(ev), now, first = first ? std::optional(*first) : std::nullopt, unreported, tries] {
+    on_store([this, end, cause, evidence = json::serialize(ev), now, first = first ? std::optional(*first) : std::nullopt, unreported, tries,
+              slurm_words] {
         std::optional<RunInfo> before;
         {
             std::unique_lock lock(runs_mu_);
@@ -245,8 +251,8 @@ void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first,
         } catch (const std::exception &e) {
             undo_run(end.run, before);
             log_warn("FAILED not written; tried again in 1 s", end.run, e.what());
-            if (tries < 600) retry_later(1.0, "FAILED retry", [this, end, first = first ? std::optional(*first) : std::nullopt, unreported, tries] {
-                end_failed(end, first ? &*first : nullptr, unreported, wall_now(), tries + 1);
+            if (tries < 600) retry_later(1.0, "FAILED retry", [this, end, first = first ? std::optional(*first) : std::nullopt, unreported, tries, slurm_words] {
+                end_failed(end, first ? &*first : nullptr, unreported, wall_now(), tries + 1, slurm_words);
             });
         }
     });

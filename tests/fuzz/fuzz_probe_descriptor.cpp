@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     strict.min_cuda = "12.2";
     for (const Requirements *r : {&any, &gpus, &strict}) (void)node_misfit(*r, n);
     if (why.empty()) {
-        ClusterOffer c{"c1", "eu", true, true, {n}};
+        ClusterOffer c{"c1", "eu", true, true, {n}, ""};
         const Placement p = place(gpus, {c}, "c1");
         FUZZ_CHECK(p.cluster.empty() || p.nodes.size() == 1, "a placement on one node names it");
         (void)json::serialize(requirements_to_json(strict));

@@ -32,7 +32,10 @@ PY
 proxy_mode pass
 ok "capacity: beta and alpha (through the peer) idle 2/2; with the link cut alpha is unknown"
 
-j=$(as_user beta sbatch --parsable -N2 -n2 -o "$WORK/fed-%j.out" --shardnet=fed-run --shardnet-heartbeat=1 --wrap "srun $WORK/train.sh")
+# The submitter's variable goes with the run to the peer (its kept
+# environment travels with the decision).
+j=$(as_user beta env FED_VAR=carried-7 sbatch --parsable -N2 -n2 -o "$WORK/fed-%j.out" --shardnet=fed-run --shardnet-heartbeat=1 \
+    --wrap "echo \"fedvar=\${FED_VAR:-unset} batch attempt=\${SHARDNET_ATTEMPT:-1}\"; srun $WORK/train.sh")
 fed_wait 30 'any(e["kind"] == "SEALED" for e in v["events"])' B /v1/runs/fed-run/events || fail "no checkpoint sealed at B: $(fed_get B /v1/runs/fed-run/events)"
 ok "fed-run runs on beta (job $j) and seals checkpoints at broker B"
 
@@ -77,6 +80,8 @@ case "$(basename "$resume")" in "$sealed_before"|"$sealed") ;; *) fail "attempt 
 fed_wait 20 'any(e["kind"] == "SEALED" and e["evidence"].get("attempt") == 2 for e in v["events"])' A /v1/runs/fed-run/events \
     || fail "attempt 2 sealed nothing at A: $(fed_get A /v1/runs/fed-run/events)"
 ok "attempt 2 resumed from $(basename "$resume") at step $start and seals its own checkpoints at A"
+grep -q 'fedvar=carried-7 batch attempt=2' "$WORK/fed-$j.out" || fail "attempt 2 at A did not get the submitter's FED_VAR: $(grep fedvar "$WORK/fed-$j.out")"
+ok "the submitter's FED_VAR reached attempt 2 at broker A (the environment travels with the decision)"
 
 # Test f: the old attempt's worker comes back, with the token it held.
 # (Its step's token: 2 ranks, the test user, job $j on beta.)

@@ -393,6 +393,13 @@ namespace {
 // (extra: more fields, ',"stderr_tail":"..."'; state: "running" for an urgent report).
 unsigned ended(ServiceFixture &f, const std::string &node, const std::string &step, const std::string &ranks, const std::string &extra = "",
                const std::string &state = "ended") {
+    // Slurm's record follows the batch script's end, as slurmctld's does
+    // (a test that wants another end sets job 7's state first).
+    if (step == "batch" && state == "ended") {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        auto &j = f.slurm->jobs[kConf][7];
+        if (j.state == "RUNNING") j.state = "FAILED";
+    }
     const std::string body = R"({"run":"r1","attempt":1,"node":")" + node + R"(","step":")" + step +
                              R"(","cluster":"c1","job":7,"interval":1,"state":")" + state + R"(","ranks":)" + ranks + extra + "}";
     return f.call("POST", "/v1/heartbeats", body).status;
@@ -852,5 +859,66 @@ TEST_CASE("partition names across clusters: mapped where the target names it, th
         auto s = std::find_if(sbatch.begin(), sbatch.end(), [](const auto &c) { return c.argv[0] == "sbatch"; });
         CHECK(has(s->argv, "--partition=gpu"));
         CHECK(has(s->argv, "--nodelist=m1,m2"));
+    }
+}
+
+TEST_CASE("how Slurm says the job ended decides, every node alive: its own requeue, a preemption, a cancel, out of memory") {
+    auto end_as = [](ServiceFixture &f, const std::string &slurm_state) {
+        running_job(f);
+        {
+            std::lock_guard<std::mutex> lock(f.slurm->mu);
+            f.slurm->jobs[kConf][7].state = slurm_state;
+        }
+        REQUIRE(ended(f, "n1", "0", R"([{"rank":0,"exit":{"code":null,"signal":15,"time":1000.1}}])") == 204);
+        REQUIRE(ended(f, "n2", "0", R"([{"rank":1,"exit":{"code":null,"signal":15,"time":1000.1}}])") == 204);
+        REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":null,"signal":15}}])") == 204);
+    };
+    SUBCASE("scontrol requeue (REQUEUED, then PENDING): no failure, the run goes on as the same attempt when Slurm starts it again") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        end_as(f, "PENDING");
+        REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("REQUEUED: Slurm requeued job 7 itself (PENDING") != std::string::npos; }));
+        CHECK(f.state("r1") == "RUNNING");
+        CHECK(f.slurm->count("sbatch") == 0);
+        CHECK(f.slurm->count("scancel") == 0);
+        CHECK(f.svc->metrics().find("shardnet_slurm_requeues_total 1") != std::string::npos);
+        // Slurm starts it again: the same attempt heartbeats, and a later end is judged afresh.
+        {
+            std::lock_guard<std::mutex> lock(f.slurm->mu);
+            f.slurm->jobs[kConf][7].state = "RUNNING";
+        }
+        REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+        REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
+        REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":0,"signal":null}}])") == 204);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "SUCCEEDED"; }));
+    }
+    SUBCASE("out of memory: FAILED with that cause") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        end_as(f, "OUT_OF_MEMORY");
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+        CHECK(f.events("r1").find("FAILED: out of memory (Slurm: OUT_OF_MEMORY): rank 0 on n1 killed by signal 15") != std::string::npos);
+    }
+    SUBCASE("a time limit: FAILED with that cause") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        end_as(f, "TIMEOUT");
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+        CHECK(f.events("r1").find("FAILED: the job reached its time limit (Slurm: TIMEOUT)") != std::string::npos);
+    }
+    SUBCASE("scancel in Slurm: CANCELLED, not FAILED") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        end_as(f, "CANCELLED");
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "CANCELLED"; }));
+        CHECK(f.events("r1").find("CANCELLED: job 7 cancelled in Slurm (scancel) on c1") != std::string::npos);
+    }
+    SUBCASE("preempted and ended: a FAULT no node is to blame for, requeued by policy") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        end_as(f, "PREEMPTED");
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+        CHECK(f.events("r1").find("FAULT: worker n1/batch preempted: Slurm ended job 7 (PREEMPTED); no node is to blame") != std::string::npos);
+        CHECK(f.events("r1").find("FAILED") == std::string::npos);
     }
 }

@@ -1,0 +1,141 @@
+// A batch script that ended non-zero with every node of its job alive is not
+// yet the program's own error: Slurm may have ended the job itself. Its
+// word is asked once the job's state has settled (COMPLETING passes within
+// KillWait and the epilog):
+//   PENDING, REQUEUED, REQUEUE_HOLD, REQUEUE_FED, SPECIAL_EXIT: Slurm
+//     requeued the job itself (an admin's scontrol requeue, a preemption in
+//     REQUEUE mode, a node failure under JobRequeue=1). No failure: the run
+//     goes on when Slurm starts the job again, as the same attempt (event
+//     REQUEUED, counted apart from ShardNet's own requeues).
+//   PREEMPTED: preempted and ended: a FAULT no node is to blame for,
+//     recovered by the run's requeue policy.
+//   CANCELLED: cancelled in Slurm (scancel): the run is CANCELLED.
+//   TIMEOUT, OUT_OF_MEMORY, DEADLINE: FAILED, with that cause.
+//   Anything else (FAILED, a job Slurm no longer lists): the judgment
+//     stands, FAILED naming the first failing rank.
+#include <boost/asio/post.hpp>
+#include <boost/json.hpp>
+
+#include "broker/service.hpp"
+#include "broker/api/api_util.hpp"
+#include "broker/slurm/slurm_job.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using detail::log_warn;
+
+namespace {
+
+// Rounds (a second apart) a job may stay COMPLETING (KillWait, the
+// epilog), or RUNNING after its batch script's end was reported (slurmstepd
+// tells slurmctld within a second), before the judgment stands as it is.
+constexpr int kMaxCompletingRounds = 30, kMaxRunningRounds = 3;
+
+bool requeued_by_slurm(const std::string &s) {
+    return s == "PENDING" || s == "REQUEUED" || s == "REQUEUE_HOLD" || s == "REQUEUE_FED" || s == "SPECIAL_EXIT";
+}
+
+std::string failed_words(const std::string &s) {
+    if (s == "TIMEOUT") return "the job reached its time limit (Slurm: TIMEOUT)";
+    if (s == "OUT_OF_MEMORY") return "out of memory (Slurm: OUT_OF_MEMORY)";
+    if (s == "DEADLINE") return "the job reached its deadline (Slurm: DEADLINE)";
+    return "";
+}
+
+}  // namespace
+
+void Service::settle_end(const BatchEnd &end, const std::optional<RunInfo::RankFailure> &first, const std::string &unreported,
+                         std::shared_ptr<void> hold, int round) {
+    auto conf = cfg_.clusters.find(end.cluster);
+    std::string out, state, reason;
+    long long restarts = 0;
+    if (conf != cfg_.clusters.end() && slurm_->fresh(conf->second, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) == 0) {
+        SlurmJob j;
+        json::object record;
+        if (find_slurm_job(out, end.job, j, &record).empty()) {
+            state = j.state;
+            if (auto *r = record.if_contains("state_reason"); r && r->is_string()) reason = std::string(r->as_string()).substr(0, 200);
+            if (auto *r = record.if_contains("restart_cnt"); r && r->is_int64()) restarts = r->as_int64();
+        }
+    }
+    const RunInfo::RankFailure *f = first ? &*first : nullptr;
+    // Not settled yet: asked again in a second (the judgment's flag held).
+    if ((state == "COMPLETING" && round < kMaxCompletingRounds) || ((state == "RUNNING" || state == "CONFIGURING") && round < kMaxRunningRounds))
+        return retry_later(1.0, "settle a job's end", [this, end, first, unreported, hold, round] {
+            detail::post_guarded(slurm_thread_, "settle a job's end", [this, end, first, unreported, hold, round] {
+                settle_end(end, first, unreported, hold, round + 1);
+            });
+        });
+    json::object ev{{"attempt", end.attempt}, {"job", end.job}, {"slurm_job_state", state}, {"batch_node", end.node}};
+    if (!reason.empty() && reason != "None") ev["slurm_reason"] = reason;
+    if (requeued_by_slurm(state)) {
+        ev["restarts"] = restarts;
+        return slurm_requeued(end, "Slurm requeued job " + std::to_string(end.job) + " itself (" + state +
+                              (reason.empty() || reason == "None" ? "" : ", " + reason) + "; restart " + std::to_string(restarts) +
+                              "): not a failure; attempt " + std::to_string(end.attempt) + " goes on when Slurm starts it again",
+                              json::serialize(ev), wall_now());
+    }
+    if (state == "PREEMPTED") {
+        for (const auto &[key, w] : workers_.of_run(end.run, true))
+            if (w.attempt == end.attempt && is_batch_worker(key)) {
+                ev["preempted"] = true;
+                Fault fault{end.run, key, end.attempt, "preempted", w, FaultKind::silent};
+                return raise_fault(fault, "preempted: Slurm ended job " + std::to_string(end.job) + " (PREEMPTED" +
+                                   (reason.empty() || reason == "None" ? "" : ", " + reason) + "); no node is to blame", ev, wall_now());
+            }
+    }
+    if (state.rfind("CANCELLED", 0) == 0) return slurm_cancelled(end, json::serialize(ev), wall_now());
+    end_failed(end, f, unreported, wall_now(), 0, failed_words(state));
+}
+
+void Service::slurm_requeued(const BatchEnd &end, const std::string &cause, const std::string &evidence, double now) {
+    {
+        std::unique_lock lock(runs_mu_);
+        auto it = runs_.find(end.run);
+        if (it == runs_.end() || it->second.attempt != end.attempt || it->second.state != RunState::running) return;
+        // The attempt starts again: its earlier ranks' failures are not its next end's.
+        it->second.first_failure = {};
+        it->second.failed_nodes.clear();
+        ++it->second.slurm_requeues;
+    }
+    count(c_slurm_requeues);
+    on_store([this, end, cause, evidence, now] {
+        try {
+            transact([&] { event(end.run, "REQUEUED", cause, evidence, now); });
+        } catch (const std::exception &e) {
+            log_warn("Slurm's requeue not written as an event", end.run, e.what());   // the run's state is unchanged
+        }
+    });
+}
+
+void Service::slurm_cancelled(const BatchEnd &end, const std::string &evidence, double now) {
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(end.run);
+        if (it == runs_.end() || it->second.attempt != end.attempt || it->second.state != RunState::running) return;
+    }
+    on_store([this, end, evidence, now] {
+        std::optional<RunInfo> before;
+        {
+            std::unique_lock lock(runs_mu_);
+            auto it = runs_.find(end.run);
+            if (it == runs_.end() || it->second.attempt != end.attempt || it->second.state != RunState::running) return;
+            before = it->second;
+            if (!set_state(end.run, it->second, RunState::cancelled)) return;
+        }
+        try {
+            transact([&] {
+                write_receipt(receipt::Kind::attempt_ended, end.run, end.attempt,
+                              json::object{{"how", "cancelled"}, {"by", "slurm"}, {"job", end.job}}, {}, now);
+                store_state(end.run, RunState::cancelled, end.attempt, now);
+                event(end.run, "CANCELLED", "job " + std::to_string(end.job) + " cancelled in Slurm (scancel) on " + end.cluster, evidence, now);
+            });
+        } catch (const std::exception &e) {
+            undo_run(end.run, before);
+            log_warn("CANCELLED not written", end.run, e.what());
+        }
+    });
+}
+
+}  // namespace shardnet::broker
