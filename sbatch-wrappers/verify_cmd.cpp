@@ -172,18 +172,32 @@ void check_head(const std::string &file, const std::string &text, const Input &i
 }
 
 // The sealed receipt DIR is checked against: the one naming DIR's last
-// component, else the last sealed one.
-const Verified *sealed_for(const std::string &dir, const ChainResult &res) {
+// component, and no other. Another checkpoint's digests would only say the
+// files are not that checkpoint, or worse, pass a directory the user did
+// not mean. err: what was sealed instead.
+const Verified *sealed_for(const std::string &dir, const ChainResult &res, std::string &err) {
     std::string base = dir;
     while (base.size() > 1 && base.back() == '/') base.pop_back();
     base = base.substr(base.rfind('/') == std::string::npos ? 0 : base.rfind('/') + 1);
-    const Verified *last = nullptr, *named = nullptr;
+    const Verified *named = nullptr;
+    std::vector<std::string> sealed;
     for (const auto &r : res.receipts) {
         if (r.receipt.kind != Kind::checkpoint_sealed) continue;
-        last = &r;
-        if (const auto *c = r.receipt.body.if_contains("checkpoint"); c && c->is_string() && c->as_string() == base) named = &r;
+        const auto *c = r.receipt.body.if_contains("checkpoint");
+        if (!c || !c->is_string()) continue;
+        sealed.emplace_back(c->as_string());
+        if (c->as_string() == base) named = &r;
     }
-    return named ? named : last;
+    if (named) return named;
+    // The newest few by name, so that a wrong directory shows what to give.
+    std::string names;
+    const std::size_t from = sealed.size() > 5 ? sealed.size() - 5 : 0;
+    for (std::size_t i = from; i < sealed.size(); ++i) names += (names.empty() ? "" : ", ") + sealed[i];
+    err = "checkpoint " + dir + ": no verified checkpoint-sealed receipt names '" + base + "' (" +
+          (sealed.empty() ? std::string("none was sealed")
+                          : "sealed: " + std::string(from ? "... " : "") + names + "; " + std::to_string(sealed.size()) + " in all") +
+          "); its files were not checked";
+    return nullptr;
 }
 
 }  // namespace
@@ -283,9 +297,10 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
     }
     if (head_report.empty() && head_reports.size() == 1) head_report = head_reports[0].as_object();
     if (!a.checkpoint_dir.empty()) {
-        const Verified *s = sealed_for(a.checkpoint_dir, res);
+        std::string why;
+        const Verified *s = sealed_for(a.checkpoint_dir, res, why);
         if (!s) {
-            lines.push_back("checkpoint " + a.checkpoint_dir + ": no verified checkpoint-sealed receipt to check it against");
+            lines.push_back(why);
         } else {
             ckpt_report = json::object{{"dir", a.checkpoint_dir}, {"run", s->receipt.run}, {"seq", s->receipt.seq},
                                        {"checkpoint", s->receipt.body.at("checkpoint")}, {"shards", s->receipt.subjects.size()}};

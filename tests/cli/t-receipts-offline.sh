@@ -1,10 +1,11 @@
 #!/bin/bash
 # shard verify with nothing but public keys (issue 19): a good chain
 # verifies; a changed payload byte, a dropped receipt, two swapped, a shard
-# changed on disk after sealing, an unknown key and a log head that does not
-# extend an earlier one each fail, with a line naming the receipt and what is
-# wrong; a key pinned to one broker (--key NAME=PUB.pem) cannot sign for
-# another; the worked openssl example of doc/receipts.md runs as written.
+# changed on disk after sealing, a checkpoint directory no receipt names, an
+# unknown key and a log head that does not extend an earlier one each fail,
+# with a line naming the receipt and what is wrong; a key pinned to one
+# broker (--key NAME=PUB.pem) cannot sign for another; the worked openssl
+# example of doc/receipts.md runs as written.
 set -euo pipefail
 SHARD=$(realpath "${SHARD:?}")
 DOC=$(realpath "${RECEIPTS_DOC:-$(dirname "$0")/../../doc/receipts.md}")
@@ -51,6 +52,13 @@ check() {
 }
 
 check 0 "ok: 4 receipt(s) verified with 1 key(s)" chain.jsonl --key pub.pem --checkpoint-dir ckpt/checkpoint-100
+# --checkpoint-dir is exactly the sealed checkpoint its name says: a
+# directory no receipt names is refused, naming what was sealed, and never
+# checked against another checkpoint (these are checkpoint-100's very files).
+cp -r ckpt/checkpoint-100 ckpt/checkpoint-200
+check 1 "FAIL checkpoint ckpt/checkpoint-200/: no verified checkpoint-sealed receipt names 'checkpoint-200' (sealed: checkpoint-100; 1 in all)" \
+    chain.jsonl --key pub.pem --checkpoint-dir ckpt/checkpoint-200/
+check 1 "names 'checkpoint-100' (none was sealed)" e1.json --key pub.pem --checkpoint-dir ckpt/checkpoint-100
 check 0 "run small-1a2b3c: receipts 1..4, last run-ended" e1.json e2.json e3.json e4.json --key pub.pem
 printf '[%s,%s,%s,%s]' "$(cat e1.json)" "$(cat e2.json)" "$(cat e3.json)" "$(cat e4.json)" > chain-array.json
 check 0 "ok: 4 receipt(s)" chain-array.json --key pub.pem
