@@ -171,6 +171,46 @@ void check_head(const std::string &file, const std::string &text, const Input &i
     report["extends_tree_size"] = old.tree_size;
 }
 
+// A --key file: PEM public keys, or a broker's GET /v1/keys answer saved
+// ({"keys": [{"keyid", "pem", "valid_until"}]}), whose valid_until of a
+// retired key is kept: that key signs nothing later.
+std::string load_key_file(const std::string &path, std::vector<SigningKey> &keys, KeyRetirements &retired) {
+    std::string text;
+    if (std::string why = read_small_file(path, 1 << 20, text); !why.empty()) return "public key file: " + why;
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos || text[text.find_first_not_of(" \t\r\n")] != '{')
+        return load_public_keys(path, keys);
+    json::error_code ec;
+    const json::value v = json::parse(text, ec);
+    const auto *list = !ec && v.is_object() ? v.as_object().if_contains("keys") : nullptr;
+    if (!list || !list->is_array()) return "key file '" + path + "': not PEM, nor a GET /v1/keys answer ({\"keys\": [...]})";
+    for (std::size_t i = 0; i < list->as_array().size(); ++i) {
+        const std::string at = "key file '" + path + "', keys[" + std::to_string(i) + "]";
+        const auto *k = list->as_array()[i].if_object();
+        const auto *pem = k ? k->if_contains("pem") : nullptr;
+        if (!pem || !pem->is_string()) return at + ": no pem";
+        SigningKey key;
+        if (std::string why = SigningKey::from_public_pem(pem->as_string(), key); !why.empty()) return at + ": " + why;
+        // A listed keyid that is not the key's own would file its
+        // valid_until under another key: refused, not trusted.
+        if (const auto *id = k->if_contains("keyid"); id && !(id->is_string() && id->as_string() == key.keyid()))
+            return at + ": keyid is not the SHA-256 of its key (" + key.keyid() + ")";
+        if (const auto *until = k->if_contains("valid_until"); until && !until->is_null()) {
+            if (!until->is_string() || !is_utc_time(until->as_string())) return at + ": valid_until: expected RFC 3339 UTC or null";
+            retired[key.keyid()] = std::string(until->as_string());
+        }
+        keys.push_back(std::move(key));
+    }
+    if (keys.empty()) return "key file '" + path + "' lists no keys";
+    return "";
+}
+
+// The earlier of two valid_untils of one key: whoever says a key retired
+// sooner only narrows what verifies.
+void retire(KeyRetirements &retired, const std::string &keyid, const std::string &until) {
+    auto [it, fresh] = retired.emplace(keyid, until);
+    if (!fresh && is_utc_time(until) && (!is_utc_time(it->second) || compare_utc_times(until, it->second) < 0)) it->second = until;
+}
+
 // The sealed receipt DIR is checked against: the one naming DIR's last
 // component, and no other. Another checkpoint's digests would only say the
 // files are not that checkpoint, or worse, pass a directory the user did
@@ -232,6 +272,7 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
     if (a.inputs.empty()) return usage_error("verify", "give envelope FILE... (or a RUN)");
     std::vector<SigningKey> keys;
     PinnedKeys pinned;
+    KeyRetirements retired;
     for (const auto &k : a.key_files) {
         // --key BROKER=PUB.pem pins the key(s) to the broker id its receipts
         // name whenever the part before '=' is a broker id (a file whose
@@ -242,7 +283,7 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
             if (!is_safe_name(broker, 128)) return usage_error("verify", "--key " + k + ": '" + broker + "' is not a broker id");
         }
         const std::size_t before = keys.size();
-        if (std::string err = load_public_keys(path, keys); !err.empty()) return usage_error("verify", err);
+        if (std::string err = load_key_file(path, keys, retired); !err.empty()) return usage_error("verify", err);
         for (std::size_t i = before; i < keys.size() && !broker.empty(); ++i) {
             auto [it, fresh] = pinned.emplace(keys[i].keyid(), broker);
             if (!fresh && it->second != broker)
@@ -259,7 +300,10 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
             if (!fetch) return usage_error("verify", arg + ": no such file, and no broker to ask for a run of that name");
             std::vector<FetchedLog> logs;
             if (err = fetch(arg, logs); !err.empty()) return usage_error("verify", arg + ": " + err);
-            for (const auto &l : logs) fetched_pems.insert(fetched_pems.end(), l.key_pems.begin(), l.key_pems.end());
+            for (const auto &l : logs) {
+                fetched_pems.insert(fetched_pems.end(), l.key_pems.begin(), l.key_pems.end());
+                for (const auto &[keyid, until] : l.valid_until) retire(retired, keyid, until);
+            }
             add_fetched(arg, logs, in, heads);
             continue;
         }
@@ -277,7 +321,7 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
                              "trust: pin their keys with --key PUB.pem\n", keys.size());
     }
     if (keys.empty()) return usage_error("verify", "give the brokers' public keys: --key PUB.pem (one or more)");
-    const ChainResult res = verify_chain(in.envs, keys, pinned);
+    const ChainResult res = verify_chain(in.envs, keys, pinned, retired);
     std::vector<std::string> lines = in.bad;
     for (const auto &f : res.failures) lines.push_back(f.text(in.origins[f.position]));
     json::object head_report, ckpt_report;
