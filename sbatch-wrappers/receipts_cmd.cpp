@@ -93,6 +93,20 @@ std::optional<FetchedLog> fetch_one(const BrokerRef &b, const std::string &run, 
     }
     // Each receipt not shown in the head (no proof) then fails as such.
     if (size > 0) log.head_bundle = json::serialize(json::object{{"head", head}, {"inclusion", std::move(inclusion)}});
+    // The head kept from this broker is filed under the URL the user gave,
+    // never under the name the broker gives itself.
+    log.url = b.url;
+    log.consistency = [b](unsigned long long first, unsigned long long second, std::vector<std::string> &path) -> std::string {
+        Answer c = call(b, "GET", "/v1/log/proof/consistency?first=" + std::to_string(first) + "&second=" + std::to_string(second));
+        if (!c.ok()) return c.error;
+        const json::array *p = array_at(c.body, "path");
+        if (!p) return "the answer has no path";
+        for (const auto &x : *p) {
+            if (!x.is_string()) return "a path entry is not a string";
+            path.emplace_back(x.as_string());
+        }
+        return "";
+    };
     Answer k = call(b, "GET", "/v1/keys");
     if (const json::array *ks = k.ok() ? array_at(k.body, "keys") : nullptr)
         for (const auto &key : *ks) {

@@ -3,14 +3,17 @@
 #include <boost/json.hpp>
 #include <cstdio>
 #include <ctime>
+#include <deque>
 #include <set>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/json_fields.hpp"
 #include "common/parse_util.hpp"
 #include "common/receipt_verify.hpp"
 #include "common/safe_path.hpp"
 #include "common/tree_head.hpp"
+#include "sbatch-wrappers/kept_heads.hpp"
 
 namespace shardnet::cli {
 
@@ -247,7 +250,53 @@ namespace {
 // A run fetched from its brokers: the envelopes in chain order (by the seq
 // each broker listed them under: a wrong one shows as out of order), and
 // which broker's head bundle covers which of them.
-struct FetchedHead { std::string name, bundle; std::set<std::size_t> positions; };
+struct FetchedHead {
+    std::string name, bundle;
+    std::set<std::size_t> positions;
+    const FetchedLog *log = nullptr;   // whose head: where to keep it, how to ask for a proof
+};
+
+// This broker's head against the one kept from it before (kept_heads.hpp):
+// it must extend it, else a line says how it does not; kept when it does
+// (or when none was). report: the head's, verified (tree_size, root_hash).
+// forgotten: the files --forget-head dropped already (two runs of one broker).
+void keep_head(const VerifyArgs &a, const FetchedHead &h, json::object &report, std::vector<std::string> &lines,
+               std::set<std::string> &forgotten) {
+    const std::string file = kept_head_path(a.heads_dir, h.log->url);
+    std::string where = "broker " + h.log->broker + " (" + h.log->url + ")";
+    for (char &c : where)   // the broker names itself: no escape sequence of its reaches the terminal
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    if (a.forget_head && forgotten.insert(file).second && unlink(file.c_str()) == 0)
+        std::fprintf(stderr, "shard: verify: --forget-head: the log head kept for %s is forgotten (%s)\n", where.c_str(), file.c_str());
+    std::string err;
+    const auto kept = read_kept_head(file, err);
+    if (!err.empty()) { lines.push_back(where + ": the log head kept for it: " + err); return; }
+    const auto size = report.at("tree_size").to_number<unsigned long long>();
+    const merkle::Hash root = *merkle::from_hex(report.at("root_hash").as_string());
+    if (kept) {
+        std::vector<merkle::Hash> proof;
+        if (size > kept->size) {
+            std::vector<std::string> path;
+            err = h.log->consistency ? h.log->consistency(kept->size, size, path) : "no broker to ask for it";
+            if (err.empty()) proof = hashes(json::value_from(path).as_array(), err, "consistency.path");
+            if (!err.empty()) {
+                lines.push_back(where + ": its log head of size " + std::to_string(size) + " is not shown to extend the head of size " +
+                                std::to_string(kept->size) + " this CLI verified before (kept in " + file + "): no consistency proof: " + err);
+                return;
+            }
+        }
+        if (std::string why = check_extends(*kept, size, root, proof, where, file); !why.empty()) { lines.push_back(why); return; }
+        report["extends_kept_tree_size"] = kept->size;
+        if (size == kept->size) return;   // nothing new to keep
+    }
+    json::error_code ec;
+    const json::value bundle = json::parse(h.bundle, ec);
+    const json::value *head = !ec && bundle.is_object() ? bundle.as_object().if_contains("head") : nullptr;
+    const KeptHead now{h.log->url, h.log->broker, size, root, head ? json::serialize(*head) : "", utc_time(double(std::time(nullptr)))};
+    // Not being able to keep it weakens the next check, not this one.
+    if (err = write_kept_head(file, now); !err.empty())
+        std::fprintf(stderr, "shard: verify: warning: %s: the verified log head is not kept: %s\n", where.c_str(), err.c_str());
+}
 
 void add_fetched(const std::string &run, std::vector<FetchedLog> &logs, Input &in, std::vector<FetchedHead> &heads) {
     struct One { long long seq; std::size_t log, i; };
@@ -258,7 +307,7 @@ void add_fetched(const std::string &run, std::vector<FetchedLog> &logs, Input &i
     heads.resize(heads.size() + logs.size());
     const std::size_t first = heads.size() - logs.size();
     for (std::size_t l = 0; l < logs.size(); ++l)
-        heads[first + l] = FetchedHead{"broker " + logs[l].broker + "'s log head", logs[l].head_bundle, {}};
+        heads[first + l] = FetchedHead{"broker " + logs[l].broker + "'s log head", logs[l].head_bundle, {}, &logs[l]};
     for (const auto &o : all) {
         const std::size_t before = in.envs.size();
         read_envelopes(run + "@" + logs[o.log].broker + "[seq " + std::to_string(o.seq) + "]", logs[o.log].envelopes[o.i], in);
@@ -291,6 +340,7 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
         }
     }
     Input in;
+    std::deque<std::vector<FetchedLog>> fetched;
     std::vector<FetchedHead> heads;
     std::vector<std::string> fetched_pems;   // the brokers' own word for their keys (no --key)
     for (const auto &arg : a.inputs) {
@@ -298,7 +348,7 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
         std::string text, err;
         if (::stat(arg.c_str(), &st) != 0 && is_safe_name(arg, 128)) {
             if (!fetch) return usage_error("verify", arg + ": no such file, and no broker to ask for a run of that name");
-            std::vector<FetchedLog> logs;
+            auto &logs = fetched.emplace_back();   // heads point into it: a deque keeps it in place
             if (err = fetch(arg, logs); !err.empty()) return usage_error("verify", arg + ": " + err);
             for (const auto &l : logs) {
                 fetched_pems.insert(fetched_pems.end(), l.key_pems.begin(), l.key_pems.end());
@@ -332,11 +382,15 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
     }
     // A fetched run: each broker's head, over the receipts it listed.
     json::array head_reports;
+    std::set<std::string> forgotten;
     for (const auto &h : heads) {
         if (h.positions.empty()) continue;
         if (h.bundle.empty()) { lines.push_back(h.name + ": none given, so no receipt is shown to be in a log"); continue; }
         json::object r;
         check_head(h.name, h.bundle, in, res, keys, pinned, lines, r, &h.positions);
+        // A head whose signature verified (r has its size and root) is held
+        // to the one kept from that broker, whatever else failed.
+        if (!r.empty() && !a.heads_dir.empty() && h.log) keep_head(a, h, r, lines, forgotten);
         if (!r.empty()) head_reports.push_back(std::move(r));
     }
     if (head_report.empty() && head_reports.size() == 1) head_report = head_reports[0].as_object();
@@ -378,10 +432,13 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
                     std::size_t(ckpt_report.at("shards").as_uint64()), ckpt_report.at("run").as_string().c_str(),
                     (long long)ckpt_report.at("seq").as_int64());
     if (head_reports.size() > 1) head_report = {};
-    for (const auto &h : head_reports.size() > 1 ? head_reports : json::array{})
+    auto print_head = [](const json::object &h) {
         std::printf("log head: tree size %s, root %s\n", json::serialize(h.at("tree_size")).c_str(), h.at("root_hash").as_string().c_str());
-    if (!head_report.empty()) std::printf("log head: tree size %s, root %s\n", json::serialize(head_report.at("tree_size")).c_str(),
-                                          head_report.at("root_hash").as_string().c_str());
+        if (const auto *k = h.if_contains("extends_kept_tree_size"))
+            std::printf("log head: extends the head of size %s this CLI verified before\n", json::serialize(*k).c_str());
+    };
+    for (const auto &h : head_reports.size() > 1 ? head_reports : json::array{}) print_head(h.as_object());
+    if (!head_report.empty()) print_head(head_report);
     if (lines.empty())
         std::printf("ok: %zu receipt(s) verified with %zu key(s)\n", res.receipts.size(), keys.size());
     else

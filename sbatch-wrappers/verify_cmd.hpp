@@ -23,6 +23,11 @@ struct FetchedLog {
     std::string head_bundle;
     std::vector<std::string> key_pems;
     std::map<std::string, std::string> valid_until;
+    // Where it was asked (the key of the head kept for it), and how to ask
+    // it for the consistency proof between two sizes of its log (GET
+    // /v1/log/proof/consistency): "" or why not.
+    std::string url;
+    std::function<std::string(unsigned long long first, unsigned long long second, std::vector<std::string> &path_hex)> consistency;
 };
 // Every broker's part of run (a moved run's chain crosses brokers); "" or
 // why not (sbatch-wrappers/receipts_cmd.cpp asks the brokers).
@@ -33,6 +38,12 @@ struct VerifyArgs {
     std::vector<std::string> key_files;  // --key PUB.pem (or a saved GET /v1/keys answer), one or more
     std::string checkpoint_dir, head_file;
     bool json = false;
+    // A fetched run: the last head verified from each broker is kept in
+    // heads_dir (kept_heads.hpp; "": none kept), and each new one must
+    // extend it. forget_head: the kept ones of the brokers asked are
+    // dropped first (--forget-head), and the new ones kept.
+    std::string heads_dir;
+    bool forget_head = false;
 };
 
 // Exit status: 0 all verify, 1 something fails (a line each), 2 usage.
