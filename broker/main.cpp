@@ -3,10 +3,13 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <getopt.h>
+#include <mutex>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -43,6 +46,35 @@ void every(asio::steady_timer &t, std::chrono::milliseconds period, std::functio
     });
 }
 
+// Past a deadline, the process ends whatever its threads are doing (a Slurm
+// command or a peer request that does not return): said, then _Exit. The
+// database is as a kill -9 leaves it, which it is made to survive.
+class ExitAt {
+public:
+    ExitAt(std::chrono::steady_clock::time_point at, std::string what) : thread_([this, at, what = std::move(what)] {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (at == std::chrono::steady_clock::time_point::max()) return cv_.wait(lock, [this] { return done_; });
+        if (cv_.wait_until(lock, at, [this] { return done_; })) return;
+        log("warn", "drain deadline passed: exiting now", {{"cut", what}});
+        std::fflush(nullptr);
+        std::_Exit(0);
+    }) {}
+    ~ExitAt() {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            done_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    std::thread thread_;   // last: it starts once the rest is there
+};
+
 // An exception out of a handler leaves io_context::run(); the context can
 // run on, so the thread does (the request whose handler threw is dropped
 // with its connection).
@@ -77,6 +109,9 @@ int main(int argc, char **argv) {
     if (!load_config(config_path, cfg, err)) { std::fprintf(stderr, "shardnet-broker: %s\n", err.c_str()); return 2; }
     if (check_only) { std::puts("config ok"); return 0; }
 
+    // SIGTERM's deadline: none until one comes (time_point::max: wait as long as it takes).
+    auto drain_deadline = std::chrono::steady_clock::time_point::max();
+    int drain_seconds = cfg.drain_seconds;
     try {
         auto service = std::make_unique<Service>(cfg, std::make_unique<Store>(cfg.database, cfg.store_busy_ms));
         std::vector<std::unique_ptr<asio::io_context>> ios;
@@ -100,16 +135,22 @@ int main(int argc, char **argv) {
 
         asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
         asio::steady_timer drain_timer(io);
-        std::chrono::steady_clock::time_point drain_deadline;
+        std::chrono::steady_clock::time_point requests_deadline;
         // Lives as long as the loop: the drain timer calls it again.
         std::function<void()> wait_sessions = [&] {
             // Requests in flight are answered; idle keep-alive connections
             // are simply closed.
-            if (server.busy_sessions() > 0 && std::chrono::steady_clock::now() < drain_deadline) {
+            const int busy = server.busy_sessions();
+            if (busy > 0 && std::chrono::steady_clock::now() < requests_deadline) {
                 drain_timer.expires_after(std::chrono::milliseconds(20));
                 drain_timer.async_wait([&](boost::system::error_code) { wait_sessions(); });
                 return;
             }
+            // What goes with the contexts: requests not answered by now (a
+            // reader that does not read, an answer the store still owes),
+            // the event streams and the idle connections.
+            log(busy > 0 ? "warn" : "info", "closing connections",
+                {{"requests_cut", busy}, {"streams_cut", service->open_streams()}, {"connections", server.open_sessions()}});
             for (auto &x : ios) x->stop();
         };
         std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec, int sig) {
@@ -119,6 +160,7 @@ int main(int argc, char **argv) {
                 std::string why;
                 if (load_config(config_path, fresh, why)) {
                     service->reload(fresh);
+                    drain_seconds = fresh.drain_seconds;
                     log("info", "config reloaded", {{"tokens", fresh.tokens.size()}});
                 } else {
                     log("error", "config reload refused; keeping the running config", {{"reason", why}});
@@ -126,12 +168,19 @@ int main(int argc, char **argv) {
                 signals.async_wait(on_signal);
                 return;
             }
-            log("info", "draining", {{"open_connections", server.open_sessions()}});
+            log("info", "draining", {{"open_connections", server.open_sessions()}, {"requests_in_flight", server.busy_sessions()},
+                                     {"streams", service->open_streams()}, {"store_jobs", service->store_jobs()},
+                                     {"drain_seconds", drain_seconds}});
             server.stop();
             detector.cancel();
             summary.cancel();
-            // Open requests finish (up to 10 s); then the store's queue empties.
-            drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            // Open requests finish, until drain_seconds less the store's
+            // part (a quarter, at most 2 s); then the store's queue empties
+            // by the deadline.
+            const auto now = std::chrono::steady_clock::now();
+            const std::chrono::milliseconds whole(1000LL * drain_seconds);
+            drain_deadline = now + whole;
+            requests_deadline = drain_deadline - std::min<std::chrono::milliseconds>(whole / 4, std::chrono::seconds(2));
             wait_sessions();
         };
         signals.async_wait(on_signal);
@@ -148,11 +197,20 @@ int main(int argc, char **argv) {
         }
         // The service's threads end first (the store's queue emptied): an
         // answer one of them sends is posted to a context that must still
-        // exist (stopped, it only queues it). Then the contexts go.
+        // exist (stopped, it only queues it). Then the contexts go. All by
+        // the drain's deadline: past it, what is left is said and cut.
         service->summarise();
-        service->drain();
-        service.reset();
-        server.shutdown();
+        if (!service->drain(drain_deadline)) {
+            log("warn", "drain deadline passed: exiting now",
+                {{"cut", "the store's queue"}, {"store_jobs_cut", service->store_jobs()}, {"drain_seconds", drain_seconds}});
+            std::fflush(nullptr);
+            std::_Exit(0);
+        }
+        {
+            ExitAt bound(drain_deadline, "the broker's threads (a Slurm command or a peer request in flight)");
+            service.reset();
+            server.shutdown();
+        }
         log("info", "stopped");
     } catch (const std::exception &e) {
         std::fprintf(stderr, "shardnet-broker: %s\n", e.what());

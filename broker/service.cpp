@@ -132,16 +132,45 @@ unsigned long long Service::total(Counter c) const {
 
 // An exception out of a job would end the store thread, and with it the
 // broker: the guard logs and counts it instead.
-void Service::on_store(std::function<void()> job) { post_guarded(store_thread_, "store", std::move(job)); }
+// Each job is counted from its posting to its end, thrown or not: what a
+// drain cut short is said by number.
+namespace {
+struct Counted {
+    std::atomic<int> &n;
+    explicit Counted(std::atomic<int> &count) : n(count) {}
+    ~Counted() { n.fetch_sub(1, std::memory_order_relaxed); }
+};
+}  // namespace
 
-void Service::on_store(const Reply &reply, std::function<void(const Reply &)> job) {
-    post_answering(store_thread_, "store", reply, std::move(job));
+void Service::on_store(std::function<void()> job) {
+    store_jobs_.fetch_add(1, std::memory_order_relaxed);
+    post_guarded(store_thread_, "store", [this, job = std::move(job)] {
+        Counted c(store_jobs_);
+        job();
+    });
 }
 
-void Service::drain() {
-    std::promise<void> done;
-    on_store([&done] { done.set_value(); });
-    done.get_future().wait();
+void Service::on_store(const Reply &reply, std::function<void(const Reply &)> job) {
+    store_jobs_.fetch_add(1, std::memory_order_relaxed);
+    post_answering(store_thread_, "store", reply, [this, job = std::move(job)](const Reply &r) {
+        Counted c(store_jobs_);
+        job(r);
+    });
+}
+
+bool Service::drain(std::chrono::steady_clock::time_point until) {
+    // Not a counted job: it is the drain's own mark in the queue. Shared, so
+    // that a mark left behind at the deadline has its promise still.
+    auto done = std::make_shared<std::promise<void>>();
+    auto reached = done->get_future();
+    boost::asio::post(store_thread_, [done] { done->set_value(); });
+    if (until == std::chrono::steady_clock::time_point::max()) return reached.wait(), true;
+    return reached.wait_until(until) == std::future_status::ready;
+}
+
+int Service::open_streams() const {
+    std::lock_guard<std::mutex> lock(streams_->mu);
+    return streams_->total;
 }
 
 void Service::reload(const BrokerConfig &cfg) {

@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/json/object.hpp>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -107,8 +108,13 @@ public:
     void summarise();
     // New tokens and limits from a reloaded config (listen address stays).
     void reload(const BrokerConfig &cfg);
-    // Waits for the store's queue to empty (drain on SIGTERM).
-    void drain();
+    // Waits for the store's queue to empty (drain on SIGTERM), until the
+    // deadline at most: false when it passed first.
+    bool drain(std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max());
+    // What a drain cut short is said in its log: store jobs queued or
+    // running, and the event streams open.
+    int store_jobs() const { return store_jobs_.load(std::memory_order_relaxed); }
+    int open_streams() const;
     std::string metrics() const;
 
 private:
@@ -429,6 +435,7 @@ private:
     std::string head_pin_;   // KEY_FILE.head: the last head signed (receipts/head_pin.hpp); "" when receipts are off
     std::vector<SigningKey> retired_keys_;
     boost::asio::thread_pool store_thread_{1};
+    std::atomic<int> store_jobs_{0};   // posted to store_thread_ and not yet ended
     boost::asio::thread_pool slurm_thread_{1};
     boost::asio::thread_pool query_pool_{2};   // capacity searches (Slurm and peers)
     std::unique_ptr<Slurm> slurm_;
@@ -471,7 +478,11 @@ auto Service::store_wait(F fn) -> decltype(fn()) {
     auto result = task.get_future();
     // No guard needed: the task keeps what fn throws for result.get(),
     // which rethrows it on the waiting thread (itself a guarded job).
-    boost::asio::post(store_thread_, [&task] { task(); });
+    store_jobs_.fetch_add(1, std::memory_order_relaxed);
+    boost::asio::post(store_thread_, [this, &task] {
+        task();
+        store_jobs_.fetch_sub(1, std::memory_order_relaxed);
+    });
     return result.get();
 }
 

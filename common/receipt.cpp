@@ -17,21 +17,6 @@ namespace {
 
 constexpr const char *kKinds[] = {"attempt-started", "checkpoint-sealed", "attempt-ended", "run-ended"};
 
-// Exactly YYYY-MM-DDTHH:MM:SS[.fraction]Z: one spelling of UTC, so that
-// times compare as strings.
-bool is_utc_time(std::string_view s) {
-    const std::string_view shape = "dddd-dd-ddTdd:dd:dd";
-    if (s.size() < shape.size() + 1 || s.back() != 'Z') return false;
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        if (shape[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != shape[i]) return false;
-    std::string_view rest = s.substr(shape.size(), s.size() - shape.size() - 1);
-    if (rest.empty()) return true;
-    if (rest[0] != '.' || rest.size() < 2) return false;
-    for (char c : rest.substr(1))
-        if (!(c >= '0' && c <= '9')) return false;
-    return true;
-}
-
 bool is_str_or_null(const json::object &o, const char *k) {
     const auto *v = o.if_contains(k);
     return v && (v->is_string() || v->is_null());
@@ -87,6 +72,30 @@ std::vector<Subject> shard_subjects(const std::vector<ShardFile> &files) {
         out.push_back(std::move(s));
     }
     return out;
+}
+
+bool is_utc_time(std::string_view s) {
+    const std::string_view shape = "dddd-dd-ddTdd:dd:dd";
+    if (s.size() < shape.size() + 1 || s.back() != 'Z') return false;
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        if (shape[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != shape[i]) return false;
+    std::string_view rest = s.substr(shape.size(), s.size() - shape.size() - 1);
+    if (rest.empty()) return true;
+    if (rest[0] != '.' || rest.size() < 2) return false;
+    for (char c : rest.substr(1))
+        if (!(c >= '0' && c <= '9')) return false;
+    return true;
+}
+
+int compare_utc_times(std::string_view a, std::string_view b) {
+    // The seconds as strings, then the fractions as decimals: "…00.5Z" is
+    // after "…00Z", which a plain string comparison gets wrong.
+    if (const int c = a.substr(0, 19).compare(b.substr(0, 19)); c != 0) return c < 0 ? -1 : 1;
+    auto frac = [](std::string_view s) { return s.size() > 21 ? s.substr(20, s.size() - 21) : std::string_view(); };
+    std::string fa(frac(a)), fb(frac(b));
+    fa.resize(std::max(fa.size(), fb.size()), '0');
+    fb.resize(fa.size(), '0');
+    return fa < fb ? -1 : fa > fb ? 1 : 0;
 }
 
 std::string utc_time(double t) {

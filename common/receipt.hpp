@@ -52,6 +52,11 @@ struct Receipt {
 
 // "2025-03-01T12:00:00.250Z" for Unix time t.
 std::string utc_time(double t);
+// Exactly YYYY-MM-DDTHH:MM:SS[.fraction]Z: the one spelling of UTC receipts use.
+bool is_utc_time(std::string_view s);
+// Two such times: -1, 0 or 1 as a is before, at or after b (fractions of
+// any length: ".5" is ".500").
+int compare_utc_times(std::string_view a, std::string_view b);
 
 // "" when r can be a receipt, else what is wrong, naming the field.
 std::string receipt_error(const Receipt &r);

@@ -71,7 +71,8 @@ std::string Failure::text(const std::string &origin) const {
     return "run " + run + " seq " + std::to_string(seq) + where + ": " + what;
 }
 
-ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vector<SigningKey> &keys, const PinnedKeys &pinned) {
+ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vector<SigningKey> &keys, const PinnedKeys &pinned,
+                         const KeyRetirements &retired) {
     std::set<std::string> pinned_brokers;
     for (const auto &[keyid, broker] : pinned) pinned_brokers.insert(broker);
     // Signatures are independent and most of the cost (an Ed25519 verify is
@@ -112,6 +113,13 @@ ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vec
         }
         if (!pinned.count(sig.keyid) && pinned_brokers.count(v.receipt.broker)) {
             res.failures.push_back(fail(v, "names broker " + v.receipt.broker + ", whose pinned key(s) did not sign it (key " + sig.keyid + " did)"));
+            continue;
+        }
+        // A retired key's signature on a later receipt is what a stolen or
+        // leaked old key would make: the broker had stopped signing with it.
+        if (auto r = retired.find(sig.keyid); r != retired.end() && (!is_utc_time(r->second) || compare_utc_times(v.receipt.time, r->second) > 0)) {
+            res.failures.push_back(fail(v, "signed by key " + sig.keyid + " at " + v.receipt.time + ", after the key's valid_until " + r->second +
+                                           " (a retired key signs nothing later)"));
             continue;
         }
         v.keyid = sig.keyid;

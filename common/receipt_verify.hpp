@@ -38,14 +38,21 @@ struct ChainResult {
 // predicate.broker) that key speaks for.
 using PinnedKeys = std::map<std::string, std::string>;
 
+// When a key stopped signing, as its broker says (GET /v1/keys,
+// valid_until, or a key file that carries it): keyid -> that time (RFC 3339
+// UTC). A key that was retired signs nothing later.
+using KeyRetirements = std::map<std::string, std::string>;
+
 // Checks envs, in the order given (the order a broker lists a run's
 // receipts in), against keys. A receipt whose signature does not verify
 // takes no part in its chain: whatever names it as previous is reported as
 // missing its predecessor. With pinned keys, a receipt signed by a key
 // pinned to another broker than the one it names, or naming a broker that
 // has pinned keys but signed by none of them, fails too: one site's key
-// cannot speak for another's.
-ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vector<SigningKey> &keys, const PinnedKeys &pinned = {});
+// cannot speak for another's. A receipt whose time is after its key's
+// valid_until (retired) fails as well, naming both times.
+ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vector<SigningKey> &keys, const PinnedKeys &pinned = {},
+                         const KeyRetirements &retired = {});
 
 // Re-hashes each shard a checkpoint-sealed receipt names, below dir: a
 // missing file, another size or another digest is a failure naming the shard.

@@ -93,10 +93,36 @@ std::optional<FetchedLog> fetch_one(const BrokerRef &b, const std::string &run, 
     }
     // Each receipt not shown in the head (no proof) then fails as such.
     if (size > 0) log.head_bundle = json::serialize(json::object{{"head", head}, {"inclusion", std::move(inclusion)}});
+    // The head kept from this broker is filed under the URL the user gave,
+    // never under the name the broker gives itself.
+    log.url = b.url;
+    log.consistency = [b](unsigned long long first, unsigned long long second, std::vector<std::string> &path) -> std::string {
+        Answer c = call(b, "GET", "/v1/log/proof/consistency?first=" + std::to_string(first) + "&second=" + std::to_string(second));
+        if (!c.ok()) return c.error;
+        const json::array *p = array_at(c.body, "path");
+        if (!p) return "the answer has no path";
+        for (const auto &x : *p) {
+            if (!x.is_string()) return "a path entry is not a string";
+            path.emplace_back(x.as_string());
+        }
+        return "";
+    };
     Answer k = call(b, "GET", "/v1/keys");
     if (const json::array *ks = k.ok() ? array_at(k.body, "keys") : nullptr)
-        for (const auto &key : *ks)
-            if (key.is_object() && key.as_object().contains("pem") && key.at("pem").is_string()) log.key_pems.emplace_back(key.at("pem").as_string());
+        for (const auto &key : *ks) {
+            if (!key.is_object()) continue;
+            const auto &o = key.as_object();
+            if (o.contains("pem") && o.at("pem").is_string()) log.key_pems.emplace_back(o.at("pem").as_string());
+            // A retired key's last day, by this broker's log: nothing it
+            // signed later verifies (a keyid listed with another key's pem
+            // is not taken).
+            SigningKey k;
+            const auto *until = o.if_contains("valid_until");
+            if (until && until->is_string() && o.contains("pem") && o.at("pem").is_string() &&
+                SigningKey::from_public_pem(o.at("pem").as_string(), k).empty() && o.contains("keyid") && o.at("keyid").is_string() &&
+                o.at("keyid").as_string() == k.keyid())
+                log.valid_until[k.keyid()] = std::string(until->as_string());
+        }
     return log;
 }
 

@@ -18,6 +18,7 @@
 #include "sbatch-wrappers/ckpt_policy.hpp"
 #include "sbatch-wrappers/client.hpp"
 #include "sbatch-wrappers/failure_view.hpp"
+#include "sbatch-wrappers/kept_heads.hpp"
 #include "sbatch-wrappers/spec.hpp"
 #include "sbatch-wrappers/submit.hpp"
 #include "sbatch-wrappers/receipts_cmd.hpp"
@@ -43,9 +44,10 @@ constexpr const char *kUsage =
     "                            the checkpoint interval for these inputs (D: 90s, 5m, 6h, 2d)\n"
     "  ckpt simulate (--write-cost D --mtbf D --restart D | --grid) [--weibull-shape K] [--seed N] [--json]\n"
     "  receipts RUN [--json]     the run's signed receipts from its brokers (--json: the envelopes)\n"
-    "  verify (RUN | FILE...) [--key PUB.pem ...] [--checkpoint-dir DIR] [--head HEAD.json] [--json]\n"
+    "  verify (RUN | FILE...) [--key PUB.pem ...] [--checkpoint-dir DIR] [--head HEAD.json] [--forget-head] [--json]\n"
     "                            receipts checked offline: signatures, each run's chain, the log head, the shards on disk\n"
-    "                            (RUN: fetched with the log heads and proofs; no --key: the brokers' own keys, with a warning)\n"
+    "                            (RUN: fetched with the log heads and proofs; no --key: the brokers' own keys, with a warning;\n"
+    "                            each broker's head must extend the last one verified from it: --forget-head resets that)\n"
     "Broker and token also from SHARD_BROKER, SHARD_TOKEN, SHARD_CA_FILE or ~/.config/shardnet/shard.json.\n";
 
 struct Args {
@@ -435,14 +437,14 @@ int main(int argc, char **argv) {
         if (s.rfind("--", 0) == 0) {
             std::string k = s.substr(2), v = "1";
             if (auto eq = k.find('='); eq != std::string::npos) { v = k.substr(eq + 1); k.resize(eq); }
-            else if (k != "json" && k != "dry-run" && k != "grid") {
+            else if (k != "json" && k != "dry-run" && k != "grid" && k != "forget-head") {
                 if (i + 1 >= argc) return fail(usage, "--" + k + " needs a value\n" + kUsage);
                 v = argv[++i];
             }
             static const char *known[] = {"broker", "token", "ca-file", "json", "dry-run", "gpus", "class", "cluster",
                                           "gpus-per-node", "fabric", "region", "write-cost", "mtbf", "restart", "work",
                                           "weibull-shape", "seed", "grid", "key", "checkpoint-dir", "head", "statement",
-                                          "payload-type", "from"};
+                                          "payload-type", "from", "forget-head"};
             if (std::none_of(std::begin(known), std::end(known), [&](const char *x) { return k == x; }))
                 return fail(usage, "unknown option --" + k + "\n" + kUsage);
             if (k == "broker") flags.url = v;
@@ -465,22 +467,28 @@ int main(int argc, char **argv) {
             if (a.has(k)) return fail(usage, std::string("--") + k + " is an option of shard ckpt plan / simulate\n" + kUsage);
     // The receipt tools' options mean nothing to any other command.
     const bool receipts = cmd == "verify" || cmd == "receipt-sign" || cmd == "log-head";
-    for (const char *k : {"key", "checkpoint-dir", "head", "statement", "payload-type", "from"})
+    for (const char *k : {"key", "checkpoint-dir", "head", "statement", "payload-type", "from", "forget-head"})
         if (!receipts && a.has(k)) return fail(usage, std::string("--") + k + " is an option of shard verify / receipt-sign / log-head\n" + kUsage);
     // What needs no broker comes first.
     if (cmd == "verify") {
         for (const char *k : {"statement", "payload-type", "from"})
             if (a.has(k)) return fail(usage, std::string("--") + k + " is not an option of shard verify\n" + kUsage);
-        VerifyArgs v{a.pos, a.all["key"], a.get("checkpoint-dir"), a.get("head"), a.has("json")};
+        VerifyArgs v{a.pos, a.all["key"], a.get("checkpoint-dir"), a.get("head"), a.has("json"), "", a.has("forget-head")};
         // Files only: no broker is needed (nor its config). A RUN (a name
         // that is no file, as verify_receipts reads it): its brokers.
         const bool run_named = std::any_of(a.pos.begin(), a.pos.end(), [](const std::string &p) {
             struct stat st;
             return ::stat(p.c_str(), &st) != 0 && shardnet::is_safe_name(p, 128);
         });
-        if (!run_named) return verify_receipts(v);
+        if (!run_named) {
+            if (v.forget_head) return fail(usage, "verify: --forget-head is for a RUN fetched from its brokers (their kept log heads)");
+            return verify_receipts(v);
+        }
         CliConfig cfg;
         if (auto err = load_cli_config(cfg, flags); !err.empty()) return fail(usage, err);
+        // Each broker's last verified head is kept, and the next must extend it.
+        std::string why;
+        if (v.heads_dir = heads_dir(why); v.heads_dir.empty()) return fail(usage, "verify: " + why);
         return verify_receipts(v, broker_fetcher(cfg));
     }
     if (cmd == "receipt-sign") return receipt_sign(a.opt);

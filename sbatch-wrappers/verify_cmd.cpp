@@ -3,14 +3,17 @@
 #include <boost/json.hpp>
 #include <cstdio>
 #include <ctime>
+#include <deque>
 #include <set>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/json_fields.hpp"
 #include "common/parse_util.hpp"
 #include "common/receipt_verify.hpp"
 #include "common/safe_path.hpp"
 #include "common/tree_head.hpp"
+#include "sbatch-wrappers/kept_heads.hpp"
 
 namespace shardnet::cli {
 
@@ -171,19 +174,73 @@ void check_head(const std::string &file, const std::string &text, const Input &i
     report["extends_tree_size"] = old.tree_size;
 }
 
+// A --key file: PEM public keys, or a broker's GET /v1/keys answer saved
+// ({"keys": [{"keyid", "pem", "valid_until"}]}), whose valid_until of a
+// retired key is kept: that key signs nothing later.
+std::string load_key_file(const std::string &path, std::vector<SigningKey> &keys, KeyRetirements &retired) {
+    std::string text;
+    if (std::string why = read_small_file(path, 1 << 20, text); !why.empty()) return "public key file: " + why;
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos || text[text.find_first_not_of(" \t\r\n")] != '{')
+        return load_public_keys(path, keys);
+    json::error_code ec;
+    const json::value v = json::parse(text, ec);
+    const auto *list = !ec && v.is_object() ? v.as_object().if_contains("keys") : nullptr;
+    if (!list || !list->is_array()) return "key file '" + path + "': not PEM, nor a GET /v1/keys answer ({\"keys\": [...]})";
+    for (std::size_t i = 0; i < list->as_array().size(); ++i) {
+        const std::string at = "key file '" + path + "', keys[" + std::to_string(i) + "]";
+        const auto *k = list->as_array()[i].if_object();
+        const auto *pem = k ? k->if_contains("pem") : nullptr;
+        if (!pem || !pem->is_string()) return at + ": no pem";
+        SigningKey key;
+        if (std::string why = SigningKey::from_public_pem(pem->as_string(), key); !why.empty()) return at + ": " + why;
+        // A listed keyid that is not the key's own would file its
+        // valid_until under another key: refused, not trusted.
+        if (const auto *id = k->if_contains("keyid"); id && !(id->is_string() && id->as_string() == key.keyid()))
+            return at + ": keyid is not the SHA-256 of its key (" + key.keyid() + ")";
+        if (const auto *until = k->if_contains("valid_until"); until && !until->is_null()) {
+            if (!until->is_string() || !is_utc_time(until->as_string())) return at + ": valid_until: expected RFC 3339 UTC or null";
+            retired[key.keyid()] = std::string(until->as_string());
+        }
+        keys.push_back(std::move(key));
+    }
+    if (keys.empty()) return "key file '" + path + "' lists no keys";
+    return "";
+}
+
+// The earlier of two valid_untils of one key: whoever says a key retired
+// sooner only narrows what verifies.
+void retire(KeyRetirements &retired, const std::string &keyid, const std::string &until) {
+    auto [it, fresh] = retired.emplace(keyid, until);
+    if (!fresh && is_utc_time(until) && (!is_utc_time(it->second) || compare_utc_times(until, it->second) < 0)) it->second = until;
+}
+
 // The sealed receipt DIR is checked against: the one naming DIR's last
-// component, else the last sealed one.
-const Verified *sealed_for(const std::string &dir, const ChainResult &res) {
+// component, and no other. Another checkpoint's digests would only say the
+// files are not that checkpoint, or worse, pass a directory the user did
+// not mean. err: what was sealed instead.
+const Verified *sealed_for(const std::string &dir, const ChainResult &res, std::string &err) {
     std::string base = dir;
     while (base.size() > 1 && base.back() == '/') base.pop_back();
     base = base.substr(base.rfind('/') == std::string::npos ? 0 : base.rfind('/') + 1);
-    const Verified *last = nullptr, *named = nullptr;
+    const Verified *named = nullptr;
+    std::vector<std::string> sealed;
     for (const auto &r : res.receipts) {
         if (r.receipt.kind != Kind::checkpoint_sealed) continue;
-        last = &r;
-        if (const auto *c = r.receipt.body.if_contains("checkpoint"); c && c->is_string() && c->as_string() == base) named = &r;
+        const auto *c = r.receipt.body.if_contains("checkpoint");
+        if (!c || !c->is_string()) continue;
+        sealed.emplace_back(c->as_string());
+        if (c->as_string() == base) named = &r;
     }
-    return named ? named : last;
+    if (named) return named;
+    // The newest few by name, so that a wrong directory shows what to give.
+    std::string names;
+    const std::size_t from = sealed.size() > 5 ? sealed.size() - 5 : 0;
+    for (std::size_t i = from; i < sealed.size(); ++i) names += (names.empty() ? "" : ", ") + sealed[i];
+    err = "checkpoint " + dir + ": no verified checkpoint-sealed receipt names '" + base + "' (" +
+          (sealed.empty() ? std::string("none was sealed")
+                          : "sealed: " + std::string(from ? "... " : "") + names + "; " + std::to_string(sealed.size()) + " in all") +
+          "); its files were not checked";
+    return nullptr;
 }
 
 }  // namespace
@@ -193,7 +250,53 @@ namespace {
 // A run fetched from its brokers: the envelopes in chain order (by the seq
 // each broker listed them under: a wrong one shows as out of order), and
 // which broker's head bundle covers which of them.
-struct FetchedHead { std::string name, bundle; std::set<std::size_t> positions; };
+struct FetchedHead {
+    std::string name, bundle;
+    std::set<std::size_t> positions;
+    const FetchedLog *log = nullptr;   // whose head: where to keep it, how to ask for a proof
+};
+
+// This broker's head against the one kept from it before (kept_heads.hpp):
+// it must extend it, else a line says how it does not; kept when it does
+// (or when none was). report: the head's, verified (tree_size, root_hash).
+// forgotten: the files --forget-head dropped already (two runs of one broker).
+void keep_head(const VerifyArgs &a, const FetchedHead &h, json::object &report, std::vector<std::string> &lines,
+               std::set<std::string> &forgotten) {
+    const std::string file = kept_head_path(a.heads_dir, h.log->url);
+    std::string where = "broker " + h.log->broker + " (" + h.log->url + ")";
+    for (char &c : where)   // the broker names itself: no escape sequence of its reaches the terminal
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    if (a.forget_head && forgotten.insert(file).second && unlink(file.c_str()) == 0)
+        std::fprintf(stderr, "shard: verify: --forget-head: the log head kept for %s is forgotten (%s)\n", where.c_str(), file.c_str());
+    std::string err;
+    const auto kept = read_kept_head(file, err);
+    if (!err.empty()) { lines.push_back(where + ": the log head kept for it: " + err); return; }
+    const auto size = report.at("tree_size").to_number<unsigned long long>();
+    const merkle::Hash root = *merkle::from_hex(report.at("root_hash").as_string());
+    if (kept) {
+        std::vector<merkle::Hash> proof;
+        if (size > kept->size) {
+            std::vector<std::string> path;
+            err = h.log->consistency ? h.log->consistency(kept->size, size, path) : "no broker to ask for it";
+            if (err.empty()) proof = hashes(json::value_from(path).as_array(), err, "consistency.path");
+            if (!err.empty()) {
+                lines.push_back(where + ": its log head of size " + std::to_string(size) + " is not shown to extend the head of size " +
+                                std::to_string(kept->size) + " this CLI verified before (kept in " + file + "): no consistency proof: " + err);
+                return;
+            }
+        }
+        if (std::string why = check_extends(*kept, size, root, proof, where, file); !why.empty()) { lines.push_back(why); return; }
+        report["extends_kept_tree_size"] = kept->size;
+        if (size == kept->size) return;   // nothing new to keep
+    }
+    json::error_code ec;
+    const json::value bundle = json::parse(h.bundle, ec);
+    const json::value *head = !ec && bundle.is_object() ? bundle.as_object().if_contains("head") : nullptr;
+    const KeptHead now{h.log->url, h.log->broker, size, root, head ? json::serialize(*head) : "", utc_time(double(std::time(nullptr)))};
+    // Not being able to keep it weakens the next check, not this one.
+    if (err = write_kept_head(file, now); !err.empty())
+        std::fprintf(stderr, "shard: verify: warning: %s: the verified log head is not kept: %s\n", where.c_str(), err.c_str());
+}
 
 void add_fetched(const std::string &run, std::vector<FetchedLog> &logs, Input &in, std::vector<FetchedHead> &heads) {
     struct One { long long seq; std::size_t log, i; };
@@ -204,7 +307,7 @@ void add_fetched(const std::string &run, std::vector<FetchedLog> &logs, Input &i
     heads.resize(heads.size() + logs.size());
     const std::size_t first = heads.size() - logs.size();
     for (std::size_t l = 0; l < logs.size(); ++l)
-        heads[first + l] = FetchedHead{"broker " + logs[l].broker + "'s log head", logs[l].head_bundle, {}};
+        heads[first + l] = FetchedHead{"broker " + logs[l].broker + "'s log head", logs[l].head_bundle, {}, &logs[l]};
     for (const auto &o : all) {
         const std::size_t before = in.envs.size();
         read_envelopes(run + "@" + logs[o.log].broker + "[seq " + std::to_string(o.seq) + "]", logs[o.log].envelopes[o.i], in);
@@ -218,6 +321,7 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
     if (a.inputs.empty()) return usage_error("verify", "give envelope FILE... (or a RUN)");
     std::vector<SigningKey> keys;
     PinnedKeys pinned;
+    KeyRetirements retired;
     for (const auto &k : a.key_files) {
         // --key BROKER=PUB.pem pins the key(s) to the broker id its receipts
         // name whenever the part before '=' is a broker id (a file whose
@@ -228,7 +332,7 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
             if (!is_safe_name(broker, 128)) return usage_error("verify", "--key " + k + ": '" + broker + "' is not a broker id");
         }
         const std::size_t before = keys.size();
-        if (std::string err = load_public_keys(path, keys); !err.empty()) return usage_error("verify", err);
+        if (std::string err = load_key_file(path, keys, retired); !err.empty()) return usage_error("verify", err);
         for (std::size_t i = before; i < keys.size() && !broker.empty(); ++i) {
             auto [it, fresh] = pinned.emplace(keys[i].keyid(), broker);
             if (!fresh && it->second != broker)
@@ -236,6 +340,7 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
         }
     }
     Input in;
+    std::deque<std::vector<FetchedLog>> fetched;
     std::vector<FetchedHead> heads;
     std::vector<std::string> fetched_pems;   // the brokers' own word for their keys (no --key)
     for (const auto &arg : a.inputs) {
@@ -243,9 +348,12 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
         std::string text, err;
         if (::stat(arg.c_str(), &st) != 0 && is_safe_name(arg, 128)) {
             if (!fetch) return usage_error("verify", arg + ": no such file, and no broker to ask for a run of that name");
-            std::vector<FetchedLog> logs;
+            auto &logs = fetched.emplace_back();   // heads point into it: a deque keeps it in place
             if (err = fetch(arg, logs); !err.empty()) return usage_error("verify", arg + ": " + err);
-            for (const auto &l : logs) fetched_pems.insert(fetched_pems.end(), l.key_pems.begin(), l.key_pems.end());
+            for (const auto &l : logs) {
+                fetched_pems.insert(fetched_pems.end(), l.key_pems.begin(), l.key_pems.end());
+                for (const auto &[keyid, until] : l.valid_until) retire(retired, keyid, until);
+            }
             add_fetched(arg, logs, in, heads);
             continue;
         }
@@ -263,7 +371,7 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
                              "trust: pin their keys with --key PUB.pem\n", keys.size());
     }
     if (keys.empty()) return usage_error("verify", "give the brokers' public keys: --key PUB.pem (one or more)");
-    const ChainResult res = verify_chain(in.envs, keys, pinned);
+    const ChainResult res = verify_chain(in.envs, keys, pinned, retired);
     std::vector<std::string> lines = in.bad;
     for (const auto &f : res.failures) lines.push_back(f.text(in.origins[f.position]));
     json::object head_report, ckpt_report;
@@ -274,18 +382,23 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
     }
     // A fetched run: each broker's head, over the receipts it listed.
     json::array head_reports;
+    std::set<std::string> forgotten;
     for (const auto &h : heads) {
         if (h.positions.empty()) continue;
         if (h.bundle.empty()) { lines.push_back(h.name + ": none given, so no receipt is shown to be in a log"); continue; }
         json::object r;
         check_head(h.name, h.bundle, in, res, keys, pinned, lines, r, &h.positions);
+        // A head whose signature verified (r has its size and root) is held
+        // to the one kept from that broker, whatever else failed.
+        if (!r.empty() && !a.heads_dir.empty() && h.log) keep_head(a, h, r, lines, forgotten);
         if (!r.empty()) head_reports.push_back(std::move(r));
     }
     if (head_report.empty() && head_reports.size() == 1) head_report = head_reports[0].as_object();
     if (!a.checkpoint_dir.empty()) {
-        const Verified *s = sealed_for(a.checkpoint_dir, res);
+        std::string why;
+        const Verified *s = sealed_for(a.checkpoint_dir, res, why);
         if (!s) {
-            lines.push_back("checkpoint " + a.checkpoint_dir + ": no verified checkpoint-sealed receipt to check it against");
+            lines.push_back(why);
         } else {
             ckpt_report = json::object{{"dir", a.checkpoint_dir}, {"run", s->receipt.run}, {"seq", s->receipt.seq},
                                        {"checkpoint", s->receipt.body.at("checkpoint")}, {"shards", s->receipt.subjects.size()}};
@@ -319,10 +432,13 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
                     std::size_t(ckpt_report.at("shards").as_uint64()), ckpt_report.at("run").as_string().c_str(),
                     (long long)ckpt_report.at("seq").as_int64());
     if (head_reports.size() > 1) head_report = {};
-    for (const auto &h : head_reports.size() > 1 ? head_reports : json::array{})
+    auto print_head = [](const json::object &h) {
         std::printf("log head: tree size %s, root %s\n", json::serialize(h.at("tree_size")).c_str(), h.at("root_hash").as_string().c_str());
-    if (!head_report.empty()) std::printf("log head: tree size %s, root %s\n", json::serialize(head_report.at("tree_size")).c_str(),
-                                          head_report.at("root_hash").as_string().c_str());
+        if (const auto *k = h.if_contains("extends_kept_tree_size"))
+            std::printf("log head: extends the head of size %s this CLI verified before\n", json::serialize(*k).c_str());
+    };
+    for (const auto &h : head_reports.size() > 1 ? head_reports : json::array{}) print_head(h.as_object());
+    if (!head_report.empty()) print_head(head_report);
     if (lines.empty())
         std::printf("ok: %zu receipt(s) verified with %zu key(s)\n", res.receipts.size(), keys.size());
     else

@@ -13,13 +13,21 @@ namespace shardnet::cli {
 // What one broker holds of a run (shard verify RUN): its envelopes (JSON
 // texts) with the seq it listed each under, a head bundle over them ({"head",
 // "inclusion"}, as --head reads it; "" when it gave none) and its public
-// keys as it lists them (GET /v1/keys: used only without --key).
+// keys as it lists them (GET /v1/keys: used only without --key), with
+// each retired key's valid_until (keyid -> RFC 3339 time: the key signs
+// nothing later; used with --key too, since it only narrows what verifies).
 struct FetchedLog {
     std::string broker;
     std::vector<std::string> envelopes;
     std::vector<long long> seqs;
     std::string head_bundle;
     std::vector<std::string> key_pems;
+    std::map<std::string, std::string> valid_until;
+    // Where it was asked (the key of the head kept for it), and how to ask
+    // it for the consistency proof between two sizes of its log (GET
+    // /v1/log/proof/consistency): "" or why not.
+    std::string url;
+    std::function<std::string(unsigned long long first, unsigned long long second, std::vector<std::string> &path_hex)> consistency;
 };
 // Every broker's part of run (a moved run's chain crosses brokers); "" or
 // why not (sbatch-wrappers/receipts_cmd.cpp asks the brokers).
@@ -27,9 +35,15 @@ using ReceiptFetcher = std::function<std::string(const std::string &run, std::ve
 
 struct VerifyArgs {
     std::vector<std::string> inputs;     // FILE... (or RUN, with a fetcher)
-    std::vector<std::string> key_files;  // --key PUB.pem, one or more
+    std::vector<std::string> key_files;  // --key PUB.pem (or a saved GET /v1/keys answer), one or more
     std::string checkpoint_dir, head_file;
     bool json = false;
+    // A fetched run: the last head verified from each broker is kept in
+    // heads_dir (kept_heads.hpp; "": none kept), and each new one must
+    // extend it. forget_head: the kept ones of the brokers asked are
+    // dropped first (--forget-head), and the new ones kept.
+    std::string heads_dir;
+    bool forget_head = false;
 };
 
 // Exit status: 0 all verify, 1 something fails (a line each), 2 usage.

@@ -68,7 +68,7 @@ async function pages(run, proofs, after) {
 
 function checksDone(v) {
   const sig = v.keyring.ed25519
-    ? "each receipt's Ed25519 signature over DSSE's PAE against the broker's keys (GET /v1/keys; a key's id is the SHA-256 of its DER, checked too)"
+    ? "each receipt's Ed25519 signature over DSSE's PAE against the broker's keys (GET /v1/keys; a key's id is the SHA-256 of its DER, checked too), none signed after its key's valid_until"
     : "not the signatures: this browser's WebCrypto has no Ed25519 (`shard verify RUN` checks them)";
   return [
     `Checked in this browser: ${sig};`,

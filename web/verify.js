@@ -86,17 +86,19 @@ export function pemBody(pem) {
 }
 
 // The broker's keys, imported: {keys: Map(keyid -> CryptoKey), ed25519:
-// whether this browser's WebCrypto verifies Ed25519, problems: [text]}.
-// A key is filed under the SHA-256 of its DER (its keyid); a listed keyid
-// that is not that is a problem, never trusted.
+// whether this browser's WebCrypto verifies Ed25519, problems: [text],
+// until: Map(keyid -> valid_until) of retired keys}. A key is filed under
+// the SHA-256 of its DER (its keyid); a listed keyid that is not that is a
+// problem, never trusted.
 export async function importKeys(listed) {
-  const keys = new Map(), problems = [];
+  const keys = new Map(), problems = [], until = new Map();
   let ed25519 = true;
   for (const k of listed ?? []) {
     const der = pemBody(k.pem);
     if (!der) { problems.push(`key ${k.keyid}: its PEM is not a public key`); continue; }
     const id = hex(await sha256(der));
     if (id !== k.keyid) problems.push(`key listed as ${k.keyid} hashes to ${id}`);
+    else if (k.valid_until !== null && k.valid_until !== undefined) until.set(id, k.valid_until);
     try {
       keys.set(id, await subtle.importKey("spki", der, { name: "Ed25519" }, false, ["verify"]));
     } catch (e) {
@@ -104,7 +106,19 @@ export async function importKeys(listed) {
       else problems.push(`key ${id}: not an Ed25519 public key (${e.message})`);
     }
   }
-  return { keys, ed25519, problems };
+  return { keys, ed25519, problems, until };
+}
+
+// A retired key signs nothing later: {ok, text} for a receipt of that time
+// signed by a key with a valid_until, null when the key has none (current).
+// A valid_until that is no time refuses, as `shard verify` does.
+export function checkKeyValidity(env, time, keyring) {
+  const s = (Array.isArray(env?.signatures) ? env.signatures : []).find((x) => keyring.keys.has(x.keyid));
+  const until = s && keyring.until?.get(s.keyid);
+  if (until === undefined || until === null || !s) return null;
+  const t = Date.parse(time), u = typeof until === "string" ? Date.parse(until) : NaN;
+  if (!Number.isNaN(t) && !Number.isNaN(u) && t <= u) return { ok: true, text: `signed before its key's valid_until ${until}` };
+  return { ok: false, text: `signed by key ${s.keyid} at ${time}, after the key's valid_until ${until} (a retired key signs nothing later)` };
 }
 
 // One envelope's signature: {ok: true|false|null (not checked), text}.
@@ -174,6 +188,8 @@ export async function verifyReceipts(run, listed, keyring, head, proof, known = 
     checks.push({ name: "signature", ...sig });
     const st = readStatement(env, payload, r, run);
     checks.push({ name: "statement", ok: !st.error, text: st.error ?? "an in-toto Statement of this run, seq and kind as listed" });
+    const validity = st.predicate && sig.ok !== false ? checkKeyValidity(env, st.predicate.time, keyring) : null;
+    if (validity) checks.push({ name: "key", ...validity });
     // The chain: seq 1 has no previous; seq N names seq N-1's digest.
     let chain;
     const p = st.predicate;

@@ -159,7 +159,8 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
         if (!v->is_object()) return "limits: expected an object";
         const auto &l = v->as_object();
         if (!only_keys(c, "limits", l, {"header_bytes", "body_bytes", "read_timeout_ms", "max_connections", "rate_per_token", "rate_burst",
-                                       "sse_keepalive_ms", "store_busy_ms", "sse_buffer_bytes", "sse_max_streams", "sse_streams_per_token"}))
+                                       "sse_keepalive_ms", "store_busy_ms", "sse_buffer_bytes", "sse_max_streams", "sse_streams_per_token",
+                                       "drain_seconds"}))
             return c.err;
         struct F { const char *k; long long lo, hi; std::function<void(long long)> set; };
         for (const F &f : {F{"header_bytes", 1024, 1 << 20, [&](long long x) { cfg.header_bytes = std::size_t(x); }},
@@ -172,7 +173,8 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
                            F{"store_busy_ms", 10, 60000, [&](long long x) { cfg.store_busy_ms = int(x); }},
                            F{"sse_buffer_bytes", 4096, 1LL << 30, [&](long long x) { cfg.sse_buffer_bytes = std::size_t(x); }},
                            F{"sse_max_streams", 1, 1000000, [&](long long x) { cfg.sse_max_streams = int(x); }},
-                           F{"sse_streams_per_token", 1, 100000, [&](long long x) { cfg.sse_streams_per_token = int(x); }}})
+                           F{"sse_streams_per_token", 1, 100000, [&](long long x) { cfg.sse_streams_per_token = int(x); }},
+                           F{"drain_seconds", 1, 3600, [&](long long x) { cfg.drain_seconds = int(x); }}})
             if (auto *x = l.if_contains(f.k)) {
                 if (!get_int(c, std::string("limits.") + f.k, *x, f.lo, f.hi, n)) return c.err;
                 f.set(n);
@@ -380,7 +382,7 @@ std::string config_template() {
   "threads": 2,
   "limits": {"header_bytes": 8192, "body_bytes": 1048576, "read_timeout_ms": 10000,
              "max_connections": 10000, "rate_per_token": 100000, "rate_burst": 200000,
-             "sse_keepalive_ms": 15000, "store_busy_ms": 2000, "sse_buffer_bytes": 1048576},
+             "sse_keepalive_ms": 15000, "store_busy_ms": 2000, "sse_buffer_bytes": 1048576, "drain_seconds": 10},
   "detector": {"misses": 3, "stall_seconds": 600, "summary_seconds": 10, "quarantine_seconds": 600},
   "slurm": {"_doc": "every slurmctld call: answers reused for cache_ms, at most max_calls_per_second",
             "cache_ms": 1000, "max_calls_per_second": 20},

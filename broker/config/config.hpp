@@ -73,6 +73,10 @@ struct BrokerConfig {
     // How long a store write waits for a database another process locked;
     // then the request is answered 503 store_busy (well inside its deadline).
     int store_busy_ms = 2000;
+    // SIGTERM: the most the broker takes to stop. Requests in flight get it
+    // but a quarter (at most 2 s), which is the store queue's; what is still
+    // open then is cut, and said in the log.
+    int drain_seconds = 10;
     int max_connections = 10000;
     // Event streams have a budget of their own, so that open streams can
     // never take the connections heartbeats need: at most sse_max_streams

@@ -44,7 +44,7 @@ ts = [threading.Thread(target=worker, args=(w,)) for w in range(4)]
 PY
 export SHARD_BROKER="http://127.0.0.1:$P" SHARD_TOKEN=admin-t
 t0=$(date +%s.%N)
-"$SHARD" verify r1 --key "$T/pub.pem" > "$T/out" 2>&1 || { cat "$T/out"; exit 1; }
+XDG_STATE_HOME="$T/state" "$SHARD" verify r1 --key "$T/pub.pem" > "$T/out" 2>&1 || { cat "$T/out"; exit 1; }
 t1=$(date +%s.%N)
 got=$(grep -o '^ok: [0-9]* receipt(s)' "$T/out")
 proof_ms=$($PY - "$P" <<'PY'

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The broker as a real process: bad input over the wire, slowloris, TLS,
-# SIGHUP with a bad and a good config, SIGTERM drain, and kill -9 during a
-# burst of checkpoint commits (every acknowledged one must be there after);
+# SIGHUP with a bad and a good config, SIGTERM drain (bounded by
+# limits.drain_seconds), and kill -9 during a burst of checkpoint commits
+# (every acknowledged one must be there after);
 # then a hostile peer: answers of the wrong shape, type or size, or too slow.
 # Run by `make check` with BROKER and HARNESS set.
 set -uo pipefail
@@ -914,6 +915,56 @@ print("20 streams dropped (logged, last ids %d..%d), resumed after %d: %d events
       % (min(d["last_event_id"] for d in dropped), max(d["last_event_id"] for d in dropped), last, len(want), r0, r1, r2, r3))
 PY
 kill -TERM $PID; wait $PID; PID=""
+
+# SIGTERM drains within limits.drain_seconds (2 s here), whatever holds it
+# open: three event streams, a reader that never reads its large answers
+# (read_timeout_ms would wait 60 s for it) and a write the database keeps
+# waiting (another process holds it locked; store_busy_ms 60 s). The log
+# says what was cut: the requests, the streams, the store's queue.
+write_config ""
+sed -i 's/"body_bytes": 65536, "read_timeout_ms": 1000,/"body_bytes": 1048576, "read_timeout_ms": 60000, "store_busy_ms": 60000, "drain_seconds": 2,/; s|broker.db|drain.db|' "$T/broker.json"
+start
+rm -f "$T/held"
+/usr/bin/python3 - "$P" "$T/drain.db" "$T/held" <<'PY' > "$T/holder" 2>&1 &
+import http.client, json, socket, sqlite3, sys, time
+port, dbfile, held = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+# A run whose PENDING event carries a 900 KB manifest: each events answer is that large.
+c.request("POST", "/v1/runs", json.dumps({"id": "big", "manifest": {"note": "x" * 900000}}), {"Authorization": "Bearer admin-t"})
+r = c.getresponse(); r.read(); assert r.status == 201, r.status
+def conn(rcvbuf=None):
+    s = socket.socket()
+    if rcvbuf: s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.connect(("127.0.0.1", port))
+    return s
+streams = []
+for _ in range(3):
+    s = conn(); s.sendall(b"GET /v1/runs/big/events?follow=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer admin-t\r\n\r\n")
+    assert s.recv(4096).startswith(b"HTTP/1.1 200"); streams.append(s)
+req = b"GET /v1/runs/big/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer admin-t\r\n\r\n"
+slow = conn(4096); slow.sendall(req * 12)   # 10 MB of answers it never reads
+time.sleep(0.5)
+db = sqlite3.connect(dbfile, timeout=10, isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+waits = conn(); body = b'{"id":"waits"}'
+waits.sendall(b"POST /v1/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer admin-t\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+time.sleep(0.5)
+open(held, "w").write("held\n")
+time.sleep(120)
+PY
+HOLDER=$!
+for _ in $(seq 100); do [ -s "$T/held" ] && break; sleep 0.1; done
+t0=$(date +%s%N)
+kill -TERM $PID; wait $PID; rc=$?; PID=""
+took=$(( ($(date +%s%N) - t0) / 1000000 ))   # ms
+kill $HOLDER 2>/dev/null; wait $HOLDER 2>/dev/null
+cut=$(grep '"closing connections"' "$T/log" | tail -1)
+deadline=$(grep '"drain deadline passed: exiting now"' "$T/log" | tail -1)
+[ -s "$T/held" ] && [ $rc = 0 ] && [ $took -lt 3500 ] \
+    && grep -q '"requests_cut":2' <<<"$cut" && grep -q '"streams_cut":3' <<<"$cut" \
+    && grep -q '"store_jobs_cut":[1-9]' <<<"$deadline" \
+    && ok "SIGTERM with 3 streams, a reader that does not read and a locked database: exit 0 in $took ms (drain_seconds 2); cut: $(grep -o '"requests_cut":[0-9]*,"streams_cut":[0-9]*' <<<"$cut"), $(grep -o '"store_jobs_cut":[0-9]*' <<<"$deadline")" \
+    || fail "bounded drain: rc $rc in $took ms; $(cat "$T/holder"); cut: $cut; deadline: $deadline"
 
 echo "# broker: $fails failed"
 [ $fails = 0 ]

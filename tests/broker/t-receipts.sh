@@ -32,7 +32,8 @@ start() {
     P=$(cat "$T/port")
 }
 get() { curl -sf -H "Authorization: Bearer admin-t" "http://127.0.0.1:$P$1"; }
-shard() { SHARD_BROKER="http://127.0.0.1:$P" SHARD_TOKEN=admin-t "$SHARD" "$@"; }
+# The log heads the CLI keeps per broker go to this test's directory.
+shard() { SHARD_BROKER="http://127.0.0.1:$P" SHARD_TOKEN=admin-t XDG_STATE_HOME="$T/state" "$SHARD" "$@"; }
 
 # A key readable by others is refused at start, naming the file.
 chmod 644 "$T/receipts.key"
@@ -215,6 +216,63 @@ PY
 cp "$T/broker.db.whole" "$T/broker.db"; rm -f "$T/broker.db-wal" "$T/broker.db-shm"
 start
 get /v1/log/head >/dev/null && ok "the whole database again: serves" || fail "the broker did not start on the whole database"
+
+# The CLI keeps the last head it verified from each broker
+# ($XDG_STATE_HOME/shardnet/heads/, 0600), and every later head must extend
+# it: a broker whose database was cut back, with its own pin removed (the
+# broker then starts, and signs a smaller head), is refused by the CLI;
+# grown again on the cut log, it is a fork. (r1 holds the receipt altered
+# above: verify fails on that too, so the lines are what is checked.)
+# The head is kept per URL: the broker keeps this port from here on.
+KEYS=(--key "$T/receipts.pub" --key "$T/receipts2.pub")
+shard verify r1 "${KEYS[@]}" > "$T/v1.out" 2>&1
+shard verify r1 "${KEYS[@]}" > "$T/v2.out" 2>&1
+kept_file=$(ls "$T"/state/shardnet/heads/http___127.0.0.1_"$P"-*.json 2>/dev/null)
+kept_size() { $PY -c 'import json,sys; print(json.load(open(sys.argv[1]))["tree_size"])' "$kept_file" 2>/dev/null; }
+size=$(get /v1/log/head | $PY -c 'import json,sys; print(json.load(sys.stdin)["tree_size"])')
+[ "$(wc -w <<<"$kept_file")" = 1 ] && [ "$(stat -c %a "$kept_file")" = 600 ] && [ "$(kept_size)" = "$size" ] \
+    && ! grep -q "^log head: extends" "$T/v1.out" && grep -q "^log head: extends the head of size $size " "$T/v2.out" \
+    && ok "the CLI keeps the head of size $size it verified ($(basename "$kept_file"), 0600), and the next one extends it" \
+    || fail "kept head: file '$kept_file', size $(kept_size), served $size: $(cat "$T/v1.out" "$T/v2.out")"
+kill -TERM $PID; wait $PID 2>/dev/null; PID=""
+sed -i "s|\"listen\": \"127.0.0.1:0\"|\"listen\": \"127.0.0.1:$P\"|" "$T/broker.json"
+cut_log() {  # N: the newest N receipts and every log node over them go
+    $PY - "$T/broker.db" "$1" <<'PY'
+import sqlite3, sys
+db, n = sqlite3.connect(sys.argv[1]), int(sys.argv[2])
+size = db.execute("SELECT MAX(idx) + 1 FROM log_nodes WHERE level = 0").fetchone()[0]
+db.execute("DELETE FROM log_nodes WHERE (idx + 1) * (1 << level) > ?", (size - n,))
+db.execute("DELETE FROM receipts WHERE log_index >= ?", (size - n,))
+db.commit()
+PY
+}
+cut_log 2
+rm -f "$T/receipts2.key.head"   # what the broker keeps for itself: gone with the database's tail
+start
+rc=0; out=$(shard verify r1 "${KEYS[@]}" 2>&1) || rc=$?
+[ $rc = 1 ] && grep -q "log rolled back: its log head of size $((size - 2)) (root [0-9a-f]\{64\}) is smaller than the head of size $size (root [0-9a-f]\{64\}) this CLI verified" <<<"$out" \
+    && [ "$(kept_size)" = "$size" ] \
+    && ok "a broker rolled back (receipts cut, its pin gone): the CLI refuses its head: $(grep -o 'log rolled back: its log head of size [0-9]*' <<<"$out"), kept $size" \
+    || fail "rollback not refused by the CLI (rc $rc, kept $(kept_size)): $out"
+# Grown past the kept size on the cut log: a head the kept one is no prefix of.
+for i in 1 2 3; do
+    p_=rank-0/after-cut-$i.pt
+    curl -sf -o /dev/null -H "Authorization: Bearer admin-t" "http://127.0.0.1:$P/v1/runs/r1/checkpoints/after-cut-$i/commit" --data-binary \
+        "{\"attempt\":1,\"rank\":0,\"world_size\":1,\"files\":[{\"path\":\"$p_\",\"sha256\":\"$(hash "$p_")\",\"bytes\":10}]}" || fail "seal after-cut-$i"
+done
+rc=0; out=$(shard verify r1 "${KEYS[@]}" 2>&1) || rc=$?
+[ $rc = 1 ] && grep -q "log forked: its log head of size $((size + 1)) (root [0-9a-f]\{64\}) does not extend the head of size $size .*(the consistency proof fails)" <<<"$out" \
+    && [ "$(kept_size)" = "$size" ] && ok "the cut log grown to $((size + 1)): a fork, refused: $(grep -o 'log forked: [^(]*' <<<"$out")" \
+    || fail "fork not refused by the CLI (rc $rc, kept $(kept_size)): $out"
+# --forget-head: said, and the new head kept; from there on it must extend that one.
+out=$(shard verify r1 "${KEYS[@]}" --forget-head 2>&1)
+if grep -q "the log head kept for broker solo .* is forgotten" <<<"$out" && ! grep -q "rolled back\|forked" <<<"$out" && [ "$(kept_size)" = "$((size + 1))" ]; then
+    out=$(shard verify r1 "${KEYS[@]}" 2>&1)
+    grep -q "^log head: extends the head of size $((size + 1)) " <<<"$out" \
+        && ok "--forget-head: said, the new head of size $((size + 1)) kept, and the next verify holds to it" || fail "after --forget-head: $out"
+else
+    fail "--forget-head (kept $(kept_size)): $out"
+fi
 
 [ $fails = 0 ] && echo "all receipt checks passed" || { echo "$fails receipt check(s) failed"; tail -20 "$T/log"; }
 exit $((fails > 0))

@@ -1,10 +1,12 @@
 #!/bin/bash
 # shard verify with nothing but public keys (issue 19): a good chain
 # verifies; a changed payload byte, a dropped receipt, two swapped, a shard
-# changed on disk after sealing, an unknown key and a log head that does not
-# extend an earlier one each fail, with a line naming the receipt and what is
-# wrong; a key pinned to one broker (--key NAME=PUB.pem) cannot sign for
-# another; the worked openssl example of doc/receipts.md runs as written.
+# changed on disk after sealing, a checkpoint directory no receipt names, an
+# unknown key, a receipt signed after its key's valid_until and a log head
+# that does not extend an earlier one each fail, with a line naming the
+# receipt and what is wrong; a key pinned to one broker (--key
+# NAME=PUB.pem) cannot sign for another; the worked openssl example of
+# doc/receipts.md runs as written.
 set -euo pipefail
 SHARD=$(realpath "${SHARD:?}")
 DOC=$(realpath "${RECEIPTS_DOC:-$(dirname "$0")/../../doc/receipts.md}")
@@ -51,6 +53,13 @@ check() {
 }
 
 check 0 "ok: 4 receipt(s) verified with 1 key(s)" chain.jsonl --key pub.pem --checkpoint-dir ckpt/checkpoint-100
+# --checkpoint-dir is exactly the sealed checkpoint its name says: a
+# directory no receipt names is refused, naming what was sealed, and never
+# checked against another checkpoint (these are checkpoint-100's very files).
+cp -r ckpt/checkpoint-100 ckpt/checkpoint-200
+check 1 "FAIL checkpoint ckpt/checkpoint-200/: no verified checkpoint-sealed receipt names 'checkpoint-200' (sealed: checkpoint-100; 1 in all)" \
+    chain.jsonl --key pub.pem --checkpoint-dir ckpt/checkpoint-200/
+check 1 "names 'checkpoint-100' (none was sealed)" e1.json --key pub.pem --checkpoint-dir ckpt/checkpoint-100
 check 0 "run small-1a2b3c: receipts 1..4, last run-ended" e1.json e2.json e3.json e4.json --key pub.pem
 printf '[%s,%s,%s,%s]' "$(cat e1.json)" "$(cat e2.json)" "$(cat e3.json)" "$(cat e4.json)" > chain-array.json
 check 0 "ok: 4 receipt(s)" chain-array.json --key pub.pem
@@ -92,6 +101,22 @@ cp pub.pem 'alpha=pub.pem'
 check 1 "which is pinned to broker alpha" chain.jsonl --key alpha=pub.pem
 check 0 "ok: 4 receipt(s)" chain.jsonl --key ./alpha=pub.pem
 check 2 "is pinned to broker beta already" chain.jsonl --key beta=pub.pem --key alpha=pub.pem
+# A key retired at seq 2's time (its valid_until, as a broker's GET /v1/keys
+# says it, saved and given as --key) signs nothing later: seq 3 and 4 fail.
+keyid=$(openssl pkey -pubin -in pub.pem -outform DER | sha256sum | cut -d' ' -f1)
+keys_json() {  # VALID_UNTIL (JSON)
+    $PY -c 'import json,sys; print(json.dumps({"broker":"beta","keys":[{"keyid":sys.argv[2],"pem":open(sys.argv[1]).read(),
+        "status":"retired","valid_from":None,"valid_until":json.loads(sys.argv[3]),"receipts":2}]}))' pub.pem "$keyid" "$1"
+}
+keys_json '"2025-03-01T12:00:02.000Z"' > keys-retired.json
+check 1 "run small-1a2b3c seq 3 (chain.jsonl:3): signed by key $keyid at 2025-03-01T12:00:03.000Z, after the key's valid_until 2025-03-01T12:00:02.000Z (a retired key signs nothing later)" \
+    chain.jsonl --key keys-retired.json
+check 1 "FAILED: 2 problem(s)" chain.jsonl --key keys-retired.json
+check 0 "ok: 2 receipt(s)" e1.json e2.json --key beta=keys-retired.json
+keys_json null > keys-current.json
+check 0 "ok: 4 receipt(s)" chain.jsonl --key keys-current.json
+keys_json '"last week"' > keys-bad.json
+check 2 "valid_until: expected RFC 3339 UTC or null" chain.jsonl --key keys-bad.json
 # A shard changed on disk after sealing, and one removed.
 printf 'weights of rank 9\n' > ckpt/checkpoint-100/rank-0/model.pt
 check 1 "run small-1a2b3c seq 2 (chain.jsonl:2): digest mismatch for shard rank-0/model.pt" chain.jsonl --key pub.pem --checkpoint-dir ckpt/checkpoint-100

@@ -178,8 +178,10 @@ CONF
 CONF
     chmod 644 "$FED/shard.json"
 }
-# shard as the test user, with the federation's config.
-shard() { (cd "$WORK" && runuser -u "$TEST_USER" -- env SHARD_CONFIG="$FED/shard.json" PATH=/usr/bin:/bin "$BUILD/sbatch-wrappers/shard" "$@"); }
+# shard as the test user, with the federation's config; the log heads it
+# keeps per broker (shard verify RUN) in this test's own directory, since
+# each test's brokers start with fresh logs at the same URLs.
+shard() { (cd "$WORK" && runuser -u "$TEST_USER" -- env SHARD_CONFIG="$FED/shard.json" XDG_STATE_HOME="$WORK/state" PATH=/usr/bin:/bin "$BUILD/sbatch-wrappers/shard" "$@"); }
 fed_port() { [ "$1" = A ] && echo "$A_PORT" || echo "$B_PORT"; }
 fed_crt() { [ "$1" = A ] && echo "$FED/a.crt" || echo "$FED/b.crt"; }
 fed_start() {

@@ -22,6 +22,17 @@ TEST_CASE("a minimal config") {
     CHECK(c.sse_buffer_bytes == 1u << 20);
 }
 
+TEST_CASE("limits.drain_seconds: 10 by default, taken, and bounded") {
+    BrokerConfig c;
+    CHECK(parse_broker_config(with(""), c) == "");
+    CHECK(c.drain_seconds == 10);
+    CHECK(parse_broker_config(with(R"(, "limits": {"drain_seconds": 2})"), c) == "");
+    CHECK(c.drain_seconds == 2);
+    CHECK(parse_broker_config(with(R"(, "limits": {"drain_seconds": 0})"), c) == "limits.drain_seconds: expected 1..3600");
+    CHECK(parse_broker_config(with(R"(, "limits": {"drain_seconds": 3601})"), c) == "limits.drain_seconds: expected 1..3600");
+    CHECK(parse_broker_config(with(R"(, "limits": {"drain_seconds": 1.5})"), c) == "limits.drain_seconds: expected an integer");
+}
+
 TEST_CASE("limits.sse_buffer_bytes: taken, and bounded") {
     BrokerConfig c;
     CHECK(parse_broker_config(with(R"(, "limits": {"sse_buffer_bytes": 65536})"), c) == "");

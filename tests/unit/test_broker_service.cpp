@@ -328,7 +328,8 @@ TEST_CASE("another user's job cannot report under a run, fence it or take its at
         auto r = f.call("POST", "/v1/heartbeats", wt("victim", attempt, 77, 1002), hb("victim", (int)attempt, "b1", 1));
         CHECK(r.status == 403);
         CHECK(r.body.find("belongs to another user") != std::string::npos);
-        CHECK(f.call("POST", "/v1/runs/victim/checkpoints/c9/commit", wt("victim", attempt, 77, 1002), commit((int)attempt, 0, 1)).status == 403);
+        // On the run's own routes: as if there were no such run (no existence leak).
+        CHECK(f.call("POST", "/v1/runs/victim/checkpoints/c9/commit", wt("victim", attempt, 77, 1002), commit((int)attempt, 0, 1)).status == 404);
     }
     // Nor read the run, its workers or events, nor describe nodes.
     CHECK(f.call("GET", "/v1/runs/victim", wt("victim", 1, 77, 1002)).status == 404);
@@ -398,7 +399,8 @@ TEST_CASE("another user's job cannot commit to a run nobody has claimed yet") {
     const std::string a = wt("train-a", 1, 500, 1001);
     CHECK(f.call("POST", "/v1/heartbeats", a, hb("train-a", 1, "a1", 1)).status == 204);
     CHECK(f.call("POST", "/v1/runs/train-a/checkpoints/step-1/commit", a, commit(1, 0, 1)).status == 200);
-    CHECK(f.call("POST", "/v1/runs/train-a/checkpoints/step-2/commit", wt("train-a", 1, 501, 1002), commit(1, 0, 1)).status == 403);
+    // Claimed, it is another user's run: to uid 1002's job, no run at all.
+    CHECK(f.call("POST", "/v1/runs/train-a/checkpoints/step-2/commit", wt("train-a", 1, 501, 1002), commit(1, 0, 1)).status == 404);
 }
 
 TEST_CASE("a follower that may no longer see a run gets none of its events") {

@@ -181,6 +181,31 @@ TEST_CASE("a good chain verifies; every kind of tampering is named with its rece
     }
 }
 
+TEST_CASE("a key signs nothing after its valid_until (retired), to the millisecond") {
+    const SigningKey k = key('k');
+    const auto good = chain(k);   // seq N at 1.7e9 + N - 1
+    // Retired at seq 2's time: seq 1 and 2 stand, 3 and 4 are refused.
+    const std::string until = utc_time(1.7e9 + 1);
+    auto res = verify_chain(good, {k}, {}, {{k.keyid(), until}});
+    CHECK(res.receipts.size() == 2);
+    CHECK(texts(res.failures) ==
+          "run small-1a2b3c seq 3: signed by key " + k.keyid() + " at " + utc_time(1.7e9 + 2) + ", after the key's valid_until " + until +
+              " (a retired key signs nothing later)\n"
+          "run small-1a2b3c seq 4: signed by key " + k.keyid() + " at " + utc_time(1.7e9 + 3) + ", after the key's valid_until " + until +
+              " (a retired key signs nothing later)\n");
+    // Another key's retirement, or none, leaves the chain whole.
+    CHECK(texts(verify_chain(good, {k}, {}, {{key('z').keyid(), until}}).failures) == "");
+    CHECK(texts(verify_chain(good, {k}, {}, {{k.keyid(), utc_time(1.7e9 + 3)}}).failures) == "");
+    // A valid_until that is no time refuses what the key signed (never read as "no limit").
+    CHECK(verify_chain(good, {k}, {}, {{k.keyid(), "yesterday"}}).receipts.empty());
+    // Times of any precision compare as times, not as strings.
+    CHECK(compare_utc_times("2025-03-01T12:00:00.5Z", "2025-03-01T12:00:00Z") == 1);
+    CHECK(compare_utc_times("2025-03-01T12:00:00Z", "2025-03-01T12:00:00.000Z") == 0);
+    CHECK(compare_utc_times("2025-03-01T12:00:00.25Z", "2025-03-01T12:00:00.250Z") == 0);
+    CHECK(compare_utc_times("2025-03-01T12:00:00.249Z", "2025-03-01T12:00:00.25Z") == -1);
+    CHECK(compare_utc_times("2025-03-01T11:59:59.999Z", "2025-03-01T12:00:00Z") == -1);
+}
+
 TEST_CASE("a sealed checkpoint's files are re-hashed on disk") {
     const SigningKey k = key('a');
     auto res = verify_chain(chain(k), {k});

@@ -48,7 +48,7 @@ test("nothing sealed: the lost work runs from the start", () => {
 
 // Receipts, checked as the run page checks them (web/verify.js).
 import { hex, unhex, b64decode, canonical, pae, leafHash, nodeHash, verifyInclusion, sha256, envelopeBytes,
-  importKeys, checkHead, verifyReceipts, attests } from "../../web/verify.js";
+  importKeys, checkHead, verifyReceipts, attests, checkKeyValidity } from "../../web/verify.js";
 import { policyView, fmtDuration } from "../../web/policy.js";
 
 test("RFC 9162 inclusion: Certificate Transparency's reference tree (tests/unit/test_merkle.cpp)", async () => {
@@ -153,6 +153,22 @@ test("a run's receipts: signature, Statement, chain and log all verified; an alt
   assert.deepEqual(noEd.map((x) => [x.state, x.checks[0].ok]), [["verified", null], ["verified", null], ["verified", null]]);
   // A listed keyid that is not the key's hash is said, never trusted.
   assert.match((await importKeys([{ ...r.keys[0], keyid: "ab".repeat(32) }])).problems[0], /^key listed as abab.* hashes to /);
+});
+
+test("a retired key signs nothing after its valid_until: later receipts fail, as in `shard verify`", async () => {
+  const r = await signedRun();   // every receipt at 2025-03-01T12:00:00Z
+  const retired = (until) => importKeys([{ ...r.keys[0], status: "retired", valid_until: until }]);
+  const before = await verifyReceipts("r1", r.listed, await retired("2025-03-01T12:00:00.000Z"), null, r.proof);
+  assert.deepEqual(before.map((v) => v.state), ["verified", "verified", "verified"]);
+  assert.deepEqual(before[0].checks.find((c) => c.name === "key"), { name: "key", ok: true, text: "signed before its key's valid_until 2025-03-01T12:00:00.000Z" });
+  const after = await verifyReceipts("r1", r.listed, await retired("2025-03-01T11:59:59.999Z"), null, r.proof);
+  assert.deepEqual(after.map((v) => v.state), ["failed", "failed", "failed"]);
+  assert.match(after[0].checks.find((c) => c.name === "key").text,
+    /^signed by key [0-9a-f]{64} at 2025-03-01T12:00:00Z, after the key's valid_until 2025-03-01T11:59:59.999Z \(a retired key signs nothing later\)$/);
+  // A current key (valid_until null) has no such check; one that is no time refuses.
+  assert.equal((await verifyReceipts("r1", r.listed, await importKeys(r.keys), null, r.proof))[0].checks.some((c) => c.name === "key"), false);
+  const keyring = await retired("yesterday");
+  assert.equal(checkKeyValidity(r.listed[0].envelope, "2025-03-01T12:00:00Z", keyring).ok, false);
 });
 
 test("the checkpoint policy in the words of `shard ckpt policy` (doc/checkpoint-policy.md's example)", () => {
