@@ -38,6 +38,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     : cfg_(cfg), store_(std::move(store)),
       slurm_(ports.slurm ? std::move(ports.slurm) : std::make_unique<SlurmCalls>(cfg.slurm_cache_ms, cfg.slurm_max_per_second)),
       peers_(ports.peers ? std::move(ports.peers) : std::make_shared<CurlPeerLink>()),
+      onward_(std::make_unique<OnwardViews>(*peers_)),
       workers_(cfg.detector_misses, cfg.stall_seconds) {
     signing_key_ = cfg.receipts.key;
     retired_keys_ = cfg.receipts.retired;
@@ -189,11 +190,16 @@ void Service::event(const std::string &run, const std::string &kind, const std::
 }
 
 namespace detail {
-std::string sse_message(const EventRow &e) {
+json::object event_object(const EventRow &e) {
     json::error_code ec;
     json::value ev = json::parse(e.evidence, ec);
-    std::string data = json::serialize(json::object{{"id", e.id}, {"run", e.run}, {"time", e.time}, {"kind", e.kind},
-                                                    {"cause", e.cause}, {"evidence", ec ? json::value(e.evidence) : ev}});
+    return json::object{{"id", e.id}, {"time", e.time}, {"kind", e.kind}, {"cause", e.cause}, {"evidence", ec ? json::value(e.evidence) : ev}};
+}
+
+std::string sse_message(const EventRow &e) {
+    json::object o = event_object(e);
+    o["run"] = e.run;
+    std::string data = json::serialize(o);
     return "id: " + std::to_string(e.id) + "\nevent: " + e.kind + "\ndata: " + data + "\n\n";
 }
 }  // namespace detail

@@ -28,6 +28,7 @@
 #include "broker/trust/auth.hpp"
 #include "broker/config/config.hpp"
 #include "broker/federation/peer_answer.hpp"
+#include "broker/federation/onward.hpp"
 #include "broker/federation/peer_link.hpp"
 #include "broker/slurm/slurm.hpp"
 #include "broker/inventory/placement.hpp"
@@ -206,6 +207,12 @@ private:
     void list_clusters(const Reply &reply);
     // Read-only joins for the dashboard (api/views.cpp).
     void runs_view(const std::string &id, const TokenEntry &who, const Reply &reply);
+    // A moved run's onward story (federation/onward_api.cpp): GET
+    // /v1/runs/{id}/story for the peer it came from; and this broker's
+    // answers about a run it moved, with where it went (at key of answer,
+    // or answer itself when key is empty).
+    void run_story(const std::string &id, const TokenEntry &who, const Reply &reply);
+    void reply_with_onward(const std::string &id, boost::json::object answer, const char *key, const Reply &reply);
     bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const;
     // The route table (api/routes.cpp): each API resource and its handler.
     struct Call;
@@ -440,6 +447,7 @@ private:
     boost::asio::thread_pool query_pool_{2};   // capacity searches (Slurm and peers)
     std::unique_ptr<Slurm> slurm_;
     std::shared_ptr<PeerLink> peers_;
+    std::unique_ptr<OnwardViews> onward_;   // moved runs' stories, as their peers tell them
     std::mutex specs_mu_;
     std::unordered_set<std::string> specs_seen_;   // run/attempt whose job spec is kept
     std::mutex stale_mu_;

@@ -65,4 +65,36 @@ std::string render_failure(const json::value &answer) {
     return out;
 }
 
+std::string render_onward(const json::value &run) {
+    const json::object *r = object_of(run);
+    auto *ov = r ? r->if_contains("onward") : nullptr;
+    const json::object *o = ov ? object_of(*ov) : nullptr;
+    if (!o) return "";
+    auto number = [](const json::object &x, const char *k) {
+        auto *v = x.if_contains(k);
+        return v && v->is_int64() ? std::to_string(v->as_int64()) : std::string("?");
+    };
+    const std::string peer = terminal_safe(string_at(*o, "broker"));
+    std::string out = "moved to broker " + peer + ": attempt " + number(*o, "attempt") + " as job " + number(*o, "job") + "\n";
+    const json::value *there = o->if_contains("run");
+    if (there && there->is_object()) {
+        const json::object &t = there->as_object();
+        out += "  there: " + terminal_safe(string_at(t, "state")) + ", attempt " + number(t, "attempt");
+        if (auto c = string_at(t, "cluster"); !c.empty()) out += " on " + terminal_safe(c) + ", job " + number(t, "job");
+        if (auto s = string_at(t, "last_sealed"); !s.empty()) out += ", last sealed " + terminal_safe(s);
+        out += "\n";
+        // Its latest events there, oldest first.
+        if (auto *ev = o->if_contains("events"); ev && ev->is_array()) {
+            const auto &list = ev->as_array();
+            for (std::size_t i = list.size() > 5 ? list.size() - 5 : 0; i < list.size(); ++i)
+                if (const json::object *e = object_of(list[i]))
+                    out += "    " + terminal_safe(string_at(*e, "kind")) + ": " + terminal_safe(string_at(*e, "cause")) + "\n";
+        }
+    }
+    const std::string status = string_at(*o, "status");
+    if (status != "ok") out += "  " + (status == "asking" ? std::string("asking broker ") + peer + " now; show it again in a moment"
+                                                          : "not read from broker " + peer + " now: " + terminal_safe(string_at(*o, "error"))) + "\n";
+    return out;
+}
+
 }  // namespace shardnet::cli

@@ -1,4 +1,4 @@
-// `shard show` of a FAILED run: why it failed (its FAILED event's cause)
+// `shard show`'s views. Of a FAILED run: why it failed (its FAILED event's cause)
 // and, under it, the last lines of the batch script's standard error as
 // the broker kept them (the FAILED event's evidence, or the STDERR event
 // that followed when a --shardnet-fatal-exit code ended the run first).
@@ -13,5 +13,11 @@ namespace shardnet::cli {
 // that a terminal cannot read as commands (control characters and escapes
 // are shown as '?'), each line indented under the cause.
 std::string render_failure(const boost::json::value &answer);
+
+// run: GET /v1/runs/RUN of a run this broker moved to a peer (its
+// "onward"). Where it went and what became of it there, as the peer last
+// told this broker ("" when the run did not move). Text safe for a
+// terminal, as above.
+std::string render_onward(const boost::json::value &run);
 
 }  // namespace shardnet::cli

@@ -23,11 +23,27 @@ function evAttempt(ev) {
   return ev.kind === "PLACEMENT" || ev.kind === "RECOVERING" || ev.kind === "MOVED" ? decisionAttempt(ev) : null;
 }
 
+// A run this broker moved to a peer, with its story there (the view's
+// "onward": the peer's attempts and events): one history, in time order,
+// each of the peer's events marked with its broker. The peer's FINAL and
+// ATTEMPT events end and start its attempts as this broker's would.
+export function withOnward(events, attempts, onward) {
+  if (!onward?.events?.length && !onward?.run?.attempts?.length) return { events, attempts };
+  const peer = onward.broker;
+  const theirs = (onward.events ?? []).map((e) => ({ ...e, broker: peer }));
+  const all = [...events, ...theirs].sort((a, b) => a.time - b.time);
+  const mine = new Set(attempts.map((a) => a.attempt));
+  const more = (onward.run?.attempts ?? []).filter((a) => !mine.has(a.attempt)).map((a) => ({ ...a, broker: peer }));
+  return { events: all, attempts: [...attempts, ...more] };
+}
+
 // model(events, {attempts, broker, now, state}) -> {t0, t1, lanes, bars, seals, points, lost, recoveries}
+// An attempt or event with its own "broker" (a peer's, withOnward) takes
+// its lane from that broker.
 export function model(events, { attempts = [], broker = "", now = Date.now() / 1000, state = "" } = {}) {
   const where = new Map();   // attempt -> lane label
-  const on = (cluster) => (broker ? `${broker} / ${cluster}` : cluster);
-  for (const a of attempts) where.set(a.attempt, on(a.cluster));
+  const on = (cluster, b = broker) => (b ? `${b} / ${cluster}` : cluster);
+  for (const a of attempts) where.set(a.attempt, on(a.cluster, a.broker ?? broker));
   const starts = new Map();  // attempt -> its start time
   const ends = new Map();
   let current = 1;
@@ -36,9 +52,10 @@ export function model(events, { attempts = [], broker = "", now = Date.now() / 1
     let a = evAttempt(ev);
     const e = ev.evidence ?? {};
     if ((ev.kind === "PLACEMENT" || ev.kind === "RECOVERING") && a) {
-      if (e.target && !where.has(a)) where.set(a, on(e.target));
+      const b = ev.broker ?? broker;
+      if (e.target && !where.has(a)) where.set(a, on(e.target, b));
       if (e.peer && !e.target && !where.has(a)) where.set(a, `broker ${e.peer}`);
-      if (e.from_cluster && !where.has(a - 1)) where.set(a - 1, on(e.from_cluster));
+      if (e.from_cluster && !where.has(a - 1)) where.set(a - 1, on(e.from_cluster, b));
       if ((e.new_job || e.peer || ev.kind === "RECOVERING") && !starts.has(a)) starts.set(a, ev.time);
     }
     if (ev.kind === "MOVED" && a && !starts.has(a)) starts.set(a, ev.time);

@@ -3,7 +3,7 @@
 import { h, page, state, duration, clock, clickableRow, errorBox } from "./dom.js";
 import { get } from "./api.js";
 import { follow } from "./sse.js";
-import { model } from "./recovery.js";
+import { model, withOnward } from "./recovery.js";
 import { draw } from "./timeline.js";
 import { policyPanel } from "./policy.js";
 import { loadReceipts, receiptsPanel } from "./receipts.js";
@@ -57,7 +57,7 @@ export function render(id) {
   const openEvent = (ev) => {
     opened = ev;
     parts.detail.replaceChildren(h("div", { class: "event-detail", id: "event-open", tabindex: -1 },
-      h("p", {}, h("b", {}, `${ev.kind} `), `#${ev.id} at ${clock(ev.time)}`),
+      h("p", {}, h("b", {}, `${ev.kind} `), `${eventId(ev)} at ${clock(ev.time)}`),
       h("p", {}, "Cause: ", ev.cause),
       // The job's own last words, as lines: text like every value here, never markup.
       typeof ev.evidence?.stderr_tail === "string" &&
@@ -69,14 +69,18 @@ export function render(id) {
   const redraw = () => {
     redrawQueued = false;
     if (gone || !view) return;
-    const m = model(events, { attempts: view.attempts, broker: view.broker ?? "", now: Date.now() / 1000, state: view.state });
+    // A run moved to a peer: its story there joins this broker's.
+    const story = withOnward(events, view.attempts ?? [], view.onward);
+    const m = model(story.events, { attempts: story.attempts, broker: view.broker ?? "", now: Date.now() / 1000,
+      state: view.onward?.run?.state ?? view.state });
     parts.summary.replaceChildren(h("div", { class: "kv" },
       h("span", {}, "State"), h("span", {}, state(view.state)),
       h("span", {}, "Owner"), h("span", {}, view.owner || "(unclaimed)"),
       h("span", {}, "Attempt"), h("span", {}, `${view.attempt} on ${view.cluster ?? "a cluster not recorded"}`),
       h("span", {}, "Workers"), h("span", {}, `${view.workers_healthy} of ${view.workers} healthy`),
       h("span", {}, "Step"), h("span", {}, view.step ?? "–"),
-      h("span", {}, "Last sealed"), h("span", {}, view.last_sealed ?? "none")));
+      h("span", {}, "Last sealed"), h("span", {}, view.last_sealed ?? "none"),
+      view.onward && [h("span", {}, "Moved to"), h("span", { id: "run-onward" }, onwardText(view.onward))]));
     // The window's width, not the element's: reading an element's forces a
     // layout of the whole page first (a third of a big run's render).
     const width = Math.min(window.innerWidth, 1600) - 48;
@@ -89,8 +93,8 @@ export function render(id) {
         r.recovered ? `recovered in ${duration(r.recovered.time - (r.fault.evidence?.last_seen ?? r.fault.time))}` : "not recovered yet"),
       h("div", { class: "phases" }, r.phases.map((p) => h("div", { class: "phase", title: p.what },
         h("b", {}, p.name), p.seconds === null ? "not yet" : duration(p.seconds)))))) : [h("p", { class: "note" }, "No FAULT: nothing to recover.")]));
-    parts.placements.replaceChildren(placements(events));
-    parts.events.replaceChildren(eventTable(events, openEvent, showAll, () => { showAll = true; redraw(); }));
+    parts.placements.replaceChildren(placements(story.events));
+    parts.events.replaceChildren(eventTable(story.events, openEvent, showAll, () => { showAll = true; redraw(); }));
   };
   const queue = () => { if (!redrawQueued) { redrawQueued = true; requestAnimationFrame(redraw); } };
   const refreshState = async () => {
@@ -218,9 +222,20 @@ function lineage(cps, all = false) {
   return box;
 }
 
+// An event's id: a peer's (a moved run's story there) names its broker.
+const eventId = (e) => (e.broker ? `${e.broker} #${e.id}` : `#${e.id}`);
+
+// Where a moved run went and what became of it, as the peer last said.
+function onwardText(o) {
+  const there = o.run ? `: ${o.run.state}, attempt ${o.run.attempt}${o.run.cluster ? ` on ${o.run.cluster} (job ${o.run.job})` : ""}` : "";
+  const when = o.as_of ? `, as broker ${o.broker} said at ${clock(o.as_of)}` : "";
+  const trouble = o.status === "ok" ? "" : o.status === "asking" ? " (asking it now)" : ` (not read now: ${o.error ?? o.status})`;
+  return `broker ${o.broker}, attempt ${o.attempt} as job ${o.job}${there}${when}${trouble}`;
+}
+
 function eventTable(events, open, all, showAll) {
   const shown = all ? events : events.slice(-EVENTS_SHOWN);
-  const rows = shown.slice().reverse().map((e) => clickableRow([`#${e.id}`, clock(e.time), h("td", {}, state(e.kind)), e.cause],
+  const rows = shown.slice().reverse().map((e) => clickableRow([eventId(e), clock(e.time), h("td", {}, state(e.kind)), e.cause],
     () => open(e), `${e.kind} ${e.cause}`));
   return h("div", {}, shown.length < events.length
     ? h("p", {}, `Newest ${shown.length} of ${events.length} events. `, h("button", { type: "button", onclick: showAll }, "Show all")) : null,

@@ -20,6 +20,8 @@ namespace shardnet::broker::detail {
 
 namespace json = boost::json;
 
+// An event as the API writes it: {id, time, kind, cause, evidence}.
+json::object event_object(const EventRow &e);
 // One Server-Sent Events message: id, event kind, and the event as JSON.
 std::string sse_message(const EventRow &e);
 

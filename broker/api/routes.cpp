@@ -109,6 +109,10 @@ std::span<const Service::Route> Service::routes() {
          [](Service &s, const Call &c) { s.cancel_run(c.p(0), c.who, c.reply, c.now); }},
         {{"GET", "/v1/runs/{id}/events", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) { s.list_events(c.p(0), c.query, c.who, c.reply); }},
+        // Where a moved run went (federation/onward_api.cpp): asked by the
+        // broker it came from, for its own run page.
+        {{"GET", "/v1/runs/{id}/story", r_peer | r_admin, "a run's story is for the peer brokers it crossed (peer or admin token)"},
+         [](Service &s, const Call &c) { s.run_story(c.p(0), c.who, c.reply); }},
         {{"GET", "/v1/runs/{id}/checkpoints", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) { s.list_checkpoints(c.p(0), c.who, c.reply); }},
         {{"GET", "/v1/runs/{id}/policy", r_worker | r_user | r_peer | r_admin, ""},

@@ -212,7 +212,7 @@ void Service::get_run(const std::string &id, const TokenEntry &who, const Reply 
     for (auto &[k, g] : groups) gs.push_back(std::move(g));
     r["workers"] = std::move(workers);
     r["groups"] = std::move(gs);
-    reply(ok_json(200, r));
+    reply_with_onward(id, std::move(r), "", reply);
 }
 
 void Service::cancel_run(const std::string &id, const TokenEntry &who, const Reply &reply, double now) {
@@ -263,12 +263,7 @@ void Service::list_events(const std::string &id, const std::string &query, const
     long long after = query_int(query, "after", 0), limit = std::min<long long>(query_int(query, "limit", 1000), 10000);
     on_store(reply, [this, id, after, limit](const Reply &reply) {
         json::array out;
-        for (const auto &e : store_->list_events(id, after, int(limit))) {
-            json::error_code ec;
-            json::value ev = json::parse(e.evidence, ec);
-            out.push_back(json::object{{"id", e.id}, {"time", e.time}, {"kind", e.kind}, {"cause", e.cause},
-                                       {"evidence", ec ? json::value(e.evidence) : ev}});
-        }
+        for (const auto &e : store_->list_events(id, after, int(limit))) out.push_back(event_object(e));
         reply(ok_json(200, json::object{{"events", std::move(out)}}));
     });
 }

@@ -83,7 +83,8 @@ void Service::runs_view(const std::string &id, const TokenEntry &who, const Repl
         // "receipts": whether this broker signs them (the run page asks
         // for them only then: a 404 is a console error in a browser).
         if (!id.empty())
-            return reply(ok_json(200, json::object{{"broker", broker}, {"at", now}, {"receipts", receipts}, {"run", std::move(out.at(0))}}));
+            return reply_with_onward(id, json::object{{"broker", broker}, {"at", now}, {"receipts", receipts}, {"run", std::move(out.at(0))}},
+                                     "run", reply);
         reply(ok_json(200, json::object{{"broker", broker}, {"at", now}, {"runs", std::move(out)}}));
     });
 }

@@ -17,6 +17,8 @@ std::span<const Sql> receipt_statements();
 std::span<const Sql> policy_statements();
 // Bad-node memory's (store/node_fault_store.cpp), likewise.
 std::span<const Sql> node_fault_statements();
+// Federation reads' (store/federation_store.cpp), likewise.
+std::span<const Sql> federation_statements();
 
 // Resets a statement when it goes out of scope: a SELECT stepped to its
 // first row only would otherwise hold its read transaction open (and pin

@@ -186,6 +186,7 @@ Store::Store(const std::string &path, int busy_ms) : path_(path), busy_ms_(busy_
     for (const auto &s : sql::receipt_statements()) prepare(s);
     for (const auto &s : sql::policy_statements()) prepare(s);
     for (const auto &s : sql::node_fault_statements()) prepare(s);
+    for (const auto &s : sql::federation_statements()) prepare(s);
 }
 
 Store::~Store() {

@@ -192,6 +192,10 @@ public:
     // Whether run went to (a decision forwarded to) or came from (a decision
     // received from) the broker called peer: that peer may read its receipts.
     bool run_crossed(const std::string &run, const std::string &peer);
+    // The peer this broker's last accepted decision for run sent it to,
+    // the attempt it runs there and the peer's job; none: it never moved.
+    struct MovedRow { std::string peer; long long attempt = 0, job = 0; };
+    std::optional<MovedRow> moved_to(const std::string &run);
     // The ranks' commits of a checkpoint: rank and its files (JSON text).
     std::vector<std::pair<long long, std::string>> commit_files(const std::string &run, long long attempt, const std::string &name);
     // An attempt's ranks as their agents reported them (POST

@@ -83,6 +83,33 @@ ok "attempt 2 resumed from $(basename "$resume") at step $start and seals its ow
 grep -q 'fedvar=carried-7 batch attempt=2' "$WORK/fed-$j.out" || fail "attempt 2 at A did not get the submitter's FED_VAR: $(grep fedvar "$WORK/fed-$j.out")"
 ok "the submitter's FED_VAR reached attempt 2 at broker A (the environment travels with the decision)"
 
+# The broker the run left tells where it went and what became of it there
+# (issue 27 E): GET /v1/runs/R at B carries A's story, and `shard show`
+# at B (the user's first broker) says it, for the user who owns the run.
+fed_wait 20 '"onward" in v and v["onward"]["status"] == "ok" and any(e["kind"] == "RECOVERED" for e in v["onward"].get("events", []))' \
+    B /v1/runs/fed-run || fail "B's view of the moved run has no story from A: $(fed_get B /v1/runs/fed-run)"
+/usr/bin/python3 - "$(fed_get B /v1/runs/fed-run)" "$new" <<'PY' || fail "B's onward view"
+import json, sys
+v = json.loads(sys.argv[1]); o = v["onward"]
+assert v["state"] == "MOVED", v["state"]
+assert o["broker"] == "alpha-broker" and o["attempt"] == 2 and o["job"] == int(sys.argv[2]), o
+assert o["run"]["state"] in ("RUNNING", "RECOVERED"), o["run"]
+assert o["run"]["cluster"] == "alpha" and o["run"]["job"] == int(sys.argv[2]) and o["run"]["attempt"] == 2, o["run"]
+kinds = [e["kind"] for e in o["events"]]
+assert kinds[0] == "RECEIVED" and "RECOVERED" in kinds, kinds
+# A's ATTEMPT and RECOVERED name attempt 2: the dashboard's recovery ends there.
+assert any(e["kind"] == "RECOVERED" and e["evidence"].get("attempt") == 2 for e in o["events"]), o["events"]
+PY
+# A's story route is for its peers and admins: B's user token gets 403, a run
+# that never crossed with the peer asking is 404 like a missing one.
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$FED/a.crt" -H "Authorization: Bearer $USER_TOKEN" "https://127.0.0.1:$A_PORT/v1/runs/fed-run/story")
+[ "$code" = 403 ] || fail "a user's token read a story at A: HTTP $code"
+show=$(shard show fed-run) || fail "shard show at B failed: $show"
+echo "$show" | sed 's/^/  | /'
+grep -q "^moved to broker alpha-broker: attempt 2 as job $new$" <<<"$show" || fail "shard show at B does not say where the run went"
+grep -Eq "^  there: (RUNNING|RECOVERED), attempt 2 on alpha, job $new" <<<"$show" || fail "shard show at B does not say what became of it"
+ok "B (the broker it left) follows the run: onward view from A (state, cluster, job $new, RECOVERED) in GET /v1/runs and shard show"
+
 # Test f: the old attempt's worker comes back, with the token it held.
 # (Its step's token: 2 ranks, the test user, job $j on beta.)
 old_token=$("$HARNESS/worker_token.py" "$FED/b.worker.key" fed-run 1 2 "$(id -u "$TEST_USER")" "$j" beta)

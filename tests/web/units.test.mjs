@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parseBlock } from "../../web/sse.js";
-import { model, decisionAttempt } from "../../web/recovery.js";
+import { model, decisionAttempt, withOnward } from "../../web/recovery.js";
 
 test("parseBlock: id, event and data; comments and keep-alives are nothing", () => {
   assert.deepEqual(parseBlock('id: 7\nevent: FAULT\ndata: {"id":7}'), { id: "7", event: "FAULT", data: '{"id":7}' });
@@ -44,6 +44,35 @@ test("the attempts' clusters from the broker win; a recovery not finished says s
 test("nothing sealed: the lost work runs from the start", () => {
   const m = model(killed.filter((e) => e.kind !== "SEALED"), { broker: "w", now: 150 });
   assert.equal(m.lost[0].from, 100);
+});
+
+test("a run moved to a peer broker: its story there joins this one, its lane is the peer's, the recovery ends there", () => {
+  // This broker (east) saw the FAULT and handed attempt 2 to broker west.
+  const here = [
+    ev(1, 100, "PENDING"),
+    ev(2, 101, "RUNNING", { attempt: 1 }),
+    ev(3, 110, "SEALED", { checkpoint: "c1", attempt: 1 }),
+    ev(4, 130, "FAULT", { attempt: 1, node: "b1", last_seen: 126 }),
+    ev(5, 131, "PLACEMENT", { decision: "east:r/attempt-2", from_cluster: "beta", peer: "west", rejected: [] }),
+    ev(6, 133, "MOVED", { decision: "east:r/attempt-2", peer: "west", cluster: "gamma", job: 55 }),
+  ];
+  // Alone, it reads as a recovery that never ended.
+  const alone = model(here, { attempts: [{ attempt: 1, cluster: "beta" }], broker: "east", now: 160, state: "MOVED" });
+  assert.equal(alone.recoveries[0].recovered, null);
+  const onward = { broker: "west", attempt: 2, job: 55, status: "ok",
+    run: { id: "r", state: "RUNNING", attempt: 2, cluster: "gamma", job: 55, attempts: [{ attempt: 2, cluster: "gamma", job: 55, world: 2 }] },
+    events: [ev(1, 132, "RECEIVED", {}, "decision east:r/attempt-2 from broker east"), ev(2, 140, "ATTEMPT", { attempt: 2 }),
+      ev(3, 143, "RECOVERED", { attempt: 2, nodes: 2 })] };
+  const story = withOnward(here, [{ attempt: 1, cluster: "beta" }], onward);
+  assert.deepEqual(story.events.map((e) => `${e.broker ?? "east"}:${e.kind}`),
+    ["east:PENDING", "east:RUNNING", "east:SEALED", "east:FAULT", "east:PLACEMENT", "west:RECEIVED", "east:MOVED", "west:ATTEMPT", "west:RECOVERED"]);
+  const m = model(story.events, { attempts: story.attempts, broker: "east", now: 160, state: onward.run.state });
+  assert.deepEqual(m.lanes, ["east / beta", "west / gamma"]);
+  assert.deepEqual(m.bars.map((b) => [b.attempt, b.lane, b.start, b.end]), [[1, "east / beta", 100, 130], [2, "west / gamma", 131, 160]]);
+  assert.deepEqual(m.lost.map((l) => [l.from, l.to]), [[110, 126]]);
+  assert.deepEqual(m.recoveries[0].phases.map((p) => p.seconds), [4, 1, 9, 3]);
+  // No story (the peer never answered): nothing joins.
+  assert.equal(withOnward(here, [], { broker: "west", status: "unreachable" }).events, here);
 });
 
 // Receipts, checked as the run page checks them (web/verify.js).

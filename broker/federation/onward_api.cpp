@@ -1,0 +1,80 @@
+// A run's story across brokers. GET /v1/runs/{id}/story answers the peer a
+// run came from (or an admin): its state, attempts and events here, so that
+// the broker it left tells where it went. And this broker's own answers
+// about a run it moved (GET /v1/runs/{id}, the dashboard's view) carry
+// "onward": the peer's story as federation/onward.hpp keeps it.
+#include <boost/json.hpp>
+
+#include "broker/service.hpp"
+#include "broker/api/api_util.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+
+void Service::run_story(const std::string &id, const TokenEntry &who, const Reply &reply) {
+    json::object run;
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        // A peer reads the runs it sent or took (checked below); no one
+        // else learns whether a run exists.
+        if (it == runs_.end() || (who.scope != Scope::peer && who.scope != Scope::admin))
+            return reply(error_response(404, "no_run", "no run " + id));
+        const RunInfo &info = it->second;
+        auto job = info.jobs.find(info.attempt);
+        json::array attempts;
+        for (const auto &[n, j] : info.jobs) attempts.push_back(json::object{{"attempt", n}, {"cluster", j.cluster}, {"job", j.job}, {"world", j.world}});
+        run = json::object{{"id", id}, {"state", state_name(info.state)}, {"attempt", info.attempt},
+                           {"cluster", job != info.jobs.end() ? json::value(job->second.cluster) : json::value(nullptr)},
+                           {"job", job != info.jobs.end() ? json::value(job->second.job) : json::value(nullptr)},
+                           {"attempts", std::move(attempts)}};
+    }
+    on_store(reply, [this, id, run = std::move(run), peer = who.scope == Scope::peer ? who.name : std::string()](const Reply &reply) mutable {
+        if (!peer.empty() && !store_->run_crossed(id, peer)) return reply(error_response(404, "no_run", "no run " + id));
+        auto rows = store_->list_events(id, 0, int(kStoryEventsMax) + 1);
+        const bool more = rows.size() > kStoryEventsMax;
+        if (more) rows.pop_back();
+        json::array events;
+        for (const auto &e : rows) {
+            json::object o = event_object(e);
+            if (!o.at("evidence").is_object()) o["evidence"] = json::object{};
+            events.push_back(std::move(o));
+        }
+        const std::string sealed = store_->last_checkpoint(id);
+        run["last_sealed"] = sealed.empty() ? json::value(nullptr) : json::value(sealed);
+        const auto t = store_->run_times(id);
+        run["updated"] = t ? json::value(t->second) : json::value(nullptr);
+        reply(ok_json(200, json::object{{"broker", cfg_.broker_name}, {"run", std::move(run)}, {"events", std::move(events)}, {"more", more}}));
+    });
+}
+
+void Service::reply_with_onward(const std::string &id, json::object answer, const char *key, const Reply &reply) {
+    auto *run = *key ? answer.if_contains(key) : nullptr;
+    const json::object &r = run && run->is_object() ? run->get_object() : answer;
+    const json::value *state = r.if_contains("state");
+    if (!state || !state->is_string() || state->get_string() != state_name(RunState::moved))
+        return reply(ok_json(200, answer));
+    // Where it went is the store's; what became of it, the peer's (asked
+    // on a pool thread: never on the store's, nor the connection's).
+    on_store(reply, [this, id, answer = std::move(answer), key](const Reply &reply) mutable {
+        auto moved = store_->moved_to(id);
+        if (!moved) return reply(ok_json(200, answer));
+        post_answering(query_pool_, "onward", reply, [this, id, answer = std::move(answer), key, moved = *moved](const Reply &reply) mutable {
+            auto p = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &x) { return x.name == moved.peer; });
+            json::object onward;
+            if (p == cfg_.peers.end())
+                onward = json::object{{"broker", moved.peer}, {"attempt", moved.attempt}, {"job", moved.job}, {"status", "unreachable"},
+                                      {"as_of", nullptr}, {"error", "broker " + moved.peer + " is no longer one of this broker's peers"}};
+            else
+                onward = onward_->view(id, MovedTo{moved.peer, moved.attempt, moved.job}, PeerAddress{p->name, p->url, p->token, p->ca_file},
+                                       wall_now());
+            json::object &target = *key ? answer[key].as_object() : answer;
+            target["onward"] = std::move(onward);
+            reply(ok_json(200, answer));
+        });
+    });
+}
+
+}  // namespace shardnet::broker
