@@ -94,6 +94,15 @@ struct ServicePorts {
     std::shared_ptr<PeerLink> peers;
 };
 
+// A job's --shardnet-* options as its batch step's agent reports them
+// (Service::capture_spec keeps them with the job's spec).
+struct JobSays {
+    std::string ckpt_every;
+    long long max_attempts = 0;
+    std::string fatal_exit;        // "3,7"
+    bool requeue_timeout = false;  // --shardnet-on-timeout=requeue
+};
+
 class Service {
 public:
     Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServicePorts ports = {});
@@ -160,6 +169,12 @@ public:
         // detector leaves the attempt's silent workers to the judgment.
         long long judging = 0, probing = 0;
         long long slurm_requeues = 0;   // Slurm's own requeues of the run's jobs (not ShardNet's attempts)
+        // The pre-limit signal of attempt prelimit_attempt went at
+        // prelimit_at (its agents' first heartbeat that said so): under
+        // --shardnet-on-timeout=requeue, that attempt's TIMEOUT is requeued
+        // only after a checkpoint sealed since (detector/slurm_end.cpp).
+        long long prelimit_attempt = 0;
+        double prelimit_at = 0;
         unsigned long long judging_serial = 0, probing_serial = 0;
         struct RecoveryClock {
             long long to = 0;   // the attempt that recovers (0: none timed)
@@ -267,6 +282,11 @@ private:
                     const std::string &slurm_words = "");
     // Every node alive: the job's end as Slurm tells it once settled
     // (detector/slurm_end.cpp). hold keeps the judgment's flag up meanwhile.
+    // The first heartbeat of an attempt that says its pre-limit signal went.
+    void note_prelimit(std::string_view run, long long attempt, double now);
+    // A TIMEOUT under --shardnet-on-timeout=requeue: the checkpoint sealed
+    // by the attempt since its pre-limit signal, or "" with why not (no).
+    std::string sealed_after_prelimit(const BatchEnd &end, std::string &no);
     void settle_end(const BatchEnd &end, const std::optional<RunInfo::RankFailure> &first, const std::string &unreported,
                     std::shared_ptr<void> hold, int round = 0);
     // Slurm requeued the job itself: no failure, the attempt goes on (event REQUEUED).
@@ -291,15 +311,15 @@ private:
     // and batch script, so that a requeue needs nothing from that cluster.
     // It also starts watching the allocation's other nodes (WorkerTable::watch):
     // a node that dies before any worker there reported is a failure too.
+    // says: the job's --shardnet-* options as its batch step's agent reports
+    // them, kept with the spec so that every later attempt has them.
     void capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                      const std::string &ckpt_dir, int interval, const std::string &ckpt_every = "", long long max_attempts = 0,
-                      const std::string &fatal_exit = "");
+                      const std::string &ckpt_dir, int interval, const JobSays &says = {});
     // Idle nodes of every local cluster joined with their descriptors.
     // nodelist, batch_host: the job's allocation as Slurm names it, when asked.
     std::optional<Store::JobSpecRow> capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
                                                       long long job, const std::string &ckpt_dir, std::string *nodelist = nullptr,
-                                                      std::string *batch_host = nullptr, const std::string &ckpt_every = "",
-                                                      long long max_attempts = 0, const std::string &fatal_exit = "");
+                                                      std::string *batch_host = nullptr, const JobSays &says = {});
     // With a job's options (in the site's names, name_map.hpp): each
     // cluster's offer is what the job can have there (the idle nodes of its
     // partitions; refused, with the reason, where a name has no match), and

@@ -51,6 +51,7 @@ struct AgentConfig {
     // The job's --shardnet-fatal-exit: every step's agent reports it, so
     // that a rank's failed report carries what its own job said of it.
     std::vector<int> fatal_exit;
+    bool requeue_timeout = false;   // the job's --shardnet-on-timeout=requeue; the batch step reports it
     bool ckpt_auto() const { return ckpt_every == "auto"; }
     std::vector<AgentRank> ranks;
 };

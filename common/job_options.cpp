@@ -17,6 +17,8 @@ constexpr OptSpec kSpecs[] = {
     {"shardnet-requeue", "SHARDNET_REQUEUE", "federated|local|off", "Where a failed run may be requeued"},
     {"shardnet-max-attempts", "SHARDNET_MAX_ATTEMPTS", "N", "Attempts a run may use at most; with all used, a failure ends it FAILED"},
     {"shardnet-fatal-exit", "SHARDNET_FATAL_EXIT", "CODES", "Exit codes (1-255, comma list) that end the run FAILED, never retried"},
+    {"shardnet-on-timeout", "SHARDNET_ON_TIMEOUT", "fail|requeue",
+     "At the time limit: fail (default), or requeue from a checkpoint sealed after the pre-limit signal"},
 };
 }  // namespace
 
@@ -60,6 +62,9 @@ std::string check_option(Opt o, const std::string &v, const PlugstackConfig &cfg
     case Opt::fatal_exit:
         if (parse_fatal_exit(v)) return "";
         return "expected exit codes from 1 to 255, comma-separated, at most " + std::to_string(kMaxFatalExit) + " (e.g. 3,7)";
+    case Opt::on_timeout:
+        if (v == "fail" || v == "requeue") return "";
+        return "expected fail or requeue";
     case Opt::count: break;
     }
     return "unknown option";
@@ -85,6 +90,7 @@ std::string resolve_job_options(const JobOptionsRaw &raw, const PlugstackConfig 
             break;
         case Opt::max_attempts: out.max_attempts = static_cast<int>(*parse_int(v, 1, 1000)); break;
         case Opt::fatal_exit: out.fatal_exit = *parse_fatal_exit(v); break;
+        case Opt::on_timeout: out.requeue_timeout = v == "requeue"; break;
         case Opt::count: break;
         }
     }

@@ -12,7 +12,7 @@ namespace shardnet {
 
 // Each user-facing option: its name without "--", the SHARDNET_* variable
 // that stands in for it when the command line does not give it, and help.
-enum class Opt { run, ckpt_dir, ckpt_every, heartbeat, resume, requeue, max_attempts, fatal_exit, count };
+enum class Opt { run, ckpt_dir, ckpt_every, heartbeat, resume, requeue, max_attempts, fatal_exit, on_timeout, count };
 struct OptSpec { const char *name; const char *env; const char *arginfo; const char *usage; };
 const OptSpec &opt_spec(Opt o);
 
@@ -34,6 +34,9 @@ struct JobOptions {
     Requeue requeue = Requeue::federated;
     int max_attempts = 0;     // the run's attempts at most (0: no budget of its own)
     std::vector<int> fatal_exit;   // exit codes that end the run FAILED, never retried (ascending)
+    // --shardnet-on-timeout=requeue: a job that reaches its time limit after
+    // sealing a checkpoint past the pre-limit signal is requeued from it.
+    bool requeue_timeout = false;
 };
 
 // "" when value is acceptable for option o under cfg, else the reason.

@@ -28,6 +28,7 @@ json::object manifest_of(const JobSpec &s) {
     if (!s.time_limit.empty()) m["time_limit"] = s.time_limit;
     if (s.max_attempts > 0) m["max_attempts"] = s.max_attempts;
     if (!s.fatal_exit.empty()) m["fatal_exit"] = s.fatal_exit;
+    if (s.on_timeout == "requeue") m["on_timeout"] = s.on_timeout;
     return m;
 }
 
@@ -47,6 +48,7 @@ std::vector<std::string> sbatch_argv(const JobSpec &s, const std::string &run, c
     if (!s.ckpt_root.empty()) a.push_back("--shardnet-ckpt-dir=" + s.ckpt_root + "/" + run);
     if (s.max_attempts > 0) a.push_back("--shardnet-max-attempts=" + std::to_string(s.max_attempts));
     if (!s.fatal_exit.empty()) a.push_back("--shardnet-fatal-exit=" + s.fatal_exit);
+    if (s.on_timeout == "requeue") a.push_back("--shardnet-on-timeout=requeue");
     if (s.gpus_per_node > 0)
         a.push_back("--gres=gpu:" + std::to_string(s.gpus_per_node));
     if (!s.time_limit.empty()) a.push_back("--time=" + s.time_limit);

@@ -131,6 +131,8 @@ std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &r
     if (c.step == "batch" && c.max_attempts > 0) hb["max_attempts"] = c.max_attempts;
     // Every step says it: a rank's failed report is judged by its own job's word.
     if (!c.fatal_exit.empty()) hb["fatal_exit"] = boost::json::value_from(c.fatal_exit);
+    // --shardnet-on-timeout=requeue: only the batch step says it (kept with the job's spec).
+    if (c.step == "batch" && c.requeue_timeout) hb["on_timeout"] = "requeue";
     if (!stderr_tail.empty()) hb["stderr_tail"] = stderr_tail;
     if (c.ckpt_auto()) hb["policy"] = policy;
     hb["ranks"] = std::move(rs);

@@ -18,10 +18,11 @@ using ec_t = boost::system::error_code;
 // The keys the broker reads; each key is looked up once, when it ends.
 enum Key { k_other, k_run, k_node, k_state, k_step, k_cluster, k_requeue, k_attempt, k_interval, k_job, k_ranks,
            k_checkpointing, k_exit, k_code, k_signal, k_ckpt_dir, k_policy, k_ckpt_every, k_rank, k_time, k_max_attempts,
-           k_fatal_exit, k_stderr_tail };
+           k_fatal_exit, k_stderr_tail, k_on_timeout, k_prelimit };
 constexpr std::string_view kKeyNames[] = {"", "run", "node", "state", "step", "cluster", "requeue", "attempt", "interval",
                                           "job", "ranks", "checkpointing", "exit", "code", "signal", "ckpt_dir", "policy", "ckpt_every",
-                                          "rank", "time", "max_attempts", "fatal_exit", "stderr_tail"};
+                                          "rank", "time", "max_attempts", "fatal_exit", "stderr_tail", "on_timeout",
+                                          "prelimit_signalled"};
 
 // k's size is N - 1 already: a comparison of known length, inlined.
 template <std::size_t N>
@@ -36,10 +37,11 @@ Key key_of(std::string_view k) {
     case 6: return same(k, "signal") ? k_signal : same(k, "policy") ? k_policy : k_other;
     case 7: return same(k, "attempt") ? k_attempt : same(k, "cluster") ? k_cluster : same(k, "requeue") ? k_requeue : k_other;
     case 8: return same(k, "interval") ? k_interval : same(k, "ckpt_dir") ? k_ckpt_dir : k_other;
-    case 10: return same(k, "ckpt_every") ? k_ckpt_every : same(k, "fatal_exit") ? k_fatal_exit : k_other;
+    case 10: return same(k, "ckpt_every") ? k_ckpt_every : same(k, "fatal_exit") ? k_fatal_exit : same(k, "on_timeout") ? k_on_timeout : k_other;
     case 11: return same(k, "stderr_tail") ? k_stderr_tail : k_other;
     case 12: return same(k, "max_attempts") ? k_max_attempts : k_other;
     case 13: return same(k, "checkpointing") ? k_checkpointing : k_other;
+    case 18: return same(k, "prelimit_signalled") ? k_prelimit : k_other;
     default: return k_other;
     }
 }
@@ -90,8 +92,9 @@ struct Reader {
         if (parent() != top) return;
         switch (key) {
         case k_run: case k_node: case k_state: case k_step: case k_cluster: case k_requeue: case k_ckpt_dir: case k_ckpt_every:
-        case k_stderr_tail:
+        case k_stderr_tail: case k_on_timeout:
             return fail(kKeyNames[key], "expected a string");
+        case k_prelimit: return fail(kKeyNames[key], "expected true or false");
         case k_fatal_exit: return bad_fatal_exit();
         case k_attempt: case k_interval: case k_job: case k_policy: case k_max_attempts: return fail(kKeyNames[key], "expected an integer");
         case k_ranks: return fail("ranks", "expected an array");
@@ -151,6 +154,10 @@ struct Reader {
         case k_requeue: dst = &hb.requeue; slot = 5; break;
         case k_ckpt_dir: dst = &hb.ckpt_dir; slot = 6; break;
         case k_ckpt_every: dst = &hb.ckpt_every; slot = 7; break;
+        case k_on_timeout:
+            if (s == "requeue") hb.requeue_timeout = true;
+            else if (s != "fail") fail("on_timeout", "expected fail or requeue");
+            return;
         case k_stderr_tail:
             // The job's own text, with its line breaks: checked on its own terms.
             if (!plain_text(s)) return;
@@ -292,6 +299,7 @@ struct Reader {
     }
     bool on_bool(bool b, ec_t &) {
         if (parent() == rank_object && key == k_checkpointing) hb.checkpointing = hb.checkpointing || b;
+        else if (parent() == top && key == k_prelimit) hb.prelimit_signalled = b;
         else wrong_kind();
         return true;
     }

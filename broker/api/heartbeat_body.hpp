@@ -42,6 +42,9 @@ struct HeartbeatBody {
     // no control characters but newline and tab.
     static constexpr std::size_t kMaxStderrTail = 4096, kMaxStderrLines = 10;
     std::string_view stderr_tail;
+    // The job's --shardnet-on-timeout=requeue (the batch step says it), and
+    // whether the step's agent has sent the pre-limit signal to its ranks.
+    bool requeue_timeout = false, prelimit_signalled = false;
 
     HeartbeatBody() = default;
     HeartbeatBody(const HeartbeatBody &) = delete;

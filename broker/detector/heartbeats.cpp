@@ -153,6 +153,7 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
                                           now, cluster, job, hb.checkpointing);
     // Past the known worker's path, the run's name as a key of the maps.
     if (run_key.empty() && (new_worker || batch || ended)) run_key.assign(run);
+    if (hb.prelimit_signalled) note_prelimit(run, attempt, now);
     // A step's first worker on a node: that node of the allocation is now
     // watched through its worker.
     if (new_worker && !jobstep.empty() && !batch) workers_.unwatch(run_key, std::string(node) + "/alloc", attempt);
@@ -166,8 +167,8 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
             std::vector<int> fatal;   // the job's --shardnet-fatal-exit, kept with its spec for the next attempt
             for (int c = 1; c <= 255; ++c)
                 if (hb.fatal_exit.test(std::size_t(c))) fatal.push_back(c);
-            capture_spec(run_key, attempt, std::string(cluster), job, std::string(hb.ckpt_dir), int(interval), std::string(hb.ckpt_every),
-                         hb.max_attempts, fatal_exit_text(fatal));
+            capture_spec(run_key, attempt, std::string(cluster), job, std::string(hb.ckpt_dir), int(interval),
+                         JobSays{std::string(hb.ckpt_every), hb.max_attempts, fatal_exit_text(fatal), hb.requeue_timeout});
         }
     }
 

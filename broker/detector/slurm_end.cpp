@@ -10,7 +10,10 @@
 //   PREEMPTED: preempted and ended: a FAULT no node is to blame for,
 //     recovered by the run's requeue policy.
 //   CANCELLED: cancelled in Slurm (scancel): the run is CANCELLED.
-//   TIMEOUT, OUT_OF_MEMORY, DEADLINE: FAILED, with that cause.
+//   TIMEOUT, OUT_OF_MEMORY, DEADLINE: FAILED, with that cause; but a
+//     TIMEOUT of a job with --shardnet-on-timeout=requeue that sealed a
+//     checkpoint after its pre-limit signal is a FAULT (no node to blame),
+//     requeued from that checkpoint by the run's policy and budget.
 //   Anything else (FAILED, a job Slurm no longer lists): the judgment
 //     stands, FAILED naming the first failing rank.
 #include <boost/asio/post.hpp>
@@ -80,13 +83,66 @@ void Service::settle_end(const BatchEnd &end, const std::optional<RunInfo::RankF
         for (const auto &[key, w] : workers_.of_run(end.run, true))
             if (w.attempt == end.attempt && is_batch_worker(key)) {
                 ev["preempted"] = true;
-                Fault fault{end.run, key, end.attempt, "preempted", w, FaultKind::silent};
+                Fault fault{end.run, key, end.attempt, "preempted", w, FaultKind::ended_by_slurm};
                 return raise_fault(fault, "preempted: Slurm ended job " + std::to_string(end.job) + " (PREEMPTED" +
                                    (reason.empty() || reason == "None" ? "" : ", " + reason) + "); no node is to blame", ev, wall_now());
             }
     }
     if (state.rfind("CANCELLED", 0) == 0) return slurm_cancelled(end, json::serialize(ev), wall_now());
-    end_failed(end, f, unreported, wall_now(), 0, failed_words(state));
+    std::string words = failed_words(state);
+    if (state == "TIMEOUT") {
+        std::string no;
+        const std::string sealed = sealed_after_prelimit(end, no);
+        if (!sealed.empty())
+            for (const auto &[key, w] : workers_.of_run(end.run, true))
+                if (w.attempt == end.attempt && is_batch_worker(key)) {
+                    ev["on_timeout"] = "requeue";
+                    ev["sealed_after_prelimit"] = sealed;
+                    Fault fault{end.run, key, end.attempt, "time limit", w, FaultKind::ended_by_slurm};
+                    return raise_fault(fault, "time limit: Slurm ended job " + std::to_string(end.job) + " (TIMEOUT) after checkpoint " +
+                                       sealed + " was sealed past the pre-limit signal; --shardnet-on-timeout=requeue goes on from it",
+                                       ev, wall_now());
+                }
+        if (!no.empty()) words += "; not requeued: " + no;
+    }
+    end_failed(end, f, unreported, wall_now(), 0, words);
+}
+
+void Service::note_prelimit(std::string_view run, long long attempt, double now) {
+    const std::string id(run);
+    {
+        std::shared_lock lock(runs_mu_);
+        auto it = runs_.find(id);
+        if (it == runs_.end() || it->second.prelimit_attempt >= attempt) return;   // known (every later heartbeat says it too)
+    }
+    std::unique_lock lock(runs_mu_);
+    auto it = runs_.find(id);
+    if (it == runs_.end() || it->second.prelimit_attempt >= attempt || it->second.attempt != attempt) return;
+    it->second.prelimit_attempt = attempt;
+    it->second.prelimit_at = now;
+}
+
+std::string Service::sealed_after_prelimit(const BatchEnd &end, std::string &no) {
+    auto spec = store_wait([&] { return store_->get_job_spec(end.run, end.attempt); });
+    json::error_code ec;
+    json::value sv = spec ? json::parse(spec->spec, ec) : json::value();
+    const json::object *so = !ec ? sv.if_object() : nullptr;
+    const json::value *on = so ? so->if_contains("on_timeout") : nullptr;
+    if (!on || !on->is_string() || on->as_string() != "requeue") return "";   // the job did not ask: FAILED, as ever
+    double signalled = 0;
+    {
+        std::shared_lock lock(runs_mu_);
+        if (auto it = runs_.find(end.run); it != runs_.end() && it->second.prelimit_attempt == end.attempt) signalled = it->second.prelimit_at;
+    }
+    if (signalled <= 0) {
+        no = "--shardnet-on-timeout=requeue, but no pre-limit signal was reported (the site's plugstack prelimit=SIG@SECONDS)";
+        return "";
+    }
+    const auto cps = store_wait([&] { return store_->list_checkpoints(end.run); });
+    for (auto it = cps.rbegin(); it != cps.rend(); ++it)
+        if (it->attempt == end.attempt && it->sealed_at >= signalled) return it->name;
+    no = "--shardnet-on-timeout=requeue, but attempt " + std::to_string(end.attempt) + " sealed no checkpoint after its pre-limit signal";
+    return "";
 }
 
 void Service::slurm_requeued(const BatchEnd &end, const std::string &cause, const std::string &evidence, double now) {

@@ -10,6 +10,7 @@ const char *fault_words(FaultKind k) {
     case FaultKind::silent: return "missed heartbeats";
     case FaultKind::stalled: return "progress stalled";
     case FaultKind::no_worker: return "has no worker yet";
+    case FaultKind::ended_by_slurm: return "ended by Slurm";
     }
     return "suspected";
 }

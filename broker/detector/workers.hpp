@@ -43,7 +43,9 @@ struct WorkerState {
 inline bool is_batch_worker(std::string_view key) { return key.size() > 6 && key.ends_with("/batch"); }
 
 // Why the detector suspects a worker: a kind to decide on, and its words.
-enum class FaultKind { silent, stalled, no_worker };
+// ended_by_slurm: Slurm ended the job (a preemption, a time limit) with
+// every node alive: no node is to blame, none is excluded from the next attempt.
+enum class FaultKind { silent, stalled, no_worker, ended_by_slurm };
 const char *fault_words(FaultKind k);
 
 struct Fault {

@@ -33,11 +33,10 @@ using namespace detail;
 
 
 void Service::capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                           const std::string &ckpt_dir, int interval, const std::string &ckpt_every, long long max_attempts,
-                           const std::string &fatal_exit) {
-    post_guarded(slurm_thread_, "capture job spec", [this, run, attempt, cluster, job, ckpt_dir, interval, ckpt_every, max_attempts, fatal_exit] {
+                           const std::string &ckpt_dir, int interval, const JobSays &says) {
+    post_guarded(slurm_thread_, "capture job spec", [this, run, attempt, cluster, job, ckpt_dir, interval, says] {
         std::string nodelist, batch_host;
-        if (!capture_spec_now(run, attempt, cluster, job, ckpt_dir, &nodelist, &batch_host, ckpt_every, max_attempts, fatal_exit)) {
+        if (!capture_spec_now(run, attempt, cluster, job, ckpt_dir, &nodelist, &batch_host, says)) {
             std::lock_guard<std::mutex> lock(specs_mu_);  // try again at the next batch heartbeat
             specs_seen_.erase(run + '\n' + std::to_string(attempt));
             return;
@@ -51,8 +50,7 @@ void Service::capture_spec(const std::string &run, long long attempt, const std:
 
 std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
                                                            long long job, const std::string &ckpt_dir, std::string *nodelist,
-                                                           std::string *batch_host, const std::string &ckpt_every,
-                                                           long long max_attempts, const std::string &fatal_exit) {
+                                                           std::string *batch_host, const JobSays &says) {
     const std::string &conf = cfg_.clusters.at(cluster);
     std::string out;
     if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) return std::nullopt;
@@ -80,9 +78,10 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
                       {"cluster", cluster}};
     // The job's --shardnet-ckpt-every (its agents said it; checked there):
     // kept with the spec, so that a requeue after a broker restart keeps it.
-    if (!ckpt_every.empty()) spec["ckpt_every"] = ckpt_every;
-    if (max_attempts > 0) spec["max_attempts"] = max_attempts;
-    if (!fatal_exit.empty()) spec["fatal_exit"] = fatal_exit;   // "3,7", as --shardnet-fatal-exit takes it
+    if (!says.ckpt_every.empty()) spec["ckpt_every"] = says.ckpt_every;
+    if (says.max_attempts > 0) spec["max_attempts"] = says.max_attempts;
+    if (!says.fatal_exit.empty()) spec["fatal_exit"] = says.fatal_exit;   // "3,7", as --shardnet-fatal-exit takes it
+    if (says.requeue_timeout) spec["on_timeout"] = "requeue";
     // Every option that shaped the job (partition, account, limits, GPUs,
     // name, ...), as Slurm recorded it: attempt N is submitted with them.
     // What a new job cannot be (a dependency, an array task) is named.
@@ -186,6 +185,7 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
     if (long long budget = num("max_attempts"); budget > 0 && budget <= 1000) argv.push_back("--shardnet-max-attempts=" + std::to_string(budget));
     if (const auto fatal = parse_fatal_exit(str("fatal_exit")); fatal && !fatal->empty())
         argv.push_back("--shardnet-fatal-exit=" + fatal_exit_text(*fatal));
+    if (str("on_timeout") == "requeue") argv.push_back("--shardnet-on-timeout=requeue");
     if (!workdir.empty()) argv.push_back("--chdir=" + workdir);
     // Every attempt writes where the first did: after what the earlier ones wrote, never over it.
     if (!output.empty()) argv.push_back("--output=" + output), argv.push_back("--open-mode=append");

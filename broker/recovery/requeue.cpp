@@ -39,7 +39,8 @@ void Service::requeue(const Fault &fault, int tries) {
     }
     if (policy == "off" || !cfg_.clusters.count(fault.state.cluster) || fault.state.job <= 0) return;
     detail::post_guarded(slurm_thread_, "requeue", [this, fault, policy, manifest, owner, owner_uid, ckpt_every, tries] {
-        const std::string bad = fault.node.substr(0, fault.node.find('/'));
+        // The node to leave out: none when Slurm ended a healthy job itself.
+        const std::string bad = fault.kind == FaultKind::ended_by_slurm ? "" : fault.node.substr(0, fault.node.find('/'));
         const long long to = fault.attempt + 1;
         const std::string id = cfg_.broker_name + ":" + fault.run + "/attempt-" + std::to_string(to);
         const double now = wall_now();
@@ -311,7 +312,7 @@ void Service::requeue(const Fault &fault, int tries) {
         record_attempt(fault.run, to, p.cluster, new_job, p.nodes, json::object{{"decision", id}});
         const std::string matched = req.needs_hardware() ? " (" + std::string(req.accel_class.empty() ? "" : "class, ") +
                                     (req.fabric.empty() ? "" : "fabric, ") + (req.memory_gb > 0 ? "memory, " : "") + "shape matched)" : "";
-        record("applied", new_job, "PLACEMENT", p.cluster + " " + join(p.nodes) + (p.cluster == fault.state.cluster ? " without " + bad : "") +
+        record("applied", new_job, "PLACEMENT", p.cluster + " " + join(p.nodes) + (p.cluster == fault.state.cluster && !bad.empty() ? " without " + bad : "") +
                ": job " + std::to_string(new_job) + ", attempt " + std::to_string(to) + matched + others + mapped_words +
                (not_carried.empty() ? "" : "; not carried: " + not_carried));
         const bool written = record("applied", new_job, "RECOVERING",

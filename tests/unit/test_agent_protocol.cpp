@@ -23,6 +23,7 @@ TEST_CASE("agent config round-trips through the line protocol") {
     c.nodelist = "alpha[1-2],beta-3.x_y";
     c.ckpt_every = "auto";
     c.fatal_exit = {3, 42};
+    c.requeue_timeout = true;
     std::string text;
     REQUIRE(encode_agent_config(c, text) == "");
     CHECK(text.find("\nfatal_exit=3,42\n") != std::string::npos);
@@ -42,6 +43,8 @@ TEST_CASE("agent config round-trips through the line protocol") {
     CHECK(d.prelimit_secs == 30);
     CHECK(d.ckpt_auto());
     CHECK(d.fatal_exit == std::vector<int>{3, 42});
+    CHECK(d.requeue_timeout);
+    CHECK(agent_config_value_error("on_timeout", "always") == "'on_timeout' is not fail or requeue");
     REQUIRE(d.ranks.size() == 2);
     CHECK(d.ranks[1].rank == 5);
     CHECK(d.ranks[1].local_rank == 1);

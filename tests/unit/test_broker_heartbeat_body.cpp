@@ -40,6 +40,23 @@ TEST_CASE("a heartbeat body is read in one pass: fields, ranks, highest step, ex
     REQUIRE(hb.exit_code);
     CHECK(*hb.exit_code == 3);
     CHECK_FALSE(hb.exit_signal);  // rank 1's exit is not the batch script's
+    CHECK_FALSE(hb.prelimit_signalled);
+    CHECK_FALSE(hb.requeue_timeout);
+}
+
+TEST_CASE("the pre-limit signal and --shardnet-on-timeout as an agent says them") {
+    HeartbeatBody hb;
+    BodyError err;
+    REQUIRE(read_heartbeat(R"({"run":"r","attempt":1,"node":"n","prelimit_signalled":true,"on_timeout":"requeue","ranks":[]})", hb, err));
+    CHECK(hb.prelimit_signalled);
+    CHECK(hb.requeue_timeout);
+    HeartbeatBody fail;
+    REQUIRE(read_heartbeat(R"({"run":"r","attempt":1,"node":"n","on_timeout":"fail","ranks":[]})", fail, err));
+    CHECK_FALSE(fail.requeue_timeout);
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n","on_timeout":"always","ranks":[]})").message == "on_timeout: expected fail or requeue");
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n","on_timeout":1,"ranks":[]})").message == "on_timeout: expected a string");
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n","prelimit_signalled":"yes","ranks":[]})").message ==
+          "prelimit_signalled: expected true or false");
 }
 
 TEST_CASE("defaults, and an empty ranks array") {

@@ -922,3 +922,71 @@ TEST_CASE("how Slurm says the job ended decides, every node alive: its own reque
         CHECK(f.events("r1").find("FAILED") == std::string::npos);
     }
 }
+
+TEST_CASE("a TIMEOUT under --shardnet-on-timeout=requeue: requeued only from a checkpoint sealed after the pre-limit signal") {
+    // Job 7's batch step says --shardnet-on-timeout=requeue (kept with its
+    // spec); optionally its agents report the pre-limit signal, and a
+    // checkpoint of attempt 1 is sealed before or after it.
+    auto timed_out = [](ServiceFixture &f, bool signal, bool seal_after) {
+        put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}});
+        const std::string batch = R"({"run":"r1","attempt":1,"node":"n1","step":"batch","cluster":"c1","job":7,"interval":1,)"
+                                  R"("state":"running","on_timeout":"requeue","ranks":[{"rank":0,"step":3}]})";
+        REQUIRE(f.call("POST", "/v1/heartbeats", batch).status == 204);
+        REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
+        REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+        REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+        auto seal = [&](const char *name) {
+            for (int rank = 0; rank < 2; ++rank)
+                REQUIRE(f.call("POST", std::string("/v1/runs/r1/checkpoints/") + name + "/commit",
+                               R"({"attempt":1,"rank":)" + std::to_string(rank) +
+                                   R"(,"world_size":2,"files":[{"path":"s","sha256":"00","bytes":1}]})").status == 200);
+        };
+        seal("checkpoint-0010");
+        if (signal) {
+            usleep(20000);
+            const std::string said = R"({"run":"r1","attempt":1,"node":"n1","step":"0","cluster":"c1","job":7,"interval":1,)"
+                                     R"("state":"running","prelimit_signalled":true,"ranks":[{"rank":0,"step":20}]})";
+            REQUIRE(f.call("POST", "/v1/heartbeats", said).status == 204);
+            usleep(20000);
+        }
+        if (seal_after) seal("checkpoint-0020");
+        {
+            std::lock_guard<std::mutex> lock(f.slurm->mu);
+            f.slurm->jobs[kConf][7].state = "TIMEOUT";
+        }
+        REQUIRE(ended(f, "n1", "0", R"([{"rank":0,"exit":{"code":null,"signal":15,"time":1000.1}}])") == 204);
+        REQUIRE(ended(f, "n2", "0", R"([{"rank":1,"exit":{"code":null,"signal":15,"time":1000.1}}])") == 204);
+        REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":null,"signal":15}}])") == 204);
+    };
+    SUBCASE("sealed after the signal: a FAULT no node is to blame for, attempt 2 from that checkpoint with the option again") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        timed_out(f, true, true);
+        REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }));
+        INFO(f.events("r1"));
+        CHECK(f.events("r1").find("FAULT: worker n1/batch time limit: Slurm ended job 7 (TIMEOUT) after checkpoint checkpoint-0020 was sealed "
+                                  "past the pre-limit signal") != std::string::npos);
+        CHECK(f.events("r1").find("FAILED") == std::string::npos);
+        const auto sbatch = f.slurm->changes();
+        auto s = std::find_if(sbatch.begin(), sbatch.end(), [](const auto &c) { return c.argv[0] == "sbatch"; });
+        CHECK(has(s->argv, "--shardnet-on-timeout=requeue"));
+        CHECK(has(s->argv, "--shardnet-resume=checkpoint-0020"));
+    }
+    SUBCASE("sealed only before the signal: FAILED, saying why it was not requeued") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        timed_out(f, true, false);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+        CHECK(f.events("r1").find("FAILED: the job reached its time limit (Slurm: TIMEOUT); not requeued: --shardnet-on-timeout=requeue, "
+                                  "but attempt 1 sealed no checkpoint after its pre-limit signal") != std::string::npos);
+        CHECK(f.slurm->count("sbatch") == 0);
+    }
+    SUBCASE("no pre-limit signal reported: FAILED, naming the site's setting") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        timed_out(f, false, true);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+        CHECK(f.events("r1").find("not requeued: --shardnet-on-timeout=requeue, but no pre-limit signal was reported") != std::string::npos);
+        CHECK(f.slurm->count("sbatch") == 0);
+    }
+}

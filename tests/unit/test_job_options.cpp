@@ -28,8 +28,10 @@ TEST_CASE("every option resolved") {
     raw[Opt::requeue] = "local";
     raw[Opt::max_attempts] = "4";
     raw[Opt::fatal_exit] = "42,3";
+    raw[Opt::on_timeout] = "requeue";
     JobOptions out;
     CHECK(resolve_job_options(raw, cfg, out) == "");
+    CHECK(out.requeue_timeout);
     CHECK(out.max_attempts == 4);
     CHECK(out.fatal_exit == std::vector<int>{3, 42});
     CHECK(out.run == "llama-7b.r3");
@@ -59,6 +61,9 @@ TEST_CASE("bad values name the option and the reason") {
     CHECK(one(Opt::run, "bad/run").find("--shardnet=bad/run") == 0);
     CHECK(one(Opt::resume, "../x").find("expected 'latest'") != std::string::npos);
     CHECK(one(Opt::resume, "a\nb").find("(unprintable)") != std::string::npos);
+    CHECK(one(Opt::on_timeout, "retry") == "--shardnet-on-timeout=retry: expected fail or requeue");
+    CHECK(one(Opt::on_timeout, "fail") == "");
+    CHECK_FALSE(out.requeue_timeout);
     const std::string fatal_why = ": expected exit codes from 1 to 255, comma-separated, at most 16 (e.g. 3,7)";
     CHECK(one(Opt::fatal_exit, "0") == "--shardnet-fatal-exit=0" + fatal_why);
     CHECK(one(Opt::fatal_exit, "3,256") == "--shardnet-fatal-exit=3,256" + fatal_why);

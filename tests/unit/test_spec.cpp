@@ -35,7 +35,7 @@ TEST_CASE("bad specs name the file, line, column and what was expected") {
     JobSpec s;
     CHECK(parse_spec("command: x\nfabrik: ib\n", "a.yaml", s) ==
           "a.yaml:2:1: fabrik: unknown key (expected name, command, accelerator, gpus, gpus_per_node, gpu_memory_gb, nodes, "
-          "tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, fatal_exit, clusters, regions, time_limit)");
+          "tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, fatal_exit, on_timeout, clusters, regions, time_limit)");
     s = {};
     CHECK(parse_spec("command: x\ngpus: many\n", "a.yaml", s) == "a.yaml:2:7: gpus: expected an integer");
     s = {};
@@ -58,6 +58,20 @@ TEST_CASE("bad specs name the file, line, column and what was expected") {
     CHECK(accelerator_class("H100") == "H100-SXM");
     CHECK(accelerator_class("MI355X") == "MI355X");
     CHECK(accelerator_class("TPU") == "");
+}
+
+TEST_CASE("on_timeout: fail (the default) or requeue; submitted as --shardnet-on-timeout=requeue") {
+    JobSpec s;
+    REQUIRE(parse_spec("command: x\non_timeout: requeue\n", "a.yaml", s) == "");
+    auto argv = sbatch_argv(s, "r", "alpha", "", "/tmp/x.sh");
+    CHECK(std::find(argv.begin(), argv.end(), "--shardnet-on-timeout=requeue") != argv.end());
+    CHECK(manifest_of(s).at("on_timeout").as_string() == "requeue");
+    JobSpec d;
+    REQUIRE(parse_spec("command: x\n", "a.yaml", d) == "");
+    argv = sbatch_argv(d, "r", "alpha", "", "/tmp/x.sh");
+    CHECK(std::none_of(argv.begin(), argv.end(), [](const std::string &a) { return a.rfind("--shardnet-on-timeout", 0) == 0; }));
+    JobSpec bad;
+    CHECK(parse_spec("command: x\non_timeout: retry\n", "a.yaml", bad).find("on_timeout") != std::string::npos);
 }
 
 TEST_CASE("fatal_exit: a list, one code or the option's own text; submitted as --shardnet-fatal-exit") {
