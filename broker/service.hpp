@@ -169,6 +169,7 @@ public:
         // detector leaves the attempt's silent workers to the judgment.
         long long judging = 0, probing = 0;
         long long slurm_requeues = 0;   // Slurm's own requeues of the run's jobs (not ShardNet's attempts)
+        long long slurm_requeued = 0;   // the attempt Slurm requeued and has not started again (0: none)
         // The pre-limit signal of attempt prelimit_attempt went at
         // prelimit_at (its agents' first heartbeat that said so): under
         // --shardnet-on-timeout=requeue, that attempt's TIMEOUT is requeued
@@ -282,6 +283,10 @@ private:
                     const std::string &slurm_words = "");
     // Every node alive: the job's end as Slurm tells it once settled
     // (detector/slurm_end.cpp). hold keeps the judgment's flag up meanwhile.
+    // The batch step of an attempt Slurm requeued itself heartbeats again:
+    // the RESUMED event (the end of the pause on the run's timeline).
+    void resumed_after_slurm_requeue(const std::string &run, long long attempt, const std::string &cluster, long long job,
+                                     const std::string &nodelist);
     // The first heartbeat of an attempt that says its pre-limit signal went.
     void note_prelimit(std::string_view run, long long attempt, double now);
     // A TIMEOUT under --shardnet-on-timeout=requeue: the checkpoint sealed

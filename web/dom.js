@@ -55,7 +55,7 @@ export function clock(t) {
 // A state's family, for its shape and colour (the word is always shown).
 const FAMILY = {
   RUNNING: "ok", SUCCEEDED: "ok", verified: "ok", failed: "bad", RECOVERED: "ok", SEALED: "ok", ok: "ok", healthy: "ok",
-  PENDING: "idle", CANCELLED: "idle", ended: "idle", ATTEMPT: "idle", REQUEUED: "idle", POLICY: "idle", MOVED: "idle", RECEIVED: "idle", DELIVERY: "idle",
+  PENDING: "idle", CANCELLED: "idle", ended: "idle", ATTEMPT: "idle", REQUEUED: "idle", RESUMED: "idle", POLICY: "idle", MOVED: "idle", RECEIVED: "idle", DELIVERY: "idle",
   RECOVERING: "warn", DEGRADED: "warn", PLACEMENT: "warn", late: "warn", suspect: "warn",
   FAILED: "bad", FAULT: "bad", faulted: "bad",
   unknown: "unknown",

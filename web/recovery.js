@@ -9,6 +9,8 @@
 //   ATTEMPT    evidence {attempt}: the new attempt's first heartbeat (RUNNING for attempt 1)
 //   RECOVERED  evidence {attempt, nodes}: every node of the new attempt heartbeats
 //   SEALED     evidence {checkpoint, attempt, ranks, parent}
+//   REQUEUED   evidence {attempt, job, restarts}: Slurm requeued the job itself (the attempt pauses)
+//   RESUMED    evidence {attempt, job, nodes}: Slurm started it again (the pause ends)
 const FINAL = new Set(["SUCCEEDED", "FAILED", "CANCELLED"]);
 
 // The attempt a decision's id names ("alpha:r1/attempt-2" -> 2).
@@ -37,7 +39,7 @@ export function withOnward(events, attempts, onward) {
   return { events: all, attempts: [...attempts, ...more] };
 }
 
-// model(events, {attempts, broker, now, state}) -> {t0, t1, lanes, bars, seals, points, lost, recoveries}
+// model(events, {attempts, broker, now, state}) -> {t0, t1, lanes, bars, seals, points, lost, recoveries, pauses}
 // An attempt or event with its own "broker" (a peer's, withOnward) takes
 // its lane from that broker.
 export function model(events, { attempts = [], broker = "", now = Date.now() / 1000, state = "" } = {}) {
@@ -80,10 +82,16 @@ export function model(events, { attempts = [], broker = "", now = Date.now() / 1
     const end = ends.get(a) ?? next ?? t1;
     return { attempt: a, lane: laneOf(a), start, end, ended: ends.has(a) || next !== undefined || !live };
   });
-  const seals = [], points = [], lost = [], recoveries = [];
+  const seals = [], points = [], lost = [], recoveries = [], pauses = [];
   let lastSeal = null;
   events.forEach((ev, i) => {
     const lane = laneOf(at[i]);
+    // Slurm's own requeue: the attempt waits (Slurm holds the job) until RESUMED.
+    if (ev.kind === "REQUEUED") pauses.push({ attempt: at[i], lane, from: ev.time, to: null, ev });
+    if (ev.kind === "RESUMED") {
+      const open = pauses.findLast((p) => p.attempt === at[i] && p.to === null);
+      if (open) open.to = ev.time;
+    }
     if (ev.kind === "SEALED") {
       seals.push({ ev, lane, time: ev.time, name: ev.evidence?.checkpoint ?? ev.cause });
       lastSeal = ev;
@@ -99,7 +107,13 @@ export function model(events, { attempts = [], broker = "", now = Date.now() / 1
     lost.push({ fault: ev, lane: bar?.lane ?? lane, from, to: Math.max(from, to), seal: lastSeal });
     recoveries.push(recovery(events, i, at[i]));
   });
-  return { t0, t1, lanes, bars, seals, points, lost, recoveries };
+  for (const p of pauses) {
+    if (p.to !== null) continue;
+    const bar = bars.find((b) => b.attempt === p.attempt);
+    p.to = bar?.ended ? bar.end : t1;   // still waiting (or its attempt ended first)
+    p.open = !bar?.ended;
+  }
+  return { t0, t1, lanes, bars, seals, points, lost, recoveries, pauses };
 }
 
 // detect -> place -> start -> first step of the recovery from the FAULT at

@@ -87,6 +87,7 @@ export function render(id) {
     parts.timeline.replaceChildren(draw(m, { width, onOpen: openEvent }), h("div", { class: "legend" },
       h("span", {}, "■ FAULT"), h("span", {}, "◆ PLACEMENT"), h("span", {}, "▲ RECOVERED"), h("span", {}, "● other event"),
       h("span", {}, "| SEALED checkpoint"), h("span", {}, "shaded: work lost since the last seal"),
+      m.pauses.length ? h("span", {}, "dotted: paused while Slurm held its own requeue") : null,
       h("span", {}, `lanes: ${m.lanes.join(", ")}`)));
     parts.recoveries.replaceChildren(...(m.recoveries.length ? m.recoveries.map((r) => h("div", { class: "recovery" },
       h("p", {}, `FAULT #${r.fault.id} of attempt ${r.attempt - 1} → attempt ${r.attempt}: `,

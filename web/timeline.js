@@ -29,6 +29,11 @@ export function draw(m, { width = 1000, onOpen }) {
     s("title", {}, `attempt ${b.attempt} on ${b.lane}: ${duration(b.end - b.start)}${b.ended ? "" : " (running)"}`));
     svg.append(r, s("text", { x: x(b.start) + 3, y: y(b.lane) + 31 }, `attempt ${b.attempt}`));
   }
+  for (const p of m.pauses ?? []) {
+    svg.append(s("rect", { class: "pause", x: x(p.from), y: y(p.lane) + 18, height: 18, width: Math.max(3, x(p.to) - x(p.from)) },
+      s("title", {}, `paused ${duration(p.to - p.from)}: Slurm requeued job ${p.ev.evidence?.job ?? ""} itself${p.open ? " (waiting for Slurm to start it again)" : ", then started it again"}`)),
+    s("text", { x: x(p.from) + 3, y: y(p.lane) + 50, class: "pause-label" }, `paused ${duration(p.to - p.from)}`));
+  }
   for (const l of m.lost) {
     svg.append(s("rect", { class: "lost", x: x(l.from), y: y(l.lane) + 14, height: 26, width: Math.max(3, x(l.to) - x(l.from)) },
       s("title", {}, `work lost: ${duration(l.to - l.from)} since ${l.seal ? `the last seal (${l.seal.evidence?.checkpoint ?? ""})` : "the start (nothing sealed)"}`)),
@@ -44,13 +49,15 @@ export function draw(m, { width = 1000, onOpen }) {
   for (const p of m.points) {
     const cx = x(p.ev.time), cy = y(p.lane) + 10, cls = `point ${SHAPES[p.ev.kind] ?? "p-other"}`;
     const label = `${p.ev.kind} at ${clock(p.ev.time)}: ${p.ev.cause}`;
-    const attrs = { class: cls, tabindex: 0, role: "button", "aria-label": label, "data-kind": p.ev.kind, "data-id": p.ev.id };
+    // A peer's event (a moved run's story there) has ids of its own broker's.
+    const key = `${p.ev.broker ?? ""}#${p.ev.id}`;
+    const attrs = { class: cls, tabindex: 0, role: "button", "aria-label": label, "data-kind": p.ev.kind, "data-id": key };
     let shape;
     if (p.ev.kind === "FAULT") shape = s("rect", { ...attrs, x: cx - 6, y: cy - 6, width: 12, height: 12 });
     else if (p.ev.kind === "PLACEMENT") shape = s("polygon", { ...attrs, points: `${cx},${cy - 7} ${cx + 7},${cy} ${cx},${cy + 7} ${cx - 7},${cy}` });
     else if (p.ev.kind === "RECOVERED") shape = s("polygon", { ...attrs, points: `${cx},${cy - 7} ${cx + 7},${cy + 6} ${cx - 7},${cy + 6}` });
     else shape = s("circle", { ...attrs, cx, cy, r: 4 });
-    byId.set(String(p.ev.id), p.ev);
+    byId.set(key, p.ev);
     svg.append(shape);
   }
   const opened = (e) => byId.get(e.target.closest?.(".point")?.dataset.id ?? "");

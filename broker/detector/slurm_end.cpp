@@ -154,8 +154,18 @@ void Service::slurm_requeued(const BatchEnd &end, const std::string &cause, cons
         it->second.first_failure = {};
         it->second.failed_nodes.clear();
         ++it->second.slurm_requeues;
+        it->second.slurm_requeued = end.attempt;
     }
     count(c_slurm_requeues);
+    // Slurm starts the job again, maybe on other nodes: the old allocation's
+    // watches go, and the batch step's first heartbeat then keeps the job's
+    // spec and watches its allocation anew (capture_spec: RESUMED).
+    for (const auto &[key, w] : workers_.of_run(end.run, true))
+        if (w.attempt == end.attempt && w.watch_only) workers_.unwatch(end.run, key, end.attempt);
+    {
+        std::lock_guard<std::mutex> lock(specs_mu_);
+        specs_seen_.erase(end.run + '\n' + std::to_string(end.attempt));
+    }
     on_store([this, end, cause, evidence, now] {
         try {
             transact([&] { event(end.run, "REQUEUED", cause, evidence, now); });
@@ -190,6 +200,30 @@ void Service::slurm_cancelled(const BatchEnd &end, const std::string &evidence, 
         } catch (const std::exception &e) {
             undo_run(end.run, before);
             log_warn("CANCELLED not written", end.run, e.what());
+        }
+    });
+}
+
+void Service::resumed_after_slurm_requeue(const std::string &run, long long attempt, const std::string &cluster, long long job,
+                                          const std::string &nodelist) {
+    long long restarts = 0;
+    {
+        std::unique_lock lock(runs_mu_);
+        auto it = runs_.find(run);
+        if (it == runs_.end() || it->second.slurm_requeued != attempt) return;
+        it->second.slurm_requeued = 0;
+        restarts = it->second.slurm_requeues;
+    }
+    const double now = wall_now();
+    json::object ev{{"attempt", attempt}, {"job", job}, {"cluster", cluster}, {"nodes", nodelist}, {"slurm_requeues", restarts}};
+    on_store([this, run, attempt, job, nodelist, ev = json::serialize(ev), now] {
+        try {
+            transact([&] {
+                event(run, "RESUMED", "Slurm started job " + std::to_string(job) + " again after its own requeue, on " + nodelist +
+                      "; attempt " + std::to_string(attempt) + " goes on", ev, now);
+            });
+        } catch (const std::exception &e) {
+            log_warn("RESUMED not written as an event", run, e.what());
         }
     });
 }

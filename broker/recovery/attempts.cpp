@@ -41,6 +41,7 @@ void Service::capture_spec(const std::string &run, long long attempt, const std:
             specs_seen_.erase(run + '\n' + std::to_string(attempt));
             return;
         }
+        resumed_after_slurm_requeue(run, attempt, cluster, job, nodelist);
         const auto hosts = slurm_hostnames(*slurm_, cfg_.clusters.at(cluster), nodelist);
         if (!hosts) return;
         for (const auto &host : *hosts)

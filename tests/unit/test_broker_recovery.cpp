@@ -889,6 +889,10 @@ TEST_CASE("how Slurm says the job ended decides, every node alive: its own reque
         }
         REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
         REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
+        // The pause ends on the timeline: its batch step is back, the job's spec kept anew.
+        REQUIRE(ServiceFixture::until([&] {
+            return f.events("r1").find("RESUMED: Slurm started job 7 again after its own requeue, on n1,n2; attempt 1 goes on") != std::string::npos;
+        }));
         REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":0,"signal":null}}])") == 204);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "SUCCEEDED"; }));
     }

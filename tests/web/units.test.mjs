@@ -75,6 +75,17 @@ test("a run moved to a peer broker: its story there joins this one, its lane is 
   assert.equal(withOnward(here, [], { broker: "west", status: "unreachable" }).events, here);
 });
 
+test("Slurm's own requeue pauses the attempt on the timeline until RESUMED; an open pause runs to now", () => {
+  const evs = [ev(1, 100, "RUNNING", { attempt: 1 }), ev(2, 120, "REQUEUED", { attempt: 1, job: 7, restarts: 1 }),
+    ev(3, 245, "RESUMED", { attempt: 1, job: 7, nodes: "a1,a2" })];
+  const m = model(evs, { broker: "w", now: 300, state: "RUNNING" });
+  assert.deepEqual(m.pauses.map((p) => [p.attempt, p.from, p.to]), [[1, 120, 245]]);
+  assert.equal(m.bars.length, 1);   // the same attempt: one bar, paused within it
+  const waiting = model(evs.slice(0, 2), { broker: "w", now: 200, state: "RUNNING" });
+  assert.deepEqual(waiting.pauses.map((p) => [p.from, p.to, p.open]), [[120, 200, true]]);
+  assert.deepEqual(model(killed, { broker: "w", now: 150 }).pauses, []);
+});
+
 // Receipts, checked as the run page checks them (web/verify.js).
 import { hex, unhex, b64decode, canonical, pae, leafHash, nodeHash, verifyInclusion, sha256, envelopeBytes,
   importKeys, checkHead, verifyReceipts, attests, checkKeyValidity } from "../../web/verify.js";
