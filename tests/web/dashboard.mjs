@@ -71,6 +71,8 @@ await check(url, out, async ({ page, allowErrors }) => {
   for (const k of ["FAULT", "PLACEMENT", "RECOVERED"]) expect(kinds.includes(k), `a ${k} point: ${kinds}`);
   expect((await page.$$("#timeline .lost")).length === 1, "the work lost between ckpt-100 and the FAULT is shaded");
   expect((await page.$$("#timeline .seal")).length === 1, "one SEALED mark");
+  expect((await page.$$("#timeline .pause")).length === 1 && /paused \d/.test(await text(page, "#timeline")),
+    "Slurm's own requeue of attempt 2 is a labelled pause on its bar");
   expect(/lost \d/.test(await text(page, "#timeline")), "the lost work is labelled in text");
   const phases = await page.$$eval("#run-recoveries .phase", (ps) => ps.map((p) => p.textContent));
   expect(phases.length === 4 && phases.every((p) => !/not yet/.test(p)), `detect, place, start, first step with seconds: ${phases}`);

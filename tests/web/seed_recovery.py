@@ -30,6 +30,11 @@ events = [
     (t_fault + 0.7, "RECOVERING", f"attempt 2 submitted with --shardnet-resume={seal}", place),
     (t_fault + 2.2, "ATTEMPT", "attempt 2 heartbeats; older attempts fenced", {"attempt": 2}),
     (t_fault + 2.9, "RECOVERED", "attempt 2 heartbeats from all 2 node(s)", {"attempt": 2, "nodes": 2}),
+    # Then an admin's scontrol requeue of job 202 (broker/detector/slurm_end.cpp), and Slurm starting it again.
+    (t_fault + 3.5, "REQUEUED", "Slurm requeued job 202 itself (PENDING, BeginTime; restart 1): not a failure; attempt 2 goes on when Slurm "
+                                "starts it again", {"attempt": 2, "job": 202, "slurm_job_state": "PENDING", "restarts": 1}),
+    (t_fault + 5.0, "RESUMED", "Slurm started job 202 again after its own requeue, on a1,a2; attempt 2 goes on",
+     {"attempt": 2, "job": 202, "cluster": "alpha", "nodes": "a1,a2", "slurm_requeues": 1}),
 ]
 with con:
     for t, kind, cause, ev in events:
