@@ -76,27 +76,34 @@ std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir, con
                 c.reads_checkpoint = std::any_of(info->second.ckpt_roots.begin(), info->second.ckpt_roots.end(),
                                                  [&](const std::string &r) { return under(ckpt_dir, r); });
         }
-        // The job's partitions, in this cluster's names: only their nodes count.
+        // The job's partitions and GPU types, in this cluster's names: only
+        // their nodes count.
         std::set<std::string> partitions;
+        std::vector<std::string> gpu_types;
         if (site_options) {
             FittedOptions f{*site_options, {}};
             if (info != cfg_.cluster_info.end()) c.refused = local_names(info->second.names, f.options, &f.mapped);
             for (auto &p : job_partitions(f.options)) partitions.insert(p);
+            gpu_types = job_gpu_types(f.options);
             if (fitted) (*fitted)[name] = std::move(f);
             if (!c.refused.empty()) { offers.push_back(std::move(c)); continue; }
         }
         std::string out;
-        if (slurm_->query(conf, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N %R"}, out) != 0) {
+        auto has_types = [&](const std::string &gres) {
+            return std::all_of(gpu_types.begin(), gpu_types.end(), [&](const std::string &t) { return node_has_gpu_type(gres, t); });
+        };
+        if (slurm_->query(conf, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N %R %G"}, out) != 0) {
             c.reachable = false;
         } else {
             std::istringstream lines(out);
             std::set<std::string> seen;
             for (std::string line; std::getline(lines, line);) {
                 std::istringstream is(line);
-                std::string n, partition;
+                std::string n, partition, gres;
                 if (!(is >> n)) continue;
-                is >> partition;
+                is >> partition >> gres;
                 if (!partitions.empty() && !partitions.count(partition)) continue;
+                if (!has_types(gres)) continue;
                 if (!seen.insert(n).second) continue;  // a node in several partitions
                 if (held.count(name + "/" + n)) continue;  // seen dead: Slurm may not know yet
                 auto d = described.find(n);
@@ -115,6 +122,20 @@ std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir, con
                         if (!known.count(p)) missing += (missing.empty() ? "" : ",") + p;
                     if (missing.size() && std::none_of(partitions.begin(), partitions.end(), [&](const std::string &p) { return known.count(p) > 0; }))
                         c.refused = "no partition " + missing + " (and no mapping for it in clusters." + name + ".names.partition)";
+                }
+            }
+            // A GPU type no node of this cluster has: no place either.
+            if (!gpu_types.empty() && c.idle.empty() && c.refused.empty()) {
+                std::string all;
+                if (slurm_->query(conf, {"sinfo", "-h", "-N", "-o", "%G"}, all) == 0) {
+                    std::istringstream is(all);
+                    bool any = false;
+                    for (std::string g; is >> g;) any = any || has_types(g);
+                    if (!any) {
+                        std::string types;
+                        for (const auto &t : gpu_types) types += (types.empty() ? "" : ",") + t;
+                        c.refused = "no GPU of type " + types + " (and no mapping for it in clusters." + name + ".names.gpu_type)";
+                    }
                 }
             }
         }

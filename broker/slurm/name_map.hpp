@@ -1,4 +1,4 @@
-// Partition, account and QOS names differ between clusters: "gpu" here is
+// Partition, account, QOS and GPU type names differ between clusters: "gpu" here is
 // "gpu-a100" there, and a cluster may have no such partition at all. Each
 // cluster's table (clusters.NAME.names in the broker config) says what the
 // site's names are called on that cluster, or that it has none (null). A
@@ -15,8 +15,9 @@
 
 namespace shardnet::broker {
 
-// kind ("partition", "account", "qos") -> site name -> this cluster's name
-// (nullopt: this cluster has none).
+// kind ("partition", "account", "qos", "gpu_type") -> site name -> this
+// cluster's name (nullopt: this cluster has none). A GPU type is the TYPE
+// of --gres=gpu:TYPE:N and --gpus*=TYPE:N ("a100" here, "A100-SXM4" there).
 using NameTable = std::map<std::string, std::map<std::string, std::optional<std::string>>>;
 
 // The kinds a table may name.
@@ -38,5 +39,13 @@ std::string local_names(const NameTable &to, boost::json::object &opts, std::vec
 
 // The job's partitions (a comma list) as names; empty when it names none.
 std::vector<std::string> job_partitions(const boost::json::object &opts);
+
+// The GPU types the job's GRES options name (gres gpu:TYPE:N, gpus*
+// TYPE:N); empty when it names none (any GPU will do).
+std::vector<std::string> job_gpu_types(const boost::json::object &opts);
+
+// Whether a node's GRES as sinfo %G shows it ("gpu:a100:4(S:0-1),nvme:1")
+// has GPUs of type.
+bool node_has_gpu_type(const std::string &node_gres, const std::string &type);
 
 }  // namespace shardnet::broker

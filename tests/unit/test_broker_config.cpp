@@ -182,7 +182,7 @@ TEST_CASE("clusters.NAME.names: the site's partition/account/QOS names as the cl
     CHECK(!names.at("partition").at("debug"));
     CHECK(names.at("qos").at("high") == std::optional<std::string>("normal"));
     CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "names": {"gres": {}}}})"), c) ==
-          "clusters.beta.names.gres: unknown key (expected partition, account or qos)");
+          "clusters.beta.names.gres: unknown key (expected partition, account, qos or gpu_type)");
     CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "names": {"partition": {"gpu": "a b"}}}})"), c) ==
           "clusters.beta.names.partition.gpu: expected this cluster's name (1-64 of [A-Za-z0-9._-]) or null");
     CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "names": {"partition": ["gpu"]}}})"), c) ==

@@ -142,3 +142,32 @@ TEST_CASE("names across clusters: into the site's words as a job leaves, into th
     CHECK(job_partitions(json::object{{"partition", "a,b"}}) == std::vector<std::string>{"a", "b"});
     CHECK(job_partitions(json::object{}).empty());
 }
+
+TEST_CASE("GPU types across clusters: the TYPE of gres gpu:TYPE:N and gpus*=TYPE:N, mapped both ways") {
+    NameTable alpha, beta;
+    alpha["gpu_type"]["a100"] = std::string("tesla");          // alpha calls the site's a100 tesla
+    beta["gpu_type"]["a100"] = std::string("A100-SXM4");
+    beta["gpu_type"]["v100"] = std::nullopt;                  // beta has none
+    json::object opts{{"gres", "gpu:tesla:2,nvme:1"}, {"gpus_per_task", "tesla:1"}, {"gpus", "4"}, {"partition", "tesla"}};
+    site_names(alpha, opts);
+    CHECK(opts.at("gres") == "gpu:a100:2,nvme:1");
+    CHECK(opts.at("gpus_per_task") == "a100:1");
+    CHECK(opts.at("gpus") == "4");           // no type: nothing to map
+    CHECK(opts.at("partition") == "tesla");  // a partition is not a GPU type
+    CHECK(job_gpu_types(opts) == std::vector<std::string>{"a100"});
+    std::vector<std::string> mapped;
+    CHECK(local_names(beta, opts, &mapped) == "");
+    CHECK(opts.at("gres") == "gpu:A100-SXM4:2,nvme:1");
+    CHECK(opts.at("gpus_per_task") == "A100-SXM4:1");
+    CHECK(std::find(mapped.begin(), mapped.end(), "gpu_type a100 -> A100-SXM4") != mapped.end());
+    json::object v100{{"gres", "gpu:v100"}};
+    CHECK(local_names(beta, v100) == "no gpu_type for v100");
+    json::object untyped{{"gres", "gpu:2"}, {"gpus_per_socket", "1"}};
+    CHECK(local_names(beta, untyped) == "");
+    CHECK(untyped.at("gres") == "gpu:2");
+    CHECK(job_gpu_types(untyped).empty());
+    CHECK(node_has_gpu_type("gpu:tesla:2(S:0),nvme:1", "tesla"));
+    CHECK_FALSE(node_has_gpu_type("gpu:tesla:2(S:0)", "a100"));
+    CHECK_FALSE(node_has_gpu_type("(null)", "tesla"));
+}
+

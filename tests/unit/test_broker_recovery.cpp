@@ -814,6 +814,51 @@ void gpu_job_and_second_cluster(ServiceFixture &f, const std::string &c2_partiti
 }
 }  // namespace
 
+TEST_CASE("GPU types across clusters: only nodes of the job's type count; a cluster without it is excluded with the reason, mapped where named") {
+    // Job 7 on c1 asks gpu:tesla:1 per node; c2's idle nodes have a100s (m1, m2) and none (m3).
+    auto typed_job = [](ServiceFixture &f) {
+        {
+            std::lock_guard<std::mutex> lock(f.slurm->mu);
+            f.slurm->nodes[kConf2] = {{"m1", "IDLE"}, {"m2", "IDLE"}, {"m3", "IDLE"}};
+            f.slurm->gres[kConf2] = {{"m1", "gpu:a100:4(S:0)"}, {"m2", "gpu:a100:4(S:0)"}};
+        }
+        put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}});
+        {
+            std::lock_guard<std::mutex> lock(f.slurm->mu);
+            f.slurm->jobs[kConf][7].tres_per_node = "gres:gpu:tesla:1";
+            f.slurm->gres[kConf] = {{"n1", "gpu:tesla:2(S:0)"}, {"n2", "gpu:tesla:2(S:0)"}};
+        }
+        REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+        REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
+        REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+        REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+        kill_node(f, "n2");
+        f.tick_ahead(10);
+    };
+    SUBCASE("c2 names the site's tesla a100: attempt 2 goes there on its a100 nodes, as gpu:a100:1, said so") {
+        ServiceFixture f({{"c1", kConf}, {"c2", kConf2}});
+        f.cfg.cluster_info["c2"].names["gpu_type"]["tesla"] = std::string("a100");
+        f.start();
+        typed_job(f);
+        REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }));
+        const auto sbatch = f.slurm->changes();
+        auto s = std::find_if(sbatch.begin(), sbatch.end(), [](const auto &c) { return c.argv[0] == "sbatch"; });
+        CHECK(s->conf == kConf2);
+        CHECK(has(s->argv, "--gres=gpu:a100:1"));
+        CHECK(has(s->argv, "--nodelist=m1,m2"));
+        CHECK(f.events("r1").find("gpu_type tesla -> a100") != std::string::npos);
+    }
+    SUBCASE("no table: c2 has no tesla at all, excluded with the reason; nothing submitted") {
+        ServiceFixture f({{"c1", kConf}, {"c2", kConf2}});
+        f.start();
+        typed_job(f);
+        REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("PLACEMENT: no placement for attempt 2") != std::string::npos; }));
+        INFO(f.events("r1"));
+        CHECK(f.events("r1").find("c2 rejected: no GPU of type tesla (and no mapping for it in clusters.c2.names.gpu_type)") != std::string::npos);
+        CHECK(f.slurm->count("sbatch") == 0);
+    }
+}
+
 TEST_CASE("partition names across clusters: mapped where the target names it, the target excluded with the reason where it has none") {
     SUBCASE("c2 calls the site's gpu partition gpu-a: attempt 2 goes there as gpu-a, said so") {
         ServiceFixture f({{"c1", kConf}, {"c2", kConf2}});

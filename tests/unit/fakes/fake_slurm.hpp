@@ -22,6 +22,7 @@ public:
     struct Job {
         long long id = 0, uid = 5000, gid = 5000, node_count = 1, tasks = 1;
         std::string user = "alice", state = "RUNNING", nodes, batch_host, workdir = "/home/alice", comment, partition;
+        std::string tres_per_node;   // "gres:gpu:tesla:1" (none: not set)
         std::string script = "#!/bin/sh\nsrun train.py\n";
     };
     struct Seen {
@@ -35,6 +36,7 @@ public:
     std::map<std::string, std::map<long long, Job>> jobs;                 // conf -> id -> job
     std::map<std::string, std::map<std::string, std::string>> nodes;      // conf -> node -> state (IDLE, ALLOCATED, DOWN*)
     std::map<std::string, std::map<std::string, std::string>> partitions; // conf -> node -> its partition (none listed: main)
+    std::map<std::string, std::map<std::string, std::string>> gres;       // conf -> node -> its GRES as sinfo %G shows it (none: "(null)")
     std::set<std::string> down_controllers;                               // conf
     std::set<std::string> dead_slurmd;                                    // node names
     long long next_job = 100;
@@ -82,6 +84,7 @@ private:
                                             {"nodes", j.nodes}, {"batch_host", j.batch_host}, {"comment", j.comment},
                                             {"node_count", j.node_count}, {"tasks", j.tasks}, {"submit_time", 1700000000}});
             if (!j.partition.empty()) a.back().as_object()["partition"] = j.partition;
+            if (!j.tres_per_node.empty()) a.back().as_object()["tres_per_node"] = j.tres_per_node;
         }
         return boost::json::serialize(boost::json::object{{"jobs", std::move(a)}});
     }
@@ -128,15 +131,21 @@ private:
             const std::string format = argv.back();
             const auto &ps = partitions[conf];
             auto partition = [&](const std::string &n) { auto it = ps.find(n); return it == ps.end() ? std::string("main") : it->second; };
+            const auto &gs = gres[conf];
+            auto gres_of = [&](const std::string &n) { auto it = gs.find(n); return it == gs.end() ? std::string("(null)") : it->second; };
             if (format == "%R") {   // the cluster's partitions
                 std::set<std::string> all;
                 for (const auto &[n, st] : ns) all.insert(partition(n));
                 for (const auto &p : all) out += p + "\n";
                 return 0;
             }
+            if (format == "%G") {   // every node's GRES
+                for (const auto &[n, st] : ns) out += gres_of(n) + "\n";
+                return 0;
+            }
             for (const auto &[n, st] : ns)
                 if (!idle_only) out += n + " " + st + "\n";
-                else if (st == "IDLE") out += n + (format == "%N %R" ? " " + partition(n) : "") + "\n";
+                else if (st == "IDLE") out += n + (format == "%N %R %G" ? " " + partition(n) + " " + gres_of(n) : "") + "\n";
             return 0;
         }
         if (cmd == "scancel" && argv.size() > 1) {
