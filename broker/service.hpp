@@ -309,6 +309,7 @@ private:
     std::vector<Retry> retries_;
     // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
     void requeue(const Fault &fault, int tries = 0);
+    struct Requeue;   // one requeue, step by step (recovery/requeue.cpp)
     void check_recovered(const std::string &run, long long attempt, double now);
 
     // Federation (federation/: inbox.cpp, forwarder.cpp) and recovery (recovery/attempts.cpp).

@@ -24,6 +24,346 @@ namespace json = boost::json;
 using detail::join;
 using detail::log_warn;
 
+// One requeue carried out on the Slurm thread, a step per member: the
+// durable decision, the failed attempt's spec, the budget, a job submitted
+// before a stop, the requirements, the placement, then a peer or a job.
+struct Service::Requeue {
+    Service &s;
+    const Fault fault;
+    const std::string policy, manifest, owner, ckpt_every;
+    const long long owner_uid;
+    const int tries;
+    // The node to leave out: none when Slurm ended a healthy job itself.
+    const std::string bad = fault.kind == FaultKind::ended_by_slurm ? "" : fault.node.substr(0, fault.node.find('/'));
+    const long long to = fault.attempt + 1;
+    const std::string id;
+    const double now = wall_now();
+    std::string nonce = detail::random_id().substr(4);
+    bool resumed = false;
+    json::object ev;
+    long long recover_nodes = 0;   // RECOVERING: the new attempt's nodes, kept across a restart
+    std::optional<Store::JobSpecRow> spec_row;
+    json::object spec;
+    std::string comment, resume, ckpt, spec_cluster, others;
+    long long spec_uid = -1, spec_nodes = 1;
+    Requirements req;
+    json::object site_options;
+    std::map<std::string, FittedOptions> fitted;
+
+    Requeue(Service &svc, const Fault &f, std::string pol, std::string man, std::string own, std::string every, long long uid, int t)
+        : s(svc), fault(f), policy(std::move(pol)), manifest(std::move(man)), owner(std::move(own)), ckpt_every(std::move(every)),
+          owner_uid(uid), tries(t), id(svc.cfg_.broker_name + ":" + f.run + "/attempt-" + std::to_string(f.attempt + 1)) {}
+
+    void run() {
+        if (!decide()) return;
+        ev = json::object{{"decision", id}, {"from_cluster", fault.state.cluster}, {"excluded", bad}, {"old_job", fault.state.job}};
+        if (!load_spec() || budget_spent() || taken_up_already()) return;
+        requirements();
+        Placement p = place_here();
+        if (p.cluster.empty()) return nowhere_here();
+        submit(p);
+    }
+
+    // The decision and an event in one transaction (and the run's state).
+    bool record(const std::string &state, long long new_job, const std::string &kind, const std::string &cause,
+                std::optional<RunState> run_state = std::nullopt) {
+        return s.store_wait([&] {
+            try {
+                s.transact([&] {
+                    s.store_->apply_decision(id, state, new_job);
+                    s.event(fault.run, kind, cause, json::serialize(ev), wall_now());
+                    if (run_state) s.store_state(fault.run, *run_state, fault.attempt, wall_now());
+                    if (run_state == RunState::recovering) s.store_->set_recovering(fault.run, to, recover_nodes);
+                });
+            } catch (const std::exception &e) {
+                log_warn("requeue decision " + id + " (" + state + ") not written", fault.run, e.what());
+                return false;
+            }
+            return true;
+        });
+    }
+
+    void cancel_old() {
+        std::string ignored;
+        s.slurm_->change(s.cfg_.clusters.at(fault.state.cluster), {"scancel", std::to_string(fault.state.job)}, ignored);
+    }
+
+    // 1. The decision, durable, before any action, with the nonce its job's
+    // comment will carry. False: nothing (more) to do here.
+    bool decide() {
+        std::string store_error;
+        const bool fresh = s.store_wait([&] {
+            bool inserted = false;
+            try {
+                s.store_->transaction([&] {
+                    inserted = s.store_->insert_decision(id, fault.run, fault.attempt, to, fault.state.cluster, bad, fault.state.job, now, nonce);
+                });
+            } catch (const std::exception &e) {
+                store_error = e.what();
+            }
+            return inserted;
+        });
+        if (!store_error.empty()) {
+            // Not "decided already": the decision could not be written. It is
+            // tried again; the event follows once the store takes writes.
+            log_warn("requeue decision not written; tried again in 1 s", fault.run, store_error);
+            // The run's history says so too, once (the store may take an
+            // event while it refuses the decision; if not, the log has it).
+            if (tries == 0)
+                s.store_wait([&] {
+                    try {
+                        s.transact([&] {
+                            s.event(fault.run, "PLACEMENT", "requeue decision for attempt " + std::to_string(to) + " not written (" +
+                                    store_error + "); tried again every second", json::serialize(json::object{{"decision", id},
+                                    {"error", store_error}}), now);
+                        });
+                    } catch (const std::exception &) {}
+                    return 0;
+                });
+            if (tries < 600) s.retry_later(1.0, "requeue retry", [svc = &s, f = fault, t = tries] { svc->requeue(f, t + 1); });
+            return false;
+        }
+        // Decided already (another worker of this attempt, before): done,
+        // unless the broker stopped between writing it and acting on it. It
+        // is then taken up again; a job with its nonce is the one it made.
+        if (!fresh) {
+            auto d = s.store_wait([&] { return s.store_->get_decision(id); });
+            if (!d || d->first != "written") return false;
+            nonce = d->second;
+            resumed = true;
+            log_warn("requeue decision " + id + " taken up again (the broker stopped before it was applied)", fault.run, "");
+        }
+        return true;
+    }
+
+    // 2. What the failed attempt's job was: kept when it started, so that a
+    // cluster whose slurmctld is gone can still be left.
+    bool load_spec() {
+        spec_row = s.store_wait([&] { return s.store_->get_job_spec(fault.run, fault.attempt); });
+        if (!spec_row) spec_row = s.capture_spec_now(fault.run, fault.attempt, fault.state.cluster, fault.state.job, "");
+        if (!spec_row) {
+            record("failed", 0, "PLACEMENT", "cannot requeue attempt " + std::to_string(fault.attempt) + ": the job's spec was not "
+                   "recorded and cluster " + fault.state.cluster + " cannot give it");
+            return false;
+        }
+        json::error_code ec;
+        json::value sv = json::parse(spec_row->spec, ec);
+        spec = !ec && sv.is_object() ? sv.as_object() : json::object{};
+        comment = nonce.empty() ? id : id + ":" + nonce;
+        spec_uid = spec.if_contains("uid") && spec.at("uid").is_int64() ? spec.at("uid").as_int64() : -1;
+        spec_nodes = spec.if_contains("nodes") && spec.at("nodes").is_int64() ? spec.at("nodes").as_int64() : 1;
+        return true;
+    }
+
+    // The run's attempt budget (--shardnet-max-attempts): with every
+    // attempt used, this failure is the run's end.
+    bool budget_spent() {
+        auto *m = spec.if_contains("max_attempts");
+        if (!m || !m->is_int64() || m->as_int64() < 1 || to <= m->as_int64()) return false;
+        ev["max_attempts"] = m->as_int64();
+        cancel_old();   // the old attempt's job ends, as on a requeue
+        const std::string n = std::to_string(m->as_int64());
+        if (record("refused", 0, "FAILED", "attempt budget spent: " + n + " of " + n + " attempts used (--shardnet-max-attempts); "
+                   "not requeued after attempt " + std::to_string(fault.attempt) + "'s fault", RunState::failed)) {
+            std::unique_lock lock(s.runs_mu_);
+            if (auto it = s.runs_.find(fault.run); it != s.runs_.end() && it->second.attempt == fault.attempt)
+                s.set_state(fault.run, it->second, RunState::failed);
+        }
+        return true;
+    }
+
+    // A decision taken up again: its job may run already (sbatch, then the
+    // stop). Slurm knows: a job of the owner with the nonce.
+    bool taken_up_already() {
+        if (!resumed || nonce.empty()) return false;
+        const auto found = s.find_submitted(comment, spec_uid);
+        if (!found) return false;
+        const std::string &name = found->cluster;
+        const long long job = found->job;
+        cancel_old();   // the old attempt ends, as when it was submitted
+        ev["target"] = name;
+        ev["new_job"] = job;
+        ev["resumed"] = true;
+        recover_nodes = spec_nodes;
+        s.record_attempt(fault.run, to, name, job, {}, json::object{{"decision", id}});
+        const bool written = record("applied", job, "RECOVERING", "attempt " + std::to_string(to) + " runs as job " +
+                                    std::to_string(job) + " on " + name + ", submitted before the broker stopped", RunState::recovering);
+        std::unique_lock lock(s.runs_mu_);
+        if (auto it = s.runs_.find(fault.run); it != s.runs_.end() && written && s.set_state(fault.run, it->second, RunState::recovering)) {
+            it->second.expected_nodes = recover_nodes;
+            it->second.recover_to = to;
+        }
+        return true;
+    }
+
+    // 3. Requirements: the run's manifest, nodes as the failed job had; and
+    // what the next attempt keeps of this one's --shardnet options.
+    void requirements() {
+        // The next attempt heartbeats as this one did and keeps the run's
+        // requeue policy (its job's --shardnet options are not in the spec Slurm gives).
+        if (fault.state.interval > 0) spec["heartbeat"] = fault.state.interval;
+        spec["requeue"] = policy == "local" || policy == "off" ? policy : "federated";   // only what a peer takes
+        if (!ckpt_every.empty()) spec["ckpt_every"] = ckpt_every;   // a fixed interval stays fixed
+        json::error_code ec;
+        json::value mv = json::parse(manifest.empty() ? "{}" : manifest, ec);
+        if (!ec && mv.is_object())
+            if (auto *r = mv.as_object().if_contains("requires"); r && r->is_object()) requirements_from_json(r->as_object(), req);
+        const json::object *mreq = nullptr;
+        if (const json::object *mo = mv.if_object())
+            if (auto *r = mo->if_contains("requires")) mreq = r->if_object();
+        if (auto *n = spec.if_contains("nodes"); n && n->is_int64() && n->as_int64() > 0 && !(mreq && mreq->contains("nodes")))
+            req.nodes = int(n->as_int64());
+        ckpt = spec.contains("ckpt_dir") && spec.at("ckpt_dir").is_string() ? std::string(spec.at("ckpt_dir").as_string()) : "";
+        const std::string last = s.store_wait([&] { return s.store_->last_checkpoint(fault.run); });
+        resume = last.empty() ? "latest" : last;
+        ev["requires"] = requirements_to_json(req);
+        ev["resume"] = resume;
+    }
+
+    // 4. Where: this broker's clusters first, each taking the job's
+    // partition, account, QOS and GPU types in its own names (or no place).
+    Placement place_here() {
+        std::string region;
+        if (auto it = s.cfg_.cluster_info.find(fault.state.cluster); it != s.cfg_.cluster_info.end()) region = it->second.region;
+        spec_cluster = spec.if_contains("cluster") && spec.at("cluster").is_string() ? std::string(spec.at("cluster").as_string())
+                                                                                       : fault.state.cluster;
+        if (auto *o = spec.if_contains("options"); o && o->is_object()) site_options = o->as_object();
+        if (auto it = s.cfg_.cluster_info.find(spec_cluster); it != s.cfg_.cluster_info.end()) site_names(it->second.names, site_options);
+        Placement p = place(req, s.local_offers(ckpt, &site_options, &fitted), fault.state.cluster, region, bad);
+        json::array rejected;
+        for (const auto &r : p.rejected) {
+            rejected.push_back(json::object{{"cluster", r.cluster}, {"reason", r.reason}});
+            others += "; " + r.cluster + " rejected: " + r.reason;
+        }
+        ev["rejected"] = rejected;
+        return p;
+    }
+
+    // 5. No local place: a peer broker (federated), else the run waits.
+    // The old attempt ends once a peer accepts it.
+    void nowhere_here() {
+        if (policy == "federated" && !s.cfg_.peers.empty()) return to_peer();
+        record("unplaced", 0, "PLACEMENT", "no placement for attempt " + std::to_string(to) + others +
+               (policy == "local" ? " (requeue=local: no peer brokers)" : s.cfg_.peers.empty() ? " (no peer brokers)" : ""));
+    }
+
+    void to_peer() {
+        // A peer knows the site's names, not this cluster's.
+        json::object site_spec = spec;
+        site_spec["options"] = site_options;
+        json::object payload{{"id", id}, {"from_broker", s.cfg_.broker_name}, {"run", fault.run}, {"from_attempt", fault.attempt},
+                             {"to_attempt", to}, {"spec", site_spec}, {"script", spec_row->script}, {"owner", owner},
+                             {"resume", resume}, {"manifest", manifest}, {"requires", requirements_to_json(req)},
+                             {"local_rejected", others}};
+        {
+            // When the failure was seen, for the peer's measure of the recovery (its R).
+            std::shared_lock lock(s.runs_mu_);
+            if (auto it = s.runs_.find(fault.run); it != s.runs_.end() && it->second.clock.to == to && it->second.clock.fault_at > 0)
+                payload["fault"] = json::object{{"last_seen", it->second.clock.last_seen}, {"at", it->second.clock.fault_at}};
+        }
+        const std::string peer = s.cfg_.peers.front().name;
+        ev["peer"] = peer;
+        const bool written = s.store_wait([&] {
+            try {
+                s.transact([&] {
+                    // The attempt leaves with the decision: its receipt's digest
+                    // travels in it, so that the peer's chain goes on from it.
+                    const std::string digest = s.write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
+                                                               json::object{{"how", "moved"}, {"moved_to", peer}, {"decision", id}}, {},
+                                                               wall_now());
+                    if (!digest.empty()) payload["receipt"] = json::object{{"seq", s.last_receipt_link(fault.run).seq}, {"digest", digest}};
+                    s.store_->forward_decision(id, peer, json::serialize(payload));
+                    s.store_state(fault.run, RunState::recovering, fault.attempt, wall_now());
+                    s.event(fault.run, "PLACEMENT", "no local capacity for attempt " + std::to_string(to) + others + "; decision " + id +
+                            " goes to broker " + peer, json::serialize(ev), wall_now());
+                });
+            } catch (const std::exception &e) {
+                log_warn("decision " + id + " for broker " + peer + " not written; the run stays DEGRADED", fault.run, e.what());
+                return false;
+            }
+            return true;
+        });
+        if (!written) return;
+        {
+            std::unique_lock lock(s.runs_mu_);
+            auto it = s.runs_.find(fault.run);
+            if (it != s.runs_.end() && s.set_state(fault.run, it->second, RunState::recovering)) it->second.recover_to = to;
+        }
+        s.forward_cv_.notify_all();
+    }
+
+    void not_carried(std::string &words, const std::string &what) {
+        words += (words.empty() ? "" : ", ") + what;
+        if (!ev.contains("uncarried")) ev["uncarried"] = json::array{};
+        ev["uncarried"].as_array().push_back(json::value(what));
+    }
+
+    // 6. The new attempt, on the chosen nodes, as the failed job's owner as
+    // Slurm numbered it when the attempt started (and the run's).
+    void submit(const Placement &p) {
+        SubmitAs as;
+        if (auto *u = spec.if_contains("uid"); u && u->is_int64()) as.uid = u->as_int64();
+        if (auto *g = spec.if_contains("gid"); g && g->is_int64()) as.gid = g->as_int64();
+        if (owner_uid >= 0 && as.uid != owner_uid) {
+            record("refused", 0, "PLACEMENT", "not requeued: attempt " + std::to_string(fault.attempt) + "'s job ran as uid " +
+                   std::to_string(as.uid) + ", the run belongs to uid " + std::to_string(owner_uid));
+            return;
+        }
+        // What a new job cannot be (a dependency, an array task): said in
+        // the PLACEMENT event, never dropped in silence.
+        std::string uncarried;
+        if (auto *u = spec.if_contains("uncarried"); u && u->is_array()) {
+            for (const auto &x : u->as_array())
+                if (x.is_string()) uncarried += (uncarried.empty() ? "" : ", ") + std::string(x.as_string());
+            ev["uncarried"] = *u;
+        }
+        // The options in the chosen cluster's names. A reservation is its
+        // cluster's own: it does not go to another.
+        std::string mapped_words;
+        if (auto f = fitted.find(p.cluster); f != fitted.end() && spec.contains("options")) {
+            spec["options"] = f->second.options;
+            if (!f->second.mapped.empty()) ev["mapped"] = json::value_from(f->second.mapped), mapped_words = "; names: " + join(f->second.mapped, ", ");
+        }
+        if (auto *o = spec.if_contains("options"); o && o->is_object() && p.cluster != spec_cluster)
+            if (auto *r = o->as_object().if_contains("reservation"); r && r->is_string()) {
+                not_carried(uncarried, "reservation " + std::string(r->as_string()) + " (" + spec_cluster + "'s)");
+                o->as_object().erase("reservation");
+            }
+        cancel_old();
+        std::string err;
+        std::vector<std::string> dropped;   // options of the spec that are not used (malformed)
+        const long long new_job = s.submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p.nodes, comment, as, err, &dropped);
+        for (const auto &d : dropped) not_carried(uncarried, d);
+        ev["target"] = p.cluster;
+        ev["nodes"] = json::value_from(p.nodes);
+        ev["fabric"] = p.fabric;
+        if (!new_job) {
+            record("failed", 0, "PLACEMENT", "attempt " + std::to_string(to) + " on " + p.cluster + ": " + err);
+            return;
+        }
+        ev["new_job"] = new_job;
+        recover_nodes = (long long)p.nodes.size();
+        s.record_attempt(fault.run, to, p.cluster, new_job, p.nodes, json::object{{"decision", id}});
+        const std::string matched = req.needs_hardware() ? " (" + std::string(req.accel_class.empty() ? "" : "class, ") +
+                                    (req.fabric.empty() ? "" : "fabric, ") + (req.memory_gb > 0 ? "memory, " : "") + "shape matched)" : "";
+        record("applied", new_job, "PLACEMENT", p.cluster + " " + join(p.nodes) + (p.cluster == fault.state.cluster && !bad.empty() ? " without " + bad : "") +
+               ": job " + std::to_string(new_job) + ", attempt " + std::to_string(to) + matched + others + mapped_words +
+               (uncarried.empty() ? "" : "; not carried: " + uncarried));
+        const bool written = record("applied", new_job, "RECOVERING",
+                                    "attempt " + std::to_string(to) + " submitted with --shardnet-resume=" + resume, RunState::recovering);
+        std::unique_lock lock(s.runs_mu_);
+        auto it = s.runs_.find(fault.run);
+        // Memory follows the database; the new attempt is recorded either way
+        // (its job runs), so its heartbeats move the run on.
+        if (it != s.runs_.end() && written && s.set_state(fault.run, it->second, RunState::recovering)) {
+            it->second.expected_nodes = (long long)p.nodes.size();
+            it->second.recover_to = to;
+            auto &clock = it->second.clock;
+            if (clock.to == to) clock.placed_at = wall_now(), clock.tier = p.cluster == fault.state.cluster ? "same_cluster" : "other_cluster";
+        }
+    }
+};
+
 void Service::requeue(const Fault &fault, int tries) {
     std::string policy, manifest, owner, ckpt_every;
     long long owner_uid = -1;
@@ -39,294 +379,7 @@ void Service::requeue(const Fault &fault, int tries) {
     }
     if (policy == "off" || !cfg_.clusters.count(fault.state.cluster) || fault.state.job <= 0) return;
     detail::post_guarded(slurm_thread_, "requeue", [this, fault, policy, manifest, owner, owner_uid, ckpt_every, tries] {
-        // The node to leave out: none when Slurm ended a healthy job itself.
-        const std::string bad = fault.kind == FaultKind::ended_by_slurm ? "" : fault.node.substr(0, fault.node.find('/'));
-        const long long to = fault.attempt + 1;
-        const std::string id = cfg_.broker_name + ":" + fault.run + "/attempt-" + std::to_string(to);
-        const double now = wall_now();
-        // 1. The decision, durable, before any action, with the nonce its
-        // job's comment will carry.
-        std::string nonce = detail::random_id().substr(4);
-        std::string store_error;
-        const bool fresh = store_wait([&] {
-            bool inserted = false;
-            try {
-                store_->transaction([&] {
-                    inserted = store_->insert_decision(id, fault.run, fault.attempt, to, fault.state.cluster, bad, fault.state.job, now, nonce);
-                });
-            } catch (const std::exception &e) {
-                store_error = e.what();
-            }
-            return inserted;
-        });
-        if (!store_error.empty()) {
-            // Not "decided already": the decision could not be written. It is
-            // tried again; the event follows once the store takes writes.
-            log_warn("requeue decision not written; tried again in 1 s", fault.run, store_error);
-            // The run's history says so too, once (the store may take an
-            // event while it refuses the decision; if not, the log has it).
-            if (tries == 0)
-                store_wait([&] {
-                    try {
-                        transact([&] {
-                            event(fault.run, "PLACEMENT", "requeue decision for attempt " + std::to_string(to) + " not written (" +
-                                  store_error + "); tried again every second", json::serialize(json::object{{"decision", id},
-                                  {"error", store_error}}), now);
-                        });
-                    } catch (const std::exception &) {}
-                    return 0;
-                });
-            if (tries < 600) retry_later(1.0, "requeue retry", [this, fault, tries] { requeue(fault, tries + 1); });
-            return;
-        }
-        // Decided already (another worker of this attempt, before): done,
-        // unless the broker stopped between writing it and acting on it. It
-        // is then taken up again; a job with its nonce is the one it made.
-        bool resumed = false;
-        if (!fresh) {
-            auto d = store_wait([&] { return store_->get_decision(id); });
-            if (!d || d->first != "written") return;
-            nonce = d->second;
-            resumed = true;
-            log_warn("requeue decision " + id + " taken up again (the broker stopped before it was applied)", fault.run, "");
-        }
-
-        json::object ev{{"decision", id}, {"from_cluster", fault.state.cluster}, {"excluded", bad}, {"old_job", fault.state.job}};
-        long long recover_nodes = 0;   // RECOVERING: the new attempt's nodes, kept across a restart
-        auto record = [&](const std::string &state, long long new_job, const std::string &kind, const std::string &cause,
-                          std::optional<RunState> run_state = std::nullopt) {
-            return store_wait([&] {
-                try {
-                    transact([&] {
-                        store_->apply_decision(id, state, new_job);
-                        event(fault.run, kind, cause, json::serialize(ev), wall_now());
-                        if (run_state) store_state(fault.run, *run_state, fault.attempt, wall_now());
-                        if (run_state == RunState::recovering) store_->set_recovering(fault.run, to, recover_nodes);
-                    });
-                } catch (const std::exception &e) {
-                    log_warn("requeue decision " + id + " (" + state + ") not written", fault.run, e.what());
-                    return false;
-                }
-                return true;
-            });
-        };
-        // 2. What the failed attempt's job was: kept when it started, so that
-        // a cluster whose slurmctld is gone can still be left.
-        auto spec_row = store_wait([&] { return store_->get_job_spec(fault.run, fault.attempt); });
-        if (!spec_row) spec_row = capture_spec_now(fault.run, fault.attempt, fault.state.cluster, fault.state.job, "");
-        if (!spec_row) {
-            record("failed", 0, "PLACEMENT", "cannot requeue attempt " + std::to_string(fault.attempt) + ": the job's spec was not "
-                   "recorded and cluster " + fault.state.cluster + " cannot give it");
-            return;
-        }
-        json::error_code ec;
-        json::value sv = json::parse(spec_row->spec, ec);
-        json::object spec = !ec && sv.is_object() ? sv.as_object() : json::object{};
-        const std::string comment = nonce.empty() ? id : id + ":" + nonce;
-        const long long spec_uid = spec.if_contains("uid") && spec.at("uid").is_int64() ? spec.at("uid").as_int64() : -1;
-        const long long spec_nodes = spec.if_contains("nodes") && spec.at("nodes").is_int64() ? spec.at("nodes").as_int64() : 1;
-        // The run's attempt budget (--shardnet-max-attempts): with every
-        // attempt used, this failure is the run's end.
-        if (auto *m = spec.if_contains("max_attempts"); m && m->is_int64() && m->as_int64() >= 1 && to > m->as_int64()) {
-            ev["max_attempts"] = m->as_int64();
-            std::string ignored;   // the old attempt's job ends, as on a requeue
-            slurm_->change(cfg_.clusters.at(fault.state.cluster), {"scancel", std::to_string(fault.state.job)}, ignored);
-            const std::string n = std::to_string(m->as_int64());
-            if (record("refused", 0, "FAILED", "attempt budget spent: " + n + " of " + n + " attempts used (--shardnet-max-attempts); "
-                       "not requeued after attempt " + std::to_string(fault.attempt) + "'s fault", RunState::failed)) {
-                std::unique_lock lock(runs_mu_);
-                if (auto it = runs_.find(fault.run); it != runs_.end() && it->second.attempt == fault.attempt) set_state(fault.run, it->second, RunState::failed);
-            }
-            return;
-        }
-        // A decision taken up again: its job may run already (sbatch, then
-        // the stop). Slurm knows: a job of the owner with the nonce.
-        if (resumed && !nonce.empty())
-            if (const auto found = find_submitted(comment, spec_uid)) {
-                const std::string &name = found->cluster;
-                const long long job = found->job;
-                std::string ignored;   // the old attempt ends, as when it was submitted
-                slurm_->change(cfg_.clusters.at(fault.state.cluster), {"scancel", std::to_string(fault.state.job)}, ignored);
-                ev["target"] = name;
-                ev["new_job"] = job;
-                ev["resumed"] = true;
-                recover_nodes = spec_nodes;
-                record_attempt(fault.run, to, name, job, {}, json::object{{"decision", id}});
-                const bool written = record("applied", job, "RECOVERING", "attempt " + std::to_string(to) + " runs as job " +
-                                            std::to_string(job) + " on " + name + ", submitted before the broker stopped",
-                                            RunState::recovering);
-                std::unique_lock lock(runs_mu_);
-                if (auto it = runs_.find(fault.run); it != runs_.end() && written && set_state(fault.run, it->second, RunState::recovering)) {
-                    it->second.expected_nodes = recover_nodes;
-                    it->second.recover_to = to;
-                }
-                return;
-            }
-        // The next attempt heartbeats as this one did and keeps the run's
-        // requeue policy (its job's --shardnet options are not in the spec Slurm gives).
-        if (fault.state.interval > 0) spec["heartbeat"] = fault.state.interval;
-        spec["requeue"] = policy == "local" || policy == "off" ? policy : "federated";   // only what a peer takes
-        if (!ckpt_every.empty()) spec["ckpt_every"] = ckpt_every;   // a fixed interval stays fixed
-        // 3. Requirements: the run's manifest, nodes as the failed job had.
-        Requirements req;
-        json::value mv = json::parse(manifest.empty() ? "{}" : manifest, ec);
-        if (!ec && mv.is_object())
-            if (auto *r = mv.as_object().if_contains("requires"); r && r->is_object()) requirements_from_json(r->as_object(), req);
-        const json::object *mreq = nullptr;
-        if (const json::object *mo = mv.if_object())
-            if (auto *r = mo->if_contains("requires")) mreq = r->if_object();
-        if (auto *n = spec.if_contains("nodes"); n && n->is_int64() && n->as_int64() > 0 && !(mreq && mreq->contains("nodes")))
-            req.nodes = int(n->as_int64());
-        const std::string ckpt = spec.contains("ckpt_dir") && spec.at("ckpt_dir").is_string() ? std::string(spec.at("ckpt_dir").as_string()) : "";
-        const std::string last = store_wait([&] { return store_->last_checkpoint(fault.run); });
-        const std::string resume = last.empty() ? "latest" : last;
-        ev["requires"] = requirements_to_json(req);
-        ev["resume"] = resume;
-        // 4. Where: this broker's clusters first.
-        std::string region;
-        if (auto it = cfg_.cluster_info.find(fault.state.cluster); it != cfg_.cluster_info.end()) region = it->second.region;
-        // The job's partition, account and QOS in the site's names: each
-        // cluster takes them in its own, or is no place for the job.
-        const std::string spec_cluster = spec.if_contains("cluster") && spec.at("cluster").is_string()
-                                             ? std::string(spec.at("cluster").as_string()) : fault.state.cluster;
-        json::object site_options;
-        if (auto *o = spec.if_contains("options"); o && o->is_object()) site_options = o->as_object();
-        if (auto it = cfg_.cluster_info.find(spec_cluster); it != cfg_.cluster_info.end()) site_names(it->second.names, site_options);
-        std::map<std::string, FittedOptions> fitted;
-        Placement p = place(req, local_offers(ckpt, &site_options, &fitted), fault.state.cluster, region, bad);
-        json::array rejected;
-        std::string others;
-        for (const auto &r : p.rejected) {
-            rejected.push_back(json::object{{"cluster", r.cluster}, {"reason", r.reason}});
-            others += "; " + r.cluster + " rejected: " + r.reason;
-        }
-        ev["rejected"] = rejected;
-        // 5. The old attempt ends once its successor has a place (here, or
-        // when a peer accepts it). An unreachable cluster cannot be told:
-        // the attempt is then fenced by number alone.
-        auto cancel_old = [&] {
-            std::string ignored;
-            slurm_->change(cfg_.clusters.at(fault.state.cluster), {"scancel", std::to_string(fault.state.job)}, ignored);
-        };
-        if (p.cluster.empty()) {
-            if (policy == "federated" && !cfg_.peers.empty()) {
-                // A peer knows the site's names, not this cluster's.
-                json::object site_spec = spec;
-                site_spec["options"] = site_options;
-                json::object payload{{"id", id}, {"from_broker", cfg_.broker_name}, {"run", fault.run}, {"from_attempt", fault.attempt},
-                                     {"to_attempt", to}, {"spec", site_spec}, {"script", spec_row->script}, {"owner", owner},
-                                     {"resume", resume}, {"manifest", manifest}, {"requires", requirements_to_json(req)},
-                                     {"local_rejected", others}};
-                {
-                    // When the failure was seen, for the peer's measure of the recovery (its R).
-                    std::shared_lock lock(runs_mu_);
-                    if (auto it = runs_.find(fault.run); it != runs_.end() && it->second.clock.to == to && it->second.clock.fault_at > 0)
-                        payload["fault"] = json::object{{"last_seen", it->second.clock.last_seen}, {"at", it->second.clock.fault_at}};
-                }
-                const std::string peer = cfg_.peers.front().name;
-                ev["peer"] = peer;
-                const bool written = store_wait([&] {
-                    try {
-                        transact([&] {
-                            // The attempt leaves with the decision: its receipt's digest
-                            // travels in it, so that the peer's chain goes on from it.
-                            const std::string digest = write_receipt(
-                                receipt::Kind::attempt_ended, fault.run, fault.attempt,
-                                json::object{{"how", "moved"}, {"moved_to", peer}, {"decision", id}}, {}, wall_now());
-                            if (!digest.empty()) payload["receipt"] = json::object{{"seq", last_receipt_link(fault.run).seq}, {"digest", digest}};
-                            store_->forward_decision(id, peer, json::serialize(payload));
-                            store_state(fault.run, RunState::recovering, fault.attempt, wall_now());
-                            event(fault.run, "PLACEMENT", "no local capacity for attempt " + std::to_string(to) + others +
-                                  "; decision " + id + " goes to broker " + peer, json::serialize(ev), wall_now());
-                        });
-                    } catch (const std::exception &e) {
-                        log_warn("decision " + id + " for broker " + peer + " not written; the run stays DEGRADED", fault.run, e.what());
-                        return false;
-                    }
-                    return true;
-                });
-                if (!written) return;
-                {
-                    std::unique_lock lock(runs_mu_);
-                    auto it = runs_.find(fault.run);
-                    if (it != runs_.end() && set_state(fault.run, it->second, RunState::recovering)) it->second.recover_to = to;
-                }
-                forward_cv_.notify_all();
-                return;
-            }
-            record("unplaced", 0, "PLACEMENT", "no placement for attempt " + std::to_string(to) + others +
-                   (policy == "local" ? " (requeue=local: no peer brokers)" : cfg_.peers.empty() ? " (no peer brokers)" : ""));
-            return;
-        }
-        // 6. The new attempt, on the chosen nodes, as the failed job's owner
-        // as Slurm numbered it when the attempt started (and the run's).
-        SubmitAs as;
-        if (auto *u = spec.if_contains("uid"); u && u->is_int64()) as.uid = u->as_int64();
-        if (auto *g = spec.if_contains("gid"); g && g->is_int64()) as.gid = g->as_int64();
-        if (owner_uid >= 0 && as.uid != owner_uid) {
-            record("refused", 0, "PLACEMENT", "not requeued: attempt " + std::to_string(fault.attempt) + "'s job ran as uid " +
-                   std::to_string(as.uid) + ", the run belongs to uid " + std::to_string(owner_uid));
-            return;
-        }
-        // What a new job cannot be (a dependency, an array task): said in
-        // the PLACEMENT event, never dropped in silence.
-        std::string not_carried;
-        if (auto *u = spec.if_contains("uncarried"); u && u->is_array()) {
-            for (const auto &x : u->as_array())
-                if (x.is_string()) not_carried += (not_carried.empty() ? "" : ", ") + std::string(x.as_string());
-            ev["uncarried"] = *u;
-        }
-        // The options in the chosen cluster's names. A reservation is its
-        // cluster's own: it does not go to another.
-        std::string mapped_words;
-        if (auto f = fitted.find(p.cluster); f != fitted.end() && spec.contains("options")) {
-            spec["options"] = f->second.options;
-            if (!f->second.mapped.empty()) ev["mapped"] = json::value_from(f->second.mapped), mapped_words = "; names: " + join(f->second.mapped, ", ");
-        }
-        if (auto *o = spec.if_contains("options"); o && o->is_object() && p.cluster != spec_cluster)
-            if (auto *r = o->as_object().if_contains("reservation"); r && r->is_string()) {
-                const std::string what = "reservation " + std::string(r->as_string()) + " (" + spec_cluster + "'s)";
-                not_carried += (not_carried.empty() ? "" : ", ") + what;
-                if (!ev.contains("uncarried")) ev["uncarried"] = json::array{};
-                ev["uncarried"].as_array().push_back(json::value(what));
-                o->as_object().erase("reservation");
-            }
-        cancel_old();
-        std::string err;
-        std::vector<std::string> dropped;   // options of the spec that are not used (malformed)
-        const long long new_job = submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p.nodes, comment, as, err, &dropped);
-        for (const auto &d : dropped) {
-            not_carried += (not_carried.empty() ? "" : ", ") + d;
-            if (!ev.contains("uncarried")) ev["uncarried"] = json::array{};
-            ev["uncarried"].as_array().push_back(json::value(d));
-        }
-        ev["target"] = p.cluster;
-        ev["nodes"] = json::value_from(p.nodes);
-        ev["fabric"] = p.fabric;
-        if (!new_job) {
-            record("failed", 0, "PLACEMENT", "attempt " + std::to_string(to) + " on " + p.cluster + ": " + err);
-            return;
-        }
-        ev["new_job"] = new_job;
-        recover_nodes = (long long)p.nodes.size();
-        record_attempt(fault.run, to, p.cluster, new_job, p.nodes, json::object{{"decision", id}});
-        const std::string matched = req.needs_hardware() ? " (" + std::string(req.accel_class.empty() ? "" : "class, ") +
-                                    (req.fabric.empty() ? "" : "fabric, ") + (req.memory_gb > 0 ? "memory, " : "") + "shape matched)" : "";
-        record("applied", new_job, "PLACEMENT", p.cluster + " " + join(p.nodes) + (p.cluster == fault.state.cluster && !bad.empty() ? " without " + bad : "") +
-               ": job " + std::to_string(new_job) + ", attempt " + std::to_string(to) + matched + others + mapped_words +
-               (not_carried.empty() ? "" : "; not carried: " + not_carried));
-        const bool written = record("applied", new_job, "RECOVERING",
-                                    "attempt " + std::to_string(to) + " submitted with --shardnet-resume=" + resume, RunState::recovering);
-        std::unique_lock lock(runs_mu_);
-        auto it = runs_.find(fault.run);
-        // Memory follows the database; the new attempt is recorded either way
-        // (its job runs), so its heartbeats move the run on.
-        if (it != runs_.end() && written && set_state(fault.run, it->second, RunState::recovering)) {
-            it->second.expected_nodes = (long long)p.nodes.size();
-            it->second.recover_to = to;
-            auto &clock = it->second.clock;
-            if (clock.to == to) clock.placed_at = wall_now(), clock.tier = p.cluster == fault.state.cluster ? "same_cluster" : "other_cluster";
-        }
+        Requeue(*this, fault, policy, manifest, owner, ckpt_every, owner_uid, tries).run();
     });
 }
 
