@@ -86,6 +86,12 @@ class Agent {
 public:
     Agent(AgentConfig cfg, LineReader &in) : cfg_(std::move(cfg)), in_(in) {
         for (const auto &r : cfg_.ranks) ranks_.push_back(RankState{r.rank, r.local_rank, 0, {}, {}, 0, false, {}, {}, -1, 0, {}});
+        // The pre-limit signal is for the ranks of srun steps (their
+        // trainers checkpoint on it). The batch step's one "rank" is the
+        // batch script: a shell that SIGUSR1 would end (its default action),
+        // job and all, before the limit. Slurm's own --signal=B:SIG@T is
+        // how a batch script asks for a signal.
+        if (cfg_.step == "batch") cfg_.prelimit_signal = 0;
     }
 
     int run() {

@@ -32,14 +32,14 @@ chmod 755 "$WORK/tr.sh"
 events() { broker_get "/v1/runs/$1/events"; }
 
 # The same job twice at once: asking for the requeue on alpha, not on beta.
-j=$(as_user alpha sbatch --parsable -N2 -n2 --time=1 -o "$WORK/to-%j.out" --shardnet=to-rq --shardnet-heartbeat=1 \
+j=$(as_user alpha sbatch --parsable -N2 -n2 --time=1 -o "$WORK/to-a%j.out" --shardnet=to-rq --shardnet-heartbeat=1 \
     --shardnet-on-timeout=requeue --wrap "srun $WORK/tr.sh")
-k=$(as_user beta sbatch --parsable -N2 -n2 --time=1 -o "$WORK/to-%j.out" --shardnet=to-fail --shardnet-heartbeat=1 --wrap "srun $WORK/tr.sh")
+k=$(as_user beta sbatch --parsable -N2 -n2 --time=1 -o "$WORK/to-b%j.out" --shardnet=to-fail --shardnet-heartbeat=1 --wrap "srun $WORK/tr.sh")
 wait_for 30 'sum(1 for w in v["workers"] if w["node"].endswith("/0") and w["health"] == "healthy") == 2' /v1/runs/to-rq || fail "to-rq never ran on 2 nodes"
 # The limit (60 s), Slurm's kill, the judgment and the new job.
 wait_for 150 'any(e["kind"] == "RECOVERING" for e in v["events"])' /v1/runs/to-rq/events || fail "to-rq was not requeued: $(events to-rq)"
-sealed=$(grep -h "emergency checkpoint" "$WORK/to-$j.out" | head -1 | sed 's/.*at step //')
-[ -n "$sealed" ] || fail "the trainer wrote no emergency checkpoint: $(cat "$WORK/to-$j.out")"
+sealed=$(grep -h "emergency checkpoint" "$WORK/to-a$j.out" | head -1 | sed 's/.*at step //')
+[ -n "$sealed" ] || fail "the trainer wrote no emergency checkpoint: $(cat "$WORK/to-a$j.out")"
 name=$(printf 'checkpoint-%04d' "$sealed")
 events to-rq | /usr/bin/python3 -c '
 import json, sys
@@ -52,9 +52,9 @@ p = [e for e in ev if e["kind"] == "PLACEMENT"][0]
 assert p["evidence"]["excluded"] == "", p["evidence"]
 assert not [e for e in ev if e["kind"] == "FAILED"]' "$name" || fail "to-rq's TIMEOUT: $(events to-rq)"
 ok "TIMEOUT of job $j after $name was sealed past the pre-limit signal: a FAULT no node is to blame for, requeued"
-for _ in $(seq 100); do [ "$(grep -c '^attempt=2 ' "$WORK/to-$j.out")" = 2 ] && break; sleep 0.3; done
-grep '^attempt=' "$WORK/to-$j.out" | sed 's/^/  /'
-[ "$(grep -c "^attempt=2 .*resume='[^']*/$name' start=$sealed" "$WORK/to-$j.out")" = 2 ] || fail "attempt 2 did not resume both ranks from $name: $(grep attempt= "$WORK/to-$j.out")"
+for _ in $(seq 100); do [ "$(grep -c '^attempt=2 ' "$WORK/to-a$j.out")" = 2 ] && break; sleep 0.3; done
+grep '^attempt=' "$WORK/to-a$j.out" | sed 's/^/  /'
+[ "$(grep -c "^attempt=2 .*resume='[^']*/$name' start=$sealed" "$WORK/to-a$j.out")" = 2 ] || fail "attempt 2 did not resume both ranks from $name: $(grep attempt= "$WORK/to-a$j.out")"
 new=$(slurm alpha squeue -h -u "$TEST_USER" -o '%i')
 slurm alpha scontrol show job "$new" | grep -q 'TimeLimit=00:01:00' || fail "attempt 2 is not the submitted job: $(slurm alpha scontrol show job "$new")"
 ok "attempt 2 (job $new) resumed both ranks from $name at step $sealed, with the same time limit"
