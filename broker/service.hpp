@@ -426,6 +426,8 @@ private:
     // entry per peer (ok, or unknown with the reason).
     void peer_capacity(const std::string &query, boost::json::array &rows, boost::json::array &peers);
     void receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply);
+    struct IncomingDecision;   // a peer decision's body, checked (federation/inbox.cpp)
+    struct Inbox;              // one applied, step by step
     // "" when a peer's decision may start or take back run at attempt to
     // for uid, else why not.
     std::string peer_may_take(const std::string &run, long long to, long long uid) const;
