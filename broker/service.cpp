@@ -248,6 +248,8 @@ std::string Service::metrics() const {
     line("shardnet_auth_failures_total", "requests answered 401", total(c_auth_failures));
     line("shardnet_worker_refusals_total", "worker reports refused: not the token's job, run or attempt", total(c_refused));
     line("shardnet_slurm_requeues_total", "jobs Slurm requeued itself (scontrol requeue, preemption, JobRequeue): not failures", total(c_slurm_requeues));
+    line("shardnet_witness_conflicts_total", "peer log heads that did not extend the one witnessed before (a rollback or a fork)",
+         total(c_witness_conflicts));
     s += "# HELP shardnet_store_refusals_total requests answered 503 or 500 because the store refused them, by cause\n"
          "# TYPE shardnet_store_refusals_total counter\n";
     for (auto [kind, cause] : {std::pair{StoreFault::full, "full"}, {StoreFault::io, "io"}, {StoreFault::busy, "busy"},

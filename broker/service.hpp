@@ -229,6 +229,8 @@ private:
     // or answer itself when key is empty).
     void run_story(const std::string &id, const TokenEntry &who, const Reply &reply);
     void reply_with_onward(const std::string &id, boost::json::object answer, const char *key, const Reply &reply);
+    // GET /v1/witness: the peers' log heads witnessed here (federation/witness_api.cpp).
+    void get_witness(const Reply &reply);
     bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const;
     // The route table (api/routes.cpp): each API resource and its handler.
     struct Call;
@@ -310,6 +312,12 @@ private:
     // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
     void requeue(const Fault &fault, int tries = 0);
     struct Requeue;   // one requeue, step by step (recovery/requeue.cpp)
+public:
+    // One look at every peer's log head (federation/witness_api.cpp): kept
+    // when it extends the one witnessed before, else the conflict. Blocks on
+    // the peers (the forwarder posts it to the query pool); public for tests.
+    void witness_round(double now);
+private:
     void check_recovered(const std::string &run, long long attempt, double now);
 
     // Federation (federation/: inbox.cpp, forwarder.cpp) and recovery (recovery/attempts.cpp).
@@ -481,6 +489,7 @@ private:
     std::mutex stale_mu_;
     std::unordered_set<std::string> stale_cancelled_;   // cluster/job, under stale_mu_
     std::thread forwarder_;
+    std::atomic<bool> witnessing_{false};   // a witness round is under way
     std::mutex forward_mu_;
     std::condition_variable forward_cv_;
     bool stopping_ = false;
@@ -494,7 +503,8 @@ private:
     WorkerTable workers_;
     // Counters, one padded slot per thread: the hot path never shares a
     // cache line with another I/O thread.
-    enum Counter { c_requests, c_heartbeats, c_errors, c_faults, c_events, c_seals, c_rate_limited, c_auth_failures, c_refused, c_slurm_requeues, n_counters };
+    enum Counter { c_requests, c_heartbeats, c_errors, c_faults, c_events, c_seals, c_rate_limited, c_auth_failures, c_refused, c_slurm_requeues,
+                   c_witness_conflicts, n_counters };
     struct alignas(64) Slot { std::atomic<unsigned long long> c[n_counters]{}; };
     static constexpr int kSlots = 16;
     Slot slots_[kSlots];

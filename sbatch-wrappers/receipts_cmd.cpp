@@ -5,6 +5,7 @@
 
 #include "common/dsse.hpp"
 #include "common/receipt.hpp"
+#include "sbatch-wrappers/witness_cmd.hpp"
 
 namespace shardnet::cli {
 
@@ -179,8 +180,8 @@ std::string what(const receipt::Receipt &r) {
 
 }  // namespace
 
-ReceiptFetcher broker_fetcher(const CliConfig &cfg) {
-    return [cfg](const std::string &run, std::vector<FetchedLog> &logs) -> std::string {
+ReceiptFetcher broker_fetcher(const CliConfig &cfg, bool witness) {
+    return [cfg, witness](const std::string &run, std::vector<FetchedLog> &logs) -> std::string {
         std::string errors;
         for (const auto &b : brokers_of(cfg)) {
             std::string err;
@@ -188,6 +189,8 @@ ReceiptFetcher broker_fetcher(const CliConfig &cfg) {
             else if (!err.empty()) errors += (errors.empty() ? "" : "; ") + err;
         }
         if (logs.empty()) return errors.empty() ? "no broker has receipts of run " + run : errors;
+        if (witness)
+            for (auto &l : logs) fetch_witnesses(cfg, l);
         // A broker that did not answer may hold part of the chain: said, and
         // the chain's check shows what is missing.
         if (!errors.empty()) std::fprintf(stderr, "shard: verify: warning: %s\n", errors.c_str());

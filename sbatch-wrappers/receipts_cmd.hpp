@@ -11,7 +11,8 @@ namespace shardnet::cli {
 
 // Asks cfg's broker and then each named broker (once per URL) for the run's
 // receipts, the log head and each receipt's inclusion proof, and the keys.
-ReceiptFetcher broker_fetcher(const CliConfig &cfg);
+// witness: each broker's log as the others witnessed it too (witness_cmd.hpp).
+ReceiptFetcher broker_fetcher(const CliConfig &cfg, bool witness = false);
 
 // shard receipts RUN [--json]: one line per receipt (seq, kind, time, what
 // it attests), or with --json the envelopes as a JSON array. Exit status

@@ -44,10 +44,11 @@ constexpr const char *kUsage =
     "                            the checkpoint interval for these inputs (D: 90s, 5m, 6h, 2d)\n"
     "  ckpt simulate (--write-cost D --mtbf D --restart D | --grid) [--weibull-shape K] [--seed N] [--json]\n"
     "  receipts RUN [--json]     the run's signed receipts from its brokers (--json: the envelopes)\n"
-    "  verify (RUN | FILE...) [--key PUB.pem ...] [--checkpoint-dir DIR] [--head HEAD.json] [--forget-head] [--json]\n"
+    "  verify (RUN | FILE...) [--key PUB.pem ...] [--checkpoint-dir DIR] [--head HEAD.json] [--forget-head] [--witness] [--json]\n"
     "                            receipts checked offline: signatures, each run's chain, the log head, the shards on disk\n"
     "                            (RUN: fetched with the log heads and proofs; no --key: the brokers' own keys, with a warning;\n"
-    "                            each broker's head must extend the last one verified from it: --forget-head resets that)\n"
+    "                            each broker's head must extend the last one verified from it: --forget-head resets that;\n"
+    "                            --witness: and be the history the config's other brokers witnessed of it)\n"
     "Broker and token also from SHARD_BROKER, SHARD_TOKEN, SHARD_CA_FILE or ~/.config/shardnet/shard.json.\n";
 
 struct Args {
@@ -439,14 +440,14 @@ int main(int argc, char **argv) {
         if (s.rfind("--", 0) == 0) {
             std::string k = s.substr(2), v = "1";
             if (auto eq = k.find('='); eq != std::string::npos) { v = k.substr(eq + 1); k.resize(eq); }
-            else if (k != "json" && k != "dry-run" && k != "grid" && k != "forget-head") {
+            else if (k != "json" && k != "dry-run" && k != "grid" && k != "forget-head" && k != "witness") {
                 if (i + 1 >= argc) return fail(usage, "--" + k + " needs a value\n" + kUsage);
                 v = argv[++i];
             }
             static const char *known[] = {"broker", "token", "ca-file", "json", "dry-run", "gpus", "class", "cluster",
                                           "gpus-per-node", "fabric", "region", "write-cost", "mtbf", "restart", "work",
                                           "weibull-shape", "seed", "grid", "key", "checkpoint-dir", "head", "statement",
-                                          "payload-type", "from", "forget-head"};
+                                          "payload-type", "from", "forget-head", "witness"};
             if (std::none_of(std::begin(known), std::end(known), [&](const char *x) { return k == x; }))
                 return fail(usage, "unknown option --" + k + "\n" + kUsage);
             if (k == "broker") flags.url = v;
@@ -469,13 +470,13 @@ int main(int argc, char **argv) {
             if (a.has(k)) return fail(usage, std::string("--") + k + " is an option of shard ckpt plan / simulate\n" + kUsage);
     // The receipt tools' options mean nothing to any other command.
     const bool receipts = cmd == "verify" || cmd == "receipt-sign" || cmd == "log-head";
-    for (const char *k : {"key", "checkpoint-dir", "head", "statement", "payload-type", "from", "forget-head"})
+    for (const char *k : {"key", "checkpoint-dir", "head", "statement", "payload-type", "from", "forget-head", "witness"})
         if (!receipts && a.has(k)) return fail(usage, std::string("--") + k + " is an option of shard verify / receipt-sign / log-head\n" + kUsage);
     // What needs no broker comes first.
     if (cmd == "verify") {
         for (const char *k : {"statement", "payload-type", "from"})
             if (a.has(k)) return fail(usage, std::string("--") + k + " is not an option of shard verify\n" + kUsage);
-        VerifyArgs v{a.pos, a.all["key"], a.get("checkpoint-dir"), a.get("head"), a.has("json"), "", a.has("forget-head")};
+        VerifyArgs v{a.pos, a.all["key"], a.get("checkpoint-dir"), a.get("head"), a.has("json"), "", a.has("forget-head"), a.has("witness")};
         // Files only: no broker is needed (nor its config). A RUN (a name
         // that is no file, as verify_receipts reads it): its brokers.
         const bool run_named = std::any_of(a.pos.begin(), a.pos.end(), [](const std::string &p) {
@@ -484,6 +485,7 @@ int main(int argc, char **argv) {
         });
         if (!run_named) {
             if (v.forget_head) return fail(usage, "verify: --forget-head is for a RUN fetched from its brokers (their kept log heads)");
+            if (v.witness) return fail(usage, "verify: --witness is for a RUN fetched from its brokers (what the others witnessed of each)");
             return verify_receipts(v);
         }
         CliConfig cfg;
@@ -491,7 +493,7 @@ int main(int argc, char **argv) {
         // Each broker's last verified head is kept, and the next must extend it.
         std::string why;
         if (v.heads_dir = heads_dir(why); v.heads_dir.empty()) return fail(usage, "verify: " + why);
-        return verify_receipts(v, broker_fetcher(cfg));
+        return verify_receipts(v, broker_fetcher(cfg, v.witness));
     }
     if (cmd == "receipt-sign") return receipt_sign(a.opt);
     if (cmd == "log-head") return log_head(a.opt, a.pos);

@@ -14,6 +14,7 @@
 #include "common/safe_path.hpp"
 #include "common/tree_head.hpp"
 #include "sbatch-wrappers/kept_heads.hpp"
+#include "sbatch-wrappers/witness_cmd.hpp"
 
 namespace shardnet::cli {
 
@@ -391,6 +392,11 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
         // A head whose signature verified (r has its size and root) is held
         // to the one kept from that broker, whatever else failed.
         if (!r.empty() && !a.heads_dir.empty() && h.log) keep_head(a, h, r, lines, forgotten);
+        // --witness: the history the other brokers saw of this one.
+        if (!r.empty() && a.witness && h.log) {
+            const json::object shown = r;
+            for (auto &l : check_witnesses(*h.log, shown, keys, r)) lines.push_back(std::move(l));
+        }
         if (!r.empty()) head_reports.push_back(std::move(r));
     }
     if (head_report.empty() && head_reports.size() == 1) head_report = head_reports[0].as_object();
@@ -436,6 +442,13 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
         std::printf("log head: tree size %s, root %s\n", json::serialize(h.at("tree_size")).c_str(), h.at("root_hash").as_string().c_str());
         if (const auto *k = h.if_contains("extends_kept_tree_size"))
             std::printf("log head: extends the head of size %s this CLI verified before\n", json::serialize(*k).c_str());
+        if (const auto *w = h.if_contains("witnessed"); w && w->is_array())
+            for (const auto &x : w->as_array()) {
+                std::string by(x.at("by").as_string());
+                for (char &c : by)
+                    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+                std::printf("log head: broker %s witnessed it at size %s: the same history\n", by.c_str(), json::serialize(x.at("tree_size")).c_str());
+            }
     };
     for (const auto &h : head_reports.size() > 1 ? head_reports : json::array{}) print_head(h.as_object());
     if (!head_report.empty()) print_head(head_report);

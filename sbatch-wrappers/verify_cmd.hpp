@@ -28,6 +28,11 @@ struct FetchedLog {
     // /v1/log/proof/consistency): "" or why not.
     std::string url;
     std::function<std::string(unsigned long long first, unsigned long long second, std::vector<std::string> &path_hex)> consistency;
+    // --witness: this broker's log heads as the other brokers witnessed them
+    // (witness_cmd.hpp), and the brokers that could not say.
+    struct Witnessed { std::string by, head, conflict; };   // head: the signed envelope (JSON); conflict: why, "" none
+    std::vector<Witnessed> witnessed;
+    std::vector<std::string> witness_errors;
 };
 // Every broker's part of run (a moved run's chain crosses brokers); "" or
 // why not (sbatch-wrappers/receipts_cmd.cpp asks the brokers).
@@ -44,6 +49,9 @@ struct VerifyArgs {
     // dropped first (--forget-head), and the new ones kept.
     std::string heads_dir;
     bool forget_head = false;
+    // --witness: each fetched broker's head must be the history the other
+    // brokers witnessed of it (witness_cmd.hpp).
+    bool witness = false;
 };
 
 // Exit status: 0 all verify, 1 something fails (a line each), 2 usage.

@@ -131,6 +131,8 @@ std::span<const Service::Route> Service::routes() {
         {{"GET", "/v1/runs/{id}/receipts", r_user | r_peer | r_admin, "a run's receipts need a user, peer or admin token"},
          [](Service &s, const Call &c) { s.get_receipts(c.p(0), c.query, c.who, c.reply); }},
         {{"GET", "/v1/log/head", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.get_log_head(c.reply); }},
+        // The peers' log heads this broker witnessed (federation/witness.hpp).
+        {{"GET", "/v1/witness", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.get_witness(c.reply); }},
         {{"GET", "/v1/log/proof/inclusion", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) { s.get_log_proof(true, c.query, c.reply); }},
         {{"GET", "/v1/log/proof/consistency", r_worker | r_user | r_peer | r_admin, ""},

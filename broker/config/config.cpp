@@ -42,7 +42,8 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
     Ctx c;
     const auto &o = root.as_object();
     if (!only_keys(c, "", o, {"listen", "plain_http", "tls", "database", "cluster", "threads", "limits", "detector", "tokens", "clusters",
-                            "worker_keys", "slurm", "broker_name", "peers", "requeue", "checkpoint_policy", "receipts"}))
+                            "worker_keys", "slurm", "broker_name", "peers", "requeue", "checkpoint_policy", "receipts",
+                            "witness_seconds"}))
         return c.err;
     long long n = 0;
     if (auto *v = o.if_contains("listen")) {
@@ -101,6 +102,10 @@ std::string parse_broker_config(const std::string &text, BrokerConfig &cfg) {
         if (std::string err = parse_requeue(c, v, cfg); !err.empty()) return err;
     if (auto *v = o.if_contains("checkpoint_policy"))
         if (std::string err = parse_checkpoint_policy(c, v, cfg); !err.empty()) return err;
+    if (auto *v = o.if_contains("witness_seconds")) {
+        if (!get_int(c, "witness_seconds", *v, 0, 86400, n)) return c.err;
+        cfg.witness_seconds = int(n);
+    }
     if (cfg.broker_name.empty()) cfg.broker_name = cfg.cluster;
     return "";
 }

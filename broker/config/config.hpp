@@ -77,6 +77,7 @@ struct BrokerConfig {
     // but a quarter (at most 2 s), which is the store queue's; what is still
     // open then is cut, and said in the log.
     int drain_seconds = 10;
+    int witness_seconds = 60;   // how often the peers' log heads are witnessed (0: never)
     int max_connections = 10000;
     // Event streams have a budget of their own, so that open streams can
     // never take the connections heartbeats need: at most sse_max_streams

@@ -80,11 +80,21 @@ PayloadView read_payload(const std::string &text) {
 
 void Service::forward_loop() {
     std::map<std::string, ForwardRetry> retries;   // by decision id
+    double next_witness = wall_now() + 5;          // the peers' log heads (witness_api.cpp), soon after the start
     for (;;) {
         {
             std::unique_lock<std::mutex> lock(forward_mu_);
             forward_cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; });
             if (stopping_) return;
+        }
+        // One round at a time, on the query pool (it waits on the peers).
+        if (cfg_.witness_seconds > 0 && wall_now() >= next_witness) {
+            next_witness = wall_now() + cfg_.witness_seconds;
+            if (!witnessing_.exchange(true))
+                post_guarded(query_pool_, "witness the peers' logs", [this] {
+                    struct Done { std::atomic<bool> &f; ~Done() { f = false; } } done{witnessing_};
+                    witness_round(wall_now());
+                });
         }
         std::vector<Store::Forwarding> pending;
         if (!guarded("forwarder: reading decisions", [&] { pending = store_wait([this] { return store_->forwarding_decisions(); }); }))

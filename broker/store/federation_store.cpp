@@ -16,6 +16,11 @@ std::span<const Sql> federation_statements() {
     static const Sql table[] = {
         {"moved_to", "SELECT peer, to_attempt, coalesce(new_job, 0) FROM decisions WHERE run = ? AND state = 'delivered' "
                      "AND peer IS NOT NULL ORDER BY to_attempt DESC, created DESC LIMIT 1"},
+        {"witnessed_head", "SELECT peer, size, root, envelope, seen, conflict FROM witnessed_heads WHERE peer = ?"},
+        {"witnessed_heads", "SELECT peer, size, root, envelope, seen, conflict FROM witnessed_heads ORDER BY peer"},
+        {"put_witnessed_head", "INSERT INTO witnessed_heads (peer, size, root, envelope, seen) VALUES (?1, ?2, ?3, ?4, ?5) "
+                               "ON CONFLICT (peer) DO UPDATE SET size = ?2, root = ?3, envelope = ?4, seen = ?5"},
+        {"witness_conflict", "UPDATE witnessed_heads SET conflict = ?2 WHERE peer = ?1 AND conflict = ''"},
     };
     return table;
 }
@@ -28,6 +33,43 @@ std::optional<Store::MovedRow> Store::moved_to(const std::string &run) {
     Binder(s).text(run);
     if (!row(s)) return std::nullopt;
     return MovedRow{col_text(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2)};
+}
+
+namespace {
+Store::WitnessedRow witnessed_row(sqlite3_stmt *s) {
+    return Store::WitnessedRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), col_text(s, 3), sqlite3_column_double(s, 4),
+                               col_text(s, 5)};
+}
+}  // namespace
+
+std::optional<Store::WitnessedRow> Store::witnessed_head(const std::string &peer) {
+    auto *s = stmt("witnessed_head");
+    Done done{s};
+    Binder(s).text(peer);
+    if (!row(s)) return std::nullopt;
+    return witnessed_row(s);
+}
+
+std::vector<Store::WitnessedRow> Store::witnessed_heads() {
+    auto *s = stmt("witnessed_heads");
+    Done done{s};
+    std::vector<WitnessedRow> out;
+    while (row(s)) out.push_back(witnessed_row(s));
+    return out;
+}
+
+void Store::put_witnessed_head(const WitnessedRow &r) {
+    auto *s = stmt("put_witnessed_head");
+    Done done{s};
+    Binder(s).text(r.peer).integer(r.size).text(r.root).text(r.envelope).real(r.seen);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("keeping the log head witnessed of broker " + r.peer, rc);
+}
+
+void Store::witness_conflict(const std::string &peer, const std::string &evidence) {
+    auto *s = stmt("witness_conflict");
+    Done done{s};
+    Binder(s).text(peer).text(evidence);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("keeping a conflict witnessed of broker " + peer, rc);
 }
 
 }  // namespace shardnet::broker

@@ -104,6 +104,10 @@ const char *const kMigrations[] = {
     R"(CREATE TABLE node_faults (cluster TEXT NOT NULL, node TEXT NOT NULL, time REAL NOT NULL, run TEXT NOT NULL, cause TEXT NOT NULL);
        CREATE INDEX node_faults_node ON node_faults (cluster, node, time);
        CREATE INDEX node_faults_time ON node_faults (time);)",
+    // 14: the peers' log heads this broker witnessed (federation/witness.hpp):
+    // the last consistent one of each, and the first conflict seen since.
+    R"(CREATE TABLE witnessed_heads (peer TEXT PRIMARY KEY, size INTEGER NOT NULL, root TEXT NOT NULL, envelope TEXT NOT NULL,
+                                    seen REAL NOT NULL, conflict TEXT NOT NULL DEFAULT '');)",
 };
 
 using sql::Sql;

@@ -196,6 +196,13 @@ public:
     // the attempt it runs there and the peer's job; none: it never moved.
     struct MovedRow { std::string peer; long long attempt = 0, job = 0; };
     std::optional<MovedRow> moved_to(const std::string &run);
+    // The peers' log heads witnessed here (federation/witness.hpp): the last
+    // consistent one of each, and the first conflict since (JSON; "": none).
+    struct WitnessedRow { std::string peer; long long size = 0; std::string root, envelope; double seen = 0; std::string conflict; };
+    std::optional<WitnessedRow> witnessed_head(const std::string &peer);
+    std::vector<WitnessedRow> witnessed_heads();
+    void put_witnessed_head(const WitnessedRow &r);   // keeps a conflict noted before
+    void witness_conflict(const std::string &peer, const std::string &evidence);   // the first one stays
     // The ranks' commits of a checkpoint: rank and its files (JSON text).
     std::vector<std::pair<long long, std::string>> commit_files(const std::string &run, long long attempt, const std::string &name);
     // An attempt's ranks as their agents reported them (POST

@@ -146,7 +146,7 @@ start_federation() {
     local sha_user; sha_user=$(printf %s "$USER_TOKEN" | sha256sum | cut -d' ' -f1)
     cat > "$FED/a.json" <<CONF
 {"listen": "127.0.0.1:$A_PORT", "tls": {"cert": "$FED/a.crt", "key": "$FED/a.key"}, "database": "$FED/a.db",
- "cluster": "alpha", "broker_name": "alpha-broker",
+ "cluster": "alpha", "broker_name": "alpha-broker", "witness_seconds": ${WITNESS_SECONDS:-2},
  "clusters": {"alpha": {"slurm_conf": "$SCRATCH/alpha/slurm.conf", "region": "eu"}},
  "detector": {"misses": 3, "stall_seconds": 600, "summary_seconds": 1${DETECTOR_EXTRA:+, $DETECTOR_EXTRA}},
  "worker_keys": [{"name": "alpha-site", "key_file": "$FED/a.worker.key"}],
@@ -157,7 +157,7 @@ start_federation() {
 CONF
     cat > "$FED/b.json" <<CONF
 {"listen": "127.0.0.1:$B_PORT", "tls": {"cert": "$FED/b.crt", "key": "$FED/b.key"}, "database": "$FED/b.db",
- "cluster": "beta", "broker_name": "beta-broker",
+ "cluster": "beta", "broker_name": "beta-broker", "witness_seconds": ${WITNESS_SECONDS:-2},
  "clusters": {"beta": {"slurm_conf": "$SCRATCH/beta/slurm.conf", "region": "eu"}},
  "detector": {"misses": 3, "stall_seconds": 600, "summary_seconds": 1${DETECTOR_EXTRA:+, $DETECTOR_EXTRA}},
  "worker_keys": [{"name": "beta-site", "key_file": "$FED/b.worker.key"}],

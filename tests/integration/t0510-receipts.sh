@@ -91,6 +91,14 @@ out=$(shard verify pt-rc --key beta-broker="$FED/b.receipts.pub" --key alpha-bro
 grep -q "^ok: " <<<"$out" && grep -q "^checkpoint .*shard(s)" <<<"$out" || fail "shard verify pt-rc: $out"
 sed 's/^/  /' <<<"$out"
 ok "shard verify pt-rc: both brokers' receipts, their log heads, and $(basename "$final") re-hashed on disk"
+# Each broker's log as the other witnessed it (every 2 s here): one history.
+sleep 3
+out=$(shard verify pt-rc --witness --key beta-broker="$FED/b.receipts.pub" --key alpha-broker="$FED/a.receipts.pub" 2>&1) \
+    || fail "shard verify --witness pt-rc: $out"
+grep -q "^log head: broker alpha-broker witnessed it at size [1-9]" <<<"$out" && grep -q "^log head: broker beta-broker witnessed it at size [1-9]" <<<"$out" \
+    || fail "each broker's head is not shown witnessed by the other: $out"
+fed_get A /v1/witness | grep -q '"peer":"beta-broker"' || fail "A witnessed nothing of B: $(fed_get A /v1/witness)"
+ok "shard verify --witness: $(grep -c 'witnessed it at size' <<<"$out") broker(s) saw the same history of each other's log"
 
 # A shard changed after sealing is caught, naming it.
 shard_file=$(ls "$final"/*.pt | head -1)
