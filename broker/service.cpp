@@ -197,9 +197,11 @@ json::object event_object(const EventRow &e) {
 }
 
 std::string sse_message(const EventRow &e) {
-    json::object o = event_object(e);
-    o["run"] = e.run;
-    std::string data = json::serialize(o);
+    // The run second, as stream readers have always had it.
+    json::object o = event_object(e), data_o{{"id", e.id}, {"run", e.run}};
+    for (auto &kv : o)
+        if (kv.key() != "id") data_o[kv.key()] = std::move(kv.value());
+    std::string data = json::serialize(data_o);
     return "id: " + std::to_string(e.id) + "\nevent: " + e.kind + "\ndata: " + data + "\n\n";
 }
 }  // namespace detail
