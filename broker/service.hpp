@@ -294,6 +294,11 @@ private:
     // A TIMEOUT under --shardnet-on-timeout=requeue: the checkpoint sealed
     // by the attempt since its pre-limit signal, or "" with why not (no).
     std::string sealed_after_prelimit(const BatchEnd &end, std::string &no);
+    // A job a limit ended, seen by the detector (its end unreported): the
+    // same judgment as settle_end's (detector/slurm_end.cpp).
+    void ended_at_limit(const Fault &fault, const std::string &job_state, const boost::json::object &ev);
+    // A TIMEOUT that qualifies is raised as a FAULT (true); else words says why not.
+    bool timeout_requeued(const BatchEnd &end, boost::json::object ev, std::string &words);
     void settle_end(const BatchEnd &end, const std::optional<RunInfo::RankFailure> &first, const std::string &unreported,
                     std::shared_ptr<void> hold, int round = 0);
     // Slurm requeued the job itself: no failure, the attempt goes on (event REQUEUED).

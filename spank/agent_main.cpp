@@ -27,6 +27,7 @@
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 #include "spank/slurm_query.hpp"
+#include "spank/signal_caught.hpp"
 #include "spank/stderr_tail.hpp"
 
 using namespace shardnet;
@@ -86,12 +87,6 @@ class Agent {
 public:
     Agent(AgentConfig cfg, LineReader &in) : cfg_(std::move(cfg)), in_(in) {
         for (const auto &r : cfg_.ranks) ranks_.push_back(RankState{r.rank, r.local_rank, 0, {}, {}, 0, false, {}, {}, -1, 0, {}});
-        // The pre-limit signal is for the ranks of srun steps (their
-        // trainers checkpoint on it). The batch step's one "rank" is the
-        // batch script: a shell that SIGUSR1 would end (its default action),
-        // job and all, before the limit. Slurm's own --signal=B:SIG@T is
-        // how a batch script asks for a signal.
-        if (cfg_.step == "batch") cfg_.prelimit_signal = 0;
     }
 
     int run() {
@@ -111,6 +106,7 @@ public:
                 check_time_limit();
                 // Right after the start slurmctld may not have the end time yet.
                 next_limit_check = Clock::now() + std::chrono::seconds(end_time_ ? 30 : 2);
+                if (urgent_) next = Clock::now();   // the signal went: the broker hears of it now, not an interval later
             }
             auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
             if (cfg_.prelimit_signal && !prelimit_sent_ && end_time_ > 0) {
@@ -433,12 +429,23 @@ private:
         }
         if (end_time_ == 0 || std::time(nullptr) < end_time_ - cfg_.prelimit_secs) return;
         int sent = 0;
+        const int sig = cfg_.prelimit_signal;
         for (const auto &r : ranks_) {
             if (r.pid <= 0 || r.wait_status) continue;
+            // The batch step's one "rank" is the batch script: a shell the
+            // signal would end (its default action), job and all. It gets
+            // the signal only when it catches it (a trainer exec'd by the
+            // script, with the Python library's handler; a trap).
+            if (cfg_.step == "batch" && !catches_signal(r.pid, cfg_.prelimit_signal)) continue;
             if (::kill(r.pid, cfg_.prelimit_signal) == 0) ++sent;
             else log("cannot signal rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) + "): " + std::strerror(errno));
         }
-        prelimit_sent_ = true;
+        prelimit_sent_ = sent > 0 || cfg_.step != "batch";   // a batch script that does not catch it was not signalled
+        if (cfg_.step == "batch" && sent == 0) {
+            cfg_.prelimit_signal = 0;   // asked once: nothing here takes it
+            log("the batch script does not catch signal " + std::to_string(sig) + ": not sent (srun steps' ranks get it)");
+            return;
+        }
         log("sent signal " + std::to_string(cfg_.prelimit_signal) + " to " + std::to_string(sent) + " task(s), " +
             std::to_string(cfg_.prelimit_secs) + " s before the time limit");
         urgent_ = true;

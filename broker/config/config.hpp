@@ -114,6 +114,9 @@ struct BrokerConfig {
     std::vector<Peer> peers;
     // Submitting as a job's owner: never uid 0 or the SlurmUser, never below this.
     long long min_uid = 1000;
+    // A job with --shardnet-on-timeout=requeue is requeued at its time limit
+    // only to attempts below this (requeue.timeout_max_attempts; 0: never).
+    long long timeout_max_attempts = 10;
     // Names of the submitter's environment never replayed into a later
     // attempt (requeue.environment_drop; NAME or PREFIX*).
     std::vector<std::string> environment_drop = default_environment_drop();

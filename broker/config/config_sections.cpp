@@ -234,7 +234,11 @@ std::string parse_requeue(Ctx &c, const json::value *v, BrokerConfig &cfg) {
     [[maybe_unused]] long long n = 0;
     if (!v->is_object()) return "requeue: expected an object";
     const auto &r = v->as_object();
-    if (!only_keys(c, "requeue", r, {"min_uid", "environment_drop"})) return c.err;
+    if (!only_keys(c, "requeue", r, {"min_uid", "environment_drop", "timeout_max_attempts"})) return c.err;
+    if (auto *m = r.if_contains("timeout_max_attempts")) {
+        if (!get_int(c, "requeue.timeout_max_attempts", *m, 0, 1000, n)) return c.err;
+        cfg.timeout_max_attempts = n;
+    }
     if (auto *d = r.if_contains("environment_drop")) {
         if (!d->is_array() || d->as_array().size() > 1024) return "requeue.environment_drop: expected a list of NAME or PREFIX* strings";
         cfg.environment_drop.clear();

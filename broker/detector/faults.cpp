@@ -49,6 +49,15 @@ void Service::confirm(Fault fault, double now) {
             return raise_fault(fault, fault.cause + "; cluster " + fault.state.cluster + " unreachable", ev, wall_now());
         }
         if (!job_state_running(v.job_state)) {
+            // A limit ended the job, its node fine, its end not reported (the
+            // broker was away, the agent's last report lost): judged as the
+            // batch end would have been, never a node's fault.
+            const bool limit = v.job_state == "TIMEOUT" || v.job_state == "OUT_OF_MEMORY" || v.job_state == "DEADLINE";
+            if (limit && !node_state_bad(v.node_state) && v.slurmd_answers) {
+                workers_.retire(fault.run, fault.node);
+                if (is_batch_worker(fault.node)) ended_at_limit(fault, v.job_state, ev);
+                return;
+            }
             if (v.job_state == "NODE_FAIL") ev["node_failure"] = true;
             if (v.job_state == "NODE_FAIL" || v.job_state == "FAILED" || v.job_state == "TIMEOUT" || v.job_state == "OUT_OF_MEMORY")
                 return raise_fault(fault, fault.cause + "; Slurm job " + std::to_string(fault.state.job) + " " + v.job_state, ev, wall_now());

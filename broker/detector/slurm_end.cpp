@@ -79,6 +79,14 @@ void Service::settle_end(const BatchEnd &end, const std::optional<RunInfo::RankF
                               "): not a failure; attempt " + std::to_string(end.attempt) + " goes on when Slurm starts it again",
                               json::serialize(ev), wall_now());
     }
+    std::string policy;
+    {
+        std::shared_lock lock(runs_mu_);
+        if (auto it = runs_.find(end.run); it != runs_.end()) policy = it->second.requeue;
+    }
+    // A run that is never requeued ends here, as with any other end.
+    if (state == "PREEMPTED" && policy == "off")
+        return end_failed(end, f, unreported, wall_now(), 0, "preempted (Slurm: PREEMPTED); not requeued: --shardnet-requeue=off");
     if (state == "PREEMPTED") {
         for (const auto &[key, w] : workers_.of_run(end.run, true))
             if (w.attempt == end.attempt && is_batch_worker(key)) {
@@ -90,22 +98,39 @@ void Service::settle_end(const BatchEnd &end, const std::optional<RunInfo::RankF
     }
     if (state.rfind("CANCELLED", 0) == 0) return slurm_cancelled(end, json::serialize(ev), wall_now());
     std::string words = failed_words(state);
-    if (state == "TIMEOUT") {
-        std::string no;
-        const std::string sealed = sealed_after_prelimit(end, no);
-        if (!sealed.empty())
-            for (const auto &[key, w] : workers_.of_run(end.run, true))
-                if (w.attempt == end.attempt && is_batch_worker(key)) {
-                    ev["on_timeout"] = "requeue";
-                    ev["sealed_after_prelimit"] = sealed;
-                    Fault fault{end.run, key, end.attempt, "time limit", w, FaultKind::ended_by_slurm};
-                    return raise_fault(fault, "time limit: Slurm ended job " + std::to_string(end.job) + " (TIMEOUT) after checkpoint " +
-                                       sealed + " was sealed past the pre-limit signal; --shardnet-on-timeout=requeue goes on from it",
-                                       ev, wall_now());
-                }
-        if (!no.empty()) words += "; not requeued: " + no;
-    }
+    if (state == "TIMEOUT" && timeout_requeued(end, ev, words)) return;
     end_failed(end, f, unreported, wall_now(), 0, words);
+}
+
+void Service::ended_at_limit(const Fault &fault, const std::string &job_state, const json::object &ev) {
+    BatchEnd end;
+    end.run = fault.run;
+    end.attempt = fault.attempt;
+    end.node = fault.node.substr(0, fault.node.find('/'));
+    end.cluster = fault.state.cluster;
+    end.job = fault.state.job;
+    std::string words = failed_words(job_state) + " (the batch script's end was not reported)";
+    if (job_state == "TIMEOUT" && timeout_requeued(end, ev, words)) return;
+    end_failed(end, nullptr, "", wall_now(), 0, words);
+}
+
+bool Service::timeout_requeued(const BatchEnd &end, json::object ev, std::string &words) {
+    std::string no;
+    const std::string sealed = sealed_after_prelimit(end, no);
+    if (sealed.empty()) {
+        if (!no.empty()) words += "; not requeued: " + no;
+        return false;
+    }
+    for (const auto &[key, w] : workers_.of_run(end.run, true))
+        if (w.attempt == end.attempt && is_batch_worker(key)) {
+            ev["on_timeout"] = "requeue";
+            ev["sealed_after_prelimit"] = sealed;
+            Fault fault{end.run, key, end.attempt, "time limit", w, FaultKind::ended_by_slurm};
+            raise_fault(fault, "time limit: Slurm ended job " + std::to_string(end.job) + " (TIMEOUT) after checkpoint " + sealed +
+                        " was sealed past the pre-limit signal; --shardnet-on-timeout=requeue goes on from it", ev, wall_now());
+            return true;
+        }
+    return false;
 }
 
 void Service::note_prelimit(std::string_view run, long long attempt, double now) {
@@ -130,9 +155,24 @@ std::string Service::sealed_after_prelimit(const BatchEnd &end, std::string &no)
     const json::value *on = so ? so->if_contains("on_timeout") : nullptr;
     if (!on || !on->is_string() || on->as_string() != "requeue") return "";   // the job did not ask: FAILED, as ever
     double signalled = 0;
+    std::string policy;
     {
         std::shared_lock lock(runs_mu_);
-        if (auto it = runs_.find(end.run); it != runs_.end() && it->second.prelimit_attempt == end.attempt) signalled = it->second.prelimit_at;
+        if (auto it = runs_.find(end.run); it != runs_.end()) {
+            policy = it->second.requeue;
+            if (it->second.prelimit_attempt == end.attempt) signalled = it->second.prelimit_at;
+        }
+    }
+    if (policy == "off") {
+        no = "--shardnet-on-timeout=requeue, but --shardnet-requeue=off";
+        return "";
+    }
+    // The site's bound: a job that asks for it is not requeued at its limit forever.
+    if (cfg_.timeout_max_attempts == 0 || end.attempt >= cfg_.timeout_max_attempts) {
+        no = cfg_.timeout_max_attempts == 0 ? "this site requeues no job at its time limit (requeue.timeout_max_attempts 0)"
+                                             : "attempt " + std::to_string(end.attempt) + " is the last a time limit may requeue to here "
+                                               "(requeue.timeout_max_attempts " + std::to_string(cfg_.timeout_max_attempts) + ")";
+        return "";
     }
     if (signalled <= 0) {
         no = "--shardnet-on-timeout=requeue, but no pre-limit signal was reported (the site's plugstack prelimit=SIG@SECONDS)";
@@ -155,6 +195,9 @@ void Service::slurm_requeued(const BatchEnd &end, const std::string &cause, cons
         it->second.failed_nodes.clear();
         ++it->second.slurm_requeues;
         it->second.slurm_requeued = end.attempt;
+        // The job starts over: its pre-limit signal is yet to come.
+        it->second.prelimit_attempt = 0;
+        it->second.prelimit_at = 0;
     }
     count(c_slurm_requeues);
     // Slurm starts the job again, maybe on other nodes: the old allocation's
