@@ -1039,3 +1039,38 @@ TEST_CASE("a TIMEOUT under --shardnet-on-timeout=requeue: requeued only from a c
         CHECK(f.slurm->count("sbatch") == 0);
     }
 }
+
+TEST_CASE("Slurm's limits without a reported end, requeue=off, and the site's bound: never a node's fault, never stuck DEGRADED") {
+    SUBCASE("the detector finds job 7 TIMEOUT, its nodes up, no end reported: FAILED naming the limit, nothing submitted, no node blamed") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        running_job(f);
+        {
+            std::lock_guard<std::mutex> lock(f.slurm->mu);
+            f.slurm->jobs[kConf][7].state = "TIMEOUT";
+        }
+        f.tick_ahead(10);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+        INFO(f.events("r1"));
+        CHECK(f.events("r1").find("FAILED: the job reached its time limit (Slurm: TIMEOUT) (the batch script's end was not reported)") !=
+              std::string::npos);
+        CHECK(f.events("r1").find("FAULT") == std::string::npos);
+        CHECK(f.slurm->count("sbatch") == 0);
+    }
+    SUBCASE("preempted with requeue=off: FAILED, saying so (not DEGRADED forever)") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}});
+        REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7, "off") == 204);
+        REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7, "off") == 204);
+        REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+        {
+            std::lock_guard<std::mutex> lock(f.slurm->mu);
+            f.slurm->jobs[kConf][7].state = "PREEMPTED";
+        }
+        REQUIRE(ended(f, "n1", "0", R"([{"rank":0,"exit":{"code":null,"signal":15,"time":1000.1}}])") == 204);
+        REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":null,"signal":15}}])") == 204);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+        CHECK(f.events("r1").find("preempted (Slurm: PREEMPTED); not requeued: --shardnet-requeue=off") != std::string::npos);
+    }
+}
