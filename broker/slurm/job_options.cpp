@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 #include <string_view>
+#include <utility>
 
 #include "common/parse_util.hpp"
 
@@ -35,6 +36,11 @@ constexpr Option kOptions[] = {
     {"input", "--input", Kind::path},              {"no_requeue", "--no-requeue", Kind::flag},
     {"contiguous", "--contiguous", Kind::flag},    {"wckey", "--wckey", Kind::word},
     {"threads_per_core", "--threads-per-core", Kind::number},
+    {"gpu_bind", "--gpu-bind", Kind::word},        {"gpu_freq", "--gpu-freq", Kind::word},
+    {"sockets_per_node", "--sockets-per-node", Kind::number}, {"cores_per_socket", "--cores-per-socket", Kind::number},
+    {"ntasks_per_socket", "--ntasks-per-socket", Kind::number}, {"ntasks_per_core", "--ntasks-per-core", Kind::number},
+    {"mincpus", "--mincpus", Kind::number},        {"tmp", "--tmp", Kind::number},
+    {"spread_job", "--spread-job", Kind::flag},     {"cpu_freq", "--cpu-freq", Kind::word},
 };
 
 const Option *option(std::string_view name) {
@@ -87,6 +93,64 @@ bool word_ok(const std::string &v) {
         if (!(std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == ':' || c == ',' || c == '=' || c == '+' || c == '@' || c == '/'))
             return false;
     return true;
+}
+
+// "gpu:closest" (tres_bind, tres_freq) -> "closest"; another TRES's is named.
+std::string gpu_part(const std::string &v, const char *what, std::vector<std::string> &uncarried) {
+    if (v.rfind("gpu:", 0) == 0 && v.size() > 4) return v.substr(4);
+    if (!v.empty()) uncarried.push_back(std::string(what) + " " + v);
+    return "";
+}
+
+// A frequency of --cpu-freq as sbatch takes it: kHz, or one of Slurm's
+// names (CPU_FREQ_* of slurm.h: the range flag and 1 to 4).
+std::string freq_word(long long v) {
+    constexpr long long kRange = 0x80000000LL;
+    if (!(v & kRange)) return std::to_string(v);
+    constexpr const char *kNames[] = {"", "low", "medium", "high", "highm1"};
+    return v - kRange >= 1 && v - kRange <= 4 ? kNames[v - kRange] : "";
+}
+std::string governor_word(long long v) {
+    for (auto [bits, name] : {std::pair{0x88000000LL, "conservative"}, {0x84000000LL, "ondemand"}, {0x82000000LL, "performance"},
+                              {0x81000000LL, "powersave"}, {0x80800000LL, "userspace"}, {0x80400000LL, "schedutil"}})
+        if (v == bits) return name;
+    return "";
+}
+
+// --cpu-freq=MIN-MAX[:GOVERNOR], MAX or GOVERNOR back from the record.
+// Slurm 22.05's squeue --json spells the set minimum
+// "cpu_frequency_minumum"; unset, it is "cpu_frequency_minimum": null.
+void read_cpu_freq(const json::object &j, json::object &opts, std::vector<std::string> &uncarried) {
+    long long lo = 0, hi = 0, gov = 0;
+    const bool has_lo = num(j, "cpu_frequency_minumum", lo) || num(j, "cpu_frequency_minimum", lo);
+    const bool has_hi = num(j, "cpu_frequency_maximum", hi), has_gov = num(j, "cpu_frequency_governor", gov);
+    if (!has_lo && !has_hi && !has_gov) return;
+    const std::string l = has_lo ? freq_word(lo) : "", h = has_hi ? freq_word(hi) : "", g = has_gov ? governor_word(gov) : "";
+    std::string v;
+    if (has_lo && has_hi && !l.empty() && !h.empty() && (!has_gov || !g.empty())) v = l + "-" + h + (has_gov ? ":" + g : "");
+    else if (!has_lo && has_hi && !has_gov && !h.empty()) v = h;
+    else if (!has_lo && !has_hi && !g.empty()) v = g;
+    if (!v.empty()) opts["cpu_freq"] = v;
+    else uncarried.push_back("cpu frequency min " + std::to_string(has_lo ? lo : -1) + " max " + std::to_string(has_hi ? hi : -1) +
+                             " governor " + std::to_string(has_gov ? gov : -1));
+}
+
+// How the job is laid out on a node's sockets, cores and disk, and how its
+// GPUs are bound and clocked (squeue --json of Slurm 22.05).
+void read_layout(const json::object &j, json::object &opts, std::vector<std::string> &uncarried) {
+    long long n = 0;
+    for (auto [field, name] : {std::pair{"sockets_per_node", "sockets_per_node"}, {"cores_per_socket", "cores_per_socket"},
+                               {"tasks_per_socket", "ntasks_per_socket"}, {"tasks_per_core", "ntasks_per_core"},
+                               {"minimum_tmp_disk_per_node", "tmp"}})
+        if (num(j, field, n) && n > 0) opts[name] = std::to_string(n);
+    // 1 is every job's minimum unless asked otherwise.
+    if (num(j, "minimum_cpus_per_node", n) && n > 1) opts["mincpus"] = std::to_string(n);
+    if (auto *f = j.if_contains("flags"); f && f->is_array())
+        for (const auto &x : f->as_array())
+            if (x.is_string() && x.as_string() == "SPREAD_JOB") opts["spread_job"] = true;
+    if (std::string b = gpu_part(str(j, "tres_bind"), "tres_bind", uncarried); !b.empty()) opts["gpu_bind"] = b;
+    if (std::string f = gpu_part(str(j, "tres_freq"), "tres_freq", uncarried); !f.empty()) opts["gpu_freq"] = f;
+    read_cpu_freq(j, opts, uncarried);
 }
 
 }  // namespace
@@ -156,6 +220,7 @@ void read_job_options(const json::object &j, json::object &opts, std::vector<std
         if (in[0] == '/' && in.find('%') == std::string::npos) opts["input"] = in;
         else uncarried.push_back("input " + in);
     }
+    read_layout(j, opts, uncarried);
     if (std::string x = str(j, "excluded_nodes"); !x.empty()) uncarried.push_back("exclude " + x + " (placement chooses the nodes)");
     // What a new job cannot be: named, never dropped in silence.
     if (std::string d = str(j, "dependency"); !d.empty()) uncarried.push_back("dependency " + d);
