@@ -1,9 +1,11 @@
 #!/bin/bash
 # Issue 27: attempt N is the job that was submitted. A job with a
-# partition, a time limit and a minimum, memory, CPUs per task, a name, a
-# nice value, a comment, an error file and a variable of the submitter's
+# partition, an account, a QOS, a GPU per node, a time limit and a minimum,
+# memory, CPUs per task, a name, a nice value, a comment, an error file and
+# a variable of the submitter's
 # environment loses a node on beta and is requeued on alpha: attempt 2's
-# record in Slurm carries the same options, its task sees the variable (not
+# record in Slurm carries the same options (and the same GPU TRES), accounting
+# (sacct) knows both jobs with that account and QOS, its task sees the variable (not
 # the names of Slurm's or the host's), and the output file holds both
 # attempts with a marker line between them. A run with
 # --shardnet-max-attempts=1 that loses its node ends FAILED instead.
@@ -21,12 +23,21 @@ record() {  # CLUSTER JOB [FIRST-JOB] -> the fields a requeue must keep, one lin
 import json, sys
 j = next(j for j in json.load(sys.stdin)["jobs"] if j["job_id"] == int(sys.argv[1]))
 c = j["comment"].split(" shardnet-decision:")[0]
+gpus = ",".join(t for t in j["tres_alloc_str"].split(",") if t.startswith("gres/gpu")) or "no-gpu-tres"
 print(j["partition"], j["time_limit"], j["memory_per_node"], j["tasks_per_node"],
       j["name"], j["nice"], repr(c), j["requeue"], j["standard_error"].replace("%j", sys.argv[2]).rsplit("/", 1)[-1],
-      sys.argv[3].strip())' "$2" "${3:-$2}" "$(slurm "$1" squeue -h -j "$2" -O cpus-per-task:12)"
+      sys.argv[3].strip(), j["account"], j["qos"], j["tres_per_node"], gpus)' "$2" "${3:-$2}" "$(slurm "$1" squeue -h -j "$2" -O cpus-per-task:12)"
+}
+accounted() {  # CLUSTER JOB -> the job as accounting (slurmdbd) holds it
+    local out
+    for _ in $(seq 50); do
+        out=$(slurm "$1" sacct -X -n -P -M "$1" -j "$2" -o jobid,account,qos,alloctres 2>&1)
+        grep -q "gres/gpu" <<<"$out" && break; sleep 0.2
+    done
+    echo "$out"
 }
 j=$(cd "$WORK" && runuser -u "$TEST_USER" -- env SLURM_CONF="$SCRATCH/beta/slurm.conf" PATH=/usr/bin:/bin:/opt/fid/bin MYVAR=kept-42 \
-    sbatch --parsable -N2 --ntasks-per-node=1 -p second --time=00:20:00 --mem=300 --cpus-per-task=2 -J fid-job \
+    sbatch --parsable -N2 --ntasks-per-node=1 -p second --account=ml --qos=high --gpus-per-node=1 --time=00:20:00 --mem=300 --cpus-per-task=2 -J fid-job \
     --nice=7 --comment="exp 7" --no-requeue -o "$WORK/fid-%j.out" -e "$WORK/fid-%j.err" \
     --shardnet=fid --shardnet-heartbeat=1 --wrap "srun $WORK/fid.sh")
 wait_for 30 'sum(1 for w in v["workers"] if w["node"].endswith("/0")) == 2' /v1/runs/fid || fail "fid never ran: $(cat "$WORK"/fid-*.err)"
@@ -38,8 +49,13 @@ after=$(record alpha "$new" "$j")
 echo "  attempt 1 (beta/$j):  $before"
 echo "  attempt 2 (alpha/$new): $after"
 [ "$before" = "$after" ] || fail "attempt 2's options differ from attempt 1's"
-grep -q "^second 20 300 1 fid-job 7 'exp 7' False fid-$j.err 2$" <<<"$after" || fail "attempt 1's record is not what was submitted: $before"
-ok "attempt 2 on alpha has attempt 1's partition, time, mem, cpus-per-task, tasks per node, name, nice, comment, no-requeue, error file"
+grep -q "^second 20 300 1 fid-job 7 'exp 7' False fid-$j.err 2 ml high gres:gpu:1 gres/gpu=2$" <<<"$after" || fail "attempt 1's record is not what was submitted: $before"
+ok "attempt 2 on alpha has attempt 1's partition, account, QOS, GPUs (gres/gpu=2), time, mem, cpus-per-task, tasks per node, name, nice, comment, no-requeue, error file"
+acct1=$(accounted beta "$j"); acct2=$(accounted alpha "$new")
+echo "  sacct: $acct1 | $acct2"
+grep -qx "$j|ml|high|.*gres/gpu=2.*" <<<"$acct1" || fail "sacct does not know attempt 1 (beta/$j) as ml/high with 2 GPUs: $acct1"
+grep -qx "$new|ml|high|.*gres/gpu=2.*" <<<"$acct2" || fail "sacct does not know attempt 2 (alpha/$new) as ml/high with 2 GPUs: $acct2"
+ok "accounting knows both jobs: account ml, QOS high, gres/gpu=2"
 for _ in $(seq 50); do [ "$(grep -c '^attempt=2' "$WORK/fid-$j.out" 2>/dev/null)" = 2 ] && break; sleep 0.2; done
 grep '^attempt=\|^===' "$WORK/fid-$j.out" | sed 's/^/  /'
 grep -q "^attempt=2 rank=0 MYVAR=kept-42 PATH=/usr/bin:/bin:/opt/fid/bin" "$WORK/fid-$j.out" \
