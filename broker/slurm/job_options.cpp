@@ -1,5 +1,6 @@
 #include "broker/slurm/job_options.hpp"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <string_view>
 #include <utility>
@@ -235,6 +236,33 @@ void read_job_options(const json::object &j, json::object &opts, std::vector<std
     if (std::string b = str(j, "batch_features"); !b.empty()) uncarried.push_back("batch features " + b);
     if (std::string c = str(j, "container"); !c.empty()) uncarried.push_back("container " + c);
     if (std::string r = str(j, "required_nodes"); !r.empty()) uncarried.push_back("nodelist " + r + " (placement chooses the nodes)");
+}
+
+bool step_option_variable(const std::string &name) {
+    return name == "SLURM_DISTRIBUTION" || name == "SLURM_MEM_BIND" || name == "SLURM_MEM_BIND_VERBOSE";
+}
+
+std::vector<std::string> step_options(std::string &environment, std::vector<std::string> &not_carried) {
+    std::string rest, dist, bind, verbose;
+    for (std::size_t pos = 0; pos < environment.size();) {
+        const auto end = std::min(environment.find('\0', pos), environment.size());
+        const std::string e = environment.substr(pos, end - pos);
+        pos = end + 1;
+        const auto eq = e.find('=');
+        const std::string name = e.substr(0, eq), value = eq == std::string::npos ? "" : e.substr(eq + 1);
+        if (!step_option_variable(name)) { rest += e, rest += '\0'; continue; }
+        (name == "SLURM_DISTRIBUTION" ? dist : name == "SLURM_MEM_BIND" ? bind : verbose) = value;
+    }
+    environment = std::move(rest);
+    std::vector<std::string> out;
+    // sbatch --mem-bind=verbose,local gives SLURM_MEM_BIND=local and SLURM_MEM_BIND_VERBOSE=verbose.
+    if (!bind.empty() && verbose == "verbose") bind = "verbose," + bind;
+    for (auto [flag, v] : {std::pair{"--distribution", dist}, {"--mem-bind", bind}}) {
+        if (v.empty()) continue;
+        if (word_ok(v)) out.push_back(std::string(flag) + "=" + v);
+        else not_carried.push_back(std::string(flag + 2) + " (malformed value)");
+    }
+    return out;
 }
 
 std::vector<std::string> sbatch_options(const json::object &opts, std::string &err, std::vector<std::string> *dropped) {

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <doctest/doctest.h>
 
+#include "broker/recovery/job_environment.hpp"
 #include "broker/slurm/job_options.hpp"
 #include "broker/slurm/name_map.hpp"
 
@@ -244,4 +245,30 @@ TEST_CASE("job options: a GPU binding or clock of another TRES is named, not car
     CHECK(err == "job option gpu_bind: malformed value");
     CHECK(sbatch_options(json::object{{"spread_job", "yes"}}, err).empty());
     CHECK(err == "job option spread_job: expected true or false");
+}
+
+TEST_CASE("--distribution and --mem-bind: from the batch step's environment (the record lacks them) back to sbatch's") {
+    // As sbatch --distribution=block:cyclic --mem-bind=verbose,local put them in the batch step's environment.
+    using namespace std::string_literals;
+    std::string env = "PATH=/usr/bin\0SLURM_DISTRIBUTION=block:cyclic\0SLURM_MEM_BIND=local\0SLURM_MEM_BIND_VERBOSE=verbose\0MYVAR=1\0"s;
+    std::vector<std::string> bad;
+    CHECK(step_options(env, bad) == std::vector<std::string>{"--distribution=block:cyclic", "--mem-bind=verbose,local"});
+    CHECK(env == "PATH=/usr/bin\0MYVAR=1\0"s);   // sbatch sets them anew from its options
+    CHECK(bad.empty());
+    env = "SLURM_MEM_BIND=local\0SLURM_MEM_BIND_VERBOSE=quiet\0"s;
+    CHECK(step_options(env, bad) == std::vector<std::string>{"--mem-bind=local"});
+    env = "SLURM_DISTRIBUTION=block --uid=0\0A=1\0"s;
+    CHECK(step_options(env, bad).empty());
+    CHECK(bad == std::vector<std::string>{"distribution (malformed value)"});
+    CHECK(env == "A=1\0"s);
+    env = "A=1\0"s;
+    CHECK(step_options(env, bad).empty());
+    CHECK(env == "A=1\0"s);
+    // A site that drops SLURM_* still keeps these: they are the user's options.
+    const std::vector<std::string> drop{"SLURM_*", "SECRET"};
+    CHECK_FALSE(environment_dropped("SLURM_DISTRIBUTION", drop));
+    CHECK_FALSE(environment_dropped("SLURM_MEM_BIND", drop));
+    CHECK(environment_dropped("SLURM_JOB_ID", drop));
+    CHECK(environment_dropped("SLURM_MEM_BIND_LIST", drop));
+    CHECK(environment_dropped("SECRET", drop));
 }
