@@ -1,6 +1,7 @@
 #!/bin/bash
 # Issue 27: attempt N is the job that was submitted. A job with a
-# partition, an account, a QOS, a GPU per node, a time limit and a minimum,
+# partition, an account, a QOS, a GPU per node, a task distribution and a
+# memory binding, a time limit and a minimum,
 # memory, CPUs per task, a name, a nice value, a comment, an error file and
 # a variable of the submitter's
 # environment loses a node on beta and is requeued on alpha: attempt 2's
@@ -14,7 +15,7 @@ start_broker 600
 for c in alpha beta; do plugstack $c "broker=$BROKER_URL worker_key_file=$WORKER_KEY_FILE heartbeat_min=1"; done
 cat > "$WORK/fid.sh" <<'SH'
 #!/bin/bash
-echo "attempt=$SHARDNET_ATTEMPT rank=$SHARDNET_RANK MYVAR=${MYVAR-unset} PATH=$PATH job=$SLURM_JOB_ID"
+echo "attempt=$SHARDNET_ATTEMPT rank=$SHARDNET_RANK MYVAR=${MYVAR-unset} PATH=$PATH job=$SLURM_JOB_ID dist=${SLURM_DISTRIBUTION-unset} membind=${SLURM_MEM_BIND-unset}"
 for s in $(seq 1 600); do echo $s > "$SHARDNET_PROGRESS"; sleep 0.5; done
 SH
 chmod 755 "$WORK/fid.sh"
@@ -37,7 +38,8 @@ accounted() {  # CLUSTER JOB -> the job as accounting (slurmdbd) holds it
     echo "$out"
 }
 j=$(cd "$WORK" && runuser -u "$TEST_USER" -- env SLURM_CONF="$SCRATCH/beta/slurm.conf" PATH=/usr/bin:/bin:/opt/fid/bin MYVAR=kept-42 \
-    sbatch --parsable -N2 --ntasks-per-node=1 -p second --account=ml --qos=high --gpus-per-node=1 --time=00:20:00 --mem=300 --cpus-per-task=2 -J fid-job \
+    sbatch --parsable -N2 --ntasks-per-node=1 -p second --account=ml --qos=high --gpus-per-node=1 \
+    --distribution=block:cyclic --mem-bind=local --time=00:20:00 --mem=300 --cpus-per-task=2 -J fid-job \
     --nice=7 --comment="exp 7" --no-requeue -o "$WORK/fid-%j.out" -e "$WORK/fid-%j.err" \
     --shardnet=fid --shardnet-heartbeat=1 --wrap "srun $WORK/fid.sh")
 wait_for 30 'sum(1 for w in v["workers"] if w["node"].endswith("/0")) == 2' /v1/runs/fid || fail "fid never ran: $(cat "$WORK"/fid-*.err)"
@@ -63,6 +65,14 @@ grep -q "^attempt=2 rank=0 MYVAR=kept-42 PATH=/usr/bin:/bin:/opt/fid/bin" "$WORK
 grep -q "^=== shardnet: attempt 2 of fid on alpha, job $new ===$" "$WORK/fid-$j.out" || fail "no marker line before attempt 2"
 [ "$(grep -c '^attempt=1' "$WORK/fid-$j.out")" = 2 ] || fail "attempt 1's lines are gone: $(cat "$WORK/fid-$j.out")"
 ok "attempt 2 sees MYVAR and the submitter's PATH; both attempts in fid-$j.out, the marker between them"
+# Options Slurm's record lacks (sbatch hands them to the batch step's
+# environment for its srun steps; srun gives its tasks the binding with its
+# verbosity, quiet,local): the steps of both attempts have them.
+for a in 1 2; do
+    [ "$(grep -c "^attempt=$a .* dist=block:cyclic membind=quiet,local$" "$WORK/fid-$j.out")" = 2 ] \
+        || fail "attempt $a's steps lack --distribution/--mem-bind: $(grep "^attempt=$a" "$WORK/fid-$j.out")"
+done
+ok "--distribution=block:cyclic and --mem-bind=local reach the steps of both attempts"
 grep -q '"the job.s environment kept".*"run":"fid"' "$WORK/broker.log" || grep -q '"msg":"the job.s environment kept"' "$WORK/broker.log" \
     || fail "the broker did not keep the environment: $(grep -i environment "$WORK/broker.log" | tail -3)"
 ! grep -rq "kept-42" "$WORK/broker.log" || fail "a value of the environment reached the broker's log"
