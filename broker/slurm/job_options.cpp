@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cctype>
 #include <string_view>
 #include <utility>
 
@@ -42,6 +43,10 @@ constexpr Option kOptions[] = {
     {"ntasks_per_socket", "--ntasks-per-socket", Kind::number}, {"ntasks_per_core", "--ntasks-per-core", Kind::number},
     {"mincpus", "--mincpus", Kind::number},        {"tmp", "--tmp", Kind::number},
     {"spread_job", "--spread-job", Kind::flag},     {"cpu_freq", "--cpu-freq", Kind::word},
+    {"prefer", "--prefer", Kind::text},             {"core_spec", "--core-spec", Kind::number},
+    {"thread_spec", "--thread-spec", Kind::number}, {"reboot", "--reboot", Kind::flag},
+    {"profile", "--profile", Kind::word},           {"delay_boot", "--delay-boot", Kind::number},
+    {"gres_enforce_binding", "--gres-flags=enforce-binding", Kind::flag}, {"use_min_nodes", "--use-min-nodes", Kind::flag},
 };
 
 const Option *option(std::string_view name) {
@@ -147,11 +152,40 @@ void read_layout(const json::object &j, json::object &opts, std::vector<std::str
     // 1 is every job's minimum unless asked otherwise.
     if (num(j, "minimum_cpus_per_node", n) && n > 1) opts["mincpus"] = std::to_string(n);
     if (auto *f = j.if_contains("flags"); f && f->is_array())
-        for (const auto &x : f->as_array())
-            if (x.is_string() && x.as_string() == "SPREAD_JOB") opts["spread_job"] = true;
+        for (const auto &x : f->as_array()) {
+            if (!x.is_string()) continue;
+            if (x.as_string() == "SPREAD_JOB") opts["spread_job"] = true;
+            else if (x.as_string() == "GRES_ENFORCE_BIND") opts["gres_enforce_binding"] = true;
+            else if (x.as_string() == "USE_MIN_NODES") opts["use_min_nodes"] = true;
+        }
     if (std::string b = gpu_part(str(j, "tres_bind"), "tres_bind", uncarried); !b.empty()) opts["gpu_bind"] = b;
     if (std::string f = gpu_part(str(j, "tres_freq"), "tres_freq", uncarried); !f.empty()) opts["gpu_freq"] = f;
     read_cpu_freq(j, opts, uncarried);
+    if (num(j, "core_spec", n) && n > 0) opts["core_spec"] = std::to_string(n);
+    if (num(j, "thread_spec", n) && n > 0) opts["thread_spec"] = std::to_string(n);
+    if (std::string p = str(j, "prefer"); !p.empty()) opts["prefer"] = p;
+    if (auto *v = j.if_contains("reboot"); v && v->is_bool() && v->as_bool()) opts["reboot"] = true;
+    // Set, but not for a new job to ask again as it stands: named.
+    if (num(j, "deadline", n) && n > 0) uncarried.push_back("deadline " + std::to_string(n) + " (a time of attempt 1's)");
+    // Seconds in the record, minutes to sbatch.
+    if (num(j, "delay_boot", n) && n > 0) {
+        if (n % 60 == 0) opts["delay_boot"] = std::to_string(n / 60);
+        else uncarried.push_back("delay boot " + std::to_string(n) + " s");
+    }
+    // ["Task"] for --profile=task.
+    if (auto *p = j.if_contains("profile"); p && p->is_array() && !p->as_array().empty()) {
+        std::string v;
+        for (const auto &x : p->as_array())
+            if (x.is_string()) v += (v.empty() ? "" : ",") + std::string(x.as_string());
+        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (!v.empty() && v != "none") opts["profile"] = v;
+    }
+    // -N MIN-MAX: placement gives the job a fixed count.
+    long long count = 0;
+    if (num(j, "max_nodes", n) && num(j, "node_count", count) && count > 0 && n > count)
+        uncarried.push_back("node count range up to " + std::to_string(n) + " (placement gives " + std::to_string(count) + ")");
+    if (std::string c = str(j, "cluster_features"); !c.empty()) uncarried.push_back("cluster constraint " + c);
+    if (std::string m = str(j, "mcs_label"); !m.empty()) uncarried.push_back("mcs label " + m);
 }
 
 }  // namespace

@@ -272,3 +272,34 @@ TEST_CASE("--distribution and --mem-bind: from the batch step's environment (the
     CHECK(environment_dropped("SLURM_MEM_BIND_LIST", drop));
     CHECK(environment_dropped("SECRET", drop));
 }
+
+TEST_CASE("job options: what else 22.05's squeue --json shows of sbatch's options, carried or named") {
+    // Each field as the harness's Slurm printed it for the option named.
+    std::vector<std::string> uncarried;
+    json::object j = plain_job();
+    j["profile"] = json::array{"Task"};                            // --profile=task
+    j["delay_boot"] = 300;                                         // --delay-boot=5 (minutes)
+    j["flags"] = json::array{"GRES_ENFORCE_BIND", "USE_MIN_NODES"}; // --gres-flags=enforce-binding --use-min-nodes
+    const auto args = args_of(j, uncarried);
+    for (const char *a : {"--profile=task", "--delay-boot=5", "--gres-flags=enforce-binding", "--use-min-nodes"})
+        CHECK_MESSAGE(has(args, a), a);
+    CHECK(uncarried.empty());
+    j = plain_job();
+    j["deadline"] = 1796294001;                                    // --deadline=now+2hours
+    j["cluster_features"] = "x";                                   // --cluster-constraint=x
+    j["mcs_label"] = "x";                                          // --mcs-label=x
+    j["max_nodes"] = 2;                                            // -N1-2
+    j["node_count"] = 1;
+    j["delay_boot"] = 90;
+    args_of(j, uncarried);
+    for (const char *u : {"deadline 1796294001 (a time of attempt 1's)", "cluster constraint x", "mcs label x",
+                          "node count range up to 2 (placement gives 1)", "delay boot 90 s"})
+        CHECK_MESSAGE(has(uncarried, u), u);
+    uncarried.clear();
+    j = plain_job();
+    j["max_nodes"] = 1;                                            // -N1
+    j["node_count"] = 1;
+    j["profile"] = nullptr;
+    args_of(j, uncarried);
+    CHECK(uncarried.empty());
+}
