@@ -4,7 +4,7 @@
 # With the argument fuzz, also clang-15 and libFuzzer for `make fuzz`.
 set -eu
 PKGS="build-essential autoconf automake libtool pkg-config
-      slurmctld slurmd slurm-client libslurm-dev munge libmunge-dev
+      slurmctld slurmd slurmdbd slurm-client libslurm-dev munge libmunge-dev mariadb-server
       libhwloc-dev hwloc libucx-dev ucx-utils
       libboost1.81-dev libboost-json1.81-dev doctest-dev
       libcurl4-openssl-dev libssl-dev nettle-dev libsqlite3-dev libyaml-cpp-dev

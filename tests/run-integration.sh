@@ -14,6 +14,10 @@ flock -n 9 || { echo "run-integration: another harness run holds /tmp/shardnet-h
 # (munged, slurmctld, a broker) must not inherit it, or it would hold the
 # lock after this run ends and every later run would wait for good.
 harness() { "$HERE/harness/clusters.sh" "$@" 9>&-; }
+# The tests' jobs inherit this environment: a knob of this script's must
+# not reach them (t0110 checks that a plain job sees no SHARDNET_*).
+KEEP_OUTPUT=${SHARDNET_KEEP_OUTPUT:-}
+unset SHARDNET_KEEP_OUTPUT
 SCRATCH=$(mktemp -d /tmp/shardnet-it.XXXXXX)
 chmod 755 "$SCRATCH"
 LOGS=$BUILD/test-logs
@@ -32,7 +36,7 @@ for t in "${tests[@]}"; do
         printf 'PASS: %-28s %5.1fs\n' "$name" "$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')"
         pass=$((pass + 1))
         # SHARDNET_KEEP_OUTPUT=1: a passing test's output is kept too (its figures).
-        [ -z "${SHARDNET_KEEP_OUTPUT:-}" ] || { mkdir -p "$LOGS/$name"; cp "$out" "$LOGS/$name/"; }
+        [ -z "$KEEP_OUTPUT" ] || { mkdir -p "$LOGS/$name"; cp "$out" "$LOGS/$name/"; }
     else
         printf 'FAIL: %-28s (output and Slurm logs in %s)\n' "$name" "$LOGS/$name"
         mkdir -p "$LOGS/$name"; cp "$out" "$LOGS/$name/"

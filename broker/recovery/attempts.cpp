@@ -210,6 +210,11 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
                         *env += std::string(opt_spec(static_cast<Opt>(o)).env) + "=" + a.substr(eq + 1) + '\0';
             }
             *env += "SHARDNET_ATTEMPT=" + std::to_string(to) + '\0';
+            // --distribution and --mem-bind live only there: sbatch's again.
+            std::vector<std::string> bad;
+            const auto step = step_options(*env, bad);
+            argv.insert(argv.begin() + 2, step.begin(), step.end());
+            if (not_carried) not_carried->insert(not_carried->end(), bad.begin(), bad.end());
             run_as.fd3 = std::move(*env);
             argv.insert(argv.begin() + 2, "--export-file=3");
         } else if (!why.empty()) {

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "broker/slurm/job_options.hpp"
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 
@@ -59,6 +60,7 @@ std::string read_environment(const boost::json::value &list, std::vector<std::st
 }
 
 bool environment_dropped(const std::string &name, const std::vector<std::string> &patterns) {
+    if (step_option_variable(name)) return false;
     for (const auto &p : patterns) {
         if (!p.empty() && p.back() == '*') {
             if (name.compare(0, p.size() - 1, p, 0, p.size() - 1) == 0) return true;

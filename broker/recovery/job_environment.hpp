@@ -20,7 +20,8 @@ inline constexpr std::size_t kEnvMaxEntries = 4096, kEnvMaxEntry = 128u << 10, k
 // "" or why not, naming the entry (a NUL, a bad name, a name twice, sizes).
 std::string read_environment(const boost::json::value &list, std::vector<std::string> &out);
 
-// Whether NAME matches one of the patterns (NAME, or PREFIX*).
+// Whether NAME matches one of the patterns (NAME, or PREFIX*); never the
+// names that carry sbatch options (step_option_variable, job_options.hpp).
 bool environment_dropped(const std::string &name, const std::vector<std::string> &patterns);
 
 // The broker's own directory beside its database (0700, the broker's

@@ -1,7 +1,10 @@
 #include "broker/slurm/job_options.hpp"
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <cctype>
 #include <string_view>
+#include <utility>
 
 #include "common/parse_util.hpp"
 
@@ -35,6 +38,15 @@ constexpr Option kOptions[] = {
     {"input", "--input", Kind::path},              {"no_requeue", "--no-requeue", Kind::flag},
     {"contiguous", "--contiguous", Kind::flag},    {"wckey", "--wckey", Kind::word},
     {"threads_per_core", "--threads-per-core", Kind::number},
+    {"gpu_bind", "--gpu-bind", Kind::word},        {"gpu_freq", "--gpu-freq", Kind::word},
+    {"sockets_per_node", "--sockets-per-node", Kind::number}, {"cores_per_socket", "--cores-per-socket", Kind::number},
+    {"ntasks_per_socket", "--ntasks-per-socket", Kind::number}, {"ntasks_per_core", "--ntasks-per-core", Kind::number},
+    {"mincpus", "--mincpus", Kind::number},        {"tmp", "--tmp", Kind::number},
+    {"spread_job", "--spread-job", Kind::flag},     {"cpu_freq", "--cpu-freq", Kind::word},
+    {"prefer", "--prefer", Kind::text},             {"core_spec", "--core-spec", Kind::number},
+    {"thread_spec", "--thread-spec", Kind::number}, {"reboot", "--reboot", Kind::flag},
+    {"profile", "--profile", Kind::word},           {"delay_boot", "--delay-boot", Kind::number},
+    {"gres_enforce_binding", "--gres-flags=enforce-binding", Kind::flag}, {"use_min_nodes", "--use-min-nodes", Kind::flag},
 };
 
 const Option *option(std::string_view name) {
@@ -87,6 +99,93 @@ bool word_ok(const std::string &v) {
         if (!(std::isalnum(c) || c == '_' || c == '-' || c == '.' || c == ':' || c == ',' || c == '=' || c == '+' || c == '@' || c == '/'))
             return false;
     return true;
+}
+
+// "gpu:closest" (tres_bind, tres_freq) -> "closest"; another TRES's is named.
+std::string gpu_part(const std::string &v, const char *what, std::vector<std::string> &uncarried) {
+    if (v.rfind("gpu:", 0) == 0 && v.size() > 4) return v.substr(4);
+    if (!v.empty()) uncarried.push_back(std::string(what) + " " + v);
+    return "";
+}
+
+// A frequency of --cpu-freq as sbatch takes it: kHz, or one of Slurm's
+// names (CPU_FREQ_* of slurm.h: the range flag and 1 to 4).
+std::string freq_word(long long v) {
+    constexpr long long kRange = 0x80000000LL;
+    if (!(v & kRange)) return std::to_string(v);
+    constexpr const char *kNames[] = {"", "low", "medium", "high", "highm1"};
+    return v - kRange >= 1 && v - kRange <= 4 ? kNames[v - kRange] : "";
+}
+std::string governor_word(long long v) {
+    for (auto [bits, name] : {std::pair{0x88000000LL, "conservative"}, {0x84000000LL, "ondemand"}, {0x82000000LL, "performance"},
+                              {0x81000000LL, "powersave"}, {0x80800000LL, "userspace"}, {0x80400000LL, "schedutil"}})
+        if (v == bits) return name;
+    return "";
+}
+
+// --cpu-freq=MIN-MAX[:GOVERNOR], MAX or GOVERNOR back from the record.
+// Slurm 22.05's squeue --json spells the set minimum
+// "cpu_frequency_minumum"; unset, it is "cpu_frequency_minimum": null.
+void read_cpu_freq(const json::object &j, json::object &opts, std::vector<std::string> &uncarried) {
+    long long lo = 0, hi = 0, gov = 0;
+    const bool has_lo = num(j, "cpu_frequency_minumum", lo) || num(j, "cpu_frequency_minimum", lo);
+    const bool has_hi = num(j, "cpu_frequency_maximum", hi), has_gov = num(j, "cpu_frequency_governor", gov);
+    if (!has_lo && !has_hi && !has_gov) return;
+    const std::string l = has_lo ? freq_word(lo) : "", h = has_hi ? freq_word(hi) : "", g = has_gov ? governor_word(gov) : "";
+    std::string v;
+    if (has_lo && has_hi && !l.empty() && !h.empty() && (!has_gov || !g.empty())) v = l + "-" + h + (has_gov ? ":" + g : "");
+    else if (!has_lo && has_hi && !has_gov && !h.empty()) v = h;
+    else if (!has_lo && !has_hi && !g.empty()) v = g;
+    if (!v.empty()) opts["cpu_freq"] = v;
+    else uncarried.push_back("cpu frequency min " + std::to_string(has_lo ? lo : -1) + " max " + std::to_string(has_hi ? hi : -1) +
+                             " governor " + std::to_string(has_gov ? gov : -1));
+}
+
+// How the job is laid out on a node's sockets, cores and disk, and how its
+// GPUs are bound and clocked (squeue --json of Slurm 22.05).
+void read_layout(const json::object &j, json::object &opts, std::vector<std::string> &uncarried) {
+    long long n = 0;
+    for (auto [field, name] : {std::pair{"sockets_per_node", "sockets_per_node"}, {"cores_per_socket", "cores_per_socket"},
+                               {"tasks_per_socket", "ntasks_per_socket"}, {"tasks_per_core", "ntasks_per_core"},
+                               {"minimum_tmp_disk_per_node", "tmp"}})
+        if (num(j, field, n) && n > 0) opts[name] = std::to_string(n);
+    // 1 is every job's minimum unless asked otherwise.
+    if (num(j, "minimum_cpus_per_node", n) && n > 1) opts["mincpus"] = std::to_string(n);
+    if (auto *f = j.if_contains("flags"); f && f->is_array())
+        for (const auto &x : f->as_array()) {
+            if (!x.is_string()) continue;
+            if (x.as_string() == "SPREAD_JOB") opts["spread_job"] = true;
+            else if (x.as_string() == "GRES_ENFORCE_BIND") opts["gres_enforce_binding"] = true;
+            else if (x.as_string() == "USE_MIN_NODES") opts["use_min_nodes"] = true;
+        }
+    if (std::string b = gpu_part(str(j, "tres_bind"), "tres_bind", uncarried); !b.empty()) opts["gpu_bind"] = b;
+    if (std::string f = gpu_part(str(j, "tres_freq"), "tres_freq", uncarried); !f.empty()) opts["gpu_freq"] = f;
+    read_cpu_freq(j, opts, uncarried);
+    if (num(j, "core_spec", n) && n > 0) opts["core_spec"] = std::to_string(n);
+    if (num(j, "thread_spec", n) && n > 0) opts["thread_spec"] = std::to_string(n);
+    if (std::string p = str(j, "prefer"); !p.empty()) opts["prefer"] = p;
+    if (auto *v = j.if_contains("reboot"); v && v->is_bool() && v->as_bool()) opts["reboot"] = true;
+    // Set, but not for a new job to ask again as it stands: named.
+    if (num(j, "deadline", n) && n > 0) uncarried.push_back("deadline " + std::to_string(n) + " (a time of attempt 1's)");
+    // Seconds in the record, minutes to sbatch.
+    if (num(j, "delay_boot", n) && n > 0) {
+        if (n % 60 == 0) opts["delay_boot"] = std::to_string(n / 60);
+        else uncarried.push_back("delay boot " + std::to_string(n) + " s");
+    }
+    // ["Task"] for --profile=task.
+    if (auto *p = j.if_contains("profile"); p && p->is_array() && !p->as_array().empty()) {
+        std::string v;
+        for (const auto &x : p->as_array())
+            if (x.is_string()) v += (v.empty() ? "" : ",") + std::string(x.as_string());
+        std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (!v.empty() && v != "none") opts["profile"] = v;
+    }
+    // -N MIN-MAX: placement gives the job a fixed count.
+    long long count = 0;
+    if (num(j, "max_nodes", n) && num(j, "node_count", count) && count > 0 && n > count)
+        uncarried.push_back("node count range up to " + std::to_string(n) + " (placement gives " + std::to_string(count) + ")");
+    if (std::string c = str(j, "cluster_features"); !c.empty()) uncarried.push_back("cluster constraint " + c);
+    if (std::string m = str(j, "mcs_label"); !m.empty()) uncarried.push_back("mcs label " + m);
 }
 
 }  // namespace
@@ -156,6 +255,7 @@ void read_job_options(const json::object &j, json::object &opts, std::vector<std
         if (in[0] == '/' && in.find('%') == std::string::npos) opts["input"] = in;
         else uncarried.push_back("input " + in);
     }
+    read_layout(j, opts, uncarried);
     if (std::string x = str(j, "excluded_nodes"); !x.empty()) uncarried.push_back("exclude " + x + " (placement chooses the nodes)");
     // What a new job cannot be: named, never dropped in silence.
     if (std::string d = str(j, "dependency"); !d.empty()) uncarried.push_back("dependency " + d);
@@ -170,6 +270,33 @@ void read_job_options(const json::object &j, json::object &opts, std::vector<std
     if (std::string b = str(j, "batch_features"); !b.empty()) uncarried.push_back("batch features " + b);
     if (std::string c = str(j, "container"); !c.empty()) uncarried.push_back("container " + c);
     if (std::string r = str(j, "required_nodes"); !r.empty()) uncarried.push_back("nodelist " + r + " (placement chooses the nodes)");
+}
+
+bool step_option_variable(const std::string &name) {
+    return name == "SLURM_DISTRIBUTION" || name == "SLURM_MEM_BIND" || name == "SLURM_MEM_BIND_VERBOSE";
+}
+
+std::vector<std::string> step_options(std::string &environment, std::vector<std::string> &not_carried) {
+    std::string rest, dist, bind, verbose;
+    for (std::size_t pos = 0; pos < environment.size();) {
+        const auto end = std::min(environment.find('\0', pos), environment.size());
+        const std::string e = environment.substr(pos, end - pos);
+        pos = end + 1;
+        const auto eq = e.find('=');
+        const std::string name = e.substr(0, eq), value = eq == std::string::npos ? "" : e.substr(eq + 1);
+        if (!step_option_variable(name)) { rest += e, rest += '\0'; continue; }
+        (name == "SLURM_DISTRIBUTION" ? dist : name == "SLURM_MEM_BIND" ? bind : verbose) = value;
+    }
+    environment = std::move(rest);
+    std::vector<std::string> out;
+    // sbatch --mem-bind=verbose,local gives SLURM_MEM_BIND=local and SLURM_MEM_BIND_VERBOSE=verbose.
+    if (!bind.empty() && verbose == "verbose") bind = "verbose," + bind;
+    for (auto [flag, v] : {std::pair{"--distribution", dist}, {"--mem-bind", bind}}) {
+        if (v.empty()) continue;
+        if (word_ok(v)) out.push_back(std::string(flag) + "=" + v);
+        else not_carried.push_back(std::string(flag + 2) + " (malformed value)");
+    }
+    return out;
 }
 
 std::vector<std::string> sbatch_options(const json::object &opts, std::string &err, std::vector<std::string> *dropped) {

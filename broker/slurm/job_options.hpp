@@ -21,6 +21,16 @@ void read_job_options(const boost::json::object &job, boost::json::object &opts,
 // it), else the answer is empty and err names it.
 std::vector<std::string> sbatch_options(const boost::json::object &opts, std::string &err, std::vector<std::string> *dropped = nullptr);
 
+// Options that sbatch hands only to the batch script's environment, for
+// the srun steps in it (Slurm's record does not show them):
+// SLURM_DISTRIBUTION (--distribution), SLURM_MEM_BIND and
+// SLURM_MEM_BIND_VERBOSE (--mem-bind). They are the user's options, not
+// Slurm's values for one job: a site's environment policy keeps them.
+bool step_option_variable(const std::string &name);
+// Takes them out of a kept environment (NUL-terminated entries) and answers
+// their sbatch arguments; a malformed value is named in not_carried.
+std::vector<std::string> step_options(std::string &environment, std::vector<std::string> &not_carried);
+
 // The requeue's marker in a job's comment: the user's words, then this.
 inline constexpr const char *kDecisionMarker = "shardnet-decision:";
 // The comment a requeued job is submitted with: the user's, then the marker.

@@ -2,7 +2,10 @@
 # The real Slurm harness: N local clusters (default alpha and beta), each
 # with its own slurmctld and NODES slurmd (slurmd -N), state, spool and logs
 # under a scratch dir, free loopback ports, one shared munged, and the built
-# plugin in PlugStackConfig. Tears down exactly the PIDs it started.
+# plugin in PlugStackConfig; accounting (one MariaDB and one slurmdbd for
+# all clusters, accounting.sh) and two GPUs per node on fake device files
+# (gres.conf File=). Tears down exactly the PIDs it started.
+# SHARDNET_ACCOUNTING=0: no accounting (the harness as it was before).
 #
 #   clusters.sh up SCRATCH BUILD [CLUSTER...]   start, wait until nodes idle
 #   clusters.sh down SCRATCH                    stop what `up` started
@@ -14,9 +17,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 NODES=${SHARDNET_NODES:-2}
 TEST_USER=${SHARDNET_TEST_USER:-shardtest}
 OTHER_USER=${SHARDNET_OTHER_USER:-shardtest2}
+ACCOUNTING=${SHARDNET_ACCOUNTING:-1}
 
 die() { echo "clusters.sh: $*" >&2; exit 1; }
 need_root() { [ "$(id -u)" = 0 ] || die "must run as root (it starts slurmctld, slurmd and munged)"; }
+# shellcheck source=accounting.sh
+. "$HERE/accounting.sh"
 
 start_munge() {
     local scratch=$1
@@ -84,9 +90,8 @@ SelectTypeParameters=CR_Core
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 SwitchType=switch/none
 MpiDefault=none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
+GresTypes=gpu
 ReturnToService=2
 SlurmdTimeout=10
 InactiveLimit=0
@@ -95,12 +100,32 @@ MinJobAge=30
 MessageTimeout=10
 MailProg=/bin/true
 PlugStackConfig=$dir/plugstack.conf
-NodeName=${cluster}[1-$NODES] NodeHostname=$host NodeAddr=127.0.0.1 Port=${node_ports[0]}-${node_ports[-1]} CPUs=2 RealMemory=1000 State=UNKNOWN
+NodeName=${cluster}[1-$NODES] NodeHostname=$host NodeAddr=127.0.0.1 Port=${node_ports[0]}-${node_ports[-1]} CPUs=2 RealMemory=1000 TmpDisk=1000 Gres=gpu:tesla:2 State=UNKNOWN
 PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 PartitionName=second Nodes=ALL MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
+    if [ "$ACCOUNTING" = 1 ]; then acct_slurm_conf "$scratch" >> "$dir/slurm.conf"
+    else printf '%s\n' JobAcctGatherType=jobacct_gather/none AccountingStorageType=accounting_storage/none >> "$dir/slurm.conf"; fi
     chmod 644 "$dir/slurm.conf"
+    write_gres "$scratch" "$cluster"
     echo "export SLURM_CONF=$dir/slurm.conf" > "$dir/env"
+}
+
+# Two GPUs per node, as Slurm's own test suite fakes them: device nodes
+# (char 195, NVIDIA's major, with no driver behind them) that slurmd counts
+# from gres.conf's File=; a regular file where mknod is not allowed.
+write_gres() {
+    local scratch=$1 cluster=$2 dir=$1/$2 i k f
+    : > "$dir/gres.conf"
+    for i in $(seq "$NODES"); do
+        mkdir -p "$dir/dev/$cluster$i"
+        for k in 0 1; do
+            f=$dir/dev/$cluster$i/nvidia$k
+            [ -e "$f" ] || mknod -m 666 "$f" c 195 "$k" 2>/dev/null || touch "$f"
+        done
+        echo "NodeName=$cluster$i Name=gpu Type=tesla File=$dir/dev/$cluster$i/nvidia[0-1]" >> "$dir/gres.conf"
+    done
+    chmod 644 "$dir/gres.conf"
 }
 
 start_slurmctld() {
@@ -142,11 +167,13 @@ up() {
     : > "$scratch/pids"
     start_munge "$scratch"
     make_user
+    if [ "$ACCOUNTING" = 1 ]; then acct_start "$scratch"; fi
     for c in "${clusters[@]}"; do
         write_conf "$scratch" "$c"
         write_plugstack "$scratch" "$c" ""
-        start_cluster "$scratch" "$c"
     done
+    if [ "$ACCOUNTING" = 1 ]; then acct_register "$scratch" "$TEST_USER,$OTHER_USER" "${clusters[@]}"; fi
+    for c in "${clusters[@]}"; do start_cluster "$scratch" "$c"; done
     for c in "${clusters[@]}"; do wait_idle "$scratch" "$c"; done
     printf '%s\n' "${clusters[@]}" > "$scratch/clusters"
 }
@@ -187,6 +214,7 @@ down() {
     # Step daemons outlive their slurmd. Ours write to a log in our scratch
     # dir; with proctrack/linuxproc their tasks are their descendants.
     kill_tree $(stepds_logging_to "$scratch/")
+    acct_stop "$scratch"
     if [ -s "$scratch/munged.pid" ]; then kill "$(cat "$scratch/munged.pid")" 2>/dev/null || true; fi
     : > "$scratch/pids"
 }

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <doctest/doctest.h>
 
+#include "broker/recovery/job_environment.hpp"
 #include "broker/slurm/job_options.hpp"
 #include "broker/slurm/name_map.hpp"
 
@@ -171,3 +172,163 @@ TEST_CASE("GPU types across clusters: the TYPE of gres gpu:TYPE:N and gpus*=TYPE
     CHECK_FALSE(node_has_gpu_type("(null)", "tesla"));
 }
 
+
+namespace {
+// Job objects as Slurm 22.05's squeue --json printed them on the harness
+// (only the fields read here). gpu_job: sbatch -N1 --account=ml --qos=high
+//   --gpus-per-node=1 --gpu-bind=closest --gpu-freq=medium,memory=high
+//   --mem-bind=local --cpu-freq=low-high:performance --distribution=block:cyclic
+//   --ntasks-per-socket=1 --ntasks-per-core=1 --spread-job --mincpus=2 --tmp=10
+json::object gpu_job() {
+    return json::parse(R"({"account":"ml","comment":"","cores_per_socket":null,"cpu_frequency_governor":2181038080,
+        "cpu_frequency_maximum":2147483651,"cpu_frequency_minumum":2147483649,"cpus_per_task":1,
+        "flags":["SPREAD_JOB","JOB_ACCRUE_OVER","JOB_WAS_RUNNING"],"memory_per_node":null,"minimum_cpus_per_node":2,
+        "minimum_tmp_disk_per_node":10,"name":"wrap","nice":null,"partition":"main","qos":"high","requeue":true,"shared":null,
+        "sockets_per_node":null,"standard_input":"/dev/null","tasks_per_core":1,"tasks_per_node":0,"tasks_per_socket":1,
+        "threads_per_core":null,"time_limit":null,"time_minimum":0,"tres_bind":"gpu:closest","tres_freq":"gpu:medium,memory=high",
+        "tres_per_job":"","tres_per_node":"gres:gpu:1","tres_per_socket":"","tres_per_task":""})").as_object();
+}
+// sbatch -N1 (nothing asked: every layout field null or Slurm's default)
+json::object plain_job() {
+    return json::parse(R"({"account":"physics","comment":"","cores_per_socket":null,"cpu_frequency_governor":null,
+        "cpu_frequency_maximum":null,"cpu_frequency_minimum":null,"cpus_per_task":null,"flags":["JOB_ACCRUE_OVER","JOB_WAS_RUNNING"],
+        "memory_per_node":null,"minimum_cpus_per_node":1,"minimum_tmp_disk_per_node":0,"name":"wrap","nice":null,"partition":"main",
+        "qos":"normal","requeue":true,"shared":null,"sockets_per_node":null,"standard_input":"/dev/null","tasks_per_core":null,
+        "tasks_per_node":0,"tasks_per_socket":null,"threads_per_core":null,"time_limit":null,"time_minimum":0,"tres_bind":"",
+        "tres_freq":"","tres_per_job":"","tres_per_node":"","tres_per_socket":"","tres_per_task":""})").as_object();
+}
+std::vector<std::string> args_of(const json::object &job, std::vector<std::string> &uncarried) {
+    json::object opts;
+    read_job_options(job, opts, uncarried);
+    std::string err;
+    auto args = sbatch_options(opts, err);
+    INFO(err);
+    CHECK(err.empty());
+    return args;
+}
+}  // namespace
+
+TEST_CASE("job options: GPU binding and clocks, CPU frequency, sockets, cores, tmp, spread-job are carried") {
+    std::vector<std::string> uncarried;
+    const auto args = args_of(gpu_job(), uncarried);
+    CHECK(uncarried.empty());
+    for (const char *a : {"--account=ml", "--qos=high", "--gres=gpu:1", "--gpu-bind=closest", "--gpu-freq=medium,memory=high",
+                          "--cpu-freq=low-high:performance", "--ntasks-per-socket=1", "--ntasks-per-core=1", "--spread-job",
+                          "--mincpus=2", "--tmp=10"})
+        CHECK_MESSAGE(has(args, a), a);
+    // sbatch -N1 -B 1 --gpus-per-socket=1: the sockets a per-socket count needs.
+    json::object per_socket = plain_job();
+    per_socket["sockets_per_node"] = 1;
+    per_socket["tres_per_socket"] = "gres:gpu:1";
+    per_socket["cores_per_socket"] = 4;
+    const auto s = args_of(per_socket, uncarried);
+    for (const char *a : {"--sockets-per-node=1", "--gpus-per-socket=1", "--cores-per-socket=4"}) CHECK_MESSAGE(has(s, a), a);
+    CHECK(uncarried.empty());
+}
+
+TEST_CASE("job options: a job that asked for none of it gets none of it") {
+    std::vector<std::string> uncarried;
+    const auto args = args_of(plain_job(), uncarried);
+    CHECK(uncarried.empty());
+    auto sorted = args;
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(sorted == std::vector<std::string>{"--account=physics", "--job-name=wrap", "--partition=main", "--qos=normal"});
+}
+
+TEST_CASE("job options: --cpu-freq read back in each of its forms; what cannot be written back is named") {
+    auto freq = [](json::object j, std::vector<std::string> &uncarried) {
+        json::object opts;
+        read_job_options(j, opts, uncarried);
+        return opts.contains("cpu_freq") ? std::string(opts.at("cpu_freq").as_string()) : std::string("-");
+    };
+    std::vector<std::string> u;
+    json::object j = plain_job();
+    j["cpu_frequency_maximum"] = 2147483651;   // --cpu-freq=high
+    CHECK(freq(j, u) == "high");
+    j = plain_job();
+    j["cpu_frequency_governor"] = 2181038080;  // --cpu-freq=performance
+    CHECK(freq(j, u) == "performance");
+    j = plain_job();                           // --cpu-freq=1000000-2000000:ondemand
+    j.erase("cpu_frequency_minimum");
+    j["cpu_frequency_minumum"] = 1000000;
+    j["cpu_frequency_maximum"] = 2000000;
+    j["cpu_frequency_governor"] = 2214592512;
+    CHECK(freq(j, u) == "1000000-2000000:ondemand");
+    CHECK(u.empty());
+    j["cpu_frequency_governor"] = 2147483655;  // no governor Slurm names
+    CHECK(freq(j, u) == "-");
+    CHECK(u == std::vector<std::string>{"cpu frequency min 1000000 max 2000000 governor 2147483655"});
+}
+
+TEST_CASE("job options: a GPU binding or clock of another TRES is named, not carried") {
+    json::object j = plain_job();
+    j["tres_bind"] = "nic:closest";
+    j["tres_freq"] = "nic:high";
+    std::vector<std::string> uncarried;
+    const auto args = args_of(j, uncarried);
+    CHECK(has(uncarried, "tres_bind nic:closest"));
+    CHECK(has(uncarried, "tres_freq nic:high"));
+    CHECK(std::none_of(args.begin(), args.end(), [](const std::string &a) { return a.rfind("--gpu-", 0) == 0; }));
+    std::string err;
+    CHECK(sbatch_options(json::object{{"gpu_bind", "closest;rm -rf /"}}, err).empty());
+    CHECK(err == "job option gpu_bind: malformed value");
+    CHECK(sbatch_options(json::object{{"spread_job", "yes"}}, err).empty());
+    CHECK(err == "job option spread_job: expected true or false");
+}
+
+TEST_CASE("--distribution and --mem-bind: from the batch step's environment (the record lacks them) back to sbatch's") {
+    // As sbatch --distribution=block:cyclic --mem-bind=verbose,local put them in the batch step's environment.
+    using namespace std::string_literals;
+    std::string env = "PATH=/usr/bin\0SLURM_DISTRIBUTION=block:cyclic\0SLURM_MEM_BIND=local\0SLURM_MEM_BIND_VERBOSE=verbose\0MYVAR=1\0"s;
+    std::vector<std::string> bad;
+    CHECK(step_options(env, bad) == std::vector<std::string>{"--distribution=block:cyclic", "--mem-bind=verbose,local"});
+    CHECK(env == "PATH=/usr/bin\0MYVAR=1\0"s);   // sbatch sets them anew from its options
+    CHECK(bad.empty());
+    env = "SLURM_MEM_BIND=local\0SLURM_MEM_BIND_VERBOSE=quiet\0"s;
+    CHECK(step_options(env, bad) == std::vector<std::string>{"--mem-bind=local"});
+    env = "SLURM_DISTRIBUTION=block --uid=0\0A=1\0"s;
+    CHECK(step_options(env, bad).empty());
+    CHECK(bad == std::vector<std::string>{"distribution (malformed value)"});
+    CHECK(env == "A=1\0"s);
+    env = "A=1\0"s;
+    CHECK(step_options(env, bad).empty());
+    CHECK(env == "A=1\0"s);
+    // A site that drops SLURM_* still keeps these: they are the user's options.
+    const std::vector<std::string> drop{"SLURM_*", "SECRET"};
+    CHECK_FALSE(environment_dropped("SLURM_DISTRIBUTION", drop));
+    CHECK_FALSE(environment_dropped("SLURM_MEM_BIND", drop));
+    CHECK(environment_dropped("SLURM_JOB_ID", drop));
+    CHECK(environment_dropped("SLURM_MEM_BIND_LIST", drop));
+    CHECK(environment_dropped("SECRET", drop));
+}
+
+TEST_CASE("job options: what else 22.05's squeue --json shows of sbatch's options, carried or named") {
+    // Each field as the harness's Slurm printed it for the option named.
+    std::vector<std::string> uncarried;
+    json::object j = plain_job();
+    j["profile"] = json::array{"Task"};                            // --profile=task
+    j["delay_boot"] = 300;                                         // --delay-boot=5 (minutes)
+    j["flags"] = json::array{"GRES_ENFORCE_BIND", "USE_MIN_NODES"}; // --gres-flags=enforce-binding --use-min-nodes
+    const auto args = args_of(j, uncarried);
+    for (const char *a : {"--profile=task", "--delay-boot=5", "--gres-flags=enforce-binding", "--use-min-nodes"})
+        CHECK_MESSAGE(has(args, a), a);
+    CHECK(uncarried.empty());
+    j = plain_job();
+    j["deadline"] = 1796294001;                                    // --deadline=now+2hours
+    j["cluster_features"] = "x";                                   // --cluster-constraint=x
+    j["mcs_label"] = "x";                                          // --mcs-label=x
+    j["max_nodes"] = 2;                                            // -N1-2
+    j["node_count"] = 1;
+    j["delay_boot"] = 90;
+    args_of(j, uncarried);
+    for (const char *u : {"deadline 1796294001 (a time of attempt 1's)", "cluster constraint x", "mcs label x",
+                          "node count range up to 2 (placement gives 1)", "delay boot 90 s"})
+        CHECK_MESSAGE(has(uncarried, u), u);
+    uncarried.clear();
+    j = plain_job();
+    j["max_nodes"] = 1;                                            // -N1
+    j["node_count"] = 1;
+    j["profile"] = nullptr;
+    args_of(j, uncarried);
+    CHECK(uncarried.empty());
+}
