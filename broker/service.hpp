@@ -228,7 +228,8 @@ private:
     // answers about a run it moved, with where it went (at key of answer,
     // or answer itself when key is empty).
     void run_story(const std::string &id, const TokenEntry &who, const Reply &reply);
-    void reply_with_onward(const std::string &id, boost::json::object answer, const char *key, const Reply &reply);
+    // full: every event of the peer's story (the dashboard's view), else the newest few.
+    void reply_with_onward(const std::string &id, boost::json::object answer, const char *key, const Reply &reply, bool full = false);
     // GET /v1/witness: the peers' log heads witnessed here (federation/witness_api.cpp).
     void get_witness(const Reply &reply);
     bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const;

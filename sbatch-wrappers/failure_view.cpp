@@ -1,5 +1,6 @@
 #include "sbatch-wrappers/failure_view.hpp"
 
+#include <ctime>
 #include <vector>
 
 #include "common/parse_util.hpp"
@@ -82,6 +83,12 @@ std::string render_onward(const json::value &run) {
         out += "  there: " + terminal_safe(string_at(t, "state")) + ", attempt " + number(t, "attempt");
         if (auto c = string_at(t, "cluster"); !c.empty()) out += " on " + terminal_safe(c) + ", job " + number(t, "job");
         if (auto s = string_at(t, "last_sealed"); !s.empty()) out += ", last sealed " + terminal_safe(s);
+        if (auto *at = o->if_contains("as_of"); at && at->is_number()) {
+            const std::time_t t = std::time_t(at->to_number<double>());
+            char when[32];
+            std::tm tm{};
+            if (gmtime_r(&t, &tm) && std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm)) out += std::string(" (as of ") + when + ")";
+        }
         out += "\n";
         // Its latest events there, oldest first.
         if (auto *ev = o->if_contains("events"); ev && ev->is_array()) {

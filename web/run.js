@@ -90,7 +90,7 @@ export function render(id) {
       m.pauses.length ? h("span", {}, "dotted: paused while Slurm held its own requeue") : null,
       h("span", {}, `lanes: ${m.lanes.join(", ")}`)));
     parts.recoveries.replaceChildren(...(m.recoveries.length ? m.recoveries.map((r) => h("div", { class: "recovery" },
-      h("p", {}, `FAULT #${r.fault.id} of attempt ${r.attempt - 1} → attempt ${r.attempt}: `,
+      h("p", {}, `FAULT ${eventId(r.fault)} of attempt ${r.attempt - 1} → attempt ${r.attempt}: `,
         r.recovered ? `recovered in ${duration(r.recovered.time - (r.fault.evidence?.last_seen ?? r.fault.time))}` : "not recovered yet"),
       h("div", { class: "phases" }, r.phases.map((p) => h("div", { class: "phase", title: p.what },
         h("b", {}, p.name), p.seconds === null ? "not yet" : duration(p.seconds)))))) : [h("p", { class: "note" }, "No FAULT: nothing to recover.")]));
@@ -231,7 +231,8 @@ function onwardText(o) {
   const there = o.run ? `: ${o.run.state}, attempt ${o.run.attempt}${o.run.cluster ? ` on ${o.run.cluster} (job ${o.run.job})` : ""}` : "";
   const when = o.as_of ? `, as broker ${o.broker} said at ${clock(o.as_of)}` : "";
   const trouble = o.status === "ok" ? "" : o.status === "asking" ? " (asking it now)" : ` (not read now: ${o.error ?? o.status})`;
-  return `broker ${o.broker}, attempt ${o.attempt} as job ${o.job}${there}${when}${trouble}`;
+  const omitted = o.omitted > 0 ? `; ${o.omitted} of its events there not shown` : "";
+  return `broker ${o.broker}, attempt ${o.attempt} as job ${o.job}${there}${when}${trouble}${omitted}`;
 }
 
 function eventTable(events, open, all, showAll) {

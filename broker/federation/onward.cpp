@@ -1,5 +1,6 @@
 #include "broker/federation/onward.hpp"
 
+#include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 #include <cmath>
 
@@ -51,9 +52,18 @@ bool event_row(Reader &rd, const json::value &v, const std::string &path, json::
     long long id = 0;
     double time = 0;
     std::string kind, cause;
-    if (!rd.integer(*o, "id", path, 1, 1LL << 53, id) || !time_of(rd, *o, "time", path, time, true) || !rd.name(*o, "kind", path, kind) ||
-        !rd.text(*o, "cause", path, cause))
+    if (!rd.integer(*o, "id", path, 1, 1LL << 53, id) || !time_of(rd, *o, "time", path, time, true) || !rd.name(*o, "kind", path, kind))
         return false;
+    // A long cause (a placement on many nodes) is cut, not the story refused.
+    const json::value *cv = rd.get(*o, "cause", path, true);
+    if (!cv) return false;
+    if (!cv->is_string()) return rd.fail(path + ".cause", "expected a string");
+    const json::string &text = cv->get_string();
+    std::size_t cut = std::min<std::size_t>(text.size(), kPeerTextMax);
+    if (cut < text.size())   // at a character's start, never inside one
+        while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+    cause.assign(text.data(), cut);
+    if (cut < text.size()) cause += "...";
     if (!is_word(kind)) return rd.fail(path + ".kind", "expected a word of A-Z and _");
     // The evidence is shown as text, never acted on here: any object, but
     // not a large one (a peer cannot grow this broker's answers).
@@ -70,7 +80,7 @@ bool event_row(Reader &rd, const json::value &v, const std::string &path, json::
     return true;
 }
 
-bool run_row(Reader &rd, const json::object &given, json::object &out) {
+bool run_row(Reader &rd, const json::object &given, const std::string &want, json::object &out) {
     // null is "not known" (a run with no job yet, nothing sealed): as absent.
     json::object o;
     for (const auto &[k, v] : given)
@@ -83,6 +93,7 @@ bool run_row(Reader &rd, const json::object &given, json::object &out) {
         !rd.name(o, "last_sealed", "run", sealed, false) || !time_of(rd, o, "updated", "run", updated, false))
         return false;
     if (!state_from_name(state)) return rd.fail("run.state", "not a run state");
+    if (id != want) return rd.fail("run.id", "the story of another run (" + id.substr(0, 64) + ")");
     json::array attempts;
     if (const json::array *a = rd.array(o, "attempts", "run", kPeerListMax, false)) {
         for (std::size_t i = 0; i < a->size(); ++i) {
@@ -102,7 +113,7 @@ bool run_row(Reader &rd, const json::object &given, json::object &out) {
 
 }  // namespace
 
-PeerStory parse_peer_story(const HttpResponse &r) {
+PeerStory parse_peer_story(const HttpResponse &r, const std::string &want) {
     PeerStory s;
     if (r.too_large) {
         s.error = "body: " + r.error;
@@ -117,78 +128,114 @@ PeerStory parse_peer_story(const HttpResponse &r) {
     const json::object *o = body_object(r.body, v, rd);
     json::object run;
     json::array events;
-    bool more = false;
+    long long omitted = 0;
     const json::value *rv = o ? rd.get(*o, "run", "", true) : nullptr;
     if (rv && !rv->is_object()) rd.fail("run", "expected an object");
-    else if (rv && run_row(rd, rv->get_object(), run)) {
+    else if (rv && run_row(rd, rv->get_object(), want, run)) {
         if (const json::array *a = rd.array(*o, "events", "", kStoryEventsMax, true)) {
-            double last = 0;
             for (std::size_t i = 0; i < a->size(); ++i) {
                 json::object ev;
                 if (!event_row(rd, (*a)[i], item("events", i), ev)) break;
-                // In the peer's order (its ids): a story out of order is not one.
-                if (ev.at("time").as_double() + 1e-6 < last) { rd.fail(item("events", i) + ".time", "earlier than the event before it"); break; }
-                last = ev.at("time").as_double();
                 events.push_back(std::move(ev));
             }
         }
-        if (rd.err.empty()) rd.boolean(*o, "more", "", more, false);
+        if (rd.err.empty()) rd.integer(*o, "omitted", "", 0, 1LL << 53, omitted, false);
     }
     if (!rd.err.empty()) {
         s.error = "bad answer: " + rd.err;
         return s;
     }
-    s.story = json::object{{"run", std::move(run)}, {"events", std::move(events)}, {"more", more}};
+    s.story = json::object{{"run", std::move(run)}, {"events", std::move(events)}, {"omitted", omitted}};
     return s;
 }
 
-json::object OnwardViews::view(const std::string &run, const MovedTo &moved, const PeerAddress &peer, double now) {
+json::object OnwardViews::view(const std::string &run, const MovedTo &moved, const PeerAddress &peer, double now, bool full) {
     const std::string key = peer.name + "/" + run;
-    auto answer = [&](const Entry &e) {
-        json::object o{{"broker", peer.name}, {"attempt", moved.attempt}, {"job", moved.job}, {"status", e.status},
-                       {"as_of", e.at > 0 ? json::value(e.at) : json::value(nullptr)}};
-        if (!e.error.empty()) o["error"] = e.error;
-        for (const auto &[k, x] : e.story) o[k] = x;
-        return o;
-    };
+    std::shared_ptr<const std::string> story;
+    json::object o{{"broker", peer.name}, {"attempt", moved.attempt}, {"job", moved.job}};
     {
         std::lock_guard<std::mutex> lock(mu_);
-        auto it = kept_.find(key);
-        if (it == kept_.end()) {
-            // Bounded: the view asked for least recently is forgotten.
-            if (kept_.size() >= kKept)
-                kept_.erase(std::min_element(kept_.begin(), kept_.end(),
-                                             [](const auto &a, const auto &b) { return a.second.tried < b.second.tried; }));
-            it = kept_.emplace(key, Entry{}).first;
+        trim(now);
+        Entry &e = kept_[key];
+        e.read = now;
+        const auto backoff = failed_until_.find(peer.name);
+        const bool resting = backoff != failed_until_.end() && backoff->second > now;
+        if (!e.asking && !resting && now - e.tried >= max_age_) {
+            e.asking = true;
+            e.tried = now;
+            boost::asio::post(pool_, [this, run, peer, now] { refresh(run, peer, now); });
         }
-        Entry &e = it->second;
-        // One caller asks at a time; the others take what is kept.
-        if (e.asking || now - e.tried < max_age_) return answer(e);
-        e.asking = true;
-        e.tried = now;
+        o["status"] = e.status;
+        o["as_of"] = e.at > 0 ? json::value(e.at) : json::value(nullptr);
+        if (!e.error.empty()) o["error"] = e.error;
+        story = e.story;
     }
+    if (!story) return o;
+    // Parsed for this answer only (what is kept is text, bounded in all).
+    json::error_code ec;
+    json::value v = json::parse(*story, ec);
+    if (ec || !v.is_object()) return o;
+    for (auto &[k, x] : v.as_object()) o[k] = std::move(x);
+    // A plain read gets the newest few events; the dashboard's view all.
+    if (!full)
+        if (auto *evs = o.if_contains("events"); evs && evs->is_array() && evs->as_array().size() > 5) {
+            json::array &a = evs->as_array();
+            o["omitted"] = o["omitted"].to_number<long long>() + (long long)a.size() - 5;
+            a.erase(a.begin(), a.end() - 5);
+        }
+    return o;
+}
+
+void OnwardViews::refresh(const std::string &run, const PeerAddress &peer, double now) {
     HttpRequest r;
     r.method = "GET";
     r.url = peer.url + "/v1/runs/" + run + "/story";
     r.bearer = peer.token;
     r.ca_file = peer.ca_file;
     r.timeout_ms = 1500;
-    r.max_body = std::size_t(8) << 20;
-    PeerStory s = parse_peer_story(link_.send(r));
+    r.max_body = kStoryBodyMax;
+    PeerStory s = parse_peer_story(link_.send(r), run);
     std::lock_guard<std::mutex> lock(mu_);
-    Entry &e = kept_[key];
+    Entry &e = kept_[peer.name + "/" + run];
     e.asking = false;
+    if (e.read == 0) e.read = now;
     if (s.error.empty()) {
-        e.story = std::move(s.story);
+        auto text = std::make_shared<const std::string>(json::serialize(s.story));
+        bytes_ -= e.story ? e.story->size() : 0;
+        bytes_ += text->size();
+        e.story = std::move(text);
         e.at = now;
         e.status = "ok";
         e.error.clear();
+        failed_until_.erase(peer.name);
     } else {
-        // What was read before stays, said to be as of then.
+        // What was read before stays, said to be as of then; the peer rests.
         e.status = s.error.rfind("bad answer", 0) == 0 ? "bad answer" : "unreachable";
         e.error = "broker " + peer.name + ": " + s.error;
+        failed_until_[peer.name] = now + kPeerBackoff;
     }
-    return answer(e);
+    trim(now);
+}
+
+void OnwardViews::trim(double now) {
+    // Stories nobody viewed for a while go; then the least recently viewed,
+    // until what is kept fits.
+    for (auto it = kept_.begin(); it != kept_.end();) {
+        if (!it->second.asking && now - it->second.read > kForgetAfter) {
+            bytes_ -= it->second.story ? it->second.story->size() : 0;
+            it = kept_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    while (bytes_ > kKeptBytes) {
+        auto oldest = kept_.end();
+        for (auto it = kept_.begin(); it != kept_.end(); ++it)
+            if (it->second.story && !it->second.asking && (oldest == kept_.end() || it->second.read < oldest->second.read)) oldest = it;
+        if (oldest == kept_.end()) break;
+        bytes_ -= oldest->second.story->size();
+        kept_.erase(oldest);
+    }
 }
 
 }  // namespace shardnet::broker

@@ -15,27 +15,36 @@ using namespace detail;
 
 void Service::run_story(const std::string &id, const TokenEntry &who, const Reply &reply) {
     json::object run;
+    bool exists = false;
     {
         std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(id);
-        // A peer reads the runs it sent or took (checked below); no one
-        // else learns whether a run exists.
-        if (it == runs_.end() || (who.scope != Scope::peer && who.scope != Scope::admin))
-            return reply(error_response(404, "no_run", "no run " + id));
-        const RunInfo &info = it->second;
-        auto job = info.jobs.find(info.attempt);
-        json::array attempts;
-        for (const auto &[n, j] : info.jobs) attempts.push_back(json::object{{"attempt", n}, {"cluster", j.cluster}, {"job", j.job}, {"world", j.world}});
-        run = json::object{{"id", id}, {"state", state_name(info.state)}, {"attempt", info.attempt},
-                           {"cluster", job != info.jobs.end() ? json::value(job->second.cluster) : json::value(nullptr)},
-                           {"job", job != info.jobs.end() ? json::value(job->second.job) : json::value(nullptr)},
-                           {"attempts", std::move(attempts)}};
+        if (auto it = runs_.find(id); it != runs_.end()) {
+            exists = true;
+            const RunInfo &info = it->second;
+            auto job = info.jobs.find(info.attempt);
+            json::array attempts;
+            for (const auto &[n, j] : info.jobs)
+                attempts.push_back(json::object{{"attempt", n}, {"cluster", j.cluster}, {"job", j.job}, {"world", j.world}});
+            run = json::object{{"id", id}, {"state", state_name(info.state)}, {"attempt", info.attempt},
+                               {"cluster", job != info.jobs.end() ? json::value(job->second.cluster) : json::value(nullptr)},
+                               {"job", job != info.jobs.end() ? json::value(job->second.job) : json::value(nullptr)},
+                               {"attempts", std::move(attempts)}};
+        }
     }
-    on_store(reply, [this, id, run = std::move(run), peer = who.scope == Scope::peer ? who.name : std::string()](const Reply &reply) mutable {
-        if (!peer.empty() && !store_->run_crossed(id, peer)) return reply(error_response(404, "no_run", "no run " + id));
-        auto rows = store_->list_events(id, 0, int(kStoryEventsMax) + 1);
-        const bool more = rows.size() > kStoryEventsMax;
-        if (more) rows.pop_back();
+    // A peer reads only runs it took from this broker or handed to it; a
+    // run that is missing takes the same path to the same 404.
+    on_store(reply, [this, id, exists, run = std::move(run), peer = who.scope == Scope::peer ? who.name : std::string()](const Reply &reply) mutable {
+        const bool may = peer.empty() || store_->story_peer(id, peer);
+        if (!may || !exists) return reply(error_response(404, "no_run", "no run " + id));
+        // The first events (the recovery that brought the run) and the newest.
+        const long long all = store_->count_events(id);
+        std::vector<EventRow> rows = store_->list_events(id, 0, int(all > (long long)kStoryEventsMax ? kStoryFirstEvents : kStoryEventsMax));
+        long long omitted = 0;
+        if (all > (long long)kStoryEventsMax) {
+            const auto last = store_->last_events(id, int(kStoryLastEvents));
+            omitted = all - (long long)rows.size() - (long long)last.size();
+            rows.insert(rows.end(), last.begin(), last.end());
+        }
         json::array events;
         for (const auto &e : rows) {
             json::object o = event_object(e);
@@ -46,22 +55,23 @@ void Service::run_story(const std::string &id, const TokenEntry &who, const Repl
         run["last_sealed"] = sealed.empty() ? json::value(nullptr) : json::value(sealed);
         const auto t = store_->run_times(id);
         run["updated"] = t ? json::value(t->second) : json::value(nullptr);
-        reply(ok_json(200, json::object{{"broker", cfg_.broker_name}, {"run", std::move(run)}, {"events", std::move(events)}, {"more", more}}));
+        reply(ok_json(200, json::object{{"broker", cfg_.broker_name}, {"run", std::move(run)}, {"events", std::move(events)},
+                                        {"omitted", omitted}}));
     });
 }
 
-void Service::reply_with_onward(const std::string &id, json::object answer, const char *key, const Reply &reply) {
+void Service::reply_with_onward(const std::string &id, json::object answer, const char *key, const Reply &reply, bool full) {
     auto *run = *key ? answer.if_contains(key) : nullptr;
     const json::object &r = run && run->is_object() ? run->get_object() : answer;
     const json::value *state = r.if_contains("state");
     if (!state || !state->is_string() || state->get_string() != state_name(RunState::moved))
         return reply(ok_json(200, answer));
-    // Where it went is the store's; what became of it, the peer's (asked
-    // on a pool thread: never on the store's, nor the connection's).
-    on_store(reply, [this, id, answer = std::move(answer), key](const Reply &reply) mutable {
+    // Where it went is the store's; what became of it, the peer's as last
+    // read (never waited for: onward.hpp).
+    on_store(reply, [this, id, answer = std::move(answer), key, full](const Reply &reply) mutable {
         auto moved = store_->moved_to(id);
         if (!moved) return reply(ok_json(200, answer));
-        post_answering(query_pool_, "onward", reply, [this, id, answer = std::move(answer), key, moved = *moved](const Reply &reply) mutable {
+        post_answering(query_pool_, "onward", reply, [this, id, answer = std::move(answer), key, full, moved = *moved](const Reply &reply) mutable {
             auto p = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &x) { return x.name == moved.peer; });
             json::object onward;
             if (p == cfg_.peers.end())
@@ -69,7 +79,7 @@ void Service::reply_with_onward(const std::string &id, json::object answer, cons
                                       {"as_of", nullptr}, {"error", "broker " + moved.peer + " is no longer one of this broker's peers"}};
             else
                 onward = onward_->view(id, MovedTo{moved.peer, moved.attempt, moved.job}, PeerAddress{p->name, p->url, p->token, p->ca_file},
-                                       wall_now());
+                                       wall_now(), full);
             json::object &target = *key ? answer[key].as_object() : answer;
             target["onward"] = std::move(onward);
             reply(ok_json(200, answer));

@@ -86,6 +86,19 @@ std::string gres_of(const std::string &tres, bool &only_gpus) {
     }
     return out;
 }
+// "gpu:a100:2,gpu:v100:1" -> "a100:2,v100:1": --gpus*'s spelling of each entry.
+std::string without_gpu_word(const std::string &gres) {
+    std::string out;
+    std::size_t pos = 0;
+    for (;;) {
+        const auto comma = gres.find(',', pos);
+        std::string one = gres.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        if (one.rfind("gpu:", 0) == 0) one = one.substr(4);
+        out += (out.empty() ? "" : ",") + one;
+        if (comma == std::string::npos) return out;
+        pos = comma + 1;
+    }
+}
 // "gpu:4" -> "4" (a per-GPU count), "" otherwise.
 std::string gpu_count(const std::string &gres) {
     if (gres.rfind("gpu:", 0) != 0 || gres.find(',') != std::string::npos) return "";
@@ -223,15 +236,15 @@ void read_job_options(const json::object &j, json::object &opts, std::vector<std
     bool gpus = false;
     if (std::string g = gres_of(str(j, "tres_per_node"), gpus); !g.empty()) opts["gres"] = g;
     if (std::string g = gres_of(str(j, "tres_per_job"), gpus); !g.empty()) {
-        if (gpus) opts["gpus"] = g.substr(g.find(':') + 1);
+        if (gpus) opts["gpus"] = without_gpu_word(g);
         else uncarried.push_back("tres_per_job " + g);
     }
     if (std::string g = gres_of(str(j, "tres_per_task"), gpus); !g.empty()) {
-        if (gpus) opts["gpus_per_task"] = g.substr(g.find(':') + 1);
+        if (gpus) opts["gpus_per_task"] = without_gpu_word(g);
         else uncarried.push_back("tres_per_task " + g);
     }
     if (std::string g = gres_of(str(j, "tres_per_socket"), gpus); !g.empty()) {
-        if (gpus) opts["gpus_per_socket"] = g.substr(g.find(':') + 1);
+        if (gpus) opts["gpus_per_socket"] = without_gpu_word(g);
         else uncarried.push_back("tres_per_socket " + g);
     }
     if (std::string g = gres_of(str(j, "cpus_per_tres"), gpus); !g.empty()) {

@@ -1,6 +1,7 @@
 // The store's side of federation reads: where a decision of this broker's
 // sent a run (decisions the peer accepted), for the run's onward view
 // (federation/onward.hpp).
+#include <algorithm>
 #include <sqlite3.h>
 
 #include "broker/store/sql.hpp"
@@ -16,6 +17,12 @@ std::span<const Sql> federation_statements() {
     static const Sql table[] = {
         {"moved_to", "SELECT peer, to_attempt, coalesce(new_job, 0) FROM decisions WHERE run = ? AND state = 'delivered' "
                      "AND peer IS NOT NULL ORDER BY to_attempt DESC, created DESC LIMIT 1"},
+        {"last_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? ORDER BY id DESC LIMIT ?"},
+        {"count_events", "SELECT count(*) FROM events WHERE run = ?"},
+        // A peer reads a run's story when it took the run (a decision of ours
+        // it accepted) or handed it here (one we applied).
+        {"story_peer", "SELECT 1 FROM decisions WHERE run = ?1 AND peer = ?2 AND state = 'delivered' UNION ALL "
+                       "SELECT 1 FROM received_decisions WHERE run = ?1 AND from_broker = ?2 AND state = 'applied' LIMIT 1"},
         {"witnessed_head", "SELECT peer, size, root, envelope, seen, conflict FROM witnessed_heads WHERE peer = ?"},
         {"witnessed_heads", "SELECT peer, size, root, envelope, seen, conflict FROM witnessed_heads ORDER BY peer"},
         {"put_witnessed_head", "INSERT INTO witnessed_heads (peer, size, root, envelope, seen) VALUES (?1, ?2, ?3, ?4, ?5) "
@@ -41,6 +48,32 @@ Store::WitnessedRow witnessed_row(sqlite3_stmt *s) {
                                col_text(s, 5)};
 }
 }  // namespace
+
+std::vector<EventRow> Store::last_events(const std::string &run, int n) {
+    auto *s = stmt("last_events");
+    Done done{s};
+    Binder(s).text(run).integer(n);
+    std::vector<EventRow> out;
+    while (row(s))
+        out.push_back(EventRow{sqlite3_column_int64(s, 0), col_text(s, 1), sqlite3_column_double(s, 2), col_text(s, 3), col_text(s, 4),
+                               col_text(s, 5)});
+    std::reverse(out.begin(), out.end());
+    return out;
+}
+
+long long Store::count_events(const std::string &run) {
+    auto *s = stmt("count_events");
+    Done done{s};
+    Binder(s).text(run);
+    return row(s) ? sqlite3_column_int64(s, 0) : 0;
+}
+
+bool Store::story_peer(const std::string &run, const std::string &peer) {
+    auto *s = stmt("story_peer");
+    Done done{s};
+    Binder(s).text(run).text(peer);
+    return row(s);
+}
 
 std::optional<Store::WitnessedRow> Store::witnessed_head(const std::string &peer) {
     auto *s = stmt("witnessed_head");

@@ -196,6 +196,12 @@ public:
     // the attempt it runs there and the peer's job; none: it never moved.
     struct MovedRow { std::string peer; long long attempt = 0, job = 0; };
     std::optional<MovedRow> moved_to(const std::string &run);
+    // A run's newest n events, oldest first; how many it has.
+    std::vector<EventRow> last_events(const std::string &run, int n);
+    long long count_events(const std::string &run);
+    // Whether peer took run (accepted a decision of ours) or handed it here
+    // (a decision we applied): it may read the run's story.
+    bool story_peer(const std::string &run, const std::string &peer);
     // The peers' log heads witnessed here (federation/witness.hpp): the last
     // consistent one of each, and the first conflict since (JSON; "": none).
     struct WitnessedRow { std::string peer; long long size = 0; std::string root, envelope; double seen = 0; std::string conflict; };

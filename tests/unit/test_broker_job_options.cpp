@@ -72,6 +72,12 @@ TEST_CASE("job options: GPUs, exclusive, accounting; what cannot be carried is n
         CHECK_MESSAGE(has(args, a), a);
     CHECK(has(uncarried, "dependency afterok:12"));
     CHECK(has(uncarried, "array task 3 of job 40"));
+    // --gpus of two types: each entry in --gpus's spelling.
+    json::object two = recorded();
+    two["tres_per_job"] = "gres:gpu:a100:2,gres:gpu:v100:1";
+    json::object o2;
+    read_job_options(two, o2, uncarried);
+    CHECK(o2.at("gpus").as_string() == "a100:2,v100:1");
 }
 
 TEST_CASE("job options from a peer: an unknown option or a malformed value submits nothing") {

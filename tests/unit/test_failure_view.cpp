@@ -32,12 +32,12 @@ TEST_CASE("shard show of a FAILED run: the cause, and the stderr tail under it a
 }
 
 TEST_CASE("shard show of a moved run: where it went and what became of it there, as the peer last told it") {
-    const auto run = boost::json::parse(R"({"id":"r1","state":"MOVED","attempt":2,"onward":{"broker":"beta","attempt":2,"job":55,"status":"ok","as_of":5,
+    const auto run = boost::json::parse(R"({"id":"r1","state":"MOVED","attempt":2,"onward":{"broker":"beta","attempt":2,"job":55,"status":"ok","as_of":1764748800,
         "run":{"id":"r1","state":"RECOVERED","attempt":2,"cluster":"b1","job":55,"attempts":[],"last_sealed":"ckpt-4","updated":5},
         "events":[{"id":1,"time":1,"kind":"RECEIVED","cause":"decision alpha:r1/attempt-2 from broker alpha","evidence":{}},
                   {"id":2,"time":2,"kind":"RECOVERED","cause":"every node \u001b[2J reports","evidence":{}}],"more":false}})");
     CHECK(render_onward(run) == "moved to broker beta: attempt 2 as job 55\n"
-                                "  there: RECOVERED, attempt 2 on b1, job 55, last sealed ckpt-4\n"
+                                "  there: RECOVERED, attempt 2 on b1, job 55, last sealed ckpt-4 (as of 2025-12-03T08:00:00Z)\n"
                                 "    RECEIVED: decision alpha:r1/attempt-2 from broker alpha\n"
                                 "    RECOVERED: every node ?[2J reports\n");
     // The peer silent: the last story read stays, and the reason is said.
