@@ -55,7 +55,9 @@ Service::Admission Service::admit_worker(const ApiRequest &req, const TokenEntry
                              "node"));
         return Admission::answered;
     }
-    if (ended) return Admission::admitted;   // its last report adds no worker that reports
+    // Its last report adds no worker that reports; a batch script's is one
+    // per node of the job at most (NODE/batch), and is no task's.
+    if (ended || is_batch_worker(worker)) return Admission::admitted;
     hold = std::unique_lock<std::mutex>(admit_mu_);
     // Ended workers of the attempt beyond a few per task are forgotten here.
     const auto live = workers_.live(std::string(run), attempt, who.cluster, (long long)who.job, std::size_t(a.tasks) * 4 + 16);

@@ -207,6 +207,7 @@ WorkerTable::Live WorkerTable::live(const std::string &run, long long attempt, c
         for (const auto &[key, w] : s.map) {
             if (!mine(key, w)) continue;
             if (w.ended) { ++ended; continue; }
+            if (w.faulted) continue;   // silent past its deadline: its node is dead or its step gone (a relaunch replaces it)
             ++out.count;
             if (out.some.size() < 8) out.some.push_back(key.substr(prefix.size()));
         }

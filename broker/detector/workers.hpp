@@ -68,7 +68,7 @@ public:
     // name is no help to this one).
     bool known(std::string_view run, std::string_view node, long long attempt, std::string_view cluster, long long job) const;
     // The workers of a job in a run's attempt that still report (not ended,
-    // not a batch script's, not a watch), their count and a few of their
+    // not faulted, not a batch script's, not a watch), their count and a few of their
     // keys. The job's ended ones there are forgotten once there are more
     // than keep_ended of them: a job that runs step after step grows nothing.
     struct Live { std::size_t count = 0; std::vector<std::string> some; };

@@ -569,13 +569,18 @@ class SealedByBroker(Env):
                        "tokens": [{"name": "ops", "scope": "admin", "sha256": admin}],
                        "worker_keys": [{"name": "site", "key_file": kf}]}, f)
         port_file = os.path.join(self.dir, "port")
-        self.broker = subprocess.Popen([broker, "--config", os.path.join(self.dir, "broker.json"), "--port-file", port_file],
-                                       stderr=open(os.path.join(self.dir, "broker.log"), "w"))
+        with open(os.path.join(self.dir, "broker.log"), "w") as log:
+            self.broker = subprocess.Popen([broker, "--config", os.path.join(self.dir, "broker.json"), "--port-file", port_file], stderr=log)
+        port = ""
         for _ in range(200):
-            if os.path.exists(port_file) and open(port_file).read().strip():
+            if os.path.exists(port_file):
+                with open(port_file) as f:
+                    port = f.read().strip()
+            if port:
                 break
             time.sleep(0.05)
-        self.url = f"http://127.0.0.1:{open(port_file).read().strip()}"
+        self.assertTrue(port, "the broker wrote no port file")
+        self.url = f"http://127.0.0.1:{port}"
         claim = ("rs", 1, 1, os.getuid(), 5, "c1")
         self.agent = _token(self.key, *claim)
         self.reader = _token(self.key, *claim, reader=True)
@@ -601,7 +606,8 @@ class SealedByBroker(Env):
 
     def commit(self, ck, name):
         """What the agent sends for rank 0's manifest: the broker seals (world 1)."""
-        text = open(os.path.join(ck, name, "rank-0.manifest")).read().split()
+        with open(os.path.join(ck, name, "rank-0.manifest")) as f:
+            text = f.read().split()
         files = [{"sha256": text[0], "bytes": int(text[1]), "path": text[2]}]
         self.assertEqual(self.post(f"/v1/runs/rs/checkpoints/{name}/commit", {"attempt": 1, "rank": 0, "world_size": 1, "files": files},
                                    self.agent), 200)
@@ -621,7 +627,8 @@ class SealedByBroker(Env):
         p = os.path.join(ck, new, "rank-0.pt")
         t = state(); t["epoch"] = 666
         torch.save({"shardnet": shardnet.checkpoint.FORMAT, "step": 20, "state": t, "rng": {}}, p)
-        open(os.path.join(ck, new, "rank-0.manifest"), "w").write(f"{sha256(p)} {os.path.getsize(p)} rank-0.pt\n")
+        with open(os.path.join(ck, new, "rank-0.manifest"), "w") as f:
+            f.write(f"{sha256(p)} {os.path.getsize(p)} rank-0.pt\n")
         # Without the broker's word the swap passes: the manifest agrees.
         self.assertEqual(shardnet.load(os.path.join(ck, new), restore_rng=False).state["epoch"], 666)
         os.environ.update(SHARDNET_BROKER_URL=self.url, SHARDNET_BROKER_TOKEN=self.reader)
