@@ -59,16 +59,8 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     const std::string_view cluster = who.bound ? std::string_view(who.cluster) : hb.cluster;
     const long long job = who.bound ? (long long)who.job : hb.job;
     ConnCache *cc = req.conn_cache;
-    // One worker per node and Slurm step: a batch script and the srun step
-    // it started on the same node are two workers.
-    char worker_buf[256 + 1 + 32];   // node and step are at most that long (checked above)
-    std::string_view worker = node;
-    if (!jobstep.empty()) {
-        std::memcpy(worker_buf, node.data(), node.size());
-        worker_buf[node.size()] = '/';
-        std::memcpy(worker_buf + node.size() + 1, jobstep.data(), jobstep.size());
-        worker = std::string_view(worker_buf, node.size() + 1 + jobstep.size());
-    }
+    char worker_buf[kMaxWorkerKey];   // node and step are at most 128 and 32 bytes (checked above)
+    const std::string_view worker = worker_key(worker_buf, node, jobstep);
     // A job's word on its node is Slurm's to confirm, once per worker
     // (detector/admission.cpp); a worker this connection reported as
     // before, or one the table knows, was admitted then. An admin's word is

@@ -41,6 +41,17 @@ struct WorkerState {
 
 // A worker's key is NODE or NODE/STEP; the batch script's is NODE/batch.
 inline bool is_batch_worker(std::string_view key) { return key.size() > 6 && key.ends_with("/batch"); }
+// NODE/STEP (NODE without a step) in buf, which holds both and the slash:
+// one worker per node and Slurm step (a batch script and the srun step it
+// started on one node are two workers).
+constexpr std::size_t kMaxWorkerKey = 256 + 1 + 32;
+inline std::string_view worker_key(char (&buf)[kMaxWorkerKey], std::string_view node, std::string_view step) {
+    if (step.empty() || node.size() + 1 + step.size() > kMaxWorkerKey) return node;
+    node.copy(buf, node.size());
+    buf[node.size()] = '/';
+    step.copy(buf + node.size() + 1, step.size());
+    return std::string_view(buf, node.size() + 1 + step.size());
+}
 
 // Why the detector suspects a worker: a kind to decide on, and its words.
 enum class FaultKind { silent, stalled, no_worker };
