@@ -1,6 +1,7 @@
 #include "broker/slurm/job_allocations.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "broker/slurm/slurm.hpp"
 #include "broker/slurm/slurm_job.hpp"
@@ -9,10 +10,17 @@
 namespace shardnet::broker {
 
 std::string read_allocation(Slurm &slurm, const std::string &conf, long long job, Allocation &out) {
+    const std::vector<std::string> argv{std::begin(kSqueueJson), std::end(kSqueueJson)};
     std::string text;
-    if (slurm.query(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, text) != 0) return "squeue failed";
     SlurmJob j;
-    if (std::string why = find_slurm_job(text, job, j); !why.empty()) return why;
+    std::string why = slurm.query(conf, argv, text) != 0 ? "squeue failed" : find_slurm_job(text, job, j);
+    // A job that just started may be newer than the cached answer: asked
+    // once more, fresh (once per job: the answer is kept).
+    if (!why.empty() || j.nodes.empty()) {
+        j = SlurmJob{};
+        why = slurm.fresh(conf, argv, text) != 0 ? "squeue failed" : find_slurm_job(text, job, j);
+    }
+    if (!why.empty()) return why;
     if (j.nodes.empty()) return "job " + std::to_string(job) + " has no nodes yet (state " + j.state + ")";
     const auto hosts = slurm_hostnames(slurm, conf, j.nodes);
     if (!hosts || hosts->empty()) return "no node list for job " + std::to_string(job);
