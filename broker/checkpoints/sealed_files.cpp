@@ -27,7 +27,15 @@ void Service::sealed_files(const std::string &id, const std::string &name, const
         std::optional<CheckpointRow> sealed;
         for (auto &c : store_->list_checkpoints(id))
             if (c.name == name) sealed = std::move(c);
-        if (!sealed) return reply(error_response(404, "no_checkpoint", "run " + id + " has no sealed checkpoint " + name));
+        if (!sealed) {
+            // A run that moved between brokers had its earlier checkpoints
+            // sealed at the other one: this broker cannot say either way.
+            for (const auto &peer : cfg_.peers)
+                if (store_->run_crossed(id, peer.name))
+                    return reply(error_response(404, "sealed_elsewhere", "run " + id + " moved between this broker and broker " + peer.name +
+                                                "; this broker holds no seal of " + name + " (it may be the other's)"));
+            return reply(error_response(404, "no_checkpoint", "run " + id + " has no sealed checkpoint " + name));
+        }
         for (const auto &[rank, text] : store_->commit_files(id, sealed->attempt, name)) {
             if (rank != r) continue;
             json::error_code ec;

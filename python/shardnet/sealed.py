@@ -8,8 +8,9 @@ token (SHARDNET_BROKER_TOKEN, set by the plugin: it reads the run and
 changes nothing) at GET /v1/runs/RUN/checkpoints/NAME/files?rank=R.
 
 When the broker cannot be asked (no broker in the environment, or it does
-not answer), the shard is checked against its manifest only, with a
-warning: a resume never fails because the broker is away (DESIGN.md,
+not answer), or cannot say (the run moved from a peer broker, which sealed
+its earlier checkpoints: `sealed_elsewhere`), the shard is checked against
+its manifest only, with a warning: a resume never fails because the broker is away (DESIGN.md,
 invariant 3), and a shard still loads weights-only (no pickle runs code).
 SHARDNET_REQUIRE_SEALED=1 refuses instead: the site or user who wants no
 shard the broker has not vouched for.
@@ -63,6 +64,8 @@ def files(run, name, rank, env=None):
         message = (err.get("error", {}).get("message") if isinstance(err.get("error"), dict) else err.get("message")) or e.reason
         if e.code == 404 and code in ("no_checkpoint", "no_rank"):
             raise CheckpointError(f"checkpoint {name}: the broker sealed no such files ({message})") from None
+        # sealed_elsewhere: the run moved between brokers, and this one holds
+        # no seal of it (the other may): not the broker's word either way.
         raise Unavailable(f"the broker answered HTTP {e.code}: {message}") from None
     except (urllib.error.URLError, OSError, ssl.SSLError) as e:
         raise Unavailable(f"the broker at {url} does not answer ({getattr(e, 'reason', e)})") from None

@@ -48,6 +48,10 @@ a=$(cat "$CK/pt-ref.out/final.sha256"); b=$(cat "$CK/pt-fault.out/final.sha256")
 diff <(losses pt-ref) <(losses pt-fault) > "$WORK/loss.diff" || fail "loss curves differ: $(head "$WORK/loss.diff")"
 [ "$(losses pt-ref | wc -l)" = "$STEPS" ] || fail "the loss curve has $(losses pt-ref | wc -l) steps, not $STEPS"
 ok "killed on beta, resumed on alpha: final parameters bitwise equal ($a), $STEPS losses equal step by step"
+# Its checkpoint was sealed at beta's broker: alpha's cannot say, and the
+# resume says so (a warning, the manifest's word; not a failed job).
+grep -q "the broker's sealed digests could not be had (the broker answered HTTP 404: run pt-fault moved between this broker and broker" \
+    "$WORK"/pt-fault-*.out || fail "no warning that alpha's broker holds no seal of beta's checkpoint: $(grep -h shardnet: "$WORK"/pt-fault-*.out | tail -3)"
 
 # Corrupt the newest checkpoint of pt-ref; a resume from it falls back.
 newest=$(ls -d "$CK"/pt-ref/checkpoint-* | sort | tail -1)
