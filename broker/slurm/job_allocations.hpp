@@ -27,7 +27,7 @@ std::string read_allocation(Slurm &slurm, const std::string &slurm_conf, long lo
 
 class JobAllocations {
 public:
-    static constexpr double kRecheckSeconds = 10, kRetrySeconds = 2, kForgetSeconds = 3600;
+    static constexpr double kRecheckSeconds = 2, kRetrySeconds = 2, kForgetSeconds = 3600;
     static constexpr std::size_t kMaxJobs = 20000;
 
     enum class Verdict { member, not_member, unavailable, ask };

@@ -4,6 +4,7 @@
 // heartbeat. And a job that names another user's run learns no more than
 // one that names no run at all.
 #include <boost/json.hpp>
+#include <chrono>
 #include <doctest/doctest.h>
 
 #include "common/worker_token.hpp"
@@ -66,14 +67,17 @@ TEST_CASE("a job's heartbeat names one of its own Slurm nodes, else it is refuse
         CHECK(r.body.find(R"("field":"node")") != std::string::npos);
     }
     CHECK(f.call("POST", "/v1/heartbeats", beat("rj", 1, "n2", "0"), t).status == 204);
+    const auto began = std::chrono::steady_clock::now();
     for (int i = 0; i < 200; ++i) {
         REQUIRE(f.call("POST", "/v1/heartbeats", beat("rj", 1, i % 2 ? "n1" : "n2", "0"), t).status == 204);
         REQUIRE(f.call("POST", "/v1/heartbeats", beat("rj", 1, "n3", "0"), t).status == 403);
     }
-    // One squeue for the job: the known workers' heartbeats and the refused
-    // node's asked nothing more (a refused node is asked again only after
-    // JobAllocations::kRecheckSeconds, which these did not wait).
-    CHECK(f.slurm->count("squeue") == 1);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    // One squeue for the job: the known workers' heartbeats asked nothing
+    // more, and the refused node at most once per JobAllocations::kRecheckSeconds
+    // (Slurm's own requeue may have moved the job).
+    CHECK(f.slurm->count("squeue") <= 1 + int(took / JobAllocations::kRecheckSeconds));
+    CHECK(f.slurm->count("squeue") < 10);
     CHECK(f.workers("rj") == 2);   // n1/0 and n2/0; never n3
 }
 
