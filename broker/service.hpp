@@ -188,6 +188,9 @@ private:
     // is locked until the worker is in the table); answered: refused;
     // asked: Slurm is being read, and the heartbeat comes back here after.
     enum class Admission { admitted, answered, asked };
+    // Whether the run would take this job's heartbeat (refuse_worker, not
+    // a fenced attempt): only then is its worker admitted against Slurm.
+    bool run_takes(std::string_view run, const TokenEntry &who, long long attempt) const;
     Admission admit_worker(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now, std::string_view run,
                            std::string_view node, std::string_view worker, long long attempt, bool ended, bool looked_up,
                            std::unique_lock<std::mutex> &hold);

@@ -21,6 +21,14 @@ std::string job_name(const TokenEntry &who) { return who.cluster + "/" + std::to
 
 }  // namespace
 
+bool Service::run_takes(std::string_view run, const TokenEntry &who, long long attempt) const {
+    const std::string key(run);
+    std::shared_lock lock(runs_mu_);
+    auto it = runs_.find(key);
+    const RunInfo *info = it == runs_.end() ? nullptr : &it->second;
+    return refuse_worker(info, key, who, attempt).empty() && !(info && info->attempt > attempt);
+}
+
 Service::Admission Service::admit_worker(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now,
                                          std::string_view run, std::string_view node, std::string_view worker, long long attempt,
                                          bool ended, bool looked_up, std::unique_lock<std::mutex> &hold) {

@@ -65,9 +65,12 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     // (detector/admission.cpp); a worker this connection reported as
     // before, or one the table knows, was admitted then. An admin's word is
     // taken, and so is a job's of a cluster this broker does not run.
+    // A heartbeat the run refuses anyway (not this job's, or a fenced
+    // attempt, whose job is then cancelled) is answered as before, below.
     std::unique_lock<std::mutex> admitting;
     if (who.bound && !(cc && cc->run_attempt == attempt && cc->worker == worker && cc->run == run) &&
-        cfg_.clusters.count(who.cluster) && !workers_.known(run, worker, attempt, who.cluster, (long long)who.job))
+        cfg_.clusters.count(who.cluster) && !workers_.known(run, worker, attempt, who.cluster, (long long)who.job) &&
+        run_takes(run, who, attempt))
         if (admit_worker(req, who, reply, now, run, node, worker, attempt, ended, looked_up, admitting) != Admission::admitted) return;
     count(c_heartbeats);
 

@@ -153,3 +153,18 @@ TEST_CASE("a heartbeat naming another user's run answers as one naming no run: p
     CHECK(r.body.find("c1/7") == std::string::npos);
     CHECK(f.state("victim") == "RUNNING");
 }
+
+TEST_CASE("a fenced attempt's worker is answered stale_attempt, as before admission: its job is told, not asked about") {
+    AdmissionFixture f;
+    REQUIRE(f.call("POST", "/v1/heartbeats", beat("rj", 1, "n1", "0"), token("rj", 1, 7)).status == 204);
+    // Slurm's own requeue of job 7: attempt 2 is the same job's.
+    REQUIRE(f.call("POST", "/v1/heartbeats", beat("rj", 2, "n1", "0"), token("rj", 2, 7)).status == 204);
+    const int asked = f.slurm->count("squeue");
+    for (const std::string node : {"n2", "n3"}) {
+        CAPTURE(node);
+        const auto r = f.call("POST", "/v1/heartbeats", beat("rj", 1, node, "4"), token("rj", 1, 7));
+        CHECK(r.status == 409);
+        CHECK(r.body.find("stale_attempt") != std::string::npos);
+    }
+    CHECK(f.slurm->count("squeue") == asked);
+}
