@@ -30,6 +30,7 @@
 #include "broker/federation/peer_answer.hpp"
 #include "broker/federation/onward.hpp"
 #include "broker/federation/peer_link.hpp"
+#include "broker/slurm/job_allocations.hpp"
 #include "broker/slurm/slurm.hpp"
 #include "broker/inventory/placement.hpp"
 #include "broker/runs/run_state.hpp"
@@ -196,7 +197,20 @@ public:
 private:
     using Json = std::string;
 
-    void heartbeats(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
+    // looked_up: Slurm was just asked about the job (admission, below).
+    void heartbeats(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now, bool looked_up = false);
+    // A job's worker reporting for the first time (detector/admission.cpp):
+    // its node must be one of the job's Slurm nodes, and the job's workers
+    // that still report stay within its task count. admitted: go on (hold
+    // is locked until the worker is in the table); answered: refused;
+    // asked: Slurm is being read, and the heartbeat comes back here after.
+    enum class Admission { admitted, answered, asked };
+    // Whether the run would take this job's heartbeat (refuse_worker, not
+    // a fenced attempt): only then is its worker admitted against Slurm.
+    bool run_takes(std::string_view run, const TokenEntry &who, long long attempt) const;
+    Admission admit_worker(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now, std::string_view run,
+                           std::string_view node, std::string_view worker, long long attempt, bool ended, bool looked_up,
+                           std::unique_lock<std::mutex> &hold);
     void create_run(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
     void list_runs(const TokenEntry &who, const Reply &reply);
     void get_run(const std::string &id, const TokenEntry &who, const Reply &reply);
@@ -205,6 +219,8 @@ private:
     void commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
                 const Reply &reply, double now);
     void list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply);
+    // A sealed checkpoint's files of one rank, as committed (checkpoints/sealed_files.cpp).
+    void sealed_files(const std::string &id, const std::string &name, const std::string &query, const TokenEntry &who, const Reply &reply);
     std::shared_ptr<StreamBudget> streams_ = std::make_shared<StreamBudget>();
     // POST /v1/runs/{id}/environment (recovery/environment_api.cpp): the
     // submitter's environment, kept root-only for the run's later attempts.
@@ -507,6 +523,8 @@ private:
     mutable std::shared_mutex runs_mu_;
     std::unordered_map<std::string, RunInfo> runs_;
     WorkerTable workers_;
+    JobAllocations allocations_;   // Slurm's nodes and task count of the jobs that report
+    std::mutex admit_mu_;          // one new worker at a time is counted against its job's cap
     // Counters, one padded slot per thread: the hot path never shares a
     // cache line with another I/O thread.
     enum Counter { c_requests, c_heartbeats, c_errors, c_faults, c_events, c_seals, c_rate_limited, c_auth_failures, c_refused, c_slurm_requeues,

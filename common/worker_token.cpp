@@ -15,13 +15,13 @@ namespace shardnet {
 
 namespace {
 
-constexpr std::string_view kPrefix = "snw2.";
+constexpr std::string_view kPrefix = "snw2.", kReaderPrefix = "snr2.";
 constexpr unsigned long long kMaxNumber = 4294967295ULL;   // every number in a claim is a Slurm uint32
 
-std::string mac_hex(std::string_view key, const WorkerClaim &c) {
+std::string mac_hex(std::string_view key, const WorkerClaim &c, bool reader = false) {
     hmac_sha256_ctx ctx;
     hmac_sha256_set_key(&ctx, key.size(), reinterpret_cast<const uint8_t *>(key.data()));
-    std::string msg("shardnet-worker-v2", 19);
+    std::string msg = reader ? std::string("shardnet-reader-v2", 19) : std::string("shardnet-worker-v2", 19);
     msg += c.run;
     for (unsigned long long n : {c.attempt, c.world, c.uid, c.job}) {
         msg += '\0';
@@ -78,10 +78,17 @@ std::string derive_worker_token(std::string_view key, const WorkerClaim &c) {
            std::to_string(c.job) + "." + c.cluster + "." + mac_hex(key, c) + "." + c.run;
 }
 
+std::string derive_reader_token(std::string_view key, const WorkerClaim &c) {
+    return std::string(kReaderPrefix) + std::to_string(c.attempt) + "." + std::to_string(c.world) + "." + std::to_string(c.uid) + "." +
+           std::to_string(c.job) + "." + c.cluster + "." + mac_hex(key, c, true) + "." + c.run;
+}
+
 bool parse_worker_token(std::string_view token, WorkerTokenClaim &out) {
-    if (token.substr(0, kPrefix.size()) != kPrefix) return false;
+    const bool reader = token.substr(0, kReaderPrefix.size()) == kReaderPrefix;
+    if (!reader && token.substr(0, kPrefix.size()) != kPrefix) return false;
     token.remove_prefix(kPrefix.size());
     WorkerTokenClaim c;
+    c.reader = reader;
     if (!take_number(token, c.attempt) || !take_number(token, c.world) || !take_number(token, c.uid) ||
         !take_number(token, c.job))
         return false;
@@ -101,7 +108,7 @@ bool parse_worker_token(std::string_view token, WorkerTokenClaim &out) {
 }
 
 bool verify_worker_token(std::string_view key, const WorkerTokenClaim &claim) {
-    const std::string want = mac_hex(key, claim);
+    const std::string want = mac_hex(key, claim, claim.reader);
     return claim.mac_hex.size() == want.size() &&
            memeql_sec(want.data(), claim.mac_hex.data(), want.size()) != 0;
 }

@@ -40,8 +40,18 @@ bool is_cluster_name(std::string_view s);
 // The token for claim (which must be valid: see worker_claim_error).
 std::string derive_worker_token(std::string_view key, const WorkerClaim &claim);
 
+// A reader token: the same claim under another prefix and MAC domain
+// ("snr2.", "shardnet-reader-v2"), given to the job's tasks (the trainer)
+// so that they can read what the broker holds of their own run (the sealed
+// digests a resume checks shards against), and nothing else: the broker
+// answers it on GET routes only. A task holding it cannot heartbeat,
+// commit or report for its job (the agent's token, which the tasks never
+// see, does that).
+std::string derive_reader_token(std::string_view key, const WorkerClaim &claim);
+
 struct WorkerTokenClaim : WorkerClaim {
     std::string mac_hex;
+    bool reader = false;   // "snr2.": a reader token
 };
 // Splits a token of the form above; false when it is not one (including a
 // number that is not in canonical form).

@@ -222,7 +222,14 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
             return broker_problem("no worker token for this step: " + bad);
         }
         ac.token = derive_worker_token(g_key, claim);
+        // The tasks' own: a token that only reads their run (the sealed
+        // digests a resume checks shards against); never the agent's.
+        std::string reader = derive_reader_token(g_key, claim);
+        WipeOnExit wipe_reader{reader};
         explicit_bzero(g_key, sizeof g_key);
+        if (!set_env(sp, "SHARDNET_BROKER_URL", g.cfg->broker_url) || !set_env(sp, "SHARDNET_BROKER_TOKEN", reader) ||
+            !set_env(sp, "SHARDNET_BROKER_CA", g.cfg->ca_file))
+            slurm_info("shardnet: the tasks get no broker reader token: cannot set the task environment");
     } else {
         ac.token = g_token;
     }

@@ -115,6 +115,9 @@ std::span<const Service::Route> Service::routes() {
          [](Service &s, const Call &c) { s.run_story(c.p(0), c.who, c.reply); }},
         {{"GET", "/v1/runs/{id}/checkpoints", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) { s.list_checkpoints(c.p(0), c.who, c.reply); }},
+        // What a resume checks each shard against (the trainer's reader token).
+        {{"GET", "/v1/runs/{id}/checkpoints/{name}/files", r_worker | r_user | r_peer | r_admin, ""},
+         [](Service &s, const Call &c) { s.sealed_files(c.p(0), c.p(1), c.query, c.who, c.reply); }},
         {{"GET", "/v1/runs/{id}/policy", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) { s.get_policy(c.p(0), c.who, c.reply); }},
         {{"POST", "/v1/runs/{id}/checkpoints/{name}/commit", r_worker | r_admin, "commits need a worker or admin token"},
@@ -224,6 +227,9 @@ void Service::handle(const ApiRequest &req, const Reply &reply) {
     if (route) {
         if (route->spec.scopes != r_public && !(route->spec.scopes & scope_bit(who->scope)))
             return reply(error_response(403, "forbidden", route->spec.forbidden));
+        // A job's tasks hold a reader token (the trainer's): it reads its run, and changes nothing.
+        if (who->read_only && as != "GET"sv)
+            return reply(error_response(403, "forbidden", "a reader token (a job's tasks') only reads; " + req.method + " needs the agent's token"));
         const Call call{req, *who, reply, now, params, q == std::string_view::npos ? std::string() : std::string(target.substr(q + 1))};
         return route->run(*this, call);
     }

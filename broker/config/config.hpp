@@ -30,6 +30,8 @@ struct TokenEntry {
     bool bound = false;
     unsigned long long world = 0, uid = 0, job = 0;
     std::string cluster{};
+    // A reader token (common/worker_token.hpp): GET routes only.
+    bool read_only = false;
 };
 
 // A site key from which per-run, per-attempt worker tokens are derived (see

@@ -25,7 +25,7 @@ namespace json = boost::json;
 using namespace detail;
 using namespace std::literals;
 
-void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
+void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now, bool looked_up) {
     HeartbeatBody hb;
     BodyError bad;
     if (!read_heartbeat(req.body, hb, bad)) return reply(error_response(400, bad.code, bad.message, bad.field));
@@ -58,6 +58,20 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     }
     const std::string_view cluster = who.bound ? std::string_view(who.cluster) : hb.cluster;
     const long long job = who.bound ? (long long)who.job : hb.job;
+    ConnCache *cc = req.conn_cache;
+    char worker_buf[kMaxWorkerKey];   // node and step are at most 128 and 32 bytes (checked above)
+    const std::string_view worker = worker_key(worker_buf, node, jobstep);
+    // A job's word on its node is Slurm's to confirm, once per worker
+    // (detector/admission.cpp); a worker this connection reported as
+    // before, or one the table knows, was admitted then. An admin's word is
+    // taken, and so is a job's of a cluster this broker does not run.
+    // A heartbeat the run refuses anyway (not this job's, or a fenced
+    // attempt, whose job is then cancelled) is answered as before, below.
+    std::unique_lock<std::mutex> admitting;
+    if (who.bound && !(cc && cc->run_attempt == attempt && cc->worker == worker && cc->run == run) &&
+        cfg_.clusters.count(who.cluster) && !workers_.known(run, worker, attempt, who.cluster, (long long)who.job) &&
+        run_takes(run, who, attempt))
+        if (admit_worker(req, who, reply, now, run, node, worker, attempt, ended, looked_up, admitting) != Admission::admitted) return;
     count(c_heartbeats);
 
     bool create = false, new_attempt = false, started = false, check_recovery = false, claimed = false, recorded = false;
@@ -65,7 +79,6 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     std::string run_key;   // the run as a std::string, made only where a map or the store needs it
     Store::AttemptRow attempt_row;
     std::string owner_name;
-    ConnCache *cc = req.conn_cache;
     const unsigned long long gen = runs_generation_.load(std::memory_order_acquire);
     // The checkpoint policy the agent lacks, when the run has a newer one
     // (the heartbeat's answer carries it: 200 instead of 204).
@@ -139,18 +152,10 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
         }
         check_recovery = recovering;
     }
-    // One worker per node and Slurm step: a batch script and the srun step
-    // it started on the same node are two workers.
-    char worker_buf[256 + 1 + 32];   // node and step are at most that long (checked above)
-    std::string_view worker = node;
-    if (!jobstep.empty()) {
-        std::memcpy(worker_buf, node.data(), node.size());
-        worker_buf[node.size()] = '/';
-        std::memcpy(worker_buf + node.size() + 1, jobstep.data(), jobstep.size());
-        worker = std::string_view(worker_buf, node.size() + 1 + jobstep.size());
-    }
     const bool new_worker = workers_.beat(run, worker, attempt, int(interval), int(hb.ranks), hb.top_step, ended,
                                           now, cluster, job, hb.checkpointing);
+    if (admitting.owns_lock()) admitting.unlock();
+    if (cc && who.bound && cc->worker != worker) cc->worker.assign(worker);
     // Past the known worker's path, the run's name as a key of the maps.
     if (run_key.empty() && (new_worker || batch || ended)) run_key.assign(run);
     if (hb.prelimit_signalled) note_prelimit(run, attempt, now);

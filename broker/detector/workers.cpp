@@ -185,6 +185,43 @@ void WorkerTable::fence(const std::string &run, long long attempt) {
     }
 }
 
+bool WorkerTable::known(std::string_view run, std::string_view node, long long attempt, std::string_view cluster, long long job) const {
+    std::string key;
+    key.reserve(run.size() + 1 + node.size());
+    key.append(run).append(1, '\n').append(node);
+    const Shard &s = shards_[KeyHash{}(key) % kShards];
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.map.find(std::string_view(key));
+    return it != s.map.end() && it->second.attempt == attempt && !it->second.watch_only && it->second.job == job && it->second.cluster == cluster;
+}
+
+WorkerTable::Live WorkerTable::live(const std::string &run, long long attempt, const std::string &cluster, long long job, std::size_t keep_ended) {
+    Live out;
+    std::size_t ended = 0;
+    const std::string prefix = run + '\n';
+    auto mine = [&](const std::string &key, const WorkerState &w) {
+        return key.compare(0, prefix.size(), prefix) == 0 && w.attempt == attempt && w.job == job && w.cluster == cluster && !w.watch_only &&
+               !is_batch_worker(key);
+    };
+    for (auto &s : shards_) {
+        std::lock_guard<std::mutex> lock(s.mu);
+        for (const auto &[key, w] : s.map) {
+            if (!mine(key, w)) continue;
+            if (w.ended) { ++ended; continue; }
+            if (w.faulted) continue;   // silent past its deadline: its node is dead or its step gone (a relaunch replaces it)
+            ++out.count;
+            if (out.some.size() < 8) out.some.push_back(key.substr(prefix.size()));
+        }
+    }
+    if (ended <= keep_ended) return out;
+    for (auto &s : shards_) {
+        std::lock_guard<std::mutex> lock(s.mu);
+        // A filed worker's key is looked up again when its slot comes due, and skipped when gone.
+        std::erase_if(s.map, [&](const auto &kv) { return kv.second.ended && mine(kv.first, kv.second); });
+    }
+    return out;
+}
+
 std::size_t WorkerTable::size() const {
     std::size_t n = 0;
     for (const auto &s : shards_) {

@@ -41,6 +41,17 @@ struct WorkerState {
 
 // A worker's key is NODE or NODE/STEP; the batch script's is NODE/batch.
 inline bool is_batch_worker(std::string_view key) { return key.size() > 6 && key.ends_with("/batch"); }
+// NODE/STEP (NODE without a step) in buf, which holds both and the slash:
+// one worker per node and Slurm step (a batch script and the srun step it
+// started on one node are two workers).
+constexpr std::size_t kMaxWorkerKey = 256 + 1 + 32;
+inline std::string_view worker_key(char (&buf)[kMaxWorkerKey], std::string_view node, std::string_view step) {
+    if (step.empty() || node.size() + 1 + step.size() > kMaxWorkerKey) return node;
+    node.copy(buf, node.size());
+    buf[node.size()] = '/';
+    step.copy(buf + node.size() + 1, step.size());
+    return std::string_view(buf, node.size() + 1 + step.size());
+}
 
 // Why the detector suspects a worker: a kind to decide on, and its words.
 // ended_by_slurm: Slurm ended the job (a preemption, a time limit) with
@@ -65,6 +76,16 @@ public:
     bool beat(std::string_view run, std::string_view node, long long attempt, int interval, int ranks,
               std::optional<long long> step, bool ended, double now, std::string_view cluster = {}, long long job = 0,
               bool checkpointing = false);
+    // Whether this worker has reported for this attempt as this job (a
+    // heartbeat from it needs no admission; another job's worker of the same
+    // name is no help to this one).
+    bool known(std::string_view run, std::string_view node, long long attempt, std::string_view cluster, long long job) const;
+    // The workers of a job in a run's attempt that still report (not ended,
+    // not faulted, not a batch script's, not a watch), their count and a few of their
+    // keys. The job's ended ones there are forgotten once there are more
+    // than keep_ended of them: a job that runs step after step grows nothing.
+    struct Live { std::size_t count = 0; std::vector<std::string> some; };
+    Live live(const std::string &run, long long attempt, const std::string &cluster, long long job, std::size_t keep_ended);
     // Watch a node of an attempt's allocation that has no worker yet: from
     // now, checked every interval x misses until a worker there reports
     // (retire) or the job ends. Nothing if the key is known.

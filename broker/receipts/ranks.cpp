@@ -104,17 +104,12 @@ bool Service::attempt_current(const std::string &run, long long attempt) {
 }
 
 std::optional<std::set<std::string>> Service::job_nodes(const std::string &cluster, long long job, std::string &why) {
-    const std::string &conf = cfg_.clusters.at(cluster);
-    std::string out;
-    if (slurm_->query(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) { why = "squeue failed"; return std::nullopt; }
-    SlurmJob j;
-    if (why = find_slurm_job(out, job, j); !why.empty()) return std::nullopt;
-    const auto hosts = slurm_hostnames(*slurm_, conf, j.nodes);
-    if (!hosts) {
-        why = "no node list for the job";
-        return std::nullopt;
-    }
-    return std::set<std::string>(hosts->begin(), hosts->end());
+    Allocation a;
+    if (why = read_allocation(*slurm_, cfg_.clusters.at(cluster), job, a); !why.empty()) return std::nullopt;
+    a.at = wall_now();
+    std::set<std::string> nodes = a.nodes;
+    allocations_.put(cluster, job, std::move(a));   // what a new worker's heartbeat is checked against
+    return nodes;
 }
 
 }  // namespace shardnet::broker

@@ -27,6 +27,7 @@ void remember(ConnCache &c, const std::string &bearer, const void *bucket) {
     c.run.clear();
     c.run_attempt = 0;
     c.run_generation = 0;
+    c.worker.clear();
 }
 }  // namespace
 
@@ -38,7 +39,7 @@ Auth::Verdict Auth::check(const std::string &bearer, const TokenEntry *&entry, d
     // comparison leaks nothing. A new token is checked in full below.
     if (cache && cache->auth == this && cache->epoch == epoch_.load(std::memory_order_acquire) && cache->bearer == bearer) {
         b = static_cast<Bucket *>(const_cast<void *>(cache->entry));
-    } else if (bearer.compare(0, 5, "snw2.") == 0) {
+    } else if (bearer.compare(0, 5, "snw2.") == 0 || bearer.compare(0, 5, "snr2.") == 0) {
         b = derived(bearer, now);
         if (!b) return Verdict::invalid;
         if (cache) { remember(*cache, bearer, b); cache->auth = this; cache->epoch = epoch_.load(std::memory_order_acquire); }
@@ -116,6 +117,8 @@ Auth::Bucket *Auth::derived(const std::string &bearer, double now) {
         e.uid = claim.uid;
         e.job = claim.job;
         e.cluster = claim.cluster;
+        e.read_only = claim.reader;
+        if (claim.reader) e.name += "/reader";
         slot->entry = std::move(e);
     }
     return slot.get();

@@ -33,6 +33,9 @@ struct ConnCache {
     long long run_attempt = 0;
     unsigned long long run_generation = 0;
     long long run_policy = 0;   // the checkpoint policy version its agent had then
+    // The worker (NODE/STEP) of the run and attempt above that this
+    // connection last reported as, admitted then (detector/admission.cpp).
+    std::string worker;
 };
 
 class Auth {

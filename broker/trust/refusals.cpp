@@ -17,21 +17,24 @@ std::string job_name(const std::string &cluster, long long job) { return cluster
 }  // namespace
 
 std::string Service::refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt) const {
-    if (!info || info->owner_uid < 0) {
+    const bool others = info && info->owner_uid >= 0 && (unsigned long long)info->owner_uid != who.uid;
+    if (!info || info->owner_uid < 0 || others) {
         // Claiming a run: another job's default id is not to be had.
         if (run != who.cluster + "." + std::to_string(who.job) && run != "job." + std::to_string(who.job))
             if (!reserved_run_id(run).empty())
                 return "run " + run + " is the default run id of another job; this token is for job " +
                        job_name(who.cluster, (long long)who.job);
     }
-    if (!info) {
+    // Another user's run answers as a missing one does, word for word, past
+    // its first attempt. At attempt 1 a missing id is claimed and a taken
+    // one cannot be: the refusal says only that (not whose, nor its state).
+    if (!info || others) {
         if (attempt != 1)
             return "run " + run + " is not known to this broker: attempt " + std::to_string(attempt) +
                    " was not issued by it (a new run starts at attempt 1)";
+        if (others) return "run id " + run + " is taken; this job cannot claim it (name another with --shardnet=RUN)";
         return "";
     }
-    if (info->owner_uid >= 0 && (unsigned long long)info->owner_uid != who.uid)
-        return "run " + run + " belongs to another user; this job runs as uid " + std::to_string(who.uid);
     auto it = info->jobs.find(attempt);
     if (it != info->jobs.end()) {
         if (it->second.cluster != who.cluster || (unsigned long long)it->second.job != who.job)

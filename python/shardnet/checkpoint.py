@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from . import agreement, atomic, prelimit, rng
+from . import agreement, atomic, prelimit, rng, sealed
 from .env import contract
 from .errors import CheckpointError, ManifestError
 from .manifest import Entry, digest, format_manifest, manifest_name, read_manifest
@@ -216,10 +216,28 @@ def _allow_pickle(allow_pickle):
     return os.environ.get("SHARDNET_ALLOW_PICKLE", "") == "1"
 
 
-def _read_verified(path, rank, map_location, allow_pickle=False):
+def _sealed_by_broker(path, rank, run):
+    """{path: (sha256, bytes)} the broker sealed for rank's files of the
+    checkpoint at path, or None (with a warning) when it cannot be asked and
+    that is allowed (sealed.py says when)."""
+    name = os.path.basename(path)
+    try:
+        return sealed.files(run, name, rank)
+    except sealed.Unavailable as e:
+        if sealed.required():
+            raise CheckpointError(f"checkpoint {name}: the broker's sealed digests could not be had ({e}), "
+                                  "and SHARDNET_REQUIRE_SEALED=1 refuses a shard the broker has not vouched for") from None
+        log.warning("shardnet: rank %d: checkpoint %s: the broker's sealed digests could not be had (%s); "
+                    "checked against its manifest only (set SHARDNET_REQUIRE_SEALED=1 to refuse instead)", rank, name, e)
+        return None
+
+
+def _read_verified(path, rank, map_location, allow_pickle=False, run=""):
     """This rank's payload of the checkpoint at path; CheckpointError saying why not.
-    Unless allow_pickle, a shard must hold only tensors and plain values
-    (state_dicts, numbers, strings, lists, dicts): a pickle that would
+    Every file is checked against the digest the broker sealed (the manifest
+    beside the shard is whoever wrote the directory's word), and against the
+    manifest. Unless allow_pickle, a shard must hold only tensors and plain
+    values (state_dicts, numbers, strings, lists, dicts): a pickle that would
     construct anything else (run code) is refused before it is unpickled,
     whoever rewrote the manifest beside it."""
     import torch
@@ -227,6 +245,14 @@ def _read_verified(path, rank, map_location, allow_pickle=False):
     want = shard_name(rank)
     if not any(e.path == want for e in entries):
         raise ManifestError(f"{os.path.join(path, manifest_name(rank))} does not list {want}")
+    by_broker = _sealed_by_broker(path, rank, run)
+    if by_broker is not None:
+        if want not in by_broker:
+            raise CheckpointError(f"{os.path.join(path, want)}: not among the files the broker sealed for rank {rank} "
+                                  f"({', '.join(sorted(by_broker))[:300]})")
+        listed = {e.path for e in entries}
+        for p in sorted(set(by_broker) - listed):
+            raise CheckpointError(f"{os.path.join(path, manifest_name(rank))} does not list {p}, which the broker sealed")
     data = None
     for e in entries:
         fp = os.path.join(path, e.path)
@@ -235,9 +261,16 @@ def _read_verified(path, rank, map_location, allow_pickle=False):
                 blob = f.read()
         except OSError as err:
             raise CheckpointError(f"{fp}: {err.strerror}") from None
+        got = hashlib.sha256(blob).hexdigest()
+        if by_broker is not None:
+            if e.path not in by_broker:
+                raise CheckpointError(f"{fp}: listed in its manifest, but not among the files the broker sealed")
+            sealed_sha, sealed_bytes = by_broker[e.path]
+            if got != sealed_sha or len(blob) != sealed_bytes:
+                raise CheckpointError(f"{fp}: sha256 {got} ({len(blob)} bytes), the broker sealed sha256 {sealed_sha} "
+                                      f"({sealed_bytes} bytes): refused")
         if len(blob) != e.bytes:
             raise CheckpointError(f"{fp} is {len(blob)} bytes, its manifest says {e.bytes}")
-        got = hashlib.sha256(blob).hexdigest()
         if got != e.sha256:
             raise CheckpointError(f"{fp}: sha256 {got[:16]}..., its manifest says {e.sha256[:16]}...")
         if e.path == want:
@@ -277,9 +310,11 @@ def previous_sealed(resume):
 
 def load(resume_from=None, restore_rng=True, map_location=None, allow_pickle=None):
     """Resumes from resume_from (default SHARDNET_RESUME_FROM; a checkpoint
-    directory, or a name in SHARDNET_CKPT_DIR): this rank's
-    shard is verified against its manifest; when it fails on any rank, every
-    rank moves on together to the previous sealed checkpoint. Restores the
+    directory, or a name in SHARDNET_CKPT_DIR): this rank's shard is
+    verified against the digests the broker sealed (sealed.py; the manifest
+    beside it alone when the broker cannot be asked, with a warning) and its
+    manifest; when it fails on any rank, every rank moves on together to the
+    previous sealed checkpoint. Restores the
     RNG states saved with it. None on a fresh start (nothing to resume from);
     CheckpointError when no candidate verifies on every rank.
     Shards hold tensors and plain values only (the classes torch's own
@@ -299,7 +334,7 @@ def load(resume_from=None, restore_rng=True, map_location=None, allow_pickle=Non
     for path in [resume] + previous_sealed(resume):
         name = os.path.basename(path)
         try:
-            payload, why = _read_verified(path, c.rank, map_location, allow), ""
+            payload, why = _read_verified(path, c.rank, map_location, allow, c.run), ""
         except CheckpointError as e:
             payload, why = None, str(e)
         if agreement.all_ranks(payload is not None, name):

@@ -59,7 +59,7 @@ refused=$(metric shardnet_worker_refusals_total)
 broker_get /v1/runs/victim/events | grep -q '"ATTEMPT"\|"FAULT"\|"CANCELLED"' && fail "events on the victim's run: $(broker_get /v1/runs/victim/events)"
 # They are told why: each refused agent logs the broker's reason (slurmd's log;
 # at the user's terminal in mode=required).
-grep -h "shardnet: agent: .*answered HTTP 403: run victim belongs to another user" "$SCRATCH"/beta/log/slurmd.beta*.log \
+grep -hE "shardnet: agent: .*answered HTTP 403: run (id victim is taken|victim is not known to this broker)" "$SCRATCH"/beta/log/slurmd.beta*.log \
     | head -1 | grep -q . || fail "no refusal reason in slurmd's log: $(grep -h 'shardnet: agent' "$SCRATCH"/beta/log/slurmd.beta*.log | tail -3)"
 ok "$OTHER_USER's claims refused ($((refused - refused0)) reports): victim job $j RUNNING, run at attempt 1, no ATTEMPT/FAULT"
 

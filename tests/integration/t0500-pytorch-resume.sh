@@ -48,6 +48,10 @@ a=$(cat "$CK/pt-ref.out/final.sha256"); b=$(cat "$CK/pt-fault.out/final.sha256")
 diff <(losses pt-ref) <(losses pt-fault) > "$WORK/loss.diff" || fail "loss curves differ: $(head "$WORK/loss.diff")"
 [ "$(losses pt-ref | wc -l)" = "$STEPS" ] || fail "the loss curve has $(losses pt-ref | wc -l) steps, not $STEPS"
 ok "killed on beta, resumed on alpha: final parameters bitwise equal ($a), $STEPS losses equal step by step"
+# Its checkpoint was sealed at beta's broker: alpha's cannot say, and the
+# resume says so (a warning, the manifest's word; not a failed job).
+grep -q "the broker's sealed digests could not be had (the broker answered HTTP 404: run pt-fault moved between this broker and broker" \
+    "$WORK"/pt-fault-*.out || fail "no warning that alpha's broker holds no seal of beta's checkpoint: $(grep -h shardnet: "$WORK"/pt-fault-*.out | tail -3)"
 
 # Corrupt the newest checkpoint of pt-ref; a resume from it falls back.
 newest=$(ls -d "$CK"/pt-ref/checkpoint-* | sort | tail -1)
@@ -59,6 +63,28 @@ grep -q "fell back to checkpoint-" "$WORK/pt-ref-$r.out" || fail "no fallback: $
 grep 'fell back\|resumed from' "$WORK/pt-ref-$r.out" | sed 's/^/  /'
 [ "$(cat "$CK/pt-ref.out/final.sha256")" = "$a" ] || fail "after the fallback the final parameters differ"
 ok "corrupt $(basename "$newest"): both ranks fell back to the previous sealed checkpoint and ended bitwise equal"
+
+# Swapped consistently, by whoever can write the directory: the newest sealed
+# checkpoint's rank-0 shard replaced by an older one's (a well-formed shard)
+# and its manifest rewritten to match. The manifest agrees; the digest the
+# broker sealed does not (fetched with the tasks' reader token), and the
+# resume falls back.
+newest=$(ls -d "$CK"/pt-ref/checkpoint-* | sort | tail -1)
+older=$(ls -d "$CK"/pt-ref/checkpoint-* | sort | head -1)
+[ "$newest" != "$older" ] || fail "pt-ref has one checkpoint only"
+cp "$older/rank-0.pt" "$newest/rank-0.pt"
+echo "$(sha256sum < "$newest/rank-0.pt" | cut -d' ' -f1) $(stat -c %s "$newest/rank-0.pt") rank-0.pt" > "$newest/rank-0.manifest"
+chown "$TEST_USER" "$newest/rank-0.pt" "$newest/rank-0.manifest"
+swapped=$(sha256sum < "$newest/rank-0.pt" | cut -d' ' -f1)
+rm -f "$CK/pt-ref.out/final.sha256"
+r=$(job alpha pt-ref --shardnet-resume="$(basename "$newest")" --export=SHARDNET_ATTEMPT=3)
+wait_job alpha "$r" 120
+grep -q "checkpoint $(basename "$newest") failed verification: $newest/rank-0.pt: sha256 $swapped ([0-9]* bytes), the broker sealed sha256 [0-9a-f]\{64\}" \
+    "$WORK/pt-ref-$r.out" || fail "the swapped shard was not refused for the broker's sealed digest: $(grep -v '^step' "$WORK/pt-ref-$r.out" | tail -5)"
+grep -q "fell back to checkpoint-" "$WORK/pt-ref-$r.out" || fail "no fallback after the swap: $(tail -5 "$WORK/pt-ref-$r.out")"
+grep "failed verification: $newest\|fell back" "$WORK/pt-ref-$r.out" | cut -c1-220 | sed 's/^/  /'
+[ "$(cat "$CK/pt-ref.out/final.sha256")" = "$a" ] || fail "after the swap's fallback the final parameters differ"
+ok "shard and manifest swapped together in $(basename "$newest"): refused for the broker's sealed digest, fell back, ended bitwise equal"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" beta beta2
 for _ in $(seq 150); do slurm beta sinfo -h -n beta2 -o %T | grep -qx idle && break; sleep 0.2; done
 

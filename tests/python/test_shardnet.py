@@ -23,7 +23,7 @@ from shardnet import atomic, checkpoint, manifest, progress_file as progress_mod
 
 PY = "/usr/bin/python3"
 LIB = os.path.dirname(os.path.dirname(os.path.abspath(shardnet.__file__)))
-KEYS = ["SHARDNET_IMAGE_DIGEST", "SHARDNET_RANK", "SHARDNET_WORLD_SIZE", "SHARDNET_CKPT_DIR", "SHARDNET_RESUME_FROM", "SHARDNET_CKPT_EVERY",
+KEYS = ["SHARDNET_IMAGE_DIGEST", "SHARDNET_BROKER_URL", "SHARDNET_BROKER_TOKEN", "SHARDNET_REQUIRE_SEALED", "SHARDNET_RANK", "SHARDNET_WORLD_SIZE", "SHARDNET_CKPT_DIR", "SHARDNET_RESUME_FROM", "SHARDNET_CKPT_EVERY",
         "SHARDNET_PROGRESS", "SHARDNET_CKPT_POLICY", "SHARDNET_ATTEMPT", "SHARDNET_RUN", "RANK", "WORLD_SIZE"]
 # What the agent accepts (spank/heartbeat.cpp commit_json: sscanf "%64s %llu %256s", 64 lowercase hex, no "..").
 AGENT_MANIFEST_LINE = re.compile(r"[0-9a-f]{64} [0-9]+ [^\s]{1,256}")
@@ -538,3 +538,123 @@ class TwoRanksPolicy(Env):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def _token(key, run, attempt, world, uid, job, cluster, reader=False):
+    """A derived token (common/worker_token.hpp), as slurmstepd makes it."""
+    import hmac
+    msg = (b"shardnet-reader-v2\0" if reader else b"shardnet-worker-v2\0") + run.encode() \
+        + b"".join(b"\0" + str(n).encode() for n in (attempt, world, uid, job)) + b"\0" + cluster.encode()
+    mac = hmac.new(key, msg, hashlib.sha256).hexdigest()
+    return f"{'snr2' if reader else 'snw2'}.{attempt}.{world}.{uid}.{job}.{cluster}.{mac}.{run}"
+
+
+class SealedByBroker(Env):
+    """load() against a real broker (BROKER, as make check sets it): a shard
+    swapped together with its manifest is refused because the broker sealed
+    another digest."""
+
+    def setUp(self):
+        super().setUp()
+        broker = os.environ.get("BROKER") or os.path.join(LIB, "..", "build", "broker", "shardnet-broker")
+        self.assertTrue(os.access(broker, os.X_OK), f"no broker at {broker} (make check sets BROKER)")
+        self.key = b"k" * 32
+        kf = os.path.join(self.dir, "worker.key")
+        with open(kf, "wb") as f:
+            f.write(self.key)
+        os.chmod(kf, 0o600)
+        admin = hashlib.sha256(b"admin-t").hexdigest()
+        with open(os.path.join(self.dir, "broker.json"), "w") as f:
+            json.dump({"listen": "127.0.0.1:0", "plain_http": True, "database": os.path.join(self.dir, "b.db"),
+                       "tokens": [{"name": "ops", "scope": "admin", "sha256": admin}],
+                       "worker_keys": [{"name": "site", "key_file": kf}]}, f)
+        port_file = os.path.join(self.dir, "port")
+        with open(os.path.join(self.dir, "broker.log"), "w") as log:
+            self.broker = subprocess.Popen([broker, "--config", os.path.join(self.dir, "broker.json"), "--port-file", port_file], stderr=log)
+        port = ""
+        for _ in range(200):
+            if os.path.exists(port_file):
+                with open(port_file) as f:
+                    port = f.read().strip()
+            if port:
+                break
+            time.sleep(0.05)
+        self.assertTrue(port, "the broker wrote no port file")
+        self.url = f"http://127.0.0.1:{port}"
+        claim = ("rs", 1, 1, os.getuid(), 5, "c1")
+        self.agent = _token(self.key, *claim)
+        self.reader = _token(self.key, *claim, reader=True)
+
+    def tearDown(self):
+        self.broker.kill()
+        self.broker.wait()
+        os.environ.pop("SHARDNET_BROKER_URL", None)
+        os.environ.pop("SHARDNET_BROKER_TOKEN", None)
+        os.environ.pop("SHARDNET_REQUIRE_SEALED", None)
+        super().tearDown()
+
+    def post(self, path, body, token):
+        import urllib.error
+        import urllib.request
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Authorization": "Bearer " + token})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    def commit(self, ck, name):
+        """What the agent sends for rank 0's manifest: the broker seals (world 1)."""
+        with open(os.path.join(ck, name, "rank-0.manifest")) as f:
+            text = f.read().split()
+        files = [{"sha256": text[0], "bytes": int(text[1]), "path": text[2]}]
+        self.assertEqual(self.post(f"/v1/runs/rs/checkpoints/{name}/commit", {"attempt": 1, "rank": 0, "world_size": 1, "files": files},
+                                   self.agent), 200)
+        seal(os.path.join(ck, name))
+
+    def test_a_shard_and_manifest_swapped_together_are_refused_by_the_sealed_digest(self):
+        ck = self.shardnet_env(SHARDNET_RUN="rs", SHARDNET_ATTEMPT="1")
+        beat = {"run": "rs", "attempt": 1, "node": "n1", "interval": 5, "state": "running", "ranks": [{"rank": 0, "step": 1}]}
+        self.assertEqual(self.post("/v1/heartbeats", beat, self.agent), 204)
+        old = shardnet.save(10, state(), durable=True)
+        self.commit(ck, old)
+        s = state(); s["epoch"] = 4
+        new = shardnet.save(20, s, durable=True)
+        self.commit(ck, new)
+        # Swapped by whoever can write the directory: a well-formed shard of
+        # their own (no pickle tricks), its manifest rewritten to match.
+        p = os.path.join(ck, new, "rank-0.pt")
+        t = state(); t["epoch"] = 666
+        torch.save({"shardnet": shardnet.checkpoint.FORMAT, "step": 20, "state": t, "rng": {}}, p)
+        with open(os.path.join(ck, new, "rank-0.manifest"), "w") as f:
+            f.write(f"{sha256(p)} {os.path.getsize(p)} rank-0.pt\n")
+        # Without the broker's word the swap passes: the manifest agrees.
+        self.assertEqual(shardnet.load(os.path.join(ck, new), restore_rng=False).state["epoch"], 666)
+        os.environ.update(SHARDNET_BROKER_URL=self.url, SHARDNET_BROKER_TOKEN=self.reader)
+        c = shardnet.load(os.path.join(ck, new), restore_rng=False)
+        self.assertEqual((c.name, c.state["epoch"]), (old, 3))
+        why = c.rejected[0][1]
+        self.assertIn(p, why)
+        self.assertIn(f"sha256 {sha256(p)}", why)
+        self.assertRegex(why, r"the broker sealed sha256 [0-9a-f]{64} \(\d+ bytes\): refused")
+        self.assertNotIn(f"the broker sealed sha256 {sha256(p)}", why)
+        # The reader token reads; it cannot act for the job.
+        self.assertEqual(self.post("/v1/heartbeats", beat, self.reader), 403)
+        self.assertEqual(self.post(f"/v1/runs/rs/checkpoints/{new}/commit", {"attempt": 1, "rank": 0, "world_size": 1, "files": []},
+                                   self.reader), 403)
+        # A SEALED marker the broker never sealed is no seal.
+        forged = shardnet.save(30, state(), durable=True)
+        seal(os.path.join(ck, forged))
+        with self.assertRaisesRegex(shardnet.CheckpointError, "the broker sealed no such files"):
+            checkpoint._read_verified(os.path.join(ck, forged), 0, None, False, "rs")
+        # The broker away: a warning, the manifest's word, and the load goes
+        # on (weights only); SHARDNET_REQUIRE_SEALED=1 refuses instead.
+        self.broker.kill()
+        self.broker.wait()
+        with self.assertLogs("shardnet", "WARNING") as logs:
+            self.assertEqual(shardnet.load(os.path.join(ck, old), restore_rng=False).name, old)
+        self.assertIn("the broker's sealed digests could not be had", "\n".join(logs.output))
+        os.environ["SHARDNET_REQUIRE_SEALED"] = "1"
+        with self.assertRaisesRegex(shardnet.CheckpointError, "SHARDNET_REQUIRE_SEALED=1 refuses"):
+            shardnet.load(os.path.join(ck, old), restore_rng=False)

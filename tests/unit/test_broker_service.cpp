@@ -327,7 +327,14 @@ TEST_CASE("another user's job cannot report under a run, fence it or take its at
         CAPTURE(attempt);
         auto r = f.call("POST", "/v1/heartbeats", wt("victim", attempt, 77, 1002), hb("victim", (int)attempt, "b1", 1));
         CHECK(r.status == 403);
-        CHECK(r.body.find("belongs to another user") != std::string::npos);
+        CHECK(r.body.find("1002") == std::string::npos);   // nothing of whose the run is
+        if (attempt == 1) CHECK(r.body.find("run id victim is taken") != std::string::npos);
+        // Past attempt 1, word for word what a run that does not exist answers.
+        else {
+            std::string missing = f.call("POST", "/v1/heartbeats", wt("victim-0", attempt, 77, 1002), hb("victim-0", (int)attempt, "b1", 1)).body;
+            for (auto at = missing.find("victim-0"); at != std::string::npos; at = missing.find("victim-0")) missing.replace(at, 8, "victim");
+            CHECK(r.body == missing);
+        }
         // On the run's own routes: as if there were no such run (no existence leak).
         CHECK(f.call("POST", "/v1/runs/victim/checkpoints/c9/commit", wt("victim", attempt, 77, 1002), commit((int)attempt, 0, 1)).status == 404);
     }
@@ -547,4 +554,38 @@ TEST_CASE("event streams have a budget: per token 429, in all 503, both with Ret
     f.svc->drain();
     CHECK_FALSE(follow("admin-t", p2));
     CHECK(f.svc->metrics().find("shardnet_event_streams 3") != std::string::npos);
+}
+
+TEST_CASE("a sealed checkpoint's files, as committed, for the job's reader token; a reader token changes nothing") {
+    Fixture f;
+    const std::string t1 = wt("r7", 1);
+    const std::string reader = shardnet::derive_reader_token(kWorkerKey, shardnet::WorkerClaim{"r7", 1, 1, 1001, 42, "alpha"});
+    REQUIRE(f.call("POST", "/v1/heartbeats", t1, hb("r7", 1, "a1", 1)).status == 204);
+    REQUIRE(f.call("POST", "/v1/runs/r7/checkpoints/c1/commit", t1, commit(1, 0, 1)).status == 200);   // world 1: sealed
+    auto r = f.call("GET", "/v1/runs/r7/checkpoints/c1/files?rank=0", reader);
+    REQUIRE(r.status == 200);
+    const auto v = Fixture::body(r);
+    CHECK(v.at("checkpoint") == "c1");
+    CHECK(v.at("attempt") == 1);
+    CHECK(v.at("files") == json::parse(R"([{"path":"shard.pt","sha256":"00","bytes":1}])"));
+    CHECK(f.call("GET", "/v1/runs/r7/checkpoints/c1/files?rank=0", t1).status == 200);   // the agent's too
+    r = f.call("GET", "/v1/runs/r7/checkpoints/c1/files?rank=1", reader);
+    CHECK(r.status == 404);
+    CHECK(r.body.find("no_rank") != std::string::npos);
+    r = f.call("GET", "/v1/runs/r7/checkpoints/c2/files?rank=0", reader);
+    CHECK(r.status == 404);
+    CHECK(r.body.find("no_checkpoint") != std::string::npos);
+    r = f.call("GET", "/v1/runs/r7/checkpoints/c1/files", reader);
+    CHECK(r.status == 400);
+    CHECK(r.body.find(R"("field":"rank")") != std::string::npos);
+    // Another uid's reader sees no such run.
+    const std::string theirs = shardnet::derive_reader_token(kWorkerKey, shardnet::WorkerClaim{"r7", 1, 1, 1002, 43, "alpha"});
+    CHECK(f.call("GET", "/v1/runs/r7/checkpoints/c1/files?rank=0", theirs).status == 404);
+    // The reader reads; it cannot heartbeat, commit or cancel.
+    r = f.call("POST", "/v1/heartbeats", reader, hb("r7", 1, "a1", 2));
+    CHECK(r.status == 403);
+    CHECK(r.body.find("only reads") != std::string::npos);
+    CHECK(f.call("POST", "/v1/runs/r7/checkpoints/c3/commit", reader, commit(1, 0, 1)).status == 403);
+    CHECK(f.call("POST", "/v1/runs/r7/cancel", reader).status == 403);
+    CHECK(Fixture::body(f.call("GET", "/v1/runs/r7", "admin-t")).at("state") == "RUNNING");
 }

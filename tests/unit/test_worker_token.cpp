@@ -106,3 +106,29 @@ TEST_CASE("worker key files: short or missing keys are refused by name") {
     CHECK(read_worker_key("/nonexistent/key", err).empty());
     CHECK(err.find("/nonexistent/key") != std::string::npos);
 }
+
+TEST_CASE("a reader token carries the same claim under its own prefix and MAC: neither kind passes as the other") {
+    const WorkerClaim claim{"run-1", 2, 4, 1001, 77, "alpha"};
+    const std::string reader = derive_reader_token(kKey, claim), agent = derive_worker_token(kKey, claim);
+    CHECK(reader.rfind("snr2.2.4.1001.77.alpha.", 0) == 0);
+    WorkerTokenClaim r, a;
+    REQUIRE(parse_worker_token(reader, r));
+    REQUIRE(parse_worker_token(agent, a));
+    CHECK(r.reader);
+    CHECK_FALSE(a.reader);
+    CHECK((r.run == claim.run && r.attempt == 2 && r.world == 4 && r.uid == 1001 && r.job == 77 && r.cluster == "alpha"));
+    CHECK(verify_worker_token(kKey, r));
+    CHECK(verify_worker_token(kKey, a));
+    CHECK(r.mac_hex != a.mac_hex);
+    // The agent's MAC under the reader's prefix, and the other way round.
+    std::string swapped = agent;
+    swapped.replace(0, 5, "snr2.");
+    WorkerTokenClaim s;
+    REQUIRE(parse_worker_token(swapped, s));
+    CHECK_FALSE(verify_worker_token(kKey, s));
+    swapped = reader;
+    swapped.replace(0, 5, "snw2.");
+    REQUIRE(parse_worker_token(swapped, s));
+    CHECK_FALSE(verify_worker_token(kKey, s));
+    CHECK_FALSE(verify_worker_token(std::string(40, 'x'), r));
+}

@@ -1,0 +1,84 @@
+// A job's worker reporting for the first time. The token says which job
+// reports (slurmstepd took it from Slurm), but the node and step are the
+// job's own words: the node must be one of the job's nodes as Slurm lists
+// them, and the job's workers that still report stay within its task count
+// from Slurm, so that a job can neither pose as a node it does not hold nor
+// grow the broker's tables without bound. Slurm is read once per job (and
+// again only when the answer may have changed: job_allocations.hpp), off
+// the I/O threads; a known worker's heartbeat is never held up by it.
+#include <boost/asio/post.hpp>
+
+#include "broker/api/api_util.hpp"
+#include "broker/service.hpp"
+
+namespace shardnet::broker {
+
+using namespace detail;
+
+namespace {
+
+std::string job_name(const TokenEntry &who) { return who.cluster + "/" + std::to_string(who.job); }
+
+}  // namespace
+
+bool Service::run_takes(std::string_view run, const TokenEntry &who, long long attempt) const {
+    const std::string key(run);
+    std::shared_lock lock(runs_mu_);
+    auto it = runs_.find(key);
+    const RunInfo *info = it == runs_.end() ? nullptr : &it->second;
+    return refuse_worker(info, key, who, attempt).empty() && !(info && info->attempt > attempt);
+}
+
+Service::Admission Service::admit_worker(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now,
+                                         std::string_view run, std::string_view node, std::string_view worker, long long attempt,
+                                         bool ended, bool looked_up, std::unique_lock<std::mutex> &hold) {
+    const std::string node_name(node);
+    JobAllocations::Answer a = allocations_.judge(who.cluster, (long long)who.job, node_name, now);
+    if (a.verdict == JobAllocations::Verdict::ask && looked_up)   // read a moment ago, and already forgotten: a flood of jobs
+        a = {JobAllocations::Verdict::unavailable, 0, "the job's nodes were read and not kept"};
+    if (a.verdict == JobAllocations::Verdict::ask) {
+        // Copies: the connection reuses its request, and the token's entry
+        // may be swept before Slurm answers. No connection cache: the
+        // session waits for this answer and uses it for nothing else.
+        ApiRequest later{req.method, req.target, req.bearer, req.body, nullptr};
+        post_answering(slurm_thread_, "slurm", reply, [this, later = std::move(later), who = who](const Reply &reply) {
+            Allocation alloc;
+            alloc.error = read_allocation(*slurm_, cfg_.clusters.at(who.cluster), (long long)who.job, alloc);
+            alloc.at = wall_now();
+            allocations_.put(who.cluster, (long long)who.job, std::move(alloc));
+            heartbeats(later, who, reply, wall_now(), true);
+        });
+        return Admission::asked;
+    }
+    if (a.verdict == JobAllocations::Verdict::unavailable) {
+        ApiResponse r = error_response(503, "slurm_unavailable", "the nodes of job " + job_name(who) + " could not be read from Slurm (" +
+                                       a.error + "); node " + node_name + " is not taken until they are; report again");
+        r.retry_after = unsigned(JobAllocations::kRetrySeconds);
+        reply(std::move(r));
+        return Admission::answered;
+    }
+    if (a.verdict == JobAllocations::Verdict::not_member) {
+        count(c_refused);
+        reply(error_response(403, "not_this_job", "node " + node_name + " is not one of job " + job_name(who) + "'s nodes (as Slurm lists them)",
+                             "node"));
+        return Admission::answered;
+    }
+    // Its last report adds no worker that reports; a batch script's is one
+    // per node of the job at most (NODE/batch), and is no task's.
+    if (ended || is_batch_worker(worker)) return Admission::admitted;
+    hold = std::unique_lock<std::mutex>(admit_mu_);
+    // Ended workers of the attempt beyond a few per task are forgotten here.
+    const auto live = workers_.live(std::string(run), attempt, who.cluster, (long long)who.job, std::size_t(a.tasks) * 4 + 16);
+    if ((long long)live.count < a.tasks) return Admission::admitted;
+    hold.unlock();
+    count(c_refused);
+    std::string some;
+    for (const auto &w : live.some) some += (some.empty() ? "" : ", ") + w;
+    reply(error_response(409, "too_many_workers", "job " + job_name(who) + " has " + std::to_string(a.tasks) + " task" + (a.tasks == 1 ? "" : "s") +
+                         " (Slurm); " + std::to_string(live.count) + " of its workers already report for attempt " + std::to_string(attempt) +
+                         " of run " + std::string(run) + " (" + some + (live.count > live.some.size() ? ", ..." : "") + "); worker " +
+                         std::string(worker) + " is refused", "node"));
+    return Admission::answered;
+}
+
+}  // namespace shardnet::broker

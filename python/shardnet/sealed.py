@@ -1,0 +1,81 @@
+"""The digests the broker sealed: what a resume checks a shard against.
+
+The manifest beside a shard is written by whoever can write the checkpoint
+directory, so a shard swapped together with its manifest passes it. The
+broker fixed each rank's file digests when it sealed the checkpoint (every
+rank's agent committed them); load() asks for them with the task's reader
+token (SHARDNET_BROKER_TOKEN, set by the plugin: it reads the run and
+changes nothing) at GET /v1/runs/RUN/checkpoints/NAME/files?rank=R.
+
+When the broker cannot be asked (no broker in the environment, or it does
+not answer), or cannot say (the run moved from a peer broker, which sealed
+its earlier checkpoints: `sealed_elsewhere`), the shard is checked against
+its manifest only, with a warning: a resume never fails because the broker is away (DESIGN.md,
+invariant 3), and a shard still loads weights-only (no pickle runs code).
+SHARDNET_REQUIRE_SEALED=1 refuses instead: the site or user who wants no
+shard the broker has not vouched for.
+"""
+import json
+import os
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from .errors import CheckpointError
+
+TIMEOUT = 10  # seconds, per request
+
+
+class Unavailable(Exception):
+    """The broker's word cannot be had; str() says why."""
+
+
+def required(env=None):
+    return (os.environ if env is None else env).get("SHARDNET_REQUIRE_SEALED", "") == "1"
+
+
+def files(run, name, rank, env=None):
+    """{path: (sha256, bytes)} of rank's files of the sealed checkpoint name
+    of run, as the broker sealed them. CheckpointError when the broker says it
+    sealed no such checkpoint (or not with that rank); Unavailable when it
+    cannot be asked."""
+    env = os.environ if env is None else env
+    url, token, ca = env.get("SHARDNET_BROKER_URL", ""), env.get("SHARDNET_BROKER_TOKEN", ""), env.get("SHARDNET_BROKER_CA", "")
+    if not url or not token:
+        raise Unavailable("no broker in the task environment (SHARDNET_BROKER_URL, SHARDNET_BROKER_TOKEN)")
+    if not run:
+        raise Unavailable("no run in the task environment (SHARDNET_RUN)")
+    q = urllib.parse.quote
+    req = urllib.request.Request(f"{url.rstrip('/')}/v1/runs/{q(run, safe='')}/checkpoints/{q(name, safe='')}/files?rank={int(rank)}",
+                                 headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
+    ctx = None
+    if url.startswith("https:"):
+        ctx = ssl.create_default_context(cafile=ca or None)
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT, context=ctx) as r:
+            body = r.read(16 << 20)
+    except urllib.error.HTTPError as e:
+        try:
+            err = json.loads(e.read(65536) or b"{}")
+        except ValueError:
+            err = {}
+        code = err.get("error", {}).get("code") if isinstance(err.get("error"), dict) else err.get("code")
+        message = (err.get("error", {}).get("message") if isinstance(err.get("error"), dict) else err.get("message")) or e.reason
+        if e.code == 404 and code in ("no_checkpoint", "no_rank"):
+            raise CheckpointError(f"checkpoint {name}: the broker sealed no such files ({message})") from None
+        # sealed_elsewhere: the run moved between brokers, and this one holds
+        # no seal of it (the other may): not the broker's word either way.
+        raise Unavailable(f"the broker answered HTTP {e.code}: {message}") from None
+    except (urllib.error.URLError, OSError, ssl.SSLError) as e:
+        raise Unavailable(f"the broker at {url} does not answer ({getattr(e, 'reason', e)})") from None
+    try:
+        listed = json.loads(body)["files"]
+        out = {}
+        for f in listed:
+            out[str(f["path"])] = (str(f["sha256"]), int(f["bytes"]))
+    except (ValueError, KeyError, TypeError) as e:
+        raise Unavailable(f"the broker's answer is not a file list ({e})") from None
+    if not out:
+        raise Unavailable("the broker's file list is empty")
+    return out
