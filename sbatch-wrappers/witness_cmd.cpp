@@ -23,12 +23,13 @@ std::string shown(std::string s) {
 }  // namespace
 
 void fetch_witnesses(const CliConfig &cfg, FetchedLog &log) {
+    // Every broker of the config but this one, each URL once, by its name
+    // where the config gives one.
     std::vector<BrokerRef> others;
     std::set<std::string> urls{log.url};
-    for (const auto &b : std::vector<BrokerRef>{cfg.broker})
-        if (urls.insert(b.url).second) others.push_back(b);
     for (const auto &[name, b] : cfg.brokers)
-        if (urls.insert(b.url).second) others.push_back(b);
+        if (urls.insert(b.url).second) others.push_back(b), others.back().name = name;
+    if (urls.insert(cfg.broker.url).second) others.push_back(cfg.broker);
     for (const auto &w : others) {
         const std::string by = w.name.empty() ? w.url : w.name;
         Answer r = call(w, "GET", "/v1/witness");
