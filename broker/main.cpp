@@ -82,36 +82,124 @@ void run_guarded(asio::io_context &ctx) {
     while (!guarded("I/O thread", [&ctx] { ctx.run(); })) {}
 }
 
-}  // namespace
-
-int main(int argc, char **argv) {
+// The command line: an exit status to return now, or nothing (go on).
+struct Args {
     std::string config_path, port_file;
     bool check_only = false;
+};
+std::optional<int> parse_args(int argc, char **argv, Args &args) {
     static const option longopts[] = {{"config", required_argument, nullptr, 'c'}, {"print-config", no_argument, nullptr, 'p'},
                                       {"check-config", no_argument, nullptr, 'k'}, {"port-file", required_argument, nullptr, 'P'},
                                       {"help", no_argument, nullptr, 'h'}, {nullptr, 0, nullptr, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "c:pkP:h", longopts, nullptr)) != -1) {
         switch (c) {
-        case 'c': config_path = optarg; break;
+        case 'c': args.config_path = optarg; break;
         case 'p': std::fputs(config_template().c_str(), stdout); return 0;
-        case 'k': check_only = true; break;
-        case 'P': port_file = optarg; break;
+        case 'k': args.check_only = true; break;
+        case 'P': args.port_file = optarg; break;
         case 'h':
             std::puts("usage: shardnet-broker --config FILE [--check-config] [--port-file FILE] | --print-config");
             return 0;
         default: return 2;
         }
     }
-    if (config_path.empty()) { std::fputs("shardnet-broker: --config FILE is required (see --print-config)\n", stderr); return 2; }
+    if (args.config_path.empty()) { std::fputs("shardnet-broker: --config FILE is required (see --print-config)\n", stderr); return 2; }
+    return std::nullopt;
+}
+
+// What SIGTERM's drain is given: its seconds (a SIGHUP's config may change
+// them) and, once it began, its deadline (time_point::max until then: wait
+// as long as it takes).
+struct DrainClock {
+    int seconds = 10;
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
+// The I/O threads with the detector's and the summary's timers and the
+// signals (SIGHUP reloads the config, SIGINT/SIGTERM drain), until the
+// contexts stop. Timers and signals belong to the first context: gone
+// before it is.
+void serve(std::vector<std::unique_ptr<asio::io_context>> &ios, HttpServer &server, Service &service, const BrokerConfig &cfg,
+           const std::string &config_path, DrainClock &drain) {
+    asio::io_context &io = *ios.front();
+    asio::steady_timer detector(io), summary(io);
+    every(detector, std::chrono::milliseconds(250), [&] { service.tick(wall_now()); });
+    every(summary, std::chrono::seconds(cfg.summary_seconds), [&] { service.summarise(); });
+
+    asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+    asio::steady_timer drain_timer(io);
+    std::chrono::steady_clock::time_point requests_deadline;
+    // Lives as long as the loop: the drain timer calls it again.
+    std::function<void()> wait_sessions = [&] {
+        // Requests in flight are answered; idle keep-alive connections
+        // are simply closed.
+        const int busy = server.busy_sessions();
+        if (busy > 0 && std::chrono::steady_clock::now() < requests_deadline) {
+            drain_timer.expires_after(std::chrono::milliseconds(20));
+            drain_timer.async_wait([&](boost::system::error_code) { wait_sessions(); });
+            return;
+        }
+        // What goes with the contexts: requests not answered by now (a
+        // reader that does not read, an answer the store still owes),
+        // the event streams and the idle connections.
+        log(busy > 0 ? "warn" : "info", "closing connections",
+            {{"requests_cut", busy}, {"streams_cut", service.open_streams()}, {"connections", server.open_sessions()}});
+        for (auto &x : ios) x->stop();
+    };
+    std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec, int sig) {
+        if (ec) return;
+        if (sig == SIGHUP) {
+            BrokerConfig fresh;
+            std::string why;
+            if (load_config(config_path, fresh, why)) {
+                service.reload(fresh);
+                drain.seconds = fresh.drain_seconds;
+                log("info", "config reloaded", {{"tokens", fresh.tokens.size()}});
+            } else {
+                log("error", "config reload refused; keeping the running config", {{"reason", why}});
+            }
+            signals.async_wait(on_signal);
+            return;
+        }
+        log("info", "draining", {{"open_connections", server.open_sessions()}, {"requests_in_flight", server.busy_sessions()},
+                                 {"streams", service.open_streams()}, {"store_jobs", service.store_jobs()},
+                                 {"drain_seconds", drain.seconds}});
+        server.stop();
+        detector.cancel();
+        summary.cancel();
+        // Open requests finish, until drain_seconds less the store's part (a
+        // quarter, at most 2 s); then the store's queue empties by the deadline.
+        const auto now = std::chrono::steady_clock::now();
+        const std::chrono::milliseconds whole(1000LL * drain.seconds);
+        drain.deadline = now + whole;
+        requests_deadline = drain.deadline - std::min<std::chrono::milliseconds>(whole / 4, std::chrono::seconds(2));
+        wait_sessions();
+    };
+    signals.async_wait(on_signal);
+
+    std::vector<std::thread> pool;
+    std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
+    for (std::size_t i = 1; i < ios.size(); ++i) {
+        guards.push_back(asio::make_work_guard(*ios[i]));
+        pool.emplace_back([&ctx = *ios[i]] { run_guarded(ctx); });
+    }
+    run_guarded(io);
+    guards.clear();
+    for (auto &t : pool) t.join();
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    Args args;
+    if (auto status = parse_args(argc, argv, args)) return *status;
     BrokerConfig cfg;
     std::string err;
-    if (!load_config(config_path, cfg, err)) { std::fprintf(stderr, "shardnet-broker: %s\n", err.c_str()); return 2; }
-    if (check_only) { std::puts("config ok"); return 0; }
+    if (!load_config(args.config_path, cfg, err)) { std::fprintf(stderr, "shardnet-broker: %s\n", err.c_str()); return 2; }
+    if (args.check_only) { std::puts("config ok"); return 0; }
 
-    // SIGTERM's deadline: none until one comes (time_point::max: wait as long as it takes).
-    auto drain_deadline = std::chrono::steady_clock::time_point::max();
-    int drain_seconds = cfg.drain_seconds;
+    DrainClock drain{cfg.drain_seconds};
     try {
         auto service = std::make_unique<Service>(cfg, std::make_unique<Store>(cfg.database, cfg.store_busy_ms));
         std::vector<std::unique_ptr<asio::io_context>> ios;
@@ -121,93 +209,25 @@ int main(int argc, char **argv) {
         // other threads (the store's answers, the drain) stays locked.
         for (int i = 0; i < cfg.threads; ++i)
             ios.push_back(std::make_unique<asio::io_context>(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO));
-        asio::io_context &io = *ios.front();
         HttpServer server(ios, cfg, *service);
-        if (!port_file.empty()) std::ofstream(port_file) << server.port() << "\n";
+        if (!args.port_file.empty()) std::ofstream(args.port_file) << server.port() << "\n";
         log("info", "listening", {{"address", cfg.listen_host}, {"port", server.port()}, {"tls", !cfg.plain_http},
                                   {"database", cfg.database}});
         server.start();
-        {  // timers and signals belong to the first context: gone before it is
-
-        asio::steady_timer detector(io), summary(io);
-        every(detector, std::chrono::milliseconds(250), [&] { service->tick(wall_now()); });
-        every(summary, std::chrono::seconds(cfg.summary_seconds), [&] { service->summarise(); });
-
-        asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
-        asio::steady_timer drain_timer(io);
-        std::chrono::steady_clock::time_point requests_deadline;
-        // Lives as long as the loop: the drain timer calls it again.
-        std::function<void()> wait_sessions = [&] {
-            // Requests in flight are answered; idle keep-alive connections
-            // are simply closed.
-            const int busy = server.busy_sessions();
-            if (busy > 0 && std::chrono::steady_clock::now() < requests_deadline) {
-                drain_timer.expires_after(std::chrono::milliseconds(20));
-                drain_timer.async_wait([&](boost::system::error_code) { wait_sessions(); });
-                return;
-            }
-            // What goes with the contexts: requests not answered by now (a
-            // reader that does not read, an answer the store still owes),
-            // the event streams and the idle connections.
-            log(busy > 0 ? "warn" : "info", "closing connections",
-                {{"requests_cut", busy}, {"streams_cut", service->open_streams()}, {"connections", server.open_sessions()}});
-            for (auto &x : ios) x->stop();
-        };
-        std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec, int sig) {
-            if (ec) return;
-            if (sig == SIGHUP) {
-                BrokerConfig fresh;
-                std::string why;
-                if (load_config(config_path, fresh, why)) {
-                    service->reload(fresh);
-                    drain_seconds = fresh.drain_seconds;
-                    log("info", "config reloaded", {{"tokens", fresh.tokens.size()}});
-                } else {
-                    log("error", "config reload refused; keeping the running config", {{"reason", why}});
-                }
-                signals.async_wait(on_signal);
-                return;
-            }
-            log("info", "draining", {{"open_connections", server.open_sessions()}, {"requests_in_flight", server.busy_sessions()},
-                                     {"streams", service->open_streams()}, {"store_jobs", service->store_jobs()},
-                                     {"drain_seconds", drain_seconds}});
-            server.stop();
-            detector.cancel();
-            summary.cancel();
-            // Open requests finish, until drain_seconds less the store's
-            // part (a quarter, at most 2 s); then the store's queue empties
-            // by the deadline.
-            const auto now = std::chrono::steady_clock::now();
-            const std::chrono::milliseconds whole(1000LL * drain_seconds);
-            drain_deadline = now + whole;
-            requests_deadline = drain_deadline - std::min<std::chrono::milliseconds>(whole / 4, std::chrono::seconds(2));
-            wait_sessions();
-        };
-        signals.async_wait(on_signal);
-
-        std::vector<std::thread> pool;
-        std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
-        for (int i = 1; i < cfg.threads; ++i) {
-            guards.push_back(asio::make_work_guard(*ios[i]));
-            pool.emplace_back([&ctx = *ios[i]] { run_guarded(ctx); });
-        }
-        run_guarded(io);
-        guards.clear();
-        for (auto &t : pool) t.join();
-        }
+        serve(ios, server, *service, cfg, args.config_path, drain);
         // The service's threads end first (the store's queue emptied): an
         // answer one of them sends is posted to a context that must still
         // exist (stopped, it only queues it). Then the contexts go. All by
         // the drain's deadline: past it, what is left is said and cut.
         service->summarise();
-        if (!service->drain(drain_deadline)) {
+        if (!service->drain(drain.deadline)) {
             log("warn", "drain deadline passed: exiting now",
-                {{"cut", "the store's queue"}, {"store_jobs_cut", service->store_jobs()}, {"drain_seconds", drain_seconds}});
+                {{"cut", "the store's queue"}, {"store_jobs_cut", service->store_jobs()}, {"drain_seconds", drain.seconds}});
             std::fflush(nullptr);
             std::_Exit(0);
         }
         {
-            ExitAt bound(drain_deadline, "the broker's threads (a Slurm command or a peer request in flight)");
+            ExitAt bound(drain.deadline, "the broker's threads (a Slurm command or a peer request in flight)");
             service.reset();
             server.shutdown();
         }

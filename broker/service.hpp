@@ -231,6 +231,7 @@ private:
     void get_policy(const std::string &id, const TokenEntry &who, const Reply &reply);
     struct WorkerSummary { std::string run, node; WorkerState w; };
     void measure_policies(const std::vector<WorkerSummary> &workers, double now);
+    struct PolicyPass;   // one summary's pass, step by step (policy/policy.cpp)
     void load_policies();
     double exposure_at_ = 0;   // store thread: when node-seconds were last counted
     void put_node(const ApiRequest &req, const Reply &reply, double now);
@@ -295,6 +296,7 @@ private:
     // round -1: a rank failed (its node is alive); only a dead node of the
     // attempt is acted on (FAULT), nothing else is decided.
     void judge_batch_end(const BatchEnd &end, int round = 0);
+    struct Judgment;   // one question to Slurm about it (detector/verdict.cpp)
     // first: the attempt's first failed rank (for a fatal exit: the rank whose code it is, or none for the batch script's).
     // slurm_words: how Slurm says the job ended, when it says more than
     // FAILED ("out of memory (Slurm: OUT_OF_MEMORY)"), first in the cause.
@@ -334,6 +336,7 @@ private:
     // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
     void requeue(const Fault &fault, int tries = 0);
     struct Requeue;   // one requeue, step by step (recovery/requeue.cpp)
+    struct Beat;      // one heartbeat, step by step (detector/heartbeats.cpp)
 public:
     // One look at every peer's log head (federation/witness_api.cpp): kept
     // when it extends the one witnessed before, else the conflict. Blocks on

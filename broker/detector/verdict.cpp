@@ -59,6 +59,95 @@ namespace {
 constexpr int kMaxJudgeRounds = 60;
 }  // namespace
 
+// One question to Slurm about a job's end (on the Slurm thread): which node
+// of the attempt, if any, died under it. hold keeps the judgment's flag up
+// (judge_batch_end) while a copy of this lives: a retry, the settling.
+struct Service::Judgment {
+    Service &s;
+    BatchEnd end;
+    int round = 0;
+    bool probe = false;   // a rank's failure, not the batch script's end: only a dead node is acted on
+    RunInfo::RankFailure first;
+    std::string slurm_conf;
+    std::shared_ptr<void> hold;
+
+    const RunInfo::RankFailure *first_of_attempt() const { return first.attempt == end.attempt ? &first : nullptr; }
+    void classify();
+    // Slurm does not answer: as the detector does, the broker's own
+    // evidence (a silent worker) is a FAULT, said unconfirmed.
+    void unreachable(json::object ev, const std::string &why);
+};
+
+void Service::Judgment::unreachable(json::object ev, const std::string &why) {
+    for (const auto &[key, w] : s.workers_.of_run(end.run))
+        if (w.attempt == end.attempt && !w.ended && node_of(key) != end.node) {
+            ev["confirmed"] = false;
+            ev["slurmctld"] = why;
+            Fault fault{end.run, key, end.attempt, fault_words(FaultKind::silent), w, FaultKind::silent};
+            return s.raise_fault(fault, "silent while " + end.what + " " + exit_words(end.code, end.signal) + " on " + end.node +
+                                 "; cluster " + end.cluster + " unreachable (" + why + ")", ev, wall_now());
+        }
+    if (!probe) s.end_failed(end, first_of_attempt(), "", wall_now());
+}
+
+void Service::Judgment::classify() {
+    // Only the job's own nodes, as Slurm lists them, are suspects (a job
+    // names its workers' nodes itself), one worker each: the attempt's
+    // workers on other nodes than the reporter's that never said they
+    // ended, and its allocation's watched nodes (asked once).
+    std::string why;
+    const auto nodes = s.job_nodes(end.cluster, end.job, why);
+    json::object ev{{"confirmed", true}, {probe ? "rank_exit" : "batch_exit", exit_words(end.code, end.signal)},
+                    {probe ? "rank_node" : "batch_node", end.node}};
+    if (first.attempt == end.attempt)
+        ev["first_failure"] = json::object{{"rank", first.rank}, {"node", first.node}, {"exit", exit_words(first.code, first.signal)}};
+    if (!nodes && why == "squeue failed") return unreachable(std::move(ev), why);
+    // A job Slurm no longer lists (purged): its workers' nodes, a few. (A
+    // worker the detector found silent meanwhile is one too: it left the
+    // question to this judgment.)
+    std::map<std::string, std::pair<std::string, WorkerState>> suspects;
+    for (auto &[key, w] : s.workers_.of_run(end.run, true)) {
+        const std::string node = node_of(key);
+        if (w.attempt == end.attempt && !w.ended && node != end.node && (nodes ? nodes->count(node) > 0 : suspects.size() < 16) &&
+            (round <= 0 || !w.watch_only) && (!suspects.count(node) || suspects[node].second.watch_only))
+            suspects[node] = {key, w};
+    }
+    std::string waiting;
+    int wait_rounds = 3;
+    for (const auto &[node, suspect] : suspects) {
+        const auto &[key, w] = suspect;
+        SlurmView v = ask_slurm(*s.slurm_, slurm_conf, end.job, node);
+        if (v.controller_ok && (node_state_bad(v.node_state) || !v.slurmd_answers)) {
+            const std::string dead = v.slurmd_answers ? "Slurm says " + v.node_state : "its slurmd does not answer";
+            ev["node_failure"] = true;
+            ev["slurm_job_state"] = v.job_state;
+            ev["slurm_node_state"] = v.node_state;
+            ev["slurmd_answers"] = v.slurmd_answers;
+            s.quarantine(end.cluster, node, wall_now(), end.run, "died under the job (" + dead + ")");
+            Fault fault{end.run, key, end.attempt, fault_words(FaultKind::silent), w, FaultKind::silent};
+            return s.raise_fault(fault, "lost: node " + node + " died (" + dead + "); " + end.what + " " +
+                                 exit_words(end.code, end.signal) + " on " + end.node + " after it, which is not the verdict",
+                                 ev, wall_now());
+        }
+        if (!w.watch_only) {
+            if (!waiting.empty()) waiting += ", ";
+            waiting += key;
+            wait_rounds = std::max(wait_rounds, std::min(w.interval * s.cfg_.detector_misses, kMaxJudgeRounds));
+        }
+    }
+    // A rank's failure with every other node up: the batch script's end
+    // (or the detector) decides.
+    if (probe) return;
+    // Every suspect's node is up: its agent's last word is late, or lost.
+    // Asked again each second, for one detector deadline.
+    if (!waiting.empty() && round < wait_rounds)
+        return s.retry_later(1.0, "classify a batch script's end",
+                             [svc = &s, end = end, round = round, hold = hold] { svc->judge_batch_end(end, round + 1); });
+    // Every node alive: how Slurm says the job ended decides (its own
+    // requeue, a preemption, a cancel, a limit), the judgment's flag held.
+    s.settle_end(end, first.attempt == end.attempt ? std::optional(first) : std::nullopt, waiting, hold);
+}
+
 void Service::judge_batch_end(const BatchEnd &end, int round) {
     const bool probe = round < 0;   // a rank's failure, not the batch script's end: only a dead node is acted on
     // Still this attempt's question: a FAULT, a cancel or a newer attempt
@@ -67,7 +156,7 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
     RunInfo::RankFailure first;
     // The flag goes down whichever way the judgment ends (a verdict, a
     // question answered elsewhere, an exception in a Slurm call): held by
-    // every job of the judgment, released with the last one.
+    // every copy of the judgment, released with the last one.
     struct Flag {
         Service *svc;
         std::string run;
@@ -82,7 +171,6 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
         }
     };
     unsigned long long serial = 0;
-    std::shared_ptr<Flag> flag;
     bool off_and_faulted = false, failed_before = false;
     {
         std::unique_lock lock(runs_mu_);
@@ -104,92 +192,19 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
     }
     // In place (a temporary Flag would lower the flag as it dies), and at
     // once: every way out from here lowers it.
+    std::shared_ptr<void> flag;
     if (serial) flag.reset(new Flag{this, end.run, probe, serial});
     if (off_and_faulted) return end_failed(end, nullptr, "", wall_now());
     if (failed_before) return note_stderr_tail(end, wall_now());   // a fatal exit (or a spent budget) ended it first
     if (!flag) return;
-    auto done = [flag] {};   // kept by each job of the judgment; the last one lowers the flag
     auto conf = cfg_.clusters.find(end.cluster);
     if (conf == cfg_.clusters.end() || end.job <= 0) {
-        done();
+        flag.reset();
         if (!probe) end_failed(end, first.attempt == end.attempt ? &first : nullptr, "", wall_now());
         return;
     }
-    detail::post_guarded(slurm_thread_, "classify a job's end", [this, end, round, probe, first, done, slurm_conf = conf->second] {
-        // Only the job's own nodes, as Slurm lists them, are suspects (a
-        // job names its workers' nodes itself), one worker each: the
-        // attempt's workers on other nodes than the reporter's that never
-        // said they ended, and its allocation's watched nodes (asked once).
-        std::string why;
-        const auto nodes = job_nodes(end.cluster, end.job, why);
-        const bool unreachable = !nodes && why == "squeue failed";
-        // A job Slurm no longer lists (purged): its workers' nodes, a few.
-        // (A worker the detector found silent meanwhile is one too: it left
-        // the question to this judgment.)
-        std::map<std::string, std::pair<std::string, WorkerState>> suspects;
-        if (!unreachable)
-            for (auto &[key, w] : workers_.of_run(end.run, true)) {
-                const std::string node = node_of(key);
-                if (w.attempt == end.attempt && !w.ended && node != end.node && (nodes ? nodes->count(node) > 0 : suspects.size() < 16) &&
-                    (round <= 0 || !w.watch_only) && (!suspects.count(node) || suspects[node].second.watch_only))
-                    suspects[node] = {key, w};
-            }
-        json::object ev{{"confirmed", true}, {probe ? "rank_exit" : "batch_exit", exit_words(end.code, end.signal)},
-                        {probe ? "rank_node" : "batch_node", end.node}};
-        if (first.attempt == end.attempt)
-            ev["first_failure"] = json::object{{"rank", first.rank}, {"node", first.node}, {"exit", exit_words(first.code, first.signal)}};
-        if (unreachable) {
-            // Slurm does not answer: as the detector does, the broker's own
-            // evidence (a silent worker) is a FAULT, said unconfirmed.
-            for (const auto &[key, w] : workers_.of_run(end.run))
-                if (w.attempt == end.attempt && !w.ended && node_of(key) != end.node) {
-                    done();
-                    ev["confirmed"] = false;
-                    ev["slurmctld"] = why;
-                    Fault fault{end.run, key, end.attempt, fault_words(FaultKind::silent), w, FaultKind::silent};
-                    return raise_fault(fault, "silent while " + end.what + " " + exit_words(end.code, end.signal) + " on " + end.node +
-                                       "; cluster " + end.cluster + " unreachable (" + why + ")", ev, wall_now());
-                }
-            done();
-            if (!probe) end_failed(end, first.attempt == end.attempt ? &first : nullptr, "", wall_now());
-            return;
-        }
-        std::string waiting;
-        int wait_rounds = 3;
-        for (const auto &[node, suspect] : suspects) {
-            const auto &[key, w] = suspect;
-            SlurmView v = ask_slurm(*slurm_, slurm_conf, end.job, node);
-            if (v.controller_ok && (node_state_bad(v.node_state) || !v.slurmd_answers)) {
-                const std::string dead = v.slurmd_answers ? "Slurm says " + v.node_state : "its slurmd does not answer";
-                ev["node_failure"] = true;
-                ev["slurm_job_state"] = v.job_state;
-                ev["slurm_node_state"] = v.node_state;
-                ev["slurmd_answers"] = v.slurmd_answers;
-                done();
-                quarantine(end.cluster, node, wall_now(), end.run, "died under the job (" + dead + ")");
-                Fault fault{end.run, key, end.attempt, fault_words(FaultKind::silent), w, FaultKind::silent};
-                return raise_fault(fault, "lost: node " + node + " died (" + dead + "); " + end.what + " " +
-                                   exit_words(end.code, end.signal) + " on " + end.node + " after it, which is not the verdict",
-                                   ev, wall_now());
-            }
-            if (!w.watch_only) {
-                if (!waiting.empty()) waiting += ", ";
-                waiting += key;
-                wait_rounds = std::max(wait_rounds, std::min(w.interval * cfg_.detector_misses, kMaxJudgeRounds));
-            }
-        }
-        // A rank's failure with every other node up: the batch script's
-        // end (or the detector) decides.
-        if (probe) return done();
-        // Every suspect's node is up: its agent's last word is late, or
-        // lost. Asked again each second, for one detector deadline.
-        if (!waiting.empty() && round < wait_rounds)
-            return retry_later(1.0, "classify a batch script's end", [this, end, round, done] { judge_batch_end(end, round + 1); });
-        // Every node alive: how Slurm says the job ended decides (its own
-        // requeue, a preemption, a cancel, a limit), the judgment's flag held.
-        settle_end(end, first.attempt == end.attempt ? std::optional(first) : std::nullopt, waiting,
-                   std::make_shared<decltype(done)>(done));
-    });
+    detail::post_guarded(slurm_thread_, "classify a job's end",
+                         [j = Judgment{*this, end, round, probe, first, conf->second, std::move(flag)}]() mutable { j.classify(); });
 }
 
 void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now, int tries,
