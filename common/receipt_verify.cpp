@@ -157,7 +157,7 @@ void check_file(const Verified &sealed, const std::string &dir, const std::strin
     }
     if (size >= 0 && size != double(bytes))
         out.push_back(fail(sealed, "size mismatch for shard " + name + ": " + std::to_string(bytes) + " bytes on disk, " +
-                                       boost::json::serialize(boost::json::value(size)) + " sealed"));
+                                       std::to_string((unsigned long long)size) + " sealed"));
     if (got != sha256)
         out.push_back(fail(sealed, "digest mismatch for shard " + name + ": " + path + " has sha256 " + short_hex(got) + ", the receipt sealed " +
                                        short_hex(sha256)));

@@ -100,7 +100,9 @@ std::string read_one(const json::value &v, const std::string &at, std::size_t &f
 json::array outgoing(Store &store, const std::string &run, const std::string &broker_name, std::vector<std::string> &left_out) {
     struct Candidate { double when; std::optional<CheckpointRow> local; std::optional<Store::CarriedSealRow> carried; };
     std::vector<Candidate> all;
-    for (auto &c : store.list_checkpoints(run)) all.push_back(Candidate{c.sealed_at, std::move(c), std::nullopt});
+    // Newest first, ties too (a run's seals are listed oldest first).
+    auto local = store.list_checkpoints(run);
+    for (auto it = local.rbegin(); it != local.rend(); ++it) all.push_back(Candidate{it->sealed_at, std::move(*it), std::nullopt});
     for (auto &c : store.carried_seals(run, int(kMaxSent))) all.push_back(Candidate{c.received, std::nullopt, std::move(c)});
     std::stable_sort(all.begin(), all.end(), [](const Candidate &a, const Candidate &b) { return a.when > b.when; });
     json::array out;

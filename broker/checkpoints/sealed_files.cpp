@@ -94,7 +94,7 @@ void Service::sealed_files(const std::string &id, const std::string &name, const
         out["list"] = list_json(recorded);
         out["receipt"] = receipt_json(recorded);
         if (rank) {
-            json::array files = sealed_list::rank_files_json(c.entries, *rank);
+            json::array files = sealed_list::rank_files_json(c.entries, c.others, *rank);
             if (files.empty() && *rank >= ranks)
                 return reply(error_response(404, "no_rank", "checkpoint " + name + " of run " + id + " was sealed with " + std::to_string(ranks) +
                                             " ranks; rank " + std::to_string(*rank) + " is not one of them", "rank"));

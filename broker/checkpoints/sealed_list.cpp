@@ -32,6 +32,7 @@ void read_commits(Store &store, const std::string &run, long long attempt, const
                 if (out.unattested && out.unattested->size() < 100)
                     out.unattested->push_back(json::object{{"path", e.path.substr(0, 256)}, {"rank", rank}});
                 ++out.unattested_count;
+                out.others.push_back(std::move(e));
                 continue;
             }
             out.entries.push_back(std::move(e));
@@ -39,7 +40,7 @@ void read_commits(Store &store, const std::string &run, long long attempt, const
     }
 }
 
-json::array rank_files_json(const std::vector<file_list::Entry> &sorted, long long rank) {
+json::array rank_files_json(const std::vector<file_list::Entry> &sorted, const std::vector<file_list::Entry> &others, long long rank) {
     // Proofs need every leaf; the tree is made once per answer (2n hashes).
     const merkle::MemoryTree tree = file_list::tree_of(sorted);
     json::array out;
@@ -51,6 +52,8 @@ json::array rank_files_json(const std::vector<file_list::Entry> &sorted, long lo
         out.push_back(json::object{{"path", e.path}, {"sha256", e.sha256}, {"bytes", e.bytes}, {"rank", e.rank}, {"index", i},
                                    {"inclusion", std::move(path)}});
     }
+    for (const auto &e : others)
+        if (e.rank == rank) out.push_back(json::object{{"path", e.path}, {"sha256", e.sha256}, {"bytes", e.bytes}, {"rank", e.rank}});
     return out;
 }
 

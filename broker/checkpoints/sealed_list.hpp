@@ -25,12 +25,14 @@ struct Committed {
     long long ranks = 0;   // commits read
     long long unattested_count = 0;
     boost::json::array *unattested = nullptr;   // filled when given
+    std::vector<file_list::Entry> others;        // those that are no leaf, as committed (never a match for a real digest)
 };
 void read_commits(Store &store, const std::string &run, long long attempt, const std::string &name, Committed &out);
 
 // The JSON of one rank's files in a list answer: each {path, sha256,
-// bytes, rank, index, inclusion: [hex...]} against sorted's root.
-boost::json::array rank_files_json(const std::vector<file_list::Entry> &sorted, long long rank);
+// bytes, rank, index, inclusion: [hex...]} against sorted's root; then
+// the rank's entries of others (no leaf, no proof), as committed.
+boost::json::array rank_files_json(const std::vector<file_list::Entry> &sorted, const std::vector<file_list::Entry> &others, long long rank);
 // Entries [from, from + limit) of sorted as {path, sha256, bytes, rank}.
 boost::json::array page_json(const std::vector<file_list::Entry> &sorted, std::size_t from, std::size_t limit);
 

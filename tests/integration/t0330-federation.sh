@@ -80,6 +80,22 @@ case "$(basename "$resume")" in "$sealed_before"|"$sealed") ;; *) fail "attempt 
 fed_wait 20 'any(e["kind"] == "SEALED" and e["evidence"].get("attempt") == 2 for e in v["events"])' A /v1/runs/fed-run/events \
     || fail "attempt 2 sealed nothing at A: $(fed_get A /v1/runs/fed-run/events)"
 ok "attempt 2 resumed from $(basename "$resume") at step $start and seals its own checkpoints at A"
+# The decision carried B's newest seals: A serves the digests of the one
+# attempt 2 resumed from (a resume there is checked against them, not
+# answered sealed_elsewhere), each file with its proof against B's root,
+# to the run's own reader token at A.
+reader=$("$HARNESS/worker_token.py" --reader "$FED/a.worker.key" fed-run 2 2 "$(id -u "$TEST_USER")" "$new" alpha)
+carried=$(curl -s --cacert "$FED/a.crt" -H "Authorization: Bearer $reader" \
+    "https://127.0.0.1:$A_PORT/v1/runs/fed-run/checkpoints/$(basename "$resume")/files?rank=0")
+/usr/bin/python3 - "$carried" <<'PY' || fail "A does not serve the seal B's decision carried: $carried"
+import hashlib, json, sys
+v = json.loads(sys.argv[1])
+assert v.get("carried") and v["sealed_by"] == "beta-broker" and v["list"]["count"] >= 2, v
+assert v["receipt"] is None or len(v["receipt"]["digest"]) == 64, v
+for f in v["files"]:
+    assert f["rank"] == 0 and len(f["inclusion"]) >= 1, f
+PY
+ok "A serves $(basename "$resume")'s sealed digests as B's decision carried them (to the run's reader token there)"
 grep -q 'fedvar=carried-7 batch attempt=2' "$WORK/fed-$j.out" || fail "attempt 2 at A did not get the submitter's FED_VAR: $(grep fedvar "$WORK/fed-$j.out")"
 ok "the submitter's FED_VAR reached attempt 2 at broker A (the environment travels with the decision)"
 
