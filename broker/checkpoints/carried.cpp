@@ -27,14 +27,19 @@ json::object seal_json(const Seal &s) {
 }
 
 // A seal of this broker's own, from its commits and the list its seal recorded.
-Seal local_seal(Store &store, const CheckpointRow &c, const std::string &broker_name) {
+std::optional<Seal> local_seal(Store &store, const CheckpointRow &c, const std::string &broker_name) {
     Seal s{c.name, c.parent, broker_name, c.attempt, c.ranks, {}, {}, {}};
     sealed_list::Committed committed;
     sealed_list::read_commits(store, c.run, c.attempt, c.name, committed);
     s.files = std::move(committed.entries);
     file_list::sort(s.files);
     s.list = file_list::summarize(s.files);
-    if (auto l = store.sealed_list(c.run, c.name); l && l->receipt_seq > 0) s.receipt = receipts::ChainLink{l->receipt_seq, l->receipt_digest};
+    if (auto l = store.sealed_list(c.run, c.name)) {
+        // The commits must still make the root the seal recorded (and its
+        // receipt signed): a store changed since is not passed on as sealed.
+        if (l->root != merkle::hex(s.list.root)) return std::nullopt;
+        if (l->receipt_seq > 0) s.receipt = receipts::ChainLink{l->receipt_seq, l->receipt_digest};
+    }
     return s;
 }
 
@@ -110,10 +115,13 @@ json::array outgoing(Store &store, const std::string &run, const std::string &br
     std::set<std::string> names;
     for (const auto &c : all) {
         if (out.size() >= kMaxSent) break;
-        std::optional<Seal> s = c.local ? std::optional<Seal>(local_seal(store, *c.local, broker_name)) : carried_seal(*c.carried);
         const std::string name = c.local ? c.local->name : c.carried->name;
-        if (!names.insert(name).second) continue;   // sealed here and carried here: this broker's own stands
-        if (!s) { left_out.push_back(name + ": its carried record is not readable"); continue; }
+        if (!names.insert(name).second) continue;   // each name once, the newer record
+        std::optional<Seal> s = c.local ? local_seal(store, *c.local, broker_name) : carried_seal(*c.carried);
+        if (!s) {
+            left_out.push_back(name + (c.local ? ": its commits no longer make the root its seal recorded" : ": its carried record is not readable"));
+            continue;
+        }
         if (s->files.empty()) { left_out.push_back(name + ": no file with a real digest"); continue; }
         if (files + s->files.size() > kMaxFiles) {
             left_out.push_back(name + ": " + std::to_string(s->files.size()) + " files would pass the " + std::to_string(kMaxFiles) +

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <tuple>
 
+#include "broker/checkpoints/carried.hpp"
+#include "broker/store/store.hpp"
 #include "common/file_list.hpp"
 #include "tests/unit/fakes/receipt_fixture.hpp"
 
@@ -158,4 +160,55 @@ TEST_CASE("a store of the previous version upgrades: its receipts listing every 
     REQUIRE(after.receipts.size() == 3);
     CHECK(receipt::sealed_list(after.receipts[2].receipt)->count == 2);
     CHECK_FALSE(f.get("/v1/runs/r1/checkpoints/checkpoint-00000020/files").at("list").is_null());
+}
+
+TEST_CASE("what a decision carries: the newest two seals, newest first; one whose commits no longer make its recorded root, or too big, is left out") {
+    char tmpl[] = "/tmp/shardnet-carried-XXXXXX";
+    const std::string dir = mkdtemp(tmpl);
+    Store store(dir + "/b.db");
+    auto seal = [&](const std::string &name, double at, int files, const std::string &parent) {
+        json::array fs;
+        std::vector<file_list::Entry> entries;
+        for (int i = 0; i < files; ++i) {
+            const std::string p = "part-" + std::to_string(i);
+            fs.push_back(json::object{{"path", p}, {"sha256", sha(name + p)}, {"bytes", i}});
+            entries.push_back({p, sha(name + p), (unsigned long long)i, 0});
+        }
+        store.insert_commit("r1", 1, name, 0, json::serialize(fs), at, -1);
+        store.seal_checkpoint(CheckpointRow{"r1", name, 1, 1, parent, at, -1});
+        file_list::sort(entries);
+        const auto sum = file_list::summarize(entries);
+        store.put_sealed_list("r1", name, Store::SealedListRow{merkle::hex(sum.root), (long long)sum.count, (long long)sum.bytes, 3, sha(name)});
+    };
+    seal("checkpoint-10", 10, 2, "");
+    seal("checkpoint-20", 20, 3, "checkpoint-10");
+    seal("checkpoint-30", 30, 4, "checkpoint-20");
+    std::vector<std::string> left;
+    json::array out = carried::outgoing(store, "r1", "alpha", left);
+    REQUIRE(out.size() == 2);
+    CHECK(left.empty());
+    CHECK(out[0].at("name").as_string() == "checkpoint-30");
+    CHECK(out[0].at("receipt").at("seq").as_int64() == 3);
+    CHECK(out[1].at("name").as_string() == "checkpoint-20");
+    // What it sends reads back as a peer reads it.
+    std::vector<carried::Seal> back;
+    CHECK(carried::read(out, back) == "");
+    REQUIRE(back.size() == 2);
+    CHECK(back[0].files.size() == 4);
+    // checkpoint-30's commit changed in the store after its seal: not passed on as sealed.
+    store.insert_commit("r1", 1, "checkpoint-30", 0, R"([{"path":"part-0","sha256":")" + sha("forged") + R"(","bytes":0}])", 31, -1);
+    out = carried::outgoing(store, "r1", "alpha", left);
+    REQUIRE(left.size() == 1);
+    CHECK(left[0] == "checkpoint-30: its commits no longer make the root its seal recorded");
+    REQUIRE(out.size() == 2);
+    CHECK(out[0].at("name").as_string() == "checkpoint-20");
+    CHECK(out[1].at("name").as_string() == "checkpoint-10");
+    // A seal of more files than a decision carries is left out, named.
+    seal("checkpoint-40", 40, int(carried::kMaxFiles) + 1, "checkpoint-30");
+    left.clear();
+    out = carried::outgoing(store, "r1", "alpha", left);
+    REQUIRE(left.size() == 2);
+    CHECK(left[0].find("checkpoint-40: 4097 files would pass the 4096") == 0);
+    CHECK(out.at(0).at("name").as_string() == "checkpoint-20");
+    if (std::system(("rm -rf '" + dir + "'").c_str()) != 0) {}
 }
