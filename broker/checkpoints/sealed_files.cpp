@@ -11,7 +11,7 @@
 #include <boost/json.hpp>
 
 #include "broker/api/api_util.hpp"
-#include "broker/checkpoints/sealed_list.hpp"
+#include "broker/seals/sealed_list.hpp"
 #include "broker/service.hpp"
 #include "common/parse_util.hpp"
 

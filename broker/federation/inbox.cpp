@@ -16,7 +16,7 @@
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 #include "broker/service.hpp"
-#include "broker/checkpoints/carried.hpp"
+#include "broker/seals/carried.hpp"
 #include "broker/recovery/job_environment.hpp"
 #include "broker/api/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"

@@ -19,7 +19,7 @@
 #include "broker/receipts/receipts.hpp"
 #include "broker/service.hpp"
 #include "broker/receipts/head_pin.hpp"
-#include "broker/checkpoints/sealed_list.hpp"
+#include "broker/seals/sealed_list.hpp"
 #include "common/file_list.hpp"
 
 namespace shardnet::broker {

@@ -214,7 +214,7 @@ public:
     struct SealedListRow { std::string root; long long count = 0, bytes = 0, receipt_seq = 0; std::string receipt_digest; };
     void put_sealed_list(const std::string &run, const std::string &name, const SealedListRow &r);
     std::optional<SealedListRow> sealed_list(const std::string &run, const std::string &name);
-    // A seal a peer's decision carried with the run (checkpoints/carried.hpp):
+    // A seal a peer's decision carried with the run (seals/carried.hpp):
     // files is the JSON array [{path, sha256, bytes, rank}], checked on arrival.
     struct CarriedSealRow {
         std::string run, name;

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <tuple>
 
-#include "broker/checkpoints/carried.hpp"
+#include "broker/seals/carried.hpp"
 #include "broker/store/store.hpp"
 #include "common/file_list.hpp"
 #include "tests/unit/fakes/receipt_fixture.hpp"

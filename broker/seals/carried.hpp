@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "broker/receipts/receipts.hpp"
 #include "broker/store/store.hpp"
 #include "common/file_list.hpp"
 
@@ -26,7 +25,8 @@ struct Seal {
     std::string name, parent, sealed_by;
     long long attempt = 0, ranks = 0;
     file_list::Summary list;
-    receipts::ChainLink receipt;   // empty: none signed
+    long long receipt_seq = 0;   // the seal's receipt in the sealer's chain (0: none signed)
+    std::string receipt_digest;
     std::vector<file_list::Entry> files;   // in list order, each with its rank
 };
 

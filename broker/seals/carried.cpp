@@ -1,10 +1,10 @@
-#include "broker/checkpoints/carried.hpp"
+#include "broker/seals/carried.hpp"
 
 #include <algorithm>
 #include <boost/json.hpp>
 #include <set>
 
-#include "broker/checkpoints/sealed_list.hpp"
+#include "broker/seals/sealed_list.hpp"
 #include "common/json_fields.hpp"
 #include "common/parse_util.hpp"
 
@@ -21,14 +21,14 @@ json::object seal_json(const Seal &s) {
     return json::object{{"name", s.name}, {"attempt", s.attempt}, {"ranks", s.ranks},
                         {"parent", s.parent.empty() ? json::value(nullptr) : json::value(s.parent)}, {"sealed_by", s.sealed_by},
                         {"list", file_list::summary_json(s.list)},
-                        {"receipt", s.receipt.empty() ? json::value(nullptr)
-                                                      : json::value(json::object{{"seq", s.receipt.seq}, {"digest", s.receipt.digest}})},
+                        {"receipt", s.receipt_seq <= 0 ? json::value(nullptr)
+                                                       : json::value(json::object{{"seq", s.receipt_seq}, {"digest", s.receipt_digest}})},
                         {"files", std::move(files)}};
 }
 
 // A seal of this broker's own, from its commits and the list its seal recorded.
 std::optional<Seal> local_seal(Store &store, const CheckpointRow &c, const std::string &broker_name) {
-    Seal s{c.name, c.parent, broker_name, c.attempt, c.ranks, {}, {}, {}};
+    Seal s{c.name, c.parent, broker_name, c.attempt, c.ranks, {}, 0, "", {}};
     sealed_list::Committed committed;
     sealed_list::read_commits(store, c.run, c.attempt, c.name, committed);
     s.files = std::move(committed.entries);
@@ -38,7 +38,7 @@ std::optional<Seal> local_seal(Store &store, const CheckpointRow &c, const std::
         // The commits must still make the root the seal recorded (and its
         // receipt signed): a store changed since is not passed on as sealed.
         if (l->root != merkle::hex(s.list.root)) return std::nullopt;
-        if (l->receipt_seq > 0) s.receipt = receipts::ChainLink{l->receipt_seq, l->receipt_digest};
+        if (l->receipt_seq > 0) s.receipt_seq = l->receipt_seq, s.receipt_digest = l->receipt_digest;
     }
     return s;
 }
@@ -47,15 +47,25 @@ std::optional<Seal> carried_seal(const Store::CarriedSealRow &r) {
     json::error_code ec;
     json::value files = json::parse(r.files, ec);
     if (ec || !files.is_array()) return std::nullopt;
-    Seal s{r.name, r.parent, r.sealed_by, r.attempt, r.ranks, {}, {}, {}};
+    Seal s{r.name, r.parent, r.sealed_by, r.attempt, r.ranks, {}, 0, "", {}};
     for (const auto &f : files.as_array()) {
         file_list::Entry e;
         if (!file_list::read_entry(f, "", e).empty()) return std::nullopt;
         s.files.push_back(std::move(e));
     }
     s.list = file_list::summarize(s.files);
-    if (r.list.receipt_seq > 0) s.receipt = receipts::ChainLink{r.list.receipt_seq, r.list.receipt_digest};
+    if (r.list.receipt_seq > 0) s.receipt_seq = r.list.receipt_seq, s.receipt_digest = r.list.receipt_digest;
     return s;
+}
+
+// The seal's receipt as {"seq": N, "digest": HEX}: named, not vouched for
+// (the receipt is the sealer's; a verifier holds the list to its root).
+std::string read_receipt(const json::value &v, const std::string &at, Seal &s) {
+    if (!v.is_object()) return at + ": expected {\"seq\": N, \"digest\": HEX} or null";
+    JsonFields f(v.as_object(), at);
+    if (!f.only({"seq", "digest"}) || !f.integer("seq", 1, 1LL << 31, s.receipt_seq) || !f.str("digest", s.receipt_digest)) return f.error();
+    if (!is_lower_hex(s.receipt_digest, 64)) return at + ".digest: expected 64 lower-case hex digits";
+    return "";
 }
 
 std::string read_one(const json::value &v, const std::string &at, std::size_t &files_left, Seal &s) {
@@ -76,7 +86,7 @@ std::string read_one(const json::value &v, const std::string &at, std::size_t &f
     if (!list) return f.error();
     if (std::string err = file_list::read_summary(*list, at + ".list", s.list); !err.empty()) return err;
     if (const json::value *r = v.as_object().if_contains("receipt"); r && !r->is_null())
-        if (std::string err = receipts::read_chain_link(*r, s.receipt); !err.empty()) return at + "." + err;
+        if (std::string err = read_receipt(*r, at + ".receipt", s); !err.empty()) return err;
     if (files->empty()) return at + ".files: empty (a seal names its files)";
     if (files->size() > files_left) return at + ".files: more than " + std::to_string(kMaxFiles) + " files in all the seals carried";
     files_left -= files->size();
@@ -156,7 +166,7 @@ Store::CarriedSealRow row_of(const Seal &s, const std::string &run, double recei
     const json::array files = files_json(s);
     return Store::CarriedSealRow{run, s.name, s.attempt, s.ranks, s.parent, s.sealed_by,
                                  Store::SealedListRow{merkle::hex(s.list.root), (long long)s.list.count, (long long)s.list.bytes,
-                                                      s.receipt.seq, s.receipt.digest},
+                                                      s.receipt_seq, s.receipt_digest},
                                  json::serialize(files), received};
 }
 

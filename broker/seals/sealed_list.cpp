@@ -1,4 +1,4 @@
-#include "broker/checkpoints/sealed_list.hpp"
+#include "broker/seals/sealed_list.hpp"
 
 #include <boost/json.hpp>
 #include <stdexcept>
