@@ -121,25 +121,34 @@ json::array outgoing(Store &store, const std::string &run, const std::string &br
     for (auto &c : store.carried_seals(run, int(kMaxSent))) all.push_back(Candidate{c.received, std::nullopt, std::move(c)});
     std::stable_sort(all.begin(), all.end(), [](const Candidate &a, const Candidate &b) { return a.when > b.when; });
     json::array out;
-    std::size_t files = 0;
+    std::size_t files = 0, bytes = 0;
     std::set<std::string> names;
+    auto too_many = [&](const std::string &name, std::size_t n) {
+        left_out.push_back(name + ": " + std::to_string(n) + " files would pass the " + std::to_string(kMaxSentFiles) + " a decision carries");
+    };
     for (const auto &c : all) {
         if (out.size() >= kMaxSent) break;
         const std::string name = c.local ? c.local->name : c.carried->name;
         if (!names.insert(name).second) continue;   // each name once, the newer record
+        // A seal too big to go is known from its record, before its commits are read.
+        const long long recorded = c.local ? (store.sealed_list(run, name) ? store.sealed_list(run, name)->count : 0) : c.carried->list.count;
+        if (files + std::size_t(recorded) > kMaxSentFiles) { too_many(name, std::size_t(recorded)); continue; }
         std::optional<Seal> s = c.local ? local_seal(store, *c.local, broker_name) : carried_seal(*c.carried);
         if (!s) {
             left_out.push_back(name + (c.local ? ": its commits no longer make the root its seal recorded" : ": its carried record is not readable"));
             continue;
         }
         if (s->files.empty()) { left_out.push_back(name + ": no file with a real digest"); continue; }
-        if (files + s->files.size() > kMaxFiles) {
-            left_out.push_back(name + ": " + std::to_string(s->files.size()) + " files would pass the " + std::to_string(kMaxFiles) +
-                               " a decision carries");
+        if (files + s->files.size() > kMaxSentFiles) { too_many(name, s->files.size()); continue; }
+        json::object j = seal_json(*s);
+        const std::size_t size = json::serialize(j).size();
+        if (bytes + size > kMaxSentBytes) {
+            left_out.push_back(name + ": its list (" + std::to_string(size) + " bytes) would pass the " + std::to_string(kMaxSentBytes) +
+                               " bytes a decision carries");
             continue;
         }
-        files += s->files.size();
-        out.push_back(seal_json(*s));
+        files += s->files.size(), bytes += size;
+        out.push_back(std::move(j));
     }
     return out;
 }

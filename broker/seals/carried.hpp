@@ -16,10 +16,13 @@
 
 namespace shardnet::broker::carried {
 
-// What a decision carries at most: the newest kMaxSent seals, kMaxFiles
-// files in all (a seal that would pass it is left out, named in the
-// sender's log); a receiver takes at most kMaxReceived seals.
-constexpr std::size_t kMaxSent = 2, kMaxReceived = 4, kMaxFiles = 4096;
+// What a decision carries at most: the newest kMaxSent seals, kMaxSentFiles
+// files and kMaxSentBytes of JSON in all, so that it stays well inside a
+// peer's body limit (1 MiB by default) beside the script and environment;
+// a seal that would pass them is left out, named in the sender's log. A
+// receiver takes at most kMaxReceived seals and kMaxFiles files.
+constexpr std::size_t kMaxSent = 2, kMaxSentFiles = 2048, kMaxSentBytes = 384 << 10;
+constexpr std::size_t kMaxReceived = 4, kMaxFiles = 4096;
 
 struct Seal {
     std::string name, parent, sealed_by;

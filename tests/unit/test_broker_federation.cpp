@@ -4,6 +4,7 @@
 // end after unreadable answers), and the inbox applies a peer's decision
 // at most once, as a local account. Real brokers: tests/integration.
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -482,4 +483,23 @@ TEST_CASE("a peer's carried seals are untrusted: each malformed one refuses the 
             "sealed[0].files: more than 4096 files");
     CHECK(f.slurm->count("sbatch") == 0);   // nothing submitted for any of them
     CHECK(f.call("POST", "/v1/decisions", with_sealed(seal([](json::object &) {})), "peer-t").status == 200);
+}
+
+TEST_CASE("seals never keep a run from moving: a peer that answers 413 gets the decision again without them") {
+    ServiceFixture f({{"c1", kConf}}, two_peers());
+    f.start();
+    std::atomic<int> asked{0};
+    f.peers->on(kBeta, [&](const HttpRequest &) {
+        if (asked++ == 0) return answer(413, json::object{{"error", json::object{{"code", "body_too_large"}, {"message", "over 1 MiB"}}}});
+        return answer(200, json::object{{"accepted", true}, {"broker", "beta"}, {"cluster", "b1"}, {"job", 56}, {"nodes", json::array{"b1n1"}}});
+    });
+    fault_without_room(f, [&] {
+        for (int rank : {0, 1}) REQUIRE(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-10/commit", commit_body(rank, 2, "checkpoint-10")).status == 200);
+    });
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "MOVED"; }));
+    const auto sent = f.peers->requests(kBeta);
+    REQUIRE(sent.size() == 2);
+    CHECK(json::parse(sent[0].body).as_object().contains("sealed"));
+    CHECK_FALSE(json::parse(sent[1].body).as_object().contains("sealed"));
+    CHECK(json::parse(sent[1].body).at("id") == json::parse(sent[0].body).at("id"));
 }
