@@ -53,6 +53,7 @@ bench: all
 	$(MAKE) -C $(BUILD)/tests bench/placement-bench && $(BUILD)/tests/bench/placement-bench
 	./tests/bench/requeue-vs-slurm.sh $(BUILD)
 	./tests/bench/pylib-save.sh
+	./tests/bench/seal-receipt-size.sh $(BUILD)
 	./tests/bench/ckpt-grid.sh $(BUILD)
 
 # libFuzzer with ASan and UBSan on every parser of untrusted input

@@ -472,6 +472,7 @@ private:
     struct ForwardRetry {
         double next = 0, delay = 0;   // the next try, and the backoff that led to it
         int bad_answers = 0;          // answers from the peer that could not be read
+        bool without_seals = false;   // the peer answered 413: the carried seals stay behind
     };
     std::string with_environment(const std::string &payload);
     void forward_one(const Store::Forwarding &f, ForwardRetry &retry);

@@ -217,4 +217,22 @@ NodeSource MemoryTree::source() const {
     return s;
 }
 
+void RootBuilder::add_leaf_hash(const Hash &h) {
+    stack_.push_back(h);
+    ++size_;
+    // Each trailing one bit of the new count completes a pair of equal subtrees.
+    for (uint64_t n = size_; (n & 1) == 0; n >>= 1) {
+        const Hash right = stack_.back();
+        stack_.pop_back();
+        stack_.back() = node_hash(stack_.back(), right);
+    }
+}
+
+Hash RootBuilder::root() const {
+    if (stack_.empty()) return empty_root();
+    Hash r = stack_.back();
+    for (std::size_t i = stack_.size() - 1; i-- > 0;) r = node_hash(stack_[i], r);
+    return r;
+}
+
 }  // namespace shardnet::merkle

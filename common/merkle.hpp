@@ -72,4 +72,20 @@ private:
     mutable std::size_t reads_ = 0;
 };
 
+// MTH of leaves given one at a time, in order, with O(log n) hashes held:
+// the root of a list too long to keep (a sealed checkpoint's files). Holds
+// the perfect subtrees of the leaves so far, one per set bit of the count;
+// the root folds them from the smallest up, as MTH's split does.
+class RootBuilder {
+public:
+    void add_leaf_hash(const Hash &h);
+    void add(std::string_view data) { add_leaf_hash(leaf_hash(data)); }
+    uint64_t size() const { return size_; }
+    Hash root() const;
+
+private:
+    std::vector<Hash> stack_;   // perfect subtrees, largest first
+    uint64_t size_ = 0;
+};
+
 }  // namespace shardnet::merkle

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "common/digest.hpp"
+#include "common/file_list.hpp"
 #include "common/json_fields.hpp"
 #include "common/parse_util.hpp"
 
@@ -35,6 +36,12 @@ std::string body_error(Kind k, const json::object &b) {
         if (!f.str("checkpoint", s)) return f.error();
         if (!is_safe_name(s, 128)) return "predicate.body.checkpoint: 1-128 of [A-Za-z0-9._-]";
         if (!is_str_or_null(b, "parent")) return "predicate.body.parent: expected a checkpoint name or null";
+        // The file list as its Merkle root (file_list.hpp); a receipt of an
+        // earlier broker lists the files as subjects instead.
+        if (const auto *files = b.if_contains("files")) {
+            file_list::Summary sum;
+            if (auto e = file_list::read_summary(*files, "predicate.body.files", sum); !e.empty()) return e;
+        }
         break;
     case Kind::attempt_ended:
         if (!f.str("how", s)) return f.error();

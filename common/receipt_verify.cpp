@@ -133,6 +133,38 @@ ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vec
     return res;
 }
 
+namespace {
+
+// One file below dir against what was sealed of it (size < 0: not sealed).
+void check_file(const Verified &sealed, const std::string &dir, const std::string &name, const std::string &sha256, double size,
+                std::vector<Failure> &out) {
+    if (!inside(name)) {
+        out.push_back(fail(sealed, "shard " + name + ": not a path inside the checkpoint directory"));
+        return;
+    }
+    const std::string path = dir + "/" + name;
+    std::string err;
+    unsigned long long bytes = 0;
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
+        out.push_back(fail(sealed, "shard " + name + " is missing: no " + path));
+        return;
+    }
+    const std::string got = sha256_file_hex(path, bytes, err);
+    if (!err.empty()) {
+        out.push_back(fail(sealed, "shard " + name + ": " + err));
+        return;
+    }
+    if (size >= 0 && size != double(bytes))
+        out.push_back(fail(sealed, "size mismatch for shard " + name + ": " + std::to_string(bytes) + " bytes on disk, " +
+                                       std::to_string((unsigned long long)size) + " sealed"));
+    if (got != sha256)
+        out.push_back(fail(sealed, "digest mismatch for shard " + name + ": " + path + " has sha256 " + short_hex(got) + ", the receipt sealed " +
+                                       short_hex(sha256)));
+}
+
+}  // namespace
+
 std::vector<Failure> verify_checkpoint_files(const Verified &sealed, const std::string &dir) {
     std::vector<Failure> out;
     if (sealed.receipt.kind != Kind::checkpoint_sealed) {
@@ -140,31 +172,65 @@ std::vector<Failure> verify_checkpoint_files(const Verified &sealed, const std::
         return out;
     }
     for (const auto &s : sealed.receipt.subjects) {
-        if (!inside(s.name)) {
-            out.push_back(fail(sealed, "shard " + s.name + ": not a path inside the checkpoint directory"));
-            continue;
-        }
-        const std::string path = dir + "/" + s.name;
-        std::string err;
-        unsigned long long bytes = 0;
-        struct stat st;
-        if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
-            out.push_back(fail(sealed, "shard " + s.name + " is missing: no " + path));
-            continue;
-        }
-        const std::string got = sha256_file_hex(path, bytes, err);
-        if (!err.empty()) {
-            out.push_back(fail(sealed, "shard " + s.name + ": " + err));
-            continue;
-        }
         const auto *size = s.annotations.if_contains("size");
-        if (size && size->is_number() && size->to_number<double>() != double(bytes))
-            out.push_back(fail(sealed, "size mismatch for shard " + s.name + ": " + std::to_string(bytes) + " bytes on disk, " +
-                                           boost::json::serialize(*size) + " sealed"));
-        if (got != s.sha256)
-            out.push_back(fail(sealed, "digest mismatch for shard " + s.name + ": " + path + " has sha256 " + short_hex(got) +
-                                           ", the receipt sealed " + short_hex(s.sha256)));
+        check_file(sealed, dir, s.name, s.sha256, size && size->is_number() ? size->to_number<double>() : -1, out);
     }
+    return out;
+}
+
+std::optional<file_list::Summary> sealed_list(const Receipt &r) {
+    const auto *files = r.kind == Kind::checkpoint_sealed ? r.body.if_contains("files") : nullptr;
+    file_list::Summary sum;
+    if (!files || !file_list::read_summary(*files, "files", sum).empty()) return std::nullopt;
+    return sum;
+}
+
+std::vector<Failure> verify_checkpoint_list(const Verified &sealed, const std::string &dir, const ListPages &pages,
+                                            std::size_t max_file_failures) {
+    std::vector<Failure> out;
+    const auto want = sealed_list(sealed.receipt);
+    if (!want) {
+        out.push_back(fail(sealed, "not a checkpoint-sealed receipt with a file list's root (body.files)"));
+        return out;
+    }
+    file_list::Folder folder;
+    std::size_t file_failures = 0, unnamed = 0;
+    for (bool last = false; !last;) {
+        std::vector<file_list::Entry> page;
+        const uint64_t from = folder.count();
+        if (std::string err = pages(from, page, last); !err.empty()) {
+            out.push_back(fail(sealed, "the checkpoint's file list could not be had from entry " + std::to_string(from) + ": " + err));
+            return out;
+        }
+        if (page.empty() && !last) {
+            out.push_back(fail(sealed, "the checkpoint's file list ends early: an empty page at entry " + std::to_string(from)));
+            return out;
+        }
+        for (const auto &e : page) {
+            if (folder.count() >= want->count) {
+                out.push_back(fail(sealed, "the checkpoint's file list has more than the " + std::to_string(want->count) + " files sealed"));
+                return out;
+            }
+            if (std::string err = folder.add(e, "files[" + std::to_string(folder.count()) + "]"); !err.empty()) {
+                out.push_back(fail(sealed, "the checkpoint's file list: " + err));
+                return out;
+            }
+            if (dir.empty()) continue;
+            std::vector<Failure> one;
+            check_file(sealed, dir, e.path, e.sha256, double(e.bytes), one);
+            for (auto &f : one) {
+                if (file_failures < max_file_failures) out.push_back(std::move(f)), ++file_failures;
+                else ++unnamed;
+            }
+        }
+    }
+    if (unnamed) out.push_back(fail(sealed, std::to_string(unnamed) + " more file problem(s) not listed"));
+    const auto got = folder.summary();
+    if (got.root != want->root || got.count != want->count || got.bytes != want->bytes)
+        out.push_back(fail(sealed, "the checkpoint's file list is not the one sealed: " + std::to_string(got.count) + " file(s), " +
+                                       std::to_string(got.bytes) + " bytes, Merkle root " + short_hex(merkle::hex(got.root)) + "; the receipt seals " +
+                                       std::to_string(want->count) + " file(s), " + std::to_string(want->bytes) + " bytes, root " +
+                                       short_hex(merkle::hex(want->root))));
     return out;
 }
 

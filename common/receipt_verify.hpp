@@ -3,11 +3,14 @@
 // digest of the one before), the order they were given in, and a sealed
 // checkpoint's shard files on disk against the digests it sealed.
 #pragma once
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/dsse.hpp"
+#include "common/file_list.hpp"
 #include "common/receipt.hpp"
 
 namespace shardnet::receipt {
@@ -56,6 +59,24 @@ ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vec
 
 // Re-hashes each shard a checkpoint-sealed receipt names, below dir: a
 // missing file, another size or another digest is a failure naming the shard.
+// For a receipt that lists its files as subjects (a broker before the
+// file list's root); one with a root is checked by verify_checkpoint_list.
 std::vector<Failure> verify_checkpoint_files(const Verified &sealed, const std::string &dir);
+
+// The file list a checkpoint-sealed receipt commits to as a Merkle root
+// (body.files); nullopt when it lists its files as subjects.
+std::optional<file_list::Summary> sealed_list(const Receipt &r);
+
+// A page of the list from wherever it is kept (the broker, a saved file):
+// the entries from index from on, in list order; last set on the last
+// page. "" or why it cannot be had.
+using ListPages = std::function<std::string(uint64_t from, std::vector<file_list::Entry> &page, bool &last)>;
+// The list, read a page at a time (memory O(page + log n)), recomputes the
+// root, count and bytes the receipt sealed, and each file is re-hashed
+// below dir ("": the list alone is checked). Failures name the file, or
+// say how the list is not the sealed one; at most max_file_failures name
+// a file, the rest are counted.
+std::vector<Failure> verify_checkpoint_list(const Verified &sealed, const std::string &dir, const ListPages &pages,
+                                            std::size_t max_file_failures = 50);
 
 }  // namespace shardnet::receipt

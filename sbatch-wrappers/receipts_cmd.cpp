@@ -5,6 +5,7 @@
 
 #include "common/dsse.hpp"
 #include "common/receipt.hpp"
+#include "common/receipt_verify.hpp"
 #include "sbatch-wrappers/witness_cmd.hpp"
 
 namespace shardnet::cli {
@@ -108,6 +109,14 @@ std::optional<FetchedLog> fetch_one(const BrokerRef &b, const std::string &run, 
         }
         return "";
     };
+    // A sealed checkpoint's file list, a page at a time (shard verify --checkpoint-dir).
+    log.files_page = [b](const std::string &run, const std::string &checkpoint, unsigned long long from, std::string &body) -> std::string {
+        Answer a = call(b, "GET", "/v1/runs/" + run + "/checkpoints/" + checkpoint + "/files?from=" + std::to_string(from), "", 60000,
+                        std::size_t(64) << 20);
+        if (!a.ok()) return a.error;
+        body = json::serialize(a.body);
+        return "";
+    };
     Answer k = call(b, "GET", "/v1/keys");
     if (const json::array *ks = k.ok() ? array_at(k.body, "keys") : nullptr)
         for (const auto &key : *ks) {
@@ -161,10 +170,13 @@ std::string what(const receipt::Receipt &r) {
         return "job " + s("cluster") + "/" + s("job") + (nodes.empty() ? "" : " on " + nodes) + ranks + env + cause;
     }
     case receipt::Kind::checkpoint_sealed: {
-        unsigned long long bytes = 0;
+        unsigned long long bytes = 0, count = r.subjects.size();
         for (const auto &sub : r.subjects)
             if (const auto *z = sub.annotations.if_contains("size"); z && z->is_number()) bytes += z->to_number<unsigned long long>();
-        return s("checkpoint") + (r.body.contains("step") ? " at step " + s("step") : "") + " (parent " + s("parent") + "): " + std::to_string(r.subjects.size()) + " shard(s), " + std::to_string(bytes) + " bytes";
+        // A seal that commits its files as a Merkle root says how many.
+        std::string root;
+        if (const auto list = receipt::sealed_list(r)) count = list->count, bytes = list->bytes, root = ", root " + merkle::hex(list->root).substr(0, 16) + "...";
+        return s("checkpoint") + (r.body.contains("step") ? " at step " + s("step") : "") + " (parent " + s("parent") + "): " + std::to_string(count) + " shard(s), " + std::to_string(bytes) + " bytes" + root;
     }
     case receipt::Kind::attempt_ended: {
         const std::string how = s("how");

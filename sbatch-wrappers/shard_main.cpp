@@ -44,7 +44,7 @@ constexpr const char *kUsage =
     "                            the checkpoint interval for these inputs (D: 90s, 5m, 6h, 2d)\n"
     "  ckpt simulate (--write-cost D --mtbf D --restart D | --grid) [--weibull-shape K] [--seed N] [--json]\n"
     "  receipts RUN [--json]     the run's signed receipts from its brokers (--json: the envelopes)\n"
-    "  verify (RUN | FILE...) [--key PUB.pem ...] [--checkpoint-dir DIR] [--head HEAD.json] [--forget-head] [--witness] [--json]\n"
+    "  verify (RUN | FILE...) [--key PUB.pem ...] [--checkpoint-dir DIR [--files LIST.json]] [--head HEAD.json] [--forget-head] [--witness] [--json]\n"
     "                            receipts checked offline: signatures, each run's chain, the log head, the shards on disk\n"
     "                            (RUN: fetched with the log heads and proofs; no --key: the brokers' own keys, with a warning;\n"
     "                            each broker's head must extend the last one verified from it: --forget-head resets that;\n"
@@ -447,7 +447,7 @@ int main(int argc, char **argv) {
             static const char *known[] = {"broker", "token", "ca-file", "json", "dry-run", "gpus", "class", "cluster",
                                           "gpus-per-node", "fabric", "region", "write-cost", "mtbf", "restart", "work",
                                           "weibull-shape", "seed", "grid", "key", "checkpoint-dir", "head", "statement",
-                                          "payload-type", "from", "forget-head", "witness"};
+                                          "payload-type", "from", "forget-head", "witness", "files"};
             if (std::none_of(std::begin(known), std::end(known), [&](const char *x) { return k == x; }))
                 return fail(usage, "unknown option --" + k + "\n" + kUsage);
             if (k == "broker") flags.url = v;
@@ -470,13 +470,14 @@ int main(int argc, char **argv) {
             if (a.has(k)) return fail(usage, std::string("--") + k + " is an option of shard ckpt plan / simulate\n" + kUsage);
     // The receipt tools' options mean nothing to any other command.
     const bool receipts = cmd == "verify" || cmd == "receipt-sign" || cmd == "log-head";
-    for (const char *k : {"key", "checkpoint-dir", "head", "statement", "payload-type", "from", "forget-head", "witness"})
+    for (const char *k : {"key", "checkpoint-dir", "head", "statement", "payload-type", "from", "forget-head", "witness", "files"})
         if (!receipts && a.has(k)) return fail(usage, std::string("--") + k + " is an option of shard verify / receipt-sign / log-head\n" + kUsage);
     // What needs no broker comes first.
     if (cmd == "verify") {
         for (const char *k : {"statement", "payload-type", "from"})
             if (a.has(k)) return fail(usage, std::string("--") + k + " is not an option of shard verify\n" + kUsage);
-        VerifyArgs v{a.pos, a.all["key"], a.get("checkpoint-dir"), a.get("head"), a.has("json"), "", a.has("forget-head"), a.has("witness")};
+        VerifyArgs v{a.pos, a.all["key"], a.get("checkpoint-dir"), a.get("head"), a.has("json"), "", a.has("forget-head"), a.has("witness"), a.get("files")};
+        if (!v.files_file.empty() && v.checkpoint_dir.empty()) return fail(usage, std::string("--files FILE goes with --checkpoint-dir DIR\n") + kUsage);
         // Files only: no broker is needed (nor its config). A RUN (a name
         // that is no file, as verify_receipts reads it): its brokers.
         const bool run_named = std::any_of(a.pos.begin(), a.pos.end(), [](const std::string &p) {

@@ -244,6 +244,16 @@ const Verified *sealed_for(const std::string &dir, const ChainResult &res, std::
     return nullptr;
 }
 
+// Where a root-sealed checkpoint's list comes from: --files, else the
+// fetched broker that signed the receipt; null when neither.
+ListPages list_source(const VerifyArgs &a, const std::deque<std::vector<FetchedLog>> &fetched, const Receipt &r, const std::string &name) {
+    if (!a.files_file.empty()) return pages_from_file(a.files_file);
+    for (const auto &logs : fetched)
+        for (const auto &l : logs)
+            if (l.broker == r.broker && l.files_page) return pages_from_broker(l.files_page, r.run, name);
+    return nullptr;
+}
+
 }  // namespace
 
 namespace {
@@ -408,7 +418,21 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
         } else {
             ckpt_report = json::object{{"dir", a.checkpoint_dir}, {"run", s->receipt.run}, {"seq", s->receipt.seq},
                                        {"checkpoint", s->receipt.body.at("checkpoint")}, {"shards", s->receipt.subjects.size()}};
-            for (const auto &f : verify_checkpoint_files(*s, a.checkpoint_dir)) lines.push_back(f.text(in.origins[f.position]));
+            if (const auto list = sealed_list(s->receipt)) {
+                // The receipt commits the files as a Merkle root: the list,
+                // from --files or the broker that signed it, must make it.
+                ckpt_report["shards"] = list->count;
+                ckpt_report["merkle_root"] = merkle::hex(list->root);
+                const std::string name(s->receipt.body.at("checkpoint").as_string());
+                ListPages pages = list_source(a, fetched, s->receipt, name);
+                if (!pages) lines.push_back(in.origins[s->position] + ": checkpoint " + name + " commits its " + std::to_string(list->count) +
+                                            " file(s) as a Merkle root: give the list with --files FILE (GET /v1/runs/" + s->receipt.run +
+                                            "/checkpoints/" + name + "/files), or verify the run by name");
+                else
+                    for (const auto &f : verify_checkpoint_list(*s, a.checkpoint_dir, pages)) lines.push_back(f.text(in.origins[f.position]));
+            } else {
+                for (const auto &f : verify_checkpoint_files(*s, a.checkpoint_dir)) lines.push_back(f.text(in.origins[f.position]));
+            }
         }
     }
     std::map<std::string, std::pair<long long, std::string>> runs;   // run -> last seq, its kind

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sbatch-wrappers/verify_files.hpp"
+
 namespace shardnet::cli {
 
 // What one broker holds of a run (shard verify RUN): its envelopes (JSON
@@ -33,6 +35,9 @@ struct FetchedLog {
     struct Witnessed { std::string by, head, conflict; };   // head: the signed envelope (JSON); conflict: why, "" none
     std::vector<Witnessed> witnessed;
     std::vector<std::string> witness_errors;
+    // A page of a sealed checkpoint's file list, as this broker serves it
+    // (verify_files.hpp): what --checkpoint-dir checks against a receipt's root.
+    FilesPageGet files_page;
 };
 // Every broker's part of run (a moved run's chain crosses brokers); "" or
 // why not (sbatch-wrappers/receipts_cmd.cpp asks the brokers).
@@ -52,6 +57,9 @@ struct VerifyArgs {
     // --witness: each fetched broker's head must be the history the other
     // brokers witnessed of it (witness_cmd.hpp).
     bool witness = false;
+    // --files FILE: the sealed checkpoint's file list, saved (GET
+    // .../files), for a receipt that commits it as a Merkle root.
+    std::string files_file;
 };
 
 // Exit status: 0 all verify, 1 something fails (a line each), 2 usage.

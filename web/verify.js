@@ -240,8 +240,11 @@ export function attests(v) {
           .map((k) => `${k} ${b.environment[0][k]}`).join(", ")
         : "");
   if (p.kind === "checkpoint-sealed") {
-    const n = v.statement?.subject?.length ?? 0;
-    return `checkpoint ${b.checkpoint} sealed${b.step !== undefined ? ` at step ${b.step}` : ""} (parent ${b.parent ?? "none"}), ${n} file${n === 1 ? "" : "s"} with SHA-256${b.ranks ? `, ${b.ranks} rank${b.ranks === 1 ? "" : "s"}` : ""}`;
+    // A seal commits its files as one Merkle root (body.files); an older one lists them as subjects.
+    const list = b.files && typeof b.files === "object" && typeof b.files.merkle_root === "string" ? b.files : null;
+    const n = list ? list.count : v.statement?.subject?.length ?? 0;
+    return `checkpoint ${b.checkpoint} sealed${b.step !== undefined ? ` at step ${b.step}` : ""} (parent ${b.parent ?? "none"}), ${n} file${n === 1 ? "" : "s"} with SHA-256` +
+      (list ? ` under Merkle root ${list.merkle_root.slice(0, 16)}…` : "") + (b.ranks ? `, ${b.ranks} rank${b.ranks === 1 ? "" : "s"}` : "");
   }
   if (p.kind === "attempt-ended")
     return `attempt ${p.attempt} ended: ${b.how ?? "?"}` + (b.cause ? ` (${typeof b.cause === "string" ? b.cause : JSON.stringify(b.cause)})` : "") +

@@ -51,6 +51,17 @@ struct PayloadView {
     long long old_job = 0;
 };
 
+// A peer's default body limit (limits.body_bytes), less room for headers.
+constexpr std::size_t kDecisionBodyBudget = (1u << 20) - 4096;
+
+// body without its "sealed" (the same bytes when it has none).
+std::string without_seals(const std::string &body) {
+    json::error_code ec;
+    json::value v = json::parse(body, ec);
+    if (ec || !v.is_object() || !v.as_object().erase("sealed")) return body;
+    return json::serialize(v);
+}
+
 PayloadView read_payload(const std::string &text) {
     PayloadView p;
     json::error_code ec;
@@ -146,6 +157,17 @@ void Service::forward_one(const Store::Forwarding &f, ForwardRetry &retry) {
     HttpRequest r;
     r.url = peer->url + "/v1/decisions";
     r.body = with_environment(f.payload);
+    // The seals a decision carries (seals/carried.hpp) are a courtesy to the
+    // resume at the peer: they never keep the run from moving. A body past
+    // a peer's default limit, or one it answered 413, goes without them.
+    if (retry.without_seals || r.body.size() > kDecisionBodyBudget) {
+        if (std::string lighter = without_seals(r.body); lighter.size() < r.body.size()) {
+            log_json("warn", "the run's sealed checkpoints do not go with its decision",
+                     {{"decision", f.id}, {"peer", f.peer}, {"bytes", r.body.size()},
+                      {"why", retry.without_seals ? "the peer answered 413" : "the decision would pass 1 MiB"}});
+            r.body = std::move(lighter);
+        }
+    }
     r.bearer = peer->token;
     r.ca_file = peer->ca_file;
     r.timeout_ms = 5000;
@@ -155,6 +177,13 @@ void Service::forward_one(const Store::Forwarding &f, ForwardRetry &retry) {
         PeerDecision answer = parse_peer_decision(res);
         if (answer.kind == PeerDecision::Kind::bad) return bad_answer(f, answer, retry);
         return forwarded(f, answer);
+    }
+    // Too large for the peer: once more without the seals, which may be all
+    // it was (then 413 again is a bad answer like any other).
+    if (res.status == 413 && !retry.without_seals && f.payload.find("\"sealed\"") != std::string::npos) {
+        retry.without_seals = true;
+        back_off(retry.next, retry.delay);
+        return;
     }
     // A 4xx other than 408/429: the peer read the decision and will never
     // take it as it is (a field it refuses). Resending the same bytes

@@ -16,6 +16,7 @@
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 #include "broker/service.hpp"
+#include "broker/seals/carried.hpp"
 #include "broker/recovery/job_environment.hpp"
 #include "broker/api/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
@@ -49,6 +50,7 @@ struct Service::IncomingDecision {
     receipts::ChainLink link;
     std::vector<std::string> peer_users, environment;
     bool has_environment = false;
+    std::vector<carried::Seal> sealed;   // the run's newest seals at the sender
 
     // nullopt when good, else the answer that says what is wrong.
     std::optional<ApiResponse> read(const ApiRequest &req, const TokenEntry &who, const std::vector<std::string> &environment_drop) {
@@ -92,6 +94,10 @@ struct Service::IncomingDecision {
             std::erase_if(environment, [&](const std::string &x) { return environment_dropped(x.substr(0, x.find('=')), environment_drop); });
             has_environment = true;
         }
+        // The sender's seals of the run: checked whole, list against root
+        // (a malformed one refuses the decision, naming the field).
+        if (auto *sv = o.if_contains("sealed"); sv && !sv->is_null())
+            if (std::string err = carried::read(*sv, sealed); !err.empty()) return error_response(400, "bad_field", err, "sealed");
         if (auto *r = o.if_contains("requires"); r && r->is_object())
             if (auto err = requirements_from_json(r->as_object(), want); !err.empty()) return error_response(400, "bad_field", err, "requires");
         return std::nullopt;
@@ -187,7 +193,13 @@ struct Service::Inbox {
         if (!found) return false;
         s.record_attempt(d.run, d.to, found->cluster, found->job, {}, cause_of(d.id, d.from, d.link, user, as.uid), d.link);
         json::object res{{"accepted", true}, {"cluster", found->cluster}, {"job", found->job}, {"redelivered", true}};
-        s.store_wait([&] { s.store_->finish_received(d.id, "applied", json::serialize(res)); return 0; });
+        s.store_wait([&] {
+            s.transact([&] {
+                for (const auto &seal : d.sealed) s.store_->put_carried_seal(carried::row_of(seal, d.run, now));
+                s.store_->finish_received(d.id, "applied", json::serialize(res));
+            });
+            return 0;
+        });
         reply(ok_json(200, res));
         return true;
     }
@@ -276,6 +288,7 @@ struct Service::Inbox {
                     s.store_->upsert_attempt(Store::AttemptRow{d.run, d.to, p.cluster, job, 0});
                     s.note_attempt_start(d.run, d.to, p.cluster, job, p.nodes, cause_of(d.id, d.from, d.link, user, as.uid), d.link, now);
                     s.store_->set_recovering(d.run, d.to, (long long)p.nodes.size());
+                    for (const auto &seal : d.sealed) s.store_->put_carried_seal(carried::row_of(seal, d.run, now));
                     const std::string evidence = json::serialize(ev);
                     s.event(d.run, "RECEIVED", "decision " + d.id + " from broker " + d.from + " (peer " + d.by + ")", evidence, now);
                     s.event(d.run, "PLACEMENT", p.cluster + " " + join(p.nodes) + ": job " + std::to_string(job) + ", attempt " +

@@ -19,6 +19,8 @@
 #include "broker/receipts/receipts.hpp"
 #include "broker/service.hpp"
 #include "broker/receipts/head_pin.hpp"
+#include "broker/seals/sealed_list.hpp"
+#include "common/file_list.hpp"
 
 namespace shardnet::broker {
 
@@ -197,50 +199,31 @@ void Service::attempt_started(const std::string &run, long long attempt, double 
 }
 
 void Service::receipt_sealed(const std::string &run, long long attempt, const std::string &name, const std::string &parent, double now) {
-    if (!cfg_.receipts.on()) return;
-    std::map<long long, std::string> node_of;   // rank -> node, as the ranks' agents reported
-    for (const auto &r : store_->attempt_ranks(run, attempt)) node_of[r.rank] = r.node;
-    std::vector<receipt::ShardFile> files;
+    // The file list is committed as its Merkle root (common/file_list.hpp):
+    // the receipt stays the same size however many files the checkpoint
+    // has; the list itself is GET .../files, checked against the root.
     json::array unattested;
-    long long unattested_count = 0;
-    // The commits were read as {path, sha256, bytes} objects when they came
-    // in (checkpoints/commit.cpp); anything else here is a damaged row.
-    const auto commits = store_->commit_files(run, attempt, name);
-    for (const auto &[rank, text] : commits) {
-        json::error_code ec;
-        json::value v = json::parse(text, ec);
-        if (ec || !v.is_array()) throw std::runtime_error("commit of rank " + std::to_string(rank) + " to " + name + " is not a file list");
-        for (const auto &f : v.as_array()) {
-            const auto *o = f.if_object();
-            const auto *p = o ? o->if_contains("path") : nullptr, *h = o ? o->if_contains("sha256") : nullptr,
-                       *b = o ? o->if_contains("bytes") : nullptr;
-            if (!p || !p->is_string() || !h || !h->is_string() || !b || !(b->is_int64() || b->is_uint64()))
-                throw std::runtime_error("commit of rank " + std::to_string(rank) + " to " + name + " has a malformed file entry");
-            const std::string path(p->as_string()), sha(h->as_string());
-            // A commit taken before this broker signed receipts was not held
-            // to a real digest: the seal goes ahead, and its receipt says
-            // which files it cannot attest (never a seal blocked for good).
-            if (!is_lower_hex(sha, 64) || path.empty() || path.size() > 4096 || has_control_chars(path)) {
-                if (unattested.size() < 100) unattested.push_back(json::object{{"path", path.substr(0, 256)}, {"rank", rank}});
-                ++unattested_count;
-                continue;
-            }
-            auto n = node_of.find(rank);
-            files.push_back(receipt::ShardFile{path, sha, b->is_int64() ? (unsigned long long)b->as_int64() : b->as_uint64(), rank,
-                                               n == node_of.end() ? "" : n->second});
-        }
+    sealed_list::Committed c;
+    c.unattested = &unattested;
+    sealed_list::read_commits(*store_, run, attempt, name, c);
+    file_list::sort(c.entries);
+    const file_list::Summary sum = file_list::summarize(c.entries);
+    Store::SealedListRow row{merkle::hex(sum.root), (long long)sum.count, (long long)sum.bytes, 0, ""};
+    if (cfg_.receipts.on()) {
+        json::object body{{"checkpoint", name}, {"parent", parent.empty() ? json::value(nullptr) : json::value(parent)},
+                          {"ranks", c.ranks}, {"files", file_list::summary_json(sum)}};
+        if (c.unattested_count) body["unattested_files"] = json::object{{"count", c.unattested_count}, {"files", std::move(unattested)}};
+        // The step, when the name is the library's checkpoint-STEP.
+        if (name.rfind("checkpoint-", 0) == 0)
+            if (auto step = parse_int(std::string_view(name).substr(11), 0, 1LL << 53)) body["step"] = *step;
+        // One subject, the checkpoint by name, whose digest is the body's
+        // (as other kinds have): the files are in body.files' root.
+        std::vector<receipt::Subject> subjects{
+            receipt::Subject{"shardnet:" + run + "/checkpoint/" + name, sha256_hex(json::serialize(body)), {}}};
+        row.receipt_digest = write_receipt(Kind::checkpoint_sealed, run, attempt, std::move(body), std::move(subjects), now);
+        row.receipt_seq = last_receipt_link(run).seq;
     }
-    json::object body{{"checkpoint", name}, {"parent", parent.empty() ? json::value(nullptr) : json::value(parent)},
-                      {"ranks", (long long)commits.size()}};
-    if (unattested_count) body["unattested_files"] = json::object{{"count", unattested_count}, {"files", std::move(unattested)}};
-    // The step, when the name is the library's checkpoint-STEP.
-    if (name.rfind("checkpoint-", 0) == 0)
-        if (auto step = parse_int(std::string_view(name).substr(11), 0, 1LL << 53)) body["step"] = *step;
-    auto subjects = receipt::shard_subjects(files);
-    // No file it can attest: the receipt is about the checkpoint by name
-    // (a verifier re-hashing it on disk is told no file was attested).
-    if (subjects.empty()) subjects.push_back(receipt::Subject{"shardnet:" + run + "/checkpoint/" + name, sha256_hex(json::serialize(body)), {}});
-    write_receipt(Kind::checkpoint_sealed, run, attempt, std::move(body), std::move(subjects), now);
+    store_->put_sealed_list(run, name, row);
 }
 
 }  // namespace shardnet::broker

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "broker/seals/carried.hpp"
 #include "broker/service.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/api/api_util.hpp"
@@ -272,6 +273,11 @@ struct Service::Requeue {
                                                                json::object{{"how", "moved"}, {"moved_to", peer}, {"decision", id}}, {},
                                                                wall_now());
                     if (!digest.empty()) payload["receipt"] = json::object{{"seq", s.last_receipt_link(fault.run).seq}, {"digest", digest}};
+                    // The run's newest seals go with it: the peer serves their
+                    // digests to the resumed attempt (seals/carried.hpp).
+                    std::vector<std::string> left_out;
+                    payload["sealed"] = carried::outgoing(*s.store_, fault.run, s.cfg_.broker_name, left_out);
+                    for (const auto &why : left_out) log_warn("a sealed checkpoint does not go with the decision", fault.run, why);
                     s.store_->forward_decision(id, peer, json::serialize(payload));
                     s.store_state(fault.run, RunState::recovering, fault.attempt, wall_now());
                     s.event(fault.run, "PLACEMENT", "no local capacity for attempt " + std::to_string(to) + others + "; decision " + id +

@@ -108,6 +108,17 @@ const char *const kMigrations[] = {
     // the last consistent one of each, and the first conflict seen since.
     R"(CREATE TABLE witnessed_heads (peer TEXT PRIMARY KEY, size INTEGER NOT NULL, root TEXT NOT NULL, envelope TEXT NOT NULL,
                                     seen REAL NOT NULL, conflict TEXT NOT NULL DEFAULT '');)",
+    // 15: each seal's file list as its receipt commits to it (the Merkle
+    // root, count and bytes of file_list.hpp, and the receipt's seq and
+    // digest); the seals a peer's decision carried with a run it handed
+    // here (store/seal_store.cpp), served to the run's tokens like its own.
+    R"(CREATE TABLE sealed_lists (run TEXT NOT NULL, name TEXT NOT NULL, root TEXT NOT NULL, count INTEGER NOT NULL,
+                                 bytes INTEGER NOT NULL, receipt_seq INTEGER NOT NULL, receipt_digest TEXT NOT NULL,
+                                 PRIMARY KEY (run, name)) WITHOUT ROWID;
+       CREATE TABLE carried_seals (run TEXT NOT NULL, name TEXT NOT NULL, attempt INTEGER NOT NULL, ranks INTEGER NOT NULL,
+                                  parent TEXT NOT NULL, sealed_by TEXT NOT NULL, root TEXT NOT NULL, count INTEGER NOT NULL,
+                                  bytes INTEGER NOT NULL, receipt_seq INTEGER NOT NULL, receipt_digest TEXT NOT NULL,
+                                  files TEXT NOT NULL, received REAL NOT NULL, PRIMARY KEY (run, name));)",
 };
 
 using sql::Sql;
@@ -191,6 +202,7 @@ Store::Store(const std::string &path, int busy_ms) : path_(path), busy_ms_(busy_
     for (const auto &s : sql::policy_statements()) prepare(s);
     for (const auto &s : sql::node_fault_statements()) prepare(s);
     for (const auto &s : sql::federation_statements()) prepare(s);
+    for (const auto &s : sql::seal_statements()) prepare(s);
 }
 
 Store::~Store() {

@@ -209,6 +209,25 @@ public:
     std::vector<WitnessedRow> witnessed_heads();
     void put_witnessed_head(const WitnessedRow &r);   // keeps a conflict noted before
     void witness_conflict(const std::string &peer, const std::string &evidence);   // the first one stays
+    // A seal's file list as its receipt commits to it (file_list.hpp): the
+    // root (hex), count, bytes and the receipt (seq 0: none signed).
+    struct SealedListRow { std::string root; long long count = 0, bytes = 0, receipt_seq = 0; std::string receipt_digest; };
+    void put_sealed_list(const std::string &run, const std::string &name, const SealedListRow &r);
+    std::optional<SealedListRow> sealed_list(const std::string &run, const std::string &name);
+    // A seal a peer's decision carried with the run (seals/carried.hpp):
+    // files is the JSON array [{path, sha256, bytes, rank}], checked on arrival.
+    struct CarriedSealRow {
+        std::string run, name;
+        long long attempt = 0, ranks = 0;
+        std::string parent, sealed_by;
+        SealedListRow list;
+        std::string files;
+        double received = 0;
+    };
+    void put_carried_seal(const CarriedSealRow &r);
+    std::optional<CarriedSealRow> carried_seal(const std::string &run, const std::string &name);
+    // The run's carried seals, the newest (by received, then name) first.
+    std::vector<CarriedSealRow> carried_seals(const std::string &run, int limit);
     // The ranks' commits of a checkpoint: rank and its files (JSON text).
     std::vector<std::pair<long long, std::string>> commit_files(const std::string &run, long long attempt, const std::string &name);
     // An attempt's ranks as their agents reported them (POST

@@ -7,6 +7,15 @@ rank's agent committed them); load() asks for them with the task's reader
 token (SHARDNET_BROKER_TOKEN, set by the plugin: it reads the run and
 changes nothing) at GET /v1/runs/RUN/checkpoints/NAME/files?rank=R.
 
+The answer carries the file list's Merkle root as the seal recorded it
+(and its receipt signed it: doc/receipts.md, "The file list") and, for each
+of the rank's files, its leaf index and inclusion proof (RFC 9162): each
+file is checked to be a leaf of that root, so a list changed in the
+broker's store after the seal is refused. A seal made before the broker
+kept roots has none (its receipt lists the files), and the list is taken
+as it is. A run handed from a peer broker is answered from the seals its
+decision carried, checked the same way.
+
 When the broker cannot be asked (no broker in the environment, or it does
 not answer), or cannot say (the run moved from a peer broker, which sealed
 its earlier checkpoints: `sealed_elsewhere`), the shard is checked against
@@ -15,6 +24,7 @@ invariant 3), and a shard still loads weights-only (no pickle runs code).
 SHARDNET_REQUIRE_SEALED=1 refuses instead: the site or user who wants no
 shard the broker has not vouched for.
 """
+import hashlib
 import json
 import os
 import ssl
@@ -70,12 +80,68 @@ def files(run, name, rank, env=None):
     except (urllib.error.URLError, OSError, ssl.SSLError) as e:
         raise Unavailable(f"the broker at {url} does not answer ({getattr(e, 'reason', e)})") from None
     try:
-        listed = json.loads(body)["files"]
+        answer = json.loads(body)
+        listed = answer["files"]
         out = {}
         for f in listed:
             out[str(f["path"])] = (str(f["sha256"]), int(f["bytes"]))
-    except (ValueError, KeyError, TypeError) as e:
+        sealed_list = answer.get("list")
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise Unavailable(f"the broker's answer is not a file list ({e})") from None
     if not out:
         raise Unavailable("the broker's file list is empty")
+    if sealed_list is not None:
+        check_list(name, listed, sealed_list)
     return out
+
+
+def leaf_hash(path, sha256, size):
+    """A file's leaf: its manifest line without the newline, as RFC 9162 hashes a leaf."""
+    return hashlib.sha256(b"\x00" + f"{sha256} {size} {path}".encode()).digest()
+
+
+def _node(left, right):
+    return hashlib.sha256(b"\x01" + left + right).digest()
+
+
+def verify_inclusion(index, size, leaf, path, root):
+    """RFC 9162 2.1.3.2: does path prove leaf at index in the tree of size leaves with root?"""
+    if not 0 <= index < size:
+        return False
+    fn, sn, r = index, size - 1, leaf
+    for p in path:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            r = _node(p, r)
+            if not fn & 1:
+                while not fn & 1 and fn != 0:
+                    fn >>= 1
+                    sn >>= 1
+        else:
+            r = _node(r, p)
+        fn >>= 1
+        sn >>= 1
+    return sn == 0 and r == root
+
+
+def check_list(name, files, sealed_list):
+    """Each of files (as the broker listed them, with index and inclusion) is a
+    leaf of the list the seal committed to: CheckpointError naming the file
+    when one is not."""
+    try:
+        root, count = bytes.fromhex(sealed_list["merkle_root"]), int(sealed_list["count"])
+        if len(root) != 32:
+            raise ValueError("merkle_root is not 32 bytes")
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise CheckpointError(f"checkpoint {name}: the broker's list root is unreadable ({e})") from None
+    for f in files:
+        try:
+            proof = [bytes.fromhex(h) for h in f["inclusion"]]
+            ok = verify_inclusion(int(f["index"]), count, leaf_hash(f["path"], f["sha256"], int(f["bytes"])), proof, root)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            ok = False
+        if not ok:
+            raise CheckpointError(f"checkpoint {name}: {f.get('path')!r} (sha256 {f.get('sha256')}) is not in the file list its seal "
+                                  f"committed to (Merkle root {sealed_list.get('merkle_root')}, {count} files): the broker's record "
+                                  "changed since the seal") from None

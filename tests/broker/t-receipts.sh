@@ -182,7 +182,9 @@ import base64, json, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 seq, env = db.execute("SELECT seq, envelope FROM receipts WHERE run = 'r1' AND kind = 'checkpoint-sealed' LIMIT 1").fetchone()
 e = json.loads(env)
-st = base64.b64decode(e["payload"]).replace(b'"size":10', b'"size":11')
+payload = base64.b64decode(e["payload"])
+st = payload.replace(b'"count":1,"bytes":10}', b'"count":1,"bytes":11}')   # the sealed files' total (body.files)
+assert st != payload, "no body.files to alter in " + payload.decode()[:300]
 e["payload"] = base64.b64encode(st).decode()
 db.execute("UPDATE receipts SET envelope = ? WHERE run = 'r1' AND seq = ?", (json.dumps(e, separators=(",", ":"), sort_keys=True), seq))
 db.commit()

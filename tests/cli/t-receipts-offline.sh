@@ -175,4 +175,65 @@ cmp -s payload.json s2.json || fail "the worked example's payload is not the sta
 $PY -c 'import json,sys; e=json.load(open(sys.argv[1])); print(json.dumps(e, separators=(",",":")))' e2-changed.json > env.json
 out=$(bash -euo pipefail example.sh 2>&1) && fail "the worked example verified a changed payload: $out"
 grep -q "Signature Verification Failure" <<<"$out" || fail "the worked example on a changed payload: $out"
-echo "ok: shard verify catches every tampering case; the worked example verifies"
+
+# A seal that commits its files as a Merkle root (body.files): the root is
+# computed here with Python's hashlib (RFC 9162's MTH as the RFC writes it,
+# no project code), the list given with --files, the files re-hashed.
+mkdir -p ck2/checkpoint-200
+for r in 0 1 2; do
+    printf 'weights of rank %s, checkpoint 200\n' $r > ck2/checkpoint-200/rank-$r.pt
+    echo "$(sha256sum < ck2/checkpoint-200/rank-$r.pt | cut -d' ' -f1) $(stat -c %s ck2/checkpoint-200/rank-$r.pt) rank-$r.pt" \
+        > ck2/checkpoint-200/rank-$r.manifest
+done
+$PY - ck2/checkpoint-200 > list.json 2> files.json <<'PYEOF'
+import glob, hashlib, json, sys
+lines = sorted((l.split(" ", 2) for m in glob.glob(sys.argv[1] + "/*.manifest") for l in open(m).read().splitlines()), key=lambda x: (x[2], x))
+def mth(d):
+    if len(d) == 1:
+        return hashlib.sha256(b"\0" + d[0]).digest()
+    k = 1
+    while k * 2 < len(d):
+        k *= 2
+    return hashlib.sha256(b"\1" + mth(d[:k]) + mth(d[k:])).digest()
+root = mth([" ".join(x).encode() for x in lines]).hex()
+print(json.dumps({"files": [{"path": p, "sha256": h, "bytes": int(b)} for h, b, p in lines]}))
+sys.stderr.write(json.dumps({"merkle_root": root, "count": len(lines), "bytes": sum(int(b) for _, b, _ in lines)}, separators=(",", ":")))
+PYEOF
+body2='{"checkpoint":"checkpoint-200","parent":"checkpoint-100","step":200,"files":'$(cat files.json)'}'
+subj2='[{"name":"shardnet:small-1a2b3c/checkpoint/checkpoint-200","digest":{"sha256":"'$(printf %s "$body2" | sha256sum | cut -d' ' -f1)'"}}]'
+statement 5 "$(digest e4.json)" checkpoint-sealed "$subj2" "$body2" > s5.json
+"$SHARD" receipt-sign --key k.pem --statement s5.json > e5.json || fail "receipt-sign s5.json (a seal with body.files)"
+cat e1.json e2.json e3.json e4.json e5.json > chain5.jsonl
+check 0 "checkpoint ck2/checkpoint-200: 3 shard(s) against run small-1a2b3c seq 5" chain5.jsonl --key pub.pem --checkpoint-dir ck2/checkpoint-200 --files list.json
+check 1 "give the list with --files FILE" chain5.jsonl --key pub.pem --checkpoint-dir ck2/checkpoint-200
+# The old receipt (every file a subject) beside it still verifies as before.
+mkdir -p ckpt/checkpoint-100/rank-0 && printf 'weights of rank 0\n' > ckpt/checkpoint-100/rank-0/model.pt
+check 0 "checkpoint ckpt/checkpoint-100: 1 shard(s) against run small-1a2b3c seq 2" chain5.jsonl --key pub.pem --checkpoint-dir ckpt/checkpoint-100
+# A list that is not the sealed one: a file's digest changed in it (the
+# files on disk changed to match), one left out, one added.
+$PY -c 'import json,sys; v=json.load(open("list.json")); v["files"][1]["sha256"]="0"*64; print(json.dumps(v))' > list-changed.json
+check 1 "the checkpoint's file list is not the one sealed: 3 file(s)" chain5.jsonl --key pub.pem --checkpoint-dir ck2/checkpoint-200 --files list-changed.json
+$PY -c 'import json,sys; v=json.load(open("list.json")); v["files"].pop(); print(json.dumps(v))' > list-short.json
+check 1 "not the one sealed: 2 file(s)" chain5.jsonl --key pub.pem --checkpoint-dir ck2/checkpoint-200 --files list-short.json
+$PY -c 'import json,sys; v=json.load(open("list.json")); v["files"].append({"path":"zz.pt","sha256":"0"*64,"bytes":1}); print(json.dumps(v))' > list-long.json
+check 1 "has more than the 3 files sealed" chain5.jsonl --key pub.pem --checkpoint-dir ck2/checkpoint-200 --files list-long.json
+$PY -c 'import json,sys; v=json.load(open("list.json")); v["files"].reverse(); print(json.dumps(v))' > list-reversed.json
+check 1 "is not after rank-2.pt (the list is in path order" chain5.jsonl --key pub.pem --checkpoint-dir ck2/checkpoint-200 --files list-reversed.json
+check 2 "--files FILE goes with --checkpoint-dir DIR" chain5.jsonl --key pub.pem --files list.json
+# A file changed on disk after the seal: named.
+cp ck2/checkpoint-200/rank-1.pt keep.pt; printf 'x' >> ck2/checkpoint-200/rank-1.pt
+check 1 "size mismatch for shard rank-1.pt" chain5.jsonl --key pub.pem --checkpoint-dir ck2/checkpoint-200 --files list.json
+cp keep.pt ck2/checkpoint-200/rank-1.pt
+
+# doc/receipts.md's second worked example: the root from the manifests with
+# sha256sum and the shell, against the receipt's payload.
+sed -n '/<!-- worked-example-files:begin -->/,/<!-- worked-example-files:end -->/p' "$DOC" | grep -v '^<!--' | grep -v '^```' > example-files.sh
+[ "$(wc -l < example-files.sh)" -gt 5 ] || fail "no files worked example between the markers in $DOC"
+printf '%s' "$(sed -E 's/.*"payload":"([^"]*)".*/\1/' e5.json)" | base64 -d > payload.json
+out=$(dir=ck2/checkpoint-200 bash -euo pipefail example-files.sh 2>&1) || fail "the files worked example failed: $out"
+[ "$(grep -c "^root $($PY -c 'import json; print(json.load(open("files.json"))["merkle_root"])') count 3 bytes " <<<"$out")" = 2 ] \
+    || fail "the files worked example's two root lines are not the sealed root: $out"
+grep -q "^files match their lines" <<<"$out" || fail "the files worked example did not match the files: $out"
+printf 'x' >> ck2/checkpoint-200/rank-1.pt
+out=$(dir=ck2/checkpoint-200 bash -euo pipefail example-files.sh 2>&1) && fail "the files worked example passed a changed file: $out"
+echo "ok: shard verify catches every tampering case; the worked examples verify (a receipt, and a checkpoint's files against its root)"

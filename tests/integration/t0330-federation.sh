@@ -36,7 +36,8 @@ ok "capacity: beta and alpha (through the peer) idle 2/2; with the link cut alph
 # environment travels with the decision).
 j=$(as_user beta env FED_VAR=carried-7 sbatch --parsable -N2 -n2 -o "$WORK/fed-%j.out" --shardnet=fed-run --shardnet-heartbeat=1 \
     --wrap "echo \"fedvar=\${FED_VAR:-unset} batch attempt=\${SHARDNET_ATTEMPT:-1}\"; srun $WORK/train.sh")
-fed_wait 30 'any(e["kind"] == "SEALED" for e in v["events"])' B /v1/runs/fed-run/events || fail "no checkpoint sealed at B: $(fed_get B /v1/runs/fed-run/events)"
+# Two seals at least: the decision carries the newest two (the peer serves both).
+fed_wait 30 'sum(e["kind"] == "SEALED" for e in v["events"]) >= 2' B /v1/runs/fed-run/events || fail "no two checkpoints sealed at B: $(fed_get B /v1/runs/fed-run/events)"
 ok "fed-run runs on beta (job $j) and seals checkpoints at broker B"
 
 # The decision will reach A, but A's answer will not reach B.
@@ -80,6 +81,30 @@ case "$(basename "$resume")" in "$sealed_before"|"$sealed") ;; *) fail "attempt 
 fed_wait 20 'any(e["kind"] == "SEALED" and e["evidence"].get("attempt") == 2 for e in v["events"])' A /v1/runs/fed-run/events \
     || fail "attempt 2 sealed nothing at A: $(fed_get A /v1/runs/fed-run/events)"
 ok "attempt 2 resumed from $(basename "$resume") at step $start and seals its own checkpoints at A"
+# The decision carried B's newest two seals: A serves their digests (a
+# resume there is checked against them, never answered sealed_elsewhere),
+# each file with its proof against B's root, to the run's own reader token
+# at A. (Attempt 2's agent commits the checkpoint it resumed from again, so
+# A seals that one itself too: the same files, the same root as B's.)
+reader=$("$HARNESS/worker_token.py" --reader "$FED/a.worker.key" fed-run 2 2 "$(id -u "$TEST_USER")" "$new" alpha)
+files_at_a() { curl -s --cacert "$FED/a.crt" -H "Authorization: Bearer $reader" "https://127.0.0.1:$A_PORT/v1/runs/fed-run/checkpoints/$1/files?rank=0"; }
+named=$(basename "$resume")
+before=$(fed_get B /v1/runs/fed-run/checkpoints | /usr/bin/python3 -c '
+import json, sys
+names = [c["name"] for c in json.load(sys.stdin)["checkpoints"]]
+print(names[names.index(sys.argv[1]) - 1] if names.index(sys.argv[1]) > 0 else "")' "$named")
+[ -n "$before" ] || fail "B sealed nothing before $named"
+/usr/bin/python3 - "$(files_at_a "$named")" "$(fed_get B "/v1/runs/fed-run/checkpoints/$named/files?rank=0")" "$(files_at_a "$before")" <<'PY' \
+    || fail "A does not serve the seals B's decision carried: $(files_at_a "$before")"
+import json, sys
+resumed, at_b, older = (json.loads(a) for a in sys.argv[1:4])
+assert resumed["list"] == at_b["list"] and resumed["files"][0]["sha256"] == at_b["files"][0]["sha256"], (resumed, at_b)
+assert older.get("carried") and older["sealed_by"] == "beta-broker" and older["list"]["count"] == 2, older
+assert older["receipt"] is None or len(older["receipt"]["digest"]) == 64, older
+for f in older["files"]:
+    assert f["rank"] == 0 and len(f["inclusion"]) >= 1, f
+PY
+ok "A serves $before as B's decision carried it (carried, sealed by beta-broker, with proofs) to the run's reader token there; $named's root at A is B's"
 grep -q 'fedvar=carried-7 batch attempt=2' "$WORK/fed-$j.out" || fail "attempt 2 at A did not get the submitter's FED_VAR: $(grep fedvar "$WORK/fed-$j.out")"
 ok "the submitter's FED_VAR reached attempt 2 at broker A (the environment travels with the decision)"
 

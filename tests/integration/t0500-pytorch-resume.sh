@@ -48,10 +48,22 @@ a=$(cat "$CK/pt-ref.out/final.sha256"); b=$(cat "$CK/pt-fault.out/final.sha256")
 diff <(losses pt-ref) <(losses pt-fault) > "$WORK/loss.diff" || fail "loss curves differ: $(head "$WORK/loss.diff")"
 [ "$(losses pt-ref | wc -l)" = "$STEPS" ] || fail "the loss curve has $(losses pt-ref | wc -l) steps, not $STEPS"
 ok "killed on beta, resumed on alpha: final parameters bitwise equal ($a), $STEPS losses equal step by step"
-# Its checkpoint was sealed at beta's broker: alpha's cannot say, and the
-# resume says so (a warning, the manifest's word; not a failed job).
-grep -q "the broker's sealed digests could not be had (the broker answered HTTP 404: run pt-fault moved between this broker and broker" \
-    "$WORK"/pt-fault-*.out || fail "no warning that alpha's broker holds no seal of beta's checkpoint: $(grep -h shardnet: "$WORK"/pt-fault-*.out | tail -3)"
+# Its checkpoint was sealed at beta's broker; the decision carried the seal
+# (name, files, root, receipt), so alpha's broker vouches for it: the resume
+# at alpha is checked against it, with no fallback to the manifest alone.
+if grep -q "sealed digests could not be had\|sealed_elsewhere" "$WORK"/pt-fault-*.out; then
+    fail "the resume at alpha fell back to the manifest: $(grep -h 'could not be had' "$WORK"/pt-fault-*.out | head -2)"
+fi
+resumed=$(grep -ho 'resumed from checkpoint-[0-9]*' "$WORK"/pt-fault-*.out | head -1 | awk '{print $3}')
+[ -n "$resumed" ] || fail "pt-fault did not resume at alpha: $(tail -5 "$WORK"/pt-fault-*.out)"
+carried=$(fed_get A "/v1/runs/pt-fault/checkpoints/$resumed/files?rank=1") || fail "alpha serves no seal of $resumed"
+/usr/bin/python3 - "$carried" <<'PY' || fail "alpha's carried seal of $resumed: $carried"
+import json, sys
+v = json.loads(sys.argv[1])
+assert v["carried"] and v["sealed_by"] == "beta-broker", v
+assert v["list"]["count"] == 2 and len(v["files"]) == 1 and v["files"][0]["inclusion"] is not None, v
+PY
+ok "the resume at alpha from $resumed (sealed at beta) was checked against the seal beta's decision carried: no manifest-only fallback"
 
 # Corrupt the newest checkpoint of pt-ref; a resume from it falls back.
 newest=$(ls -d "$CK"/pt-ref/checkpoint-* | sort | tail -1)

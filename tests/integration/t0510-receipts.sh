@@ -74,23 +74,24 @@ for r in json.load(sys.stdin)["receipts"]:
     if p["kind"] == "checkpoint-sealed":
         if body.get("step") != int(body["checkpoint"].split("-")[1]):
             bad.append("%s: step %r" % (body["checkpoint"], body.get("step")))
-        for s in st["subject"]:
-            if not s.get("annotations", {}).get("node"):
-                bad.append("%s: shard %s names no node" % (body["checkpoint"], s["name"]))
+        # The files as one Merkle root (2 ranks, a shard each), not a subject each.
+        files = body.get("files") or {}
+        if files.get("count") != 2 or len(files.get("merkle_root", "")) != 64 or len(st["subject"]) != 1:
+            bad.append("%s: files %r, %d subject(s)" % (body["checkpoint"], files, len(st["subject"])))
 for b in bad: print("BAD " + b)
 ')
     sed 's/^/  /' <<<"$out"
     grep -q "^BAD" <<<"$out" && fail "broker $b's receipts miss who ran what where: $(grep '^BAD' <<<"$out" | head -3)"
     grep -q "^attempt " <<<"$out" || fail "broker $b has no attempt-started receipt"
 done
-ok "attempt-started names each rank's node and the trainer's torch $want_torch / Python $want_py; each seal its step and each shard's node"
+ok "attempt-started names each rank's node and the trainer's torch $want_torch / Python $want_py; each seal its step and its 2 files' Merkle root"
 
 final=$(ls -d "$CK"/pt-rc/checkpoint-* | sort | tail -1)
 out=$(shard verify pt-rc --key beta-broker="$FED/b.receipts.pub" --key alpha-broker="$FED/a.receipts.pub" --checkpoint-dir "$final" 2>&1) \
     || fail "shard verify pt-rc: $out"
-grep -q "^ok: " <<<"$out" && grep -q "^checkpoint .*shard(s)" <<<"$out" || fail "shard verify pt-rc: $out"
+grep -q "^ok: " <<<"$out" && grep -q "^checkpoint .*: 2 shard(s)" <<<"$out" || fail "shard verify pt-rc: $out"
 sed 's/^/  /' <<<"$out"
-ok "shard verify pt-rc: both brokers' receipts, their log heads, and $(basename "$final") re-hashed on disk"
+ok "shard verify pt-rc: both brokers' receipts, their log heads, $(basename "$final")'s file list (fetched) against its sealed root and re-hashed on disk"
 # Each broker's log as the other witnessed it (every 2 s here): one history.
 sleep 3
 out=$(shard verify pt-rc --witness --key beta-broker="$FED/b.receipts.pub" --key alpha-broker="$FED/a.receipts.pub" 2>&1) \

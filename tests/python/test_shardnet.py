@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 import shardnet
-from shardnet import atomic, checkpoint, manifest, progress_file as progress_mod
+from shardnet import atomic, checkpoint, manifest, progress_file as progress_mod, sealed
 
 PY = "/usr/bin/python3"
 LIB = os.path.dirname(os.path.dirname(os.path.abspath(shardnet.__file__)))
@@ -549,6 +549,45 @@ def _token(key, run, attempt, world, uid, job, cluster, reader=False):
     return f"{'snr2' if reader else 'snw2'}.{attempt}.{world}.{uid}.{job}.{cluster}.{mac}.{run}"
 
 
+class SealedListProofs(unittest.TestCase):
+    """sealed.py's RFC 9162 inclusion check against a tree made by the
+    RFC's definition (MTH), for every leaf of every size up to 20."""
+
+    def mth(self, leaves):
+        if len(leaves) == 1:
+            return leaves[0]
+        k = 1
+        while k * 2 < len(leaves):
+            k *= 2
+        return sealed._node(self.mth(leaves[:k]), self.mth(leaves[k:]))
+
+    def path(self, m, leaves):
+        if len(leaves) == 1:
+            return []
+        k = 1
+        while k * 2 < len(leaves):
+            k *= 2
+        if m < k:
+            return self.path(m, leaves[:k]) + [self.mth(leaves[k:])]
+        return self.path(m - k, leaves[k:]) + [self.mth(leaves[:k])]
+
+    def test_every_leaf_of_every_size_and_tampering(self):
+        for n in range(1, 21):
+            leaves = [sealed.leaf_hash(f"rank-{i}.pt", "%064x" % i, i) for i in range(n)]
+            root = self.mth(leaves)
+            for m in range(n):
+                p = self.path(m, leaves)
+                self.assertTrue(sealed.verify_inclusion(m, n, leaves[m], p, root), (n, m))
+                self.assertFalse(sealed.verify_inclusion(m, n, sealed.leaf_hash("x", "0" * 64, 1), p, root))
+                self.assertFalse(sealed.verify_inclusion(m + 1, n, leaves[m], p, root))
+                if p:
+                    self.assertFalse(sealed.verify_inclusion(m, n, leaves[m], p[:-1], root))
+
+    def test_the_leaf_is_the_manifest_line(self):
+        self.assertEqual(sealed.leaf_hash("rank-0.pt", "ab" * 32, 18).hex(),
+                         hashlib.sha256(b"\x00" + ("ab" * 32).encode() + b" 18 rank-0.pt").hexdigest())
+
+
 class SealedByBroker(Env):
     """load() against a real broker (BROKER, as make check sets it): a shard
     swapped together with its manifest is refused because the broker sealed
@@ -568,9 +607,19 @@ class SealedByBroker(Env):
             json.dump({"listen": "127.0.0.1:0", "plain_http": True, "database": os.path.join(self.dir, "b.db"),
                        "tokens": [{"name": "ops", "scope": "admin", "sha256": admin}],
                        "worker_keys": [{"name": "site", "key_file": kf}]}, f)
+        self.broker_bin = broker
+        self.restart_broker()
+        claim = ("rs", 1, 1, os.getuid(), 5, "c1")
+        self.agent = _token(self.key, *claim)
+        self.reader = _token(self.key, *claim, reader=True)
+
+    def restart_broker(self):
         port_file = os.path.join(self.dir, "port")
-        with open(os.path.join(self.dir, "broker.log"), "w") as log:
-            self.broker = subprocess.Popen([broker, "--config", os.path.join(self.dir, "broker.json"), "--port-file", port_file], stderr=log)
+        if os.path.exists(port_file):
+            os.unlink(port_file)
+        with open(os.path.join(self.dir, "broker.log"), "a") as log:
+            self.broker = subprocess.Popen([self.broker_bin, "--config", os.path.join(self.dir, "broker.json"), "--port-file", port_file],
+                                           stderr=log)
         port = ""
         for _ in range(200):
             if os.path.exists(port_file):
@@ -581,9 +630,6 @@ class SealedByBroker(Env):
             time.sleep(0.05)
         self.assertTrue(port, "the broker wrote no port file")
         self.url = f"http://127.0.0.1:{port}"
-        claim = ("rs", 1, 1, os.getuid(), 5, "c1")
-        self.agent = _token(self.key, *claim)
-        self.reader = _token(self.key, *claim, reader=True)
 
     def tearDown(self):
         self.broker.kill()
@@ -639,6 +685,22 @@ class SealedByBroker(Env):
         self.assertIn(f"sha256 {sha256(p)}", why)
         self.assertRegex(why, r"the broker sealed sha256 [0-9a-f]{64} \(\d+ bytes\): refused")
         self.assertNotIn(f"the broker sealed sha256 {sha256(p)}", why)
+        # The list the seal committed to (its Merkle root): a commit row
+        # changed in the broker's store after the seal is refused, naming the file.
+        self.broker.kill()
+        self.broker.wait()
+        import sqlite3
+        db = sqlite3.connect(os.path.join(self.dir, "b.db"))
+        forged_sha = sha256(p)
+        db.execute("UPDATE commits SET files = ? WHERE run = 'rs' AND name = ?",
+                   (json.dumps([{"path": "rank-0.pt", "sha256": forged_sha, "bytes": os.path.getsize(p)}]), new))
+        db.commit()
+        db.close()
+        self.restart_broker()
+        os.environ.update(SHARDNET_BROKER_URL=self.url)
+        c = shardnet.load(os.path.join(ck, new), restore_rng=False)
+        self.assertEqual(c.name, old)
+        self.assertRegex(c.rejected[0][1], r"'rank-0.pt' \(sha256 %s\) is not in the file list its seal committed to \(Merkle root [0-9a-f]{64}, 1 files\)" % forged_sha)
         # The reader token reads; it cannot act for the job.
         self.assertEqual(self.post("/v1/heartbeats", beat, self.reader), 403)
         self.assertEqual(self.post(f"/v1/runs/rs/checkpoints/{new}/commit", {"attempt": 1, "rank": 0, "world_size": 1, "files": []},

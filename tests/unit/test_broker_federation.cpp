@@ -4,11 +4,14 @@
 // end after unreadable answers), and the inbox applies a peer's decision
 // at most once, as a local account. Real brokers: tests/integration.
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <doctest/doctest.h>
 
+#include "common/digest.hpp"
+#include "common/file_list.hpp"
 #include "tests/unit/fakes/service_fixture.hpp"
 
 using namespace shardnet::broker;
@@ -359,4 +362,144 @@ TEST_CASE("a peer's options speak the site's names: this broker's cluster takes 
     CHECK(r.status == 409);
     CHECK(contains(r.body, "no qos for high"));
     CHECK(f.slurm->count("sbatch") == 1);
+}
+
+namespace {
+
+std::string commit_body(int rank, int world, const std::string &name) {
+    const std::string p = "rank-" + std::to_string(rank) + ".pt";
+    return json::serialize(json::object{{"attempt", 1}, {"rank", rank}, {"world_size", world},
+                                        {"files", json::array{json::object{{"path", p}, {"sha256", shardnet::sha256_hex(name + p)},
+                                                                           {"bytes", 100 + rank}}}}});
+}
+
+// The sender's "sealed" as a peer receives it, with one field replaced.
+std::string with_sealed(const json::value &sealed) {
+    json::object d = json::parse(decision_body("alpha:r1/attempt-2", "r1", 2, "daemon")).as_object();
+    d["sealed"] = sealed;
+    return json::serialize(d);
+}
+
+}  // namespace
+
+TEST_CASE("a decision carries the run's newest seals; the peer checks them, keeps them and serves them with their proofs") {
+    ServiceFixture f({{"c1", kConf}}, two_peers());
+    f.start();
+    f.peers->on(kBeta, [](const HttpRequest &) {
+        return answer(200, json::object{{"accepted", true}, {"broker", "beta"}, {"cluster", "b1"}, {"job", 55}, {"nodes", json::array{"b1n1"}}});
+    });
+    fault_without_room(f, [&] {
+        for (const char *name : {"checkpoint-10", "checkpoint-20", "checkpoint-30"})
+            for (int rank : {0, 1})
+                REQUIRE(f.call("POST", std::string("/v1/runs/r1/checkpoints/") + name + "/commit", commit_body(rank, 2, name)).status == 200);
+    });
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "MOVED"; }));
+    const json::value sent = json::parse(f.peers->requests(kBeta).at(0).body);
+    const json::array &sealed = sent.at("sealed").as_array();
+    REQUIRE(sealed.size() == 2);   // the newest two, newest first
+    CHECK(sealed[0].at("name").as_string() == "checkpoint-30");
+    CHECK(sealed[0].at("parent").as_string() == "checkpoint-20");
+    CHECK(sealed[0].at("sealed_by").as_string() == "alpha");
+    CHECK(sealed[1].at("name").as_string() == "checkpoint-20");
+    CHECK(sealed[0].at("files").as_array().size() == 2);
+    CHECK(sealed[0].at("list").at("count").as_int64() == 2);
+    // What the sender serves of it is what it sends.
+    auto here = f.call("GET", "/v1/runs/r1/checkpoints/checkpoint-30/files");
+    REQUIRE(here.status == 200);
+    CHECK(json::parse(here.body).at("list") == sealed[0].at("list"));
+
+    // The peer: the decision with its seals, as the sender sent them.
+    ServiceFixture peer({{"c1", kConf}});
+    peer.start([](FakeSlurm &s) { s.nodes[kConf] = {{"n1", "IDLE"}}; });
+    auto r = peer.call("POST", "/v1/decisions", with_sealed(sealed), "peer-t");
+    REQUIRE_MESSAGE(r.status == 200, r.body);
+    auto got = peer.call("GET", "/v1/runs/r1/checkpoints/checkpoint-30/files?rank=1");
+    REQUIRE_MESSAGE(got.status == 200, got.body);
+    const json::value g = json::parse(got.body);
+    CHECK(g.at("carried").as_bool());
+    CHECK(g.at("sealed_by").as_string() == "alpha");
+    CHECK(g.at("list") == sealed[0].at("list"));
+    REQUIRE(g.at("files").as_array().size() == 1);
+    const json::value &file = g.at("files").at(0);
+    CHECK(file.at("path").as_string() == "rank-1.pt");
+    CHECK(file.at("sha256").as_string() == shardnet::sha256_hex("checkpoint-30rank-1.pt"));
+    std::vector<shardnet::merkle::Hash> path;
+    for (const auto &h : file.at("inclusion").as_array()) path.push_back(*shardnet::merkle::from_hex(h.as_string()));
+    const shardnet::file_list::Entry e{"rank-1.pt", std::string(file.at("sha256").as_string()), 101};
+    CHECK(shardnet::merkle::verify_inclusion(file.at("index").as_int64(), 2, shardnet::file_list::leaf(e), path,
+                                             *shardnet::merkle::from_hex(g.at("list").at("merkle_root").as_string())));
+    // The whole list, as shard verify reads it.
+    CHECK(json::parse(peer.call("GET", "/v1/runs/r1/checkpoints/checkpoint-20/files").body).at("files").as_array().size() == 2);
+    // A checkpoint it was not told of: the sender's word is still elsewhere.
+    CHECK(peer.call("GET", "/v1/runs/r1/checkpoints/checkpoint-10/files?rank=0").status == 404);
+}
+
+TEST_CASE("a peer's carried seals are untrusted: each malformed one refuses the decision with a 400 naming the field") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start([](FakeSlurm &s) { s.nodes[kConf] = {{"n1", "IDLE"}}; });
+    const std::string sha = shardnet::sha256_hex("x");
+    std::vector<shardnet::file_list::Entry> files{{"rank-0.pt", sha, 5, 0}};
+    const json::object list = shardnet::file_list::summary_json(shardnet::file_list::summarize(files));
+    auto seal = [&](const std::function<void(json::object &)> &change) {
+        json::object s{{"name", "checkpoint-30"}, {"attempt", 1}, {"ranks", 1}, {"parent", nullptr}, {"sealed_by", "alpha"},
+                       {"list", list}, {"receipt", nullptr},
+                       {"files", json::array{json::object{{"path", "rank-0.pt"}, {"sha256", sha}, {"bytes", 5}, {"rank", 0}}}}};
+        change(s);
+        return json::array{s};
+    };
+    auto refused = [&](const json::value &sealed, const std::string &words) {
+        auto r = f.call("POST", "/v1/decisions", with_sealed(sealed), "peer-t");
+        INFO(r.body);
+        CHECK(r.status == 400);
+        CHECK(contains(r.body, "\"field\":\"sealed\""));
+        CHECK(contains(r.body, words));
+    };
+    refused(json::object{}, "sealed: expected an array");
+    refused(seal([](json::object &s) { s["files"].as_array()[0].as_object()["sha256"] = "00"; }),
+            "sealed[0].files[0].sha256: expected 64 lower-case hex digits");
+    refused(seal([](json::object &s) { s["files"].as_array()[0].as_object()["path"] = "../../etc/shadow"; }), "sealed[0].files[0].path:");
+    refused(seal([](json::object &s) { s["files"].as_array()[0].as_object()["rank"] = 3; }), "sealed[0].files[0].rank: expected 0..0");
+    refused(seal([](json::object &s) { s["files"].as_array()[0].as_object()["bytes"] = 6; }),
+            "sealed[0].list: its files make 1 file(s), 6 bytes");
+    refused(seal([](json::object &s) { s["name"] = "../x"; }), "sealed[0].name: 1-128 of");
+    refused(seal([](json::object &s) { s["receipt"] = json::object{{"seq", 1}, {"digest", "zz"}}; }), "sealed[0].receipt.digest");
+    refused(seal([](json::object &s) { s["evil"] = 1; }), "sealed[0].evil: unknown field");
+    refused(seal([](json::object &s) { s["list"].as_object()["merkle_root"] = std::string(64, 'A'); }), "sealed[0].list.merkle_root");
+    json::array five;
+    for (int i = 0; i < 5; ++i) five.push_back(seal([&](json::object &s) { s["name"] = "checkpoint-" + std::to_string(i); })[0]);
+    refused(five, "sealed: at most 4 sealed checkpoints, not 5");
+    json::array twice{seal([](json::object &) {})[0], seal([](json::object &) {})[0]};
+    refused(twice, "sealed[1].name: checkpoint-30 is carried twice");
+    // More files than a decision carries, in all.
+    json::array many;
+    std::vector<shardnet::file_list::Entry> big;
+    for (int i = 0; i < 4097; ++i) {
+        const std::string p = "f" + std::to_string(i);
+        many.push_back(json::object{{"path", p}, {"sha256", sha}, {"bytes", 1}, {"rank", 0}});
+        big.push_back({p, sha, 1, 0});
+    }
+    shardnet::file_list::sort(big);
+    refused(seal([&](json::object &s) { s["files"] = many, s["list"] = shardnet::file_list::summary_json(shardnet::file_list::summarize(big)); }),
+            "sealed[0].files: more than 4096 files");
+    CHECK(f.slurm->count("sbatch") == 0);   // nothing submitted for any of them
+    CHECK(f.call("POST", "/v1/decisions", with_sealed(seal([](json::object &) {})), "peer-t").status == 200);
+}
+
+TEST_CASE("seals never keep a run from moving: a peer that answers 413 gets the decision again without them") {
+    ServiceFixture f({{"c1", kConf}}, two_peers());
+    f.start();
+    std::atomic<int> asked{0};
+    f.peers->on(kBeta, [&](const HttpRequest &) {
+        if (asked++ == 0) return answer(413, json::object{{"error", json::object{{"code", "body_too_large"}, {"message", "over 1 MiB"}}}});
+        return answer(200, json::object{{"accepted", true}, {"broker", "beta"}, {"cluster", "b1"}, {"job", 56}, {"nodes", json::array{"b1n1"}}});
+    });
+    fault_without_room(f, [&] {
+        for (int rank : {0, 1}) REQUIRE(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-10/commit", commit_body(rank, 2, "checkpoint-10")).status == 200);
+    });
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "MOVED"; }));
+    const auto sent = f.peers->requests(kBeta);
+    REQUIRE(sent.size() == 2);
+    CHECK(json::parse(sent[0].body).as_object().contains("sealed"));
+    CHECK_FALSE(json::parse(sent[1].body).as_object().contains("sealed"));
+    CHECK(json::parse(sent[1].body).at("id") == json::parse(sent[0].body).at("id"));
 }

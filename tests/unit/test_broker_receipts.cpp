@@ -7,103 +7,20 @@
 #include <sqlite3.h>
 
 #include "common/digest.hpp"
+#include "common/file_list.hpp"
 #include "common/receipt_verify.hpp"
 #include "common/tree_head.hpp"
 #include "common/worker_token.hpp"
-#include "tests/unit/fakes/service_fixture.hpp"
+#include "tests/unit/fakes/receipt_fixture.hpp"
 
 using namespace shardnet;
 using namespace shardnet::broker;
 using namespace shardnet::broker::testing;
 namespace json = boost::json;
 
-namespace {
+using namespace shardnet::broker::testing::receipts_fixture;
 
-const std::string kConf = "/fake/c1.conf";
-
-SigningKey test_key(char seed = 'k') {
-    SigningKey k;
-    REQUIRE(SigningKey::from_seed(std::string(32, seed), k) == "");
-    return k;
-}
-
-// A fixture whose broker signs receipts; alice and bob are users of this host.
-struct ReceiptFixture : ServiceFixture {
-    SigningKey key = test_key();
-    explicit ReceiptFixture(std::map<std::string, std::string> clusters = {}) : ServiceFixture(std::move(clusters)) {
-        cfg.receipts.key = key;
-        cfg.tokens.push_back(TokenEntry{"alice", sha256_hex("alice-t"), Scope::user, "", 0, "daemon"});
-        cfg.tokens.push_back(TokenEntry{"bob", sha256_hex("bob-t"), Scope::user, "", 0, "bin"});
-        cfg.tokens.push_back(TokenEntry{"site", sha256_hex("worker-t"), Scope::worker, ""});
-    }
-    json::object get(const std::string &path, const std::string &token = "admin-t") {
-        auto r = call("GET", path, "", token);
-        INFO(path << ": " << r.body);
-        REQUIRE(r.status == 200);
-        return json::parse(r.body).as_object();
-    }
-    // The run's envelopes, in the broker's order.
-    std::vector<dsse::Envelope> envelopes(const std::string &run) {
-        std::vector<dsse::Envelope> out;
-        const json::object list = get("/v1/runs/" + run + "/receipts");   // kept: the loop reads into it
-        for (const auto &r : list.at("receipts").as_array()) {
-            dsse::Envelope e;
-            REQUIRE(dsse::from_json_value(r.at("envelope"), e) == "");
-            out.push_back(std::move(e));
-        }
-        return out;
-    }
-    std::vector<std::string> kinds(const std::string &run) {
-        std::vector<std::string> out;
-        const json::object list = get("/v1/runs/" + run + "/receipts");
-        for (const auto &r : list.at("receipts").as_array()) out.emplace_back(r.at("kind").as_string());
-        return out;
-    }
-};
-
-std::string sha(const std::string &s) { return sha256_hex(s); }
-
-std::string commit(long long attempt, int rank, int world, const std::string &shard = "model") {
-    const std::string p = "rank-" + std::to_string(rank) + "/" + shard + ".pt";
-    return R"({"attempt":)" + std::to_string(attempt) + R"(,"rank":)" + std::to_string(rank) + R"(,"world_size":)" + std::to_string(world) +
-           R"(,"files":[{"path":")" + p + R"(","sha256":")" + sha(p) + R"(","bytes":)" + std::to_string(100 + rank) + "}]}";
-}
-
-receipt::ChainResult verified(const std::vector<dsse::Envelope> &envs, const SigningKey &key) {
-    auto res = receipt::verify_chain(envs, {key});
-    for (const auto &f : res.failures) FAIL_CHECK(f.text());
-    return res;
-}
-
-void exec_sql(const std::string &db, const std::string &sql) {
-    sqlite3 *h = nullptr;
-    REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
-    sqlite3_busy_timeout(h, 5000);
-    char *err = nullptr;
-    const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
-    INFO(sql << ": " << (err ? err : ""));
-    sqlite3_free(err);
-    sqlite3_close(h);
-    REQUIRE(rc == SQLITE_OK);
-}
-
-merkle::Hash hash(const json::value &v) {
-    auto h = merkle::from_hex(v.as_string());
-    REQUIRE(h);
-    return *h;
-}
-
-receipt::TreeHead head_of(const json::value &env, const SigningKey &key) {
-    dsse::Envelope e;
-    REQUIRE(dsse::from_json_value(env, e) == "");
-    receipt::TreeHead h;
-    REQUIRE(receipt::verify_tree_head(e, {key}, h) == "");
-    return h;
-}
-
-}  // namespace
-
-TEST_CASE("an attempt's receipt waits for its ranks; a seal's names every shard with its rank and node") {
+TEST_CASE("an attempt's receipt waits for its ranks; a seal's commits its files as one Merkle root, listed apart") {
     ReceiptFixture f;
     f.start();
     REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
@@ -142,13 +59,31 @@ TEST_CASE("an attempt's receipt waits for its ranks; a seal's names every shard 
     CHECK(seal.body.at("checkpoint").as_string() == "checkpoint-00000010");
     CHECK(seal.body.at("step").as_int64() == 10);
     CHECK(seal.body.at("parent").is_null());
-    REQUIRE(seal.subjects.size() == 2);
-    CHECK(seal.subjects[1].name == "rank-1/model.pt");
-    CHECK(seal.subjects[1].sha256 == sha("rank-1/model.pt"));
-    CHECK(seal.subjects[1].annotations.at("rank").as_int64() == 1);
-    CHECK(seal.subjects[1].annotations.at("node").as_string() == "n2");
-    CHECK(seal.subjects[0].annotations.at("node").as_string() == "n1");
-    CHECK(seal.subjects[1].annotations.at("size").as_int64() == 101);
+    // The files as one Merkle root (common/file_list.hpp), the subject the
+    // checkpoint by name; the list is GET .../files and makes that root.
+    REQUIRE(seal.subjects.size() == 1);
+    CHECK(seal.subjects[0].name == "shardnet:r1/checkpoint/checkpoint-00000010");
+    std::vector<file_list::Entry> files{{"rank-0/model.pt", sha("rank-0/model.pt"), 100}, {"rank-1/model.pt", sha("rank-1/model.pt"), 101}};
+    const auto want = file_list::summarize(files);
+    CHECK(seal.body.at("files") == json::value(file_list::summary_json(want)));
+    CHECK(seal.body.at("files").at("count").as_int64() == 2);
+    CHECK(seal.body.at("files").at("bytes").as_int64() == 201);
+    const json::object listed = f.get("/v1/runs/r1/checkpoints/checkpoint-00000010/files");
+    CHECK(listed.at("list") == json::value(file_list::summary_json(want)));
+    CHECK(listed.at("receipt").at("seq").as_int64() == 2);
+    CHECK(listed.at("receipt").at("digest").as_string() == res.receipts[1].digest);
+    const auto list_failures = receipt::verify_checkpoint_list(res.receipts[1], "", [&](uint64_t, std::vector<file_list::Entry> &page, bool &last) {
+        for (const auto &x : listed.at("files").as_array()) {
+            file_list::Entry e;
+            REQUIRE(file_list::read_entry(x, "files", e) == "");
+            page.push_back(e);
+        }
+        last = true;
+        return std::string();
+    });
+    CHECK(list_failures.empty());
+    // A file's rank is in the list; its node is the attempt's ranks map's.
+    CHECK(listed.at("files").at(1).at("rank").as_int64() == 1);
     // With receipts on, a commit's digest must be one (in-toto's sha256).
     auto bad = f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-00000020/commit",
                       R"({"attempt":1,"rank":0,"world_size":1,"files":[{"path":"x","sha256":"00","bytes":1}]})");
@@ -593,7 +528,6 @@ TEST_CASE("a commit kept before receipts were on never blocks its seal: the rece
     REQUIRE(res.receipts.size() == 1);
     const auto &seal = res.receipts[0].receipt;
     CHECK(seal.kind == receipt::Kind::checkpoint_sealed);
-    REQUIRE(seal.subjects.size() == 1);
-    CHECK(seal.subjects[0].name == "rank-1/model.pt");
+    CHECK(seal.body.at("files").at("count").as_int64() == 1);   // rank 1's file only
     CHECK(seal.body.at("unattested_files") == json::parse(R"({"count":1,"files":[{"path":"rank-0.pt","rank":0}]})"));
 }

@@ -846,7 +846,8 @@ TEST_CASE("GPU types across clusters: only nodes of the job's type count; a clus
         CHECK(s->conf == kConf2);
         CHECK(has(s->argv, "--gres=gpu:a100:1"));
         CHECK(has(s->argv, "--nodelist=m1,m2"));
-        CHECK(f.events("r1").find("gpu_type tesla -> a100") != std::string::npos);
+        // The PLACEMENT event is written after sbatch answers: waited for.
+        CHECK(ServiceFixture::until([&] { return f.events("r1").find("gpu_type tesla -> a100") != std::string::npos; }));
     }
     SUBCASE("no table: c2 has no tesla at all, excluded with the reason; nothing submitted") {
         ServiceFixture f({{"c1", kConf}, {"c2", kConf2}});

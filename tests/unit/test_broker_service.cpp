@@ -567,7 +567,10 @@ TEST_CASE("a sealed checkpoint's files, as committed, for the job's reader token
     const auto v = Fixture::body(r);
     CHECK(v.at("checkpoint") == "c1");
     CHECK(v.at("attempt") == 1);
-    CHECK(v.at("files") == json::parse(R"([{"path":"shard.pt","sha256":"00","bytes":1}])"));
+    // (Receipts off: a digest that is none is taken, and listed as
+    // committed, with no proof: it is no leaf of the list's root.)
+    CHECK(v.at("files") == json::parse(R"([{"path":"shard.pt","sha256":"00","bytes":1,"rank":0}])"));
+    CHECK(v.at("list").at("count") == 0);
     CHECK(f.call("GET", "/v1/runs/r7/checkpoints/c1/files?rank=0", t1).status == 200);   // the agent's too
     r = f.call("GET", "/v1/runs/r7/checkpoints/c1/files?rank=1", reader);
     CHECK(r.status == 404);
@@ -575,7 +578,7 @@ TEST_CASE("a sealed checkpoint's files, as committed, for the job's reader token
     r = f.call("GET", "/v1/runs/r7/checkpoints/c2/files?rank=0", reader);
     CHECK(r.status == 404);
     CHECK(r.body.find("no_checkpoint") != std::string::npos);
-    r = f.call("GET", "/v1/runs/r7/checkpoints/c1/files", reader);
+    r = f.call("GET", "/v1/runs/r7/checkpoints/c1/files?rank=x", reader);
     CHECK(r.status == 400);
     CHECK(r.body.find(R"("field":"rank")") != std::string::npos);
     // Another uid's reader sees no such run.

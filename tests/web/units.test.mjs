@@ -135,7 +135,7 @@ async function signedRun() {
     const sig = new Uint8Array(await subtle.sign({ name: "Ed25519" }, pair.privateKey, pae(type, payload)));
     return { payload: Buffer.from(payload).toString("base64"), payloadType: type, signatures: [{ keyid, sig: Buffer.from(sig).toString("base64") }] };
   };
-  const kinds = [["attempt-started", { cluster: "beta", job: 7, nodes: [{ name: "b1" }] }], ["checkpoint-sealed", { checkpoint: "c1", parent: null, ranks: 1 }],
+  const kinds = [["attempt-started", { cluster: "beta", job: 7, nodes: [{ name: "b1" }] }], ["checkpoint-sealed", { checkpoint: "c1", parent: null, ranks: 1, files: { merkle_root: "ab".repeat(32), count: 3, bytes: 99 } }],
     ["run-ended", { state: "SUCCEEDED" }]];
   const listed = [];
   let previous = null;
@@ -165,6 +165,8 @@ test("a run's receipts: signature, Statement, chain and log all verified; an alt
   assert.deepEqual(good[1].checks.map((c) => [c.name, c.ok]), [["signature", true], ["statement", true], ["chain", true], ["log", true]]);
   assert.equal(attests(good[0]), "attempt 1 started on beta, job 7, nodes b1");
   assert.equal(attests(good[2]), "run ended SUCCEEDED");
+  // A seal commits its files as one Merkle root: their count from body.files, not the one subject.
+  assert.equal(attests(good[1]), `checkpoint c1 sealed (parent none), 3 files with SHA-256 under Merkle root ${"ab".repeat(8)}…, 1 rank`);
   // seq 2's payload altered (as tests/web/t-dashboard.sh alters one in the database).
   const bad = structuredClone(r.listed);
   const st = JSON.parse(Buffer.from(bad[1].envelope.payload, "base64").toString());
