@@ -98,6 +98,9 @@ struct Service::IncomingDecision {
         // (a malformed one refuses the decision, naming the field).
         if (auto *sv = o.if_contains("sealed"); sv && !sv->is_null())
             if (std::string err = carried::read(*sv, sealed); !err.empty()) return error_response(400, "bad_field", err, "sealed");
+        // Who vouches for a carried seal here is the broker that sent it
+        // (authenticated), whatever its body says sealed it.
+        for (auto &seal : sealed) seal.sealed_by = sender;
         if (auto *r = o.if_contains("requires"); r && r->is_object())
             if (auto err = requirements_from_json(r->as_object(), want); !err.empty()) return error_response(400, "bad_field", err, "requires");
         return std::nullopt;
@@ -175,14 +178,20 @@ struct Service::Inbox {
         });
         if (fresh) return false;
         auto prev = s.store_wait([&] { return s.store_->get_received(d.id); });
+        // The id is the sender's: a decision resent by another broker, or
+        // for another run or attempt, is not the one received.
+        if (prev && (prev->from != d.sender || prev->run != d.run || prev->to != d.to)) {
+            reply(error_response(409, "decision_conflict", "decision " + d.id + " was received before from another broker or for another run or attempt", "id"));
+            return true;
+        }
         if (prev) {
             json::error_code pec;
-            json::value pv = json::parse(prev->second, pec);
+            json::value pv = json::parse(prev->result, pec);
             const json::value *n = !pec && pv.is_object() ? pv.as_object().if_contains("nonce") : nullptr;
             nonce = n && n->is_string() ? std::string(n->as_string()) : "";
         }
-        if (prev && prev->first != "received") {   // answered before: the same answer again, nothing redone
-            reply(ApiResponse{prev->first == "applied" ? 200u : 409u, prev->second, "application/json"});
+        if (prev && prev->state != "received") {   // answered before: the same answer again, nothing redone
+            reply(ApiResponse{prev->state == "applied" ? 200u : 409u, prev->result, "application/json"});
             return true;
         }
         // Received, but this broker stopped before answering: Slurm knows

@@ -167,7 +167,7 @@ const Sql kStatements[] = {
     {"get_job_spec", "SELECT cluster, job, spec, script FROM job_specs WHERE run = ? AND attempt = ?"},
     {"insert_received", "INSERT OR IGNORE INTO received_decisions (id, from_broker, run, to_attempt, state, result, created) "
                         "VALUES (?,?,?,?,'received',?,?)"},
-    {"get_received", "SELECT state, result FROM received_decisions WHERE id = ?"},
+    {"get_received", "SELECT state, result, from_broker, run, to_attempt FROM received_decisions WHERE id = ?"},
     {"finish_received", "UPDATE received_decisions SET state = ?, result = ? WHERE id = ?"},
     {"update_manifest", "UPDATE runs SET manifest = ?, owner = ? WHERE id = ?"},
     {"begin", "BEGIN IMMEDIATE"},
@@ -563,12 +563,12 @@ bool Store::insert_received(const std::string &id, const std::string &from, cons
     return sqlite3_changes(db_) == 1;
 }
 
-std::optional<std::pair<std::string, std::string>> Store::get_received(const std::string &id) {
+std::optional<Store::Received> Store::get_received(const std::string &id) {
     auto *s = stmt("get_received");
     Done done{s};
     Binder(s).text(id);
     if (!row(s)) return std::nullopt;
-    return std::make_pair(col_text(s, 0), col_text(s, 1));
+    return Received{col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3), sqlite3_column_int64(s, 4)};
 }
 
 void Store::finish_received(const std::string &id, const std::string &state, const std::string &result) {

@@ -112,7 +112,8 @@ public:
     // mark its job with (a nonce in its comment).
     bool insert_received(const std::string &id, const std::string &from, const std::string &run, long long to, double now,
                          const std::string &result = "{}");
-    std::optional<std::pair<std::string, std::string>> get_received(const std::string &id);  // state, result JSON
+    struct Received { std::string state, result, from, run; long long to = 0; };   // result: JSON
+    std::optional<Received> get_received(const std::string &id);
     void finish_received(const std::string &id, const std::string &state, const std::string &result);
     void update_manifest(const std::string &run, const std::string &manifest, const std::string &owner);
     void set_run_owner(const std::string &id, const std::string &owner, long long owner_uid);

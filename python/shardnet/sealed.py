@@ -35,6 +35,7 @@ import urllib.request
 from .errors import CheckpointError
 
 TIMEOUT = 10  # seconds, per request
+MAX_ANSWER = 16 << 20  # bytes of one rank's file list read at most
 
 
 class Unavailable(Exception):
@@ -64,7 +65,7 @@ def files(run, name, rank, env=None):
         ctx = ssl.create_default_context(cafile=ca or None)
     try:
         with urllib.request.urlopen(req, timeout=TIMEOUT, context=ctx) as r:
-            body = r.read(16 << 20)
+            body = r.read(MAX_ANSWER + 1)
     except urllib.error.HTTPError as e:
         try:
             err = json.loads(e.read(65536) or b"{}")
@@ -79,15 +80,22 @@ def files(run, name, rank, env=None):
         raise Unavailable(f"the broker answered HTTP {e.code}: {message}") from None
     except (urllib.error.URLError, OSError, ssl.SSLError) as e:
         raise Unavailable(f"the broker at {url} does not answer ({getattr(e, 'reason', e)})") from None
+    if len(body) > MAX_ANSWER:
+        raise Unavailable(f"the broker's file list of rank {rank} is over {MAX_ANSWER >> 20} MiB: not read")
+    # The broker answered 200: what it says is its word. An answer that is
+    # not a file list, or names a file twice, is refused, never skipped.
     try:
         answer = json.loads(body)
         listed = answer["files"]
         out = {}
         for f in listed:
-            out[str(f["path"])] = (str(f["sha256"]), int(f["bytes"]))
+            path = str(f["path"])
+            if path in out:
+                raise ValueError(f"{path} listed twice")
+            out[path] = (str(f["sha256"]), int(f["bytes"]))
         sealed_list = answer.get("list")
     except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise Unavailable(f"the broker's answer is not a file list ({e})") from None
+        raise CheckpointError(f"checkpoint {name}: the broker's answer is not a file list ({e})") from None
     if not out:
         raise Unavailable("the broker's file list is empty")
     if sealed_list is not None:

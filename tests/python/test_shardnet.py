@@ -536,6 +536,47 @@ class TwoRanksPolicy(Env):
             self.assertEqual(out.split(), ["10,12,18,24,30,36", "6", "3"], f"rank {r}: {err}")
 
 
+class SealedAnswers(unittest.TestCase):
+    """What the broker answers 200 is its word: a garbled list, or one that
+    names a file twice, is refused (CheckpointError), never skipped; only a
+    broker that cannot be asked leaves the manifest's word (Unavailable)."""
+
+    def serve(self, body):
+        import http.server
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.shutdown)
+        return {"SHARDNET_BROKER_URL": f"http://127.0.0.1:{srv.server_port}", "SHARDNET_BROKER_TOKEN": "t"}
+
+    def test_a_garbled_answer_is_refused(self):
+        env = self.serve(b'{"files": [{"path": "rank-0.pt"')
+        with self.assertRaisesRegex(shardnet.CheckpointError, "not a file list"):
+            sealed.files("r", "checkpoint-1", 0, env)
+
+    def test_a_file_listed_twice_is_refused(self):
+        f = {"path": "rank-0.pt", "sha256": "a" * 64, "bytes": 1}
+        g = dict(f, sha256="b" * 64)
+        env = self.serve(json.dumps({"files": [f, g]}).encode())
+        with self.assertRaisesRegex(shardnet.CheckpointError, "rank-0.pt listed twice"):
+            sealed.files("r", "checkpoint-1", 0, env)
+
+    def test_a_well_formed_answer_is_read(self):
+        f = {"path": "rank-0.pt", "sha256": "a" * 64, "bytes": 1}
+        env = self.serve(json.dumps({"files": [f]}).encode())
+        self.assertEqual(sealed.files("r", "checkpoint-1", 0, env), {"rank-0.pt": ("a" * 64, 1)})
+
 if __name__ == "__main__":
     unittest.main()
 

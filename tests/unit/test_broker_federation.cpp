@@ -413,11 +413,18 @@ TEST_CASE("a decision carries the run's newest seals; the peer checks them, keep
     peer.start([](FakeSlurm &s) { s.nodes[kConf] = {{"n1", "IDLE"}}; });
     auto r = peer.call("POST", "/v1/decisions", with_sealed(sealed), "peer-t");
     REQUIRE_MESSAGE(r.status == 200, r.body);
+    // The same decision id resent for another run is not the one received:
+    // refused, nothing written for that run.
+    auto other = peer.call("POST", "/v1/decisions", decision_body("alpha:r1/attempt-2", "r9", 2, "daemon"), "peer-t");
+    CHECK(other.status == 409);
+    CHECK(contains(other.body, "decision_conflict"));
+    CHECK(peer.call("GET", "/v1/runs/r9").status == 404);
     auto got = peer.call("GET", "/v1/runs/r1/checkpoints/checkpoint-30/files?rank=1");
     REQUIRE_MESSAGE(got.status == 200, got.body);
     const json::value g = json::parse(got.body);
     CHECK(g.at("carried").as_bool());
-    CHECK(g.at("sealed_by").as_string() == "alpha");
+    // Who vouches for it here: the broker that sent it (its peer token's name), not what the body says.
+    CHECK(g.at("sealed_by").as_string() == "beta-broker");
     CHECK(g.at("list") == sealed[0].at("list"));
     REQUIRE(g.at("files").as_array().size() == 1);
     const json::value &file = g.at("files").at(0);
