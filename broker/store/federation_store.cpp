@@ -1,6 +1,7 @@
-// The store's side of federation reads: where a decision of this broker's
-// sent a run (decisions the peer accepted), for the run's onward view
-// (federation/onward.hpp).
+// The store's side of federation: decisions received from peers (applied
+// at most once, by id, and only as the broker that sent it), and reads of
+// where a decision of this broker's sent a run (decisions the peer
+// accepted), for the run's onward view (federation/onward.hpp).
 #include <algorithm>
 #include <sqlite3.h>
 
@@ -15,6 +16,10 @@ namespace sql {
 
 std::span<const Sql> federation_statements() {
     static const Sql table[] = {
+        {"insert_received", "INSERT OR IGNORE INTO received_decisions (id, from_broker, run, to_attempt, state, result, created) "
+                            "VALUES (?,?,?,?,'received',?,?)"},
+        {"get_received", "SELECT state, result, from_broker, run, to_attempt FROM received_decisions WHERE id = ?"},
+        {"finish_received", "UPDATE received_decisions SET state = ?, result = ? WHERE id = ?"},
         {"moved_to", "SELECT peer, to_attempt, coalesce(new_job, 0) FROM decisions WHERE run = ? AND state = 'delivered' "
                      "AND peer IS NOT NULL ORDER BY to_attempt DESC, created DESC LIMIT 1"},
         {"last_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? ORDER BY id DESC LIMIT ?"},
@@ -33,6 +38,30 @@ std::span<const Sql> federation_statements() {
 }
 
 }  // namespace sql
+
+bool Store::insert_received(const std::string &id, const std::string &from, const std::string &run, long long to, double now,
+                            const std::string &result) {
+    auto *s = stmt("insert_received");
+    Done done{s};
+    Binder(s).text(id).text(from).text(run).integer(to).text(result).real(now);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("writing received decision " + id, rc);
+    return sqlite3_changes(db_) == 1;
+}
+
+std::optional<Store::Received> Store::get_received(const std::string &id) {
+    auto *s = stmt("get_received");
+    Done done{s};
+    Binder(s).text(id);
+    if (!row(s)) return std::nullopt;
+    return Received{col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3), sqlite3_column_int64(s, 4)};
+}
+
+void Store::finish_received(const std::string &id, const std::string &state, const std::string &result) {
+    auto *s = stmt("finish_received");
+    Done done{s};
+    Binder(s).text(state).text(result).text(id);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating received decision " + id, rc);
+}
 
 std::optional<Store::MovedRow> Store::moved_to(const std::string &run) {
     auto *s = stmt("moved_to");

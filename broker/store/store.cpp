@@ -165,10 +165,6 @@ const Sql kStatements[] = {
     {"forwarding_decisions", "SELECT id, run, peer, payload FROM decisions WHERE state = 'forwarding' ORDER BY created"},
     {"upsert_job_spec", "INSERT OR REPLACE INTO job_specs (run, attempt, cluster, job, spec, script) VALUES (?,?,?,?,?,?)"},
     {"get_job_spec", "SELECT cluster, job, spec, script FROM job_specs WHERE run = ? AND attempt = ?"},
-    {"insert_received", "INSERT OR IGNORE INTO received_decisions (id, from_broker, run, to_attempt, state, result, created) "
-                        "VALUES (?,?,?,?,'received',?,?)"},
-    {"get_received", "SELECT state, result, from_broker, run, to_attempt FROM received_decisions WHERE id = ?"},
-    {"finish_received", "UPDATE received_decisions SET state = ?, result = ? WHERE id = ?"},
     {"update_manifest", "UPDATE runs SET manifest = ?, owner = ? WHERE id = ?"},
     {"begin", "BEGIN IMMEDIATE"},
     {"commit", "COMMIT"},
@@ -552,30 +548,6 @@ std::optional<Store::JobSpecRow> Store::get_job_spec(const std::string &run, lon
     Binder(s).text(run).integer(attempt);
     if (!row(s)) return std::nullopt;
     return JobSpecRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), col_text(s, 3)};
-}
-
-bool Store::insert_received(const std::string &id, const std::string &from, const std::string &run, long long to, double now,
-                            const std::string &result) {
-    auto *s = stmt("insert_received");
-    Done done{s};
-    Binder(s).text(id).text(from).text(run).integer(to).text(result).real(now);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("writing received decision " + id, rc);
-    return sqlite3_changes(db_) == 1;
-}
-
-std::optional<Store::Received> Store::get_received(const std::string &id) {
-    auto *s = stmt("get_received");
-    Done done{s};
-    Binder(s).text(id);
-    if (!row(s)) return std::nullopt;
-    return Received{col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3), sqlite3_column_int64(s, 4)};
-}
-
-void Store::finish_received(const std::string &id, const std::string &state, const std::string &result) {
-    auto *s = stmt("finish_received");
-    Done done{s};
-    Binder(s).text(state).text(result).text(id);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating received decision " + id, rc);
 }
 
 void Store::update_manifest(const std::string &run, const std::string &manifest, const std::string &owner) {
