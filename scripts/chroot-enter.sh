@@ -21,6 +21,13 @@ mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
 touch "$root/tmp/shardnet-harness.lock"
 mount --bind /tmp/shardnet-harness.lock "$root/tmp/shardnet-harness.lock"
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+# The certificate authorities this machine's admin added, trusted inside
+# too (apt, npm and curl reach what they reach outside).
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1 && [ -x "$root/usr/sbin/update-ca-certificates" ]; then
+    mkdir -p "$root/usr/local/share/ca-certificates"
+    cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+    chroot "$root" update-ca-certificates >/dev/null 2>&1 || true
+fi
 hostname=$(hostname); echo "$hostname" > "$root/etc/hostname"
 grep -qw "$hostname" "$root/etc/hosts" 2>/dev/null || echo "127.0.1.1 $hostname" >> "$root/etc/hosts"
 for b in "${binds[@]}"; do
@@ -29,4 +36,4 @@ for b in "${binds[@]}"; do
     mount --bind "$src" "$root$dst"
 done
 exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" "$@"
+    HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt "$@"

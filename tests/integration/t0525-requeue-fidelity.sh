@@ -23,6 +23,9 @@ record() {  # CLUSTER JOB [FIRST-JOB] -> the fields a requeue must keep, one lin
     slurm "$1" squeue --json | /usr/bin/python3 -c '
 import json, sys
 j = next(j for j in json.load(sys.stdin)["jobs"] if j["job_id"] == int(sys.argv[1]))
+# 24.11 (data_parser v0.0.42) writes numbers as {set, infinite, number}.
+for k, v in list(j.items()):
+    if isinstance(v, dict) and "set" in v and "number" in v: j[k] = v["number"] if v["set"] else None
 c = j["comment"].split(" shardnet-decision:")[0]
 gpus = ",".join(t for t in j["tres_alloc_str"].split(",") if t.startswith("gres/gpu")) or "no-gpu-tres"
 print(j["partition"], j["time_limit"], j["memory_per_node"], j["tasks_per_node"],
