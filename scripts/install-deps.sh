@@ -33,7 +33,7 @@ for extra in "$@"; do
     case "$extra" in
         fuzz) PKGS="$PKGS clang-$clang libfuzzer-$clang-dev" ;;
         # systemd: systemd-analyze verify of the broker's unit.
-        deb) PKGS="$PKGS debhelper dpkg-dev lintian fakeroot systemd" ;;
+        deb) PKGS="$PKGS debhelper dh-python dpkg-dev lintian fakeroot systemd" ;;
         *) echo "install-deps: unknown extra '$extra' (fuzz or deb)" >&2; exit 1 ;;
     esac
 done

@@ -37,7 +37,8 @@ PY
 }
 
 apt-get update -qq > /dev/null || { echo "apt-get update failed"; exit 1; }
-apt_install curl python3 systemd procps ca-certificates || exit 1
+# man-db: systemd-analyze verify runs man for the unit's Documentation=.
+apt_install curl python3 systemd procps ca-certificates man-db || exit 1
 mkdir -p /etc/slurm
 
 # 1. An earlier broker, its database filled.
