@@ -10,8 +10,9 @@ RX_PIDS=()
 # Debian 13's python3-torch (2.6) is built without libuv, which torch's
 # env:// rendezvous asks for by default since 2.4: the test jobs say
 # USE_LIBUV=0 there, as a site's users must (doc/slurm-versions.md).
-if /usr/bin/python3 -c 'import torch.distributed as d; d.TCPStore("127.0.0.1", 0, 1, True, use_libuv=True)' 2>&1 |
-    grep -q "without libuv support"; then export USE_LIBUV=0; fi
+case "$(/usr/bin/python3 -c 'import torch.distributed as d; d.TCPStore("127.0.0.1", 0, 1, True, use_libuv=True)' 2>&1)" in
+    *"without libuv support"*) export USE_LIBUV=0 ;;
+esac
 cleanup_lib() { for p in "${RX_PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; }
 trap cleanup_lib EXIT
 
