@@ -1,11 +1,27 @@
 # ShardNet top-level entry. `make check` and `make demo` set up a fresh
-# Debian 12 machine (as root), build out of tree in build/ with autotools,
-# and run the tests or the demo. Everything else goes to build/'s Makefile.
+# Debian 12 or 13 machine (as root), build out of tree in build/ with
+# autotools, and run the tests or the demo. Everything else goes to build/'s
+# Makefile. `make deb` makes Debian packages into dist/RELEASE/.
+#
+# DIST=RELEASE (bookworm, trixie) other than this machine's own: all, check,
+# unit, integration and deb run in a clean chroot of that release, made
+# once with mmdebstrap and cached (scripts/chroot.sh, scripts/in-chroot.sh).
 BUILD ?= build
 CONFIGURE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+HOST_DIST := $(shell . /etc/os-release 2>/dev/null && echo $$VERSION_CODENAME)
+DIST ?= $(HOST_DIST)
 
-.PHONY: all deps configured check unit integration soak demo bench fuzz install clean distclean
+ifneq ($(DIST),$(HOST_DIST))
+.PHONY: all check unit integration deb install-test
+all check unit integration deb:
+	./scripts/in-chroot.sh $(DIST) $@
+# The packages of dist/DIST installed into a clean chroot of DIST.
+install-test:
+	./tests/packages/t-install.sh $(DIST)
+else
+
+.PHONY: all deps configured check unit integration soak demo bench fuzz install clean distclean deb install-test
 all: configured
 	$(MAKE) -C $(BUILD) -j$(JOBS)
 
@@ -77,9 +93,20 @@ fuzz: configure
 install: all
 	$(MAKE) -C $(BUILD) install
 
+# Debian packages (debian/, debhelper) of this tree as git sees it, built
+# against this machine's Slurm, into dist/RELEASE/, checked with lintian.
+deb:
+	./scripts/install-deps.sh deb
+	./scripts/make-deb.sh dist/$(DIST)
+
+# The packages of dist/DIST installed into a clean chroot of DIST.
+install-test:
+	./tests/packages/t-install.sh $(DIST)
+
 clean:
 	[ ! -f $(BUILD)/Makefile ] || $(MAKE) -C $(BUILD) clean
 
 distclean:
 	rm -rf $(BUILD) $(FUZZ_BUILD) autom4te.cache build-aux configure config.h.in aclocal.m4
 	find . -name Makefile.in -delete
+endif

@@ -238,6 +238,9 @@ private:
     void get_nodes(const std::string &host, const Reply &reply);
 
     void list_clusters(const Reply &reply);
+    // GET /v1/health: ok, and each cluster whose Slurm answers cannot be read.
+    boost::json::object health() const;
+    boost::json::object slurm_read_errors() const;
     // Read-only joins for the dashboard (api/views.cpp).
     void runs_view(const std::string &id, const TokenEntry &who, const Reply &reply);
     // A moved run's onward story (federation/onward_api.cpp): GET

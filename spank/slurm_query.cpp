@@ -1,4 +1,5 @@
 #include "spank/slurm_query.hpp"
+#include "spank/slurm_hostlist.hpp"
 
 #include <cstdlib>
 
@@ -40,7 +41,7 @@ std::string job_stderr_path(unsigned long jobid) {
 }
 
 std::string nth_host(const std::string &nodelist, unsigned nodeid) {
-    hostlist_t hl = slurm_hostlist_create(nodelist.c_str());
+    hostlist_handle hl = slurm_hostlist_create(nodelist.c_str());
     if (!hl) return "";
     std::string name;
     for (unsigned i = 0; i <= nodeid; ++i) {

@@ -35,6 +35,7 @@ void slurm_xfree(void **p) __attribute__((weak));
 }
 
 #include "spank/agent_link.hpp"
+#include "spank/slurm_hostlist.hpp"
 #include "common/agent_protocol.hpp"
 #include "common/checkpoint_layout.hpp"
 #include "spank/contexts.hpp"
@@ -168,7 +169,7 @@ std::string step_nodelist(spank_t sp, bool batch) {
 std::string first_node_address(spank_t sp) {
     const std::string list = step_nodelist(sp, false);
     if (list.empty() || !slurm_hostlist_create) return "";
-    hostlist_t hl = slurm_hostlist_create(list.c_str());
+    hostlist_handle hl = slurm_hostlist_create(list.c_str());
     if (!hl) return "";
     char *first = slurm_hostlist_shift(hl);
     std::string node = first ? first : "";

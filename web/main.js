@@ -6,6 +6,7 @@ import * as signin from "./signin.js";
 import * as capacity from "./capacity.js";
 import * as runs from "./runs.js";
 import * as run from "./run.js";
+import { showHealth } from "./health.js";
 
 let stop = null;
 
@@ -29,6 +30,7 @@ function route() {
   else if (current === "runs" && parts[1]) stop = run.render(parts[1]);
   else stop = runs.render();
   document.getElementById("main").focus({ preventScroll: true });
+  showHealth(document.getElementById("health"));
 }
 
 window.addEventListener("hashchange", route);
@@ -37,3 +39,4 @@ window.addEventListener("hashchange", route);
 // the next page to this broker could not load.
 window.addEventListener("pagehide", () => { if (stop) { stop(); stop = null; } });
 route();
+setInterval(() => showHealth(document.getElementById("health")), 30000);

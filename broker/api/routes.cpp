@@ -76,7 +76,7 @@ std::span<const Service::Route> Service::routes() {
         // The hot path first: one comparison of two segments.
         {{"POST", "/v1/heartbeats", r_worker | r_admin, "heartbeats need a worker or admin token"},
          [](Service &s, const Call &c) { s.heartbeats(c.req, c.who, c.reply, c.now); }},
-        {{"GET", "/v1/health", r_public, ""}, [](Service &, const Call &c) { c.reply(ok_json(200, json::object{{"ok", true}})); }},
+        {{"GET", "/v1/health", r_public, ""}, [](Service &s, const Call &c) { c.reply(ok_json(200, s.health())); }},
         {{"GET", "/metrics", r_public, ""},
          [](Service &s, const Call &c) { c.reply(ApiResponse{200, s.metrics(), "text/plain; version=0.0.4"}); }},
         // The inventory placement trusts: the site's probe token, not a job's
@@ -185,9 +185,33 @@ unsigned scope_bit(Scope s) {
 
 }  // namespace
 
+// Each cluster whose Slurm answers cannot be read (slurm/read_errors.hpp):
+// the broker is up, but judges none of its jobs until they can be.
+json::object Service::slurm_read_errors() const {
+    json::object out;
+    const auto errors = slurm_->read_errors.by_conf();
+    for (const auto &[name, conf] : cfg_.clusters)
+        if (auto it = errors.find(conf); it != errors.end())
+            out[name] = json::object{{"error", it->second.why}, {"since", it->second.since}, {"last", it->second.last},
+                                     {"count", it->second.count}};
+    return out;
+}
+
+json::object Service::health() const {
+    json::object errors = slurm_read_errors();
+    json::object out{{"ok", errors.empty()}};
+    if (!errors.empty()) out["slurm_unreadable"] = std::move(errors);
+    return out;
+}
+
 void Service::list_clusters(const Reply &reply) {
     json::array cs;
-    for (const auto &[name, conf] : cfg_.clusters) cs.push_back(json::object{{"name", name}, {"local", true}});
+    const json::object errors = slurm_read_errors();
+    for (const auto &[name, conf] : cfg_.clusters) {
+        json::object c{{"name", name}, {"local", true}};
+        if (auto *e = errors.if_contains(name)) c["slurm_unreadable"] = *e;
+        cs.push_back(std::move(c));
+    }
     reply(ok_json(200, json::object{{"broker_cluster", cfg_.cluster}, {"clusters", std::move(cs)}}));
 }
 

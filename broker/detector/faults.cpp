@@ -45,8 +45,12 @@ void Service::confirm(Fault fault, double now) {
         json::object ev{{"confirmed", true}, {"slurm_job_state", v.job_state}, {"slurm_node_state", v.node_state},
                         {"slurmd_answers", v.slurmd_answers}};
         if (!v.controller_ok) {
+            // The broker's own evidence (a silent worker), and why Slurm could
+            // not confirm it (down, or an answer it cannot read: no verdict).
             ev["slurmctld"] = v.error;
-            return raise_fault(fault, fault.cause + "; cluster " + fault.state.cluster + " unreachable", ev, wall_now());
+            if (v.unreadable) ev["confirmed"] = false;
+            return raise_fault(fault, fault.cause + "; cluster " + fault.state.cluster +
+                               (v.unreadable ? "'s answer unreadable" : " unreachable"), ev, wall_now());
         }
         if (!job_state_running(v.job_state)) {
             // A limit ended the job, its node fine, its end not reported (the

@@ -51,15 +51,17 @@ std::string failed_words(const std::string &s) {
 void Service::settle_end(const BatchEnd &end, const std::optional<RunInfo::RankFailure> &first, const std::string &unreported,
                          std::shared_ptr<void> hold, int round) {
     auto conf = cfg_.clusters.find(end.cluster);
-    std::string out, state, reason;
+    std::string out, state, reason, unreadable;
     long long restarts = 0;
     if (conf != cfg_.clusters.end() && slurm_->fresh(conf->second, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) == 0) {
         SlurmJob j;
         json::object record;
-        if (find_slurm_job(out, end.job, j, &record).empty()) {
+        if (const JobRead read = find_job_noted(*slurm_, conf->second, out, end.job, j, &record); read.found()) {
             state = j.state;
             if (auto *r = record.if_contains("state_reason"); r && r->is_string()) reason = std::string(r->as_string()).substr(0, 200);
             if (auto *r = record.if_contains("restart_cnt"); r && r->is_int64()) restarts = r->as_int64();
+        } else if (read.lookup == JobLookup::unreadable) {
+            unreadable = read.why;   // no state: judged on the broker's own evidence, the reason named
         }
     }
     const RunInfo::RankFailure *f = first ? &*first : nullptr;
@@ -72,6 +74,7 @@ void Service::settle_end(const BatchEnd &end, const std::optional<RunInfo::RankF
         });
     json::object ev{{"attempt", end.attempt}, {"job", end.job}, {"slurm_job_state", state}, {"batch_node", end.node}};
     if (!reason.empty() && reason != "None") ev["slurm_reason"] = reason;
+    if (!unreadable.empty()) ev["slurm_unreadable"] = unreadable;
     if (requeued_by_slurm(state)) {
         ev["restarts"] = restarts;
         return slurm_requeued(end, "Slurm requeued job " + std::to_string(end.job) + " itself (" + state +

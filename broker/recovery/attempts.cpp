@@ -57,8 +57,8 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
     if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) return std::nullopt;
     SlurmJob j;
     json::object record;
-    if (std::string err = find_slurm_job(out, job, j, &record); !err.empty()) {
-        log_warn("job spec not captured", run, cluster + "/" + std::to_string(job) + ": " + err);
+    if (const JobRead read = find_job_noted(*slurm_, conf, out, job, j, &record); !read.found()) {
+        log_warn("job spec not captured", run, cluster + "/" + std::to_string(job) + ": " + read.why);
         return std::nullopt;
     }
     // The job's owner, as Slurm numbers it, must be the run's.
@@ -123,7 +123,10 @@ std::optional<Service::Submitted> Service::find_submitted(const std::string &dec
     for (const auto &[name, conf] : cfg_.clusters) {
         std::string out;
         if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) continue;
-        if (const long long job = submitted_for(out, kDecisionMarker + decision, uid); job > 0) return Submitted{name, job};
+        std::string why;
+        const long long job = submitted_for(out, kDecisionMarker + decision, uid, &why);
+        if (job < 0) slurm_->read_errors.unreadable(conf, why);
+        if (job > 0) return Submitted{name, job};
     }
     return std::nullopt;
 }

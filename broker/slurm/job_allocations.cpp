@@ -13,12 +13,12 @@ std::string read_allocation(Slurm &slurm, const std::string &conf, long long job
     const std::vector<std::string> argv{std::begin(kSqueueJson), std::end(kSqueueJson)};
     std::string text;
     SlurmJob j;
-    std::string why = slurm.query(conf, argv, text) != 0 ? "squeue failed" : find_slurm_job(text, job, j);
+    std::string why = slurm.query(conf, argv, text) != 0 ? "squeue failed" : find_job_noted(slurm, conf, text, job, j).why;
     // A job that just started may be newer than the cached answer: asked
     // once more, fresh (once per job: the answer is kept).
     if (!why.empty() || j.nodes.empty()) {
         j = SlurmJob{};
-        why = slurm.fresh(conf, argv, text) != 0 ? "squeue failed" : find_slurm_job(text, job, j);
+        why = slurm.fresh(conf, argv, text) != 0 ? "squeue failed" : find_job_noted(slurm, conf, text, job, j).why;
     }
     if (!why.empty()) return why;
     if (j.nodes.empty()) return "job " + std::to_string(job) + " has no nodes yet (state " + j.state + ")";

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/slurm/read_errors.hpp"
 #include "broker/slurm/slurm_view.hpp"
 
 namespace shardnet::broker {
@@ -29,6 +30,9 @@ public:
 
     virtual unsigned long long calls() const { return 0; }
     virtual unsigned long long cache_hits() const { return 0; }
+
+    // Answers that could not be read, per cluster (read_errors.hpp).
+    SlurmReadErrors read_errors;
 };
 
 }  // namespace shardnet::broker

@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "broker/slurm/slurm_json.hpp"
 #include "common/parse_util.hpp"
 
 namespace shardnet::broker {
@@ -45,17 +46,15 @@ struct Reader {
 
 }  // namespace
 
-std::string find_slurm_job(const std::string &text, long long id, SlurmJob &out, json::object *record) {
-    json::error_code ec;
-    json::value v = json::parse(text, ec);
-    if (ec || !v.is_object()) return "squeue --json did not answer a JSON object";
-    auto *jobs = v.as_object().if_contains("jobs");
-    if (!jobs || !jobs->is_array()) return "squeue --json: no jobs array";
-    for (const auto &jv : jobs->as_array()) {
+JobRead find_slurm_job(const std::string &text, long long id, SlurmJob &out, json::object *record) {
+    SlurmJobs answer;
+    if (std::string err = read_squeue_json(text, answer); !err.empty()) return {JobLookup::unreadable, err};
+    for (auto &jv : answer.jobs) {
         if (!jv.is_object()) continue;
-        const auto &o = jv.as_object();
+        auto &o = jv.as_object();
         long long jid = 0;
         if (!whole(o.if_contains("job_id"), jid) || jid != id) continue;
+        if (std::string err = answer.record(o); !err.empty()) return {JobLookup::unreadable, err};
         Reader r{o, {}};
         SlurmJob j;
         j.id = id;
@@ -66,23 +65,24 @@ std::string find_slurm_job(const std::string &text, long long id, SlurmJob &out,
             !r.str("standard_error", j.stderr_pattern) ||
             !r.str("nodes", j.nodes) || !r.str("batch_host", j.batch_host) || !r.str("comment", j.comment) ||
             !r.num("node_count", j.node_count) || !r.num("tasks", j.tasks) || !r.num("submit_time", submit))
-            return r.err;
+            return {JobLookup::unreadable, r.err};
         if (j.uid < 0 || j.uid > 4294967294LL || j.gid < 0 || j.gid > 4294967294LL)
-            return "squeue --json: job " + std::to_string(id) + " has no valid user_id/group_id";
+            return {JobLookup::unreadable, "squeue --json: job " + std::to_string(id) + " has no valid user_id/group_id"};
         j.submit_time = double(submit);
         out = std::move(j);
         if (record) *record = o;
-        return "";
+        return {JobLookup::found, ""};
     }
-    return "job " + std::to_string(id) + " is not known to slurmctld";
+    return {JobLookup::absent, "job " + std::to_string(id) + " is not known to slurmctld"};
 }
 
-long long submitted_for(const std::string &text, const std::string &comment, long long uid) {
-    json::error_code ec;
-    json::value v = json::parse(text, ec);
-    auto *jobs = !ec && v.is_object() ? v.as_object().if_contains("jobs") : nullptr;
-    if (!jobs || !jobs->is_array()) return 0;
-    for (const auto &jv : jobs->as_array()) {
+long long submitted_for(const std::string &text, const std::string &comment, long long uid, std::string *why) {
+    SlurmJobs answer;
+    if (std::string err = read_squeue_json(text, answer); !err.empty()) {
+        if (why) *why = err;
+        return -1;
+    }
+    for (const auto &jv : answer.jobs) {
         const auto *o = jv.if_object();
         if (!o) continue;
         auto *c = o->if_contains("comment");

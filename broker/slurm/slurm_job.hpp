@@ -19,16 +19,30 @@ struct SlurmJob {
 
 // The squeue arguments whose JSON find_slurm_job reads. Slurm 22.05's
 // squeue ignores -j with --json, so the job is looked up in the answer.
-inline const char *const kSqueueJson[] = {"squeue", "--json"};
+// --states=all: 24.11's squeue --json lists only pending and running jobs
+// unless asked (22.05's listed every job slurmctld still holds); a job that
+// ended is not a job that is gone (doc/slurm-versions.md).
+inline const char *const kSqueueJson[] = {"squeue", "--json", "--states=all"};
 
-// Finds job id in squeue's JSON. "" and out filled, else why not (a job
-// that is not there, or a field of the wrong type, named).
-// record, when given, gets the job's whole object (its options: job_options.hpp).
-std::string find_slurm_job(const std::string &squeue_json, long long id, SlurmJob &out, boost::json::object *record = nullptr);
+// What a look-up of a job in squeue's answer found. An answer that cannot
+// be read (slurm_json.hpp) is unreadable, never absent: it says nothing
+// about the job.
+enum class JobLookup { found, absent, unreadable };
+struct JobRead {
+    JobLookup lookup = JobLookup::unreadable;
+    std::string why;   // when not found: why not, naming what
+    bool found() const { return lookup == JobLookup::found; }
+};
+
+// Finds job id in squeue's JSON, of any data_parser version the broker
+// reads. record, when given, gets the job's whole object in 22.05's shape
+// (its options: job_options.hpp).
+JobRead find_slurm_job(const std::string &squeue_json, long long id, SlurmJob &out, boost::json::object *record = nullptr);
 
 // The id of a job in squeue's JSON whose comment is this marker (alone or
-// after the user's own words) and owned by uid; 0 when there is none.
-long long submitted_for(const std::string &squeue_json, const std::string &comment, long long uid);
+// after the user's own words) and owned by uid; 0 when there is none, -1
+// (and why) when the answer cannot be read.
+long long submitted_for(const std::string &squeue_json, const std::string &comment, long long uid, std::string *why = nullptr);
 
 // The job's output file for the next attempt: Slurm's pattern with what
 // names the old job filled in (%j, %A: the old job id; %u; %x; %%), so that

@@ -203,6 +203,14 @@ std::optional<std::vector<std::string>> slurm_hostnames(Slurm &calls, const std:
     return hosts;
 }
 
+JobRead find_job_noted(Slurm &calls, const std::string &slurm_conf, const std::string &squeue_json, long long job, SlurmJob &out,
+                       boost::json::object *record) {
+    JobRead read = find_slurm_job(squeue_json, job, out, record);
+    if (read.lookup == JobLookup::unreadable) calls.read_errors.unreadable(slurm_conf, read.why);
+    else calls.read_errors.readable(slurm_conf);
+    return read;
+}
+
 SlurmView ask_slurm(Slurm &calls, const std::string &slurm_conf, long long job, const std::string &node,
                     int connect_timeout_ms) {
     auto run = [&calls](const std::string &conf, std::vector<std::string> argv, std::string &out) {
@@ -214,7 +222,15 @@ SlurmView ask_slurm(Slurm &calls, const std::string &slurm_conf, long long job, 
     // job's name (the user's to choose) comes first and could say JobState=.
     int rc = run(slurm_conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out);
     SlurmJob j;
-    if (rc == 0 && find_slurm_job(out, job, j).empty()) {
+    const JobRead read = rc == 0 ? find_job_noted(calls, slurm_conf, out, job, j) : JobRead{JobLookup::absent, "squeue failed"};
+    if (read.lookup == JobLookup::unreadable) {
+        // An answer this broker cannot read says nothing about the job:
+        // reported (find_job_noted), and the job's state stays unknown.
+        v.unreadable = true;
+        v.error = "Slurm's answer cannot be read: " + read.why;
+        return v;
+    }
+    if (read.found()) {
         v.controller_ok = true;
         v.job_state = j.state;
     } else {

@@ -3,6 +3,7 @@
 // slurmd still takes a TCP connection. Used to confirm a suspected failure
 // before FAULT is declared: a broker or network hiccup is not a failure.
 #pragma once
+#include <boost/json/fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@ namespace shardnet::broker {
 
 struct SlurmView {
     bool controller_ok = false;   // scontrol reached slurmctld
+    bool unreadable = false;      // it answered, in a shape the broker cannot read (read_errors.hpp)
     std::string error;            // why not, when not
     std::string job_state;        // RUNNING, COMPLETED, ... or "GONE" (purged)
     std::string node_state;       // IDLE, ALLOCATED, DOWN*, MIXED+NOT_RESPONDING...
@@ -40,6 +42,13 @@ class Slurm;
 // A Slurm hostlist ("beta[1-2],gpu7") as its node names, in Slurm's order
 // (scontrol show hostnames); nullopt when Slurm does not answer.
 std::optional<std::vector<std::string>> slurm_hostnames(Slurm &calls, const std::string &slurm_conf, const std::string &nodelist);
+
+struct JobRead;
+struct SlurmJob;
+// find_slurm_job (slurm_job.hpp) on an answer of the cluster's, with
+// whether it could be read told to calls.read_errors.
+JobRead find_job_noted(Slurm &calls, const std::string &slurm_conf, const std::string &squeue_json, long long job, SlurmJob &out,
+                       boost::json::object *record = nullptr);
 
 SlurmView ask_slurm(Slurm &calls, const std::string &slurm_conf, long long job, const std::string &node,
                     int connect_timeout_ms = 1000);

@@ -38,7 +38,11 @@ start_mariadb() {
     mariadb-admin --no-defaults --socket="$d/run/mysqld.sock" ping >/dev/null 2>&1 \
         || die "mariadbd did not come up: see $d/mysql-log/mariadbd.log"
     pass=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
-    acct_sql "$1" "CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '$pass';
+    # The database made here, not by slurmdbd: 24.11's slurmdbd, on a
+    # connection with no database yet (it then makes it), fails its first
+    # query with Debian 13's libmariadb (error 5027; doc/slurm-versions.md).
+    acct_sql "$1" "CREATE DATABASE slurm_acct_db;
+                   CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '$pass';
                    GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" || die "could not make the database user"
     echo "$port" > "$d/mysql.port"
     (umask 077; echo "$pass" > "$d/mysql.pass")

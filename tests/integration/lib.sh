@@ -7,6 +7,12 @@ TEST_HOME=$(getent passwd "$TEST_USER" | cut -d: -f6)
 OTHER_USER=${SHARDNET_OTHER_USER:-shardtest2}   # the hostile neighbour of the trust tests
 WORK=$(mktemp -d "$SCRATCH/work.XXXXXX"); chmod 777 "$WORK"
 RX_PIDS=()
+# Debian 13's python3-torch (2.6) is built without libuv, which torch's
+# env:// rendezvous asks for by default since 2.4: the test jobs say
+# USE_LIBUV=0 there, as a site's users must (doc/slurm-versions.md).
+case "$(/usr/bin/python3 -c 'import torch.distributed as d; d.TCPStore("127.0.0.1", 0, 1, True, use_libuv=True)' 2>&1)" in
+    *"without libuv support"*) export USE_LIBUV=0 ;;
+esac
 cleanup_lib() { for p in "${RX_PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; }
 trap cleanup_lib EXIT
 

@@ -63,6 +63,7 @@ import datetime, os, sys, time
 import torch, torch.distributed as dist
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+os.environ.setdefault("USE_LIBUV", "0")   # Debian 13's torch has no libuv (doc/slurm-versions.md)
 dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60))
 t = torch.ones(4)
 for step in range(1, 1000):

@@ -23,6 +23,9 @@ record() {  # CLUSTER JOB [FIRST-JOB] -> the fields a requeue must keep, one lin
     slurm "$1" squeue --json | /usr/bin/python3 -c '
 import json, sys
 j = next(j for j in json.load(sys.stdin)["jobs"] if j["job_id"] == int(sys.argv[1]))
+# 24.11 (data_parser v0.0.42) writes numbers as {set, infinite, number}.
+for k, v in list(j.items()):
+    if isinstance(v, dict) and "set" in v and "number" in v: j[k] = v["number"] if v["set"] else None
 c = j["comment"].split(" shardnet-decision:")[0]
 gpus = ",".join(t for t in j["tres_alloc_str"].split(",") if t.startswith("gres/gpu")) or "no-gpu-tres"
 print(j["partition"], j["time_limit"], j["memory_per_node"], j["tasks_per_node"],
@@ -51,7 +54,8 @@ after=$(record alpha "$new" "$j")
 echo "  attempt 1 (beta/$j):  $before"
 echo "  attempt 2 (alpha/$new): $after"
 [ "$before" = "$after" ] || fail "attempt 2's options differ from attempt 1's"
-grep -q "^second 20 300 1 fid-job 7 'exp 7' False fid-$j.err 2 ml high gres:gpu:1 gres/gpu=2$" <<<"$after" || fail "attempt 1's record is not what was submitted: $before"
+# tres_per_node: 22.05 spells it gres:gpu:1, 24.11 gres/gpu:1.
+grep -q "^second 20 300 1 fid-job 7 'exp 7' False fid-$j.err 2 ml high gres[:/]gpu:1 gres/gpu=2$" <<<"$after" || fail "attempt 1's record is not what was submitted: $before"
 ok "attempt 2 on alpha has attempt 1's partition, account, QOS, GPUs (gres/gpu=2), time, mem, cpus-per-task, tasks per node, name, nice, comment, no-requeue, error file"
 acct1=$(accounted beta "$j"); acct2=$(accounted alpha "$new")
 echo "  sacct: $acct1 | $acct2"

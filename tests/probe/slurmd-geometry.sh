@@ -16,8 +16,13 @@ agree=0 total=0 differ=0
 for f in "$@"; do
     s=$(HWLOC_XMLFILE=$f timeout 30 "$SLURMD" -C 2>/dev/null | geom)
     [ -n "$s" ] || { echo "skip $(basename "$f"): slurmd cannot read it"; continue; }
+    out=$("$PROBE" -i "$f" --host node1 --slurm-node 2>&1); rc=$?
+    # A topology the probe refuses as broken (exit 2, t-probe.sh holds it
+    # to that) is no comparison: slurmd of 24.11 then describes the live
+    # machine instead of the file.
+    if [ $rc = 2 ]; then echo "refused $(basename "$f"): probe exit 2 (slurmd: $s)"; continue; fi
     total=$((total + 1))
-    p=$("$PROBE" -i "$f" --host node1 --slurm-node 2>&1 | geom)
+    p=$(geom <<<"$out")
     if [ "$s" = "$p" ]; then agree=$((agree + 1)); echo "same $(basename "$f"): $s"
     else differ=$((differ + 1)); echo "DIFF $(basename "$f"): slurmd '$s' probe '$p'"; fi
 done

@@ -22,7 +22,7 @@ TEST_CASE("a job's owner comes from Slurm's numbers, whatever its name says") {
     // The name that posed as root in scontrol's text (UserId=(00) before the real one).
     const std::string text = squeue(job(7, 1001, R"("x UserId=(00) GroupId=(00) JobState=COMPLETED x")") + "," + job(8, 0, R"("y")"));
     SlurmJob j;
-    REQUIRE(find_slurm_job(text, 7, j) == "");
+    REQUIRE(find_slurm_job(text, 7, j).found());
     CHECK(j.uid == 1001);
     CHECK(j.gid == 1001);
     CHECK(j.user == "u1001");
@@ -31,14 +31,17 @@ TEST_CASE("a job's owner comes from Slurm's numbers, whatever its name says") {
     CHECK(j.nodes == "alpha[1-2]");
     CHECK(j.node_count == 2);
     CHECK(j.tasks == 4);
-    CHECK(find_slurm_job(text, 9, j).find("not known") != std::string::npos);
-    CHECK(find_slurm_job("not json", 7, j) != "");
-    CHECK(find_slurm_job(R"({"jobs":5})", 7, j) != "");
+    CHECK(find_slurm_job(text, 9, j).lookup == JobLookup::absent);
+    CHECK(find_slurm_job(text, 9, j).why.find("not known") != std::string::npos);
+    CHECK(find_slurm_job("not json", 7, j).lookup == JobLookup::unreadable);
+    CHECK(find_slurm_job(R"({"jobs":5})", 7, j).lookup == JobLookup::unreadable);
     // A wrong type is named, never taken as a default.
-    CHECK(find_slurm_job(squeue(R"({"job_id":7,"user_id":"0","group_id":0})"), 7, j).find("user_id") != std::string::npos);
-    CHECK(find_slurm_job(squeue(R"({"job_id":7,"group_id":0})"), 7, j).find("user_id: missing") != std::string::npos);
-    CHECK(find_slurm_job(squeue(R"({"job_id":7,"user_id":-1,"group_id":0})"), 7, j) != "");
-    CHECK(find_slurm_job(squeue(R"({"job_id":7.5,"user_id":1,"group_id":1})"), 7, j) != "");
+    CHECK(find_slurm_job(squeue(R"({"job_id":7,"user_id":"0","group_id":0})"), 7, j).why.find("user_id") != std::string::npos);
+    CHECK(find_slurm_job(squeue(R"({"job_id":7,"group_id":0})"), 7, j).why.find("user_id: missing") != std::string::npos);
+    // A record the broker cannot read is unreadable, never absent.
+    CHECK(find_slurm_job(squeue(R"({"job_id":7,"group_id":0})"), 7, j).lookup == JobLookup::unreadable);
+    CHECK(find_slurm_job(squeue(R"({"job_id":7,"user_id":-1,"group_id":0})"), 7, j).lookup == JobLookup::unreadable);
+    CHECK(!find_slurm_job(squeue(R"({"job_id":7.5,"user_id":1,"group_id":1})"), 7, j).found());
 }
 
 TEST_CASE("the next attempt writes where the first did") {

@@ -62,6 +62,9 @@ def main():
     os.environ["MASTER_ADDR"] = master_addr()
     if os.environ["MASTER_ADDR"].startswith("127."):
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    # The store of a handful of ranks needs no libuv, and Debian 13's
+    # python3-torch has none (torch >= 2.4 asks for it by default).
+    os.environ.setdefault("USE_LIBUV", "0")
     dist.init_process_group("gloo", rank=RANK, world_size=WORLD, timeout=datetime.timedelta(seconds=60))
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)

@@ -41,6 +41,7 @@ public:
     std::set<std::string> dead_slurmd;                                    // node names
     long long next_job = 100;
     std::string sbatch_error;   // non-empty: sbatch fails with it
+    std::string squeue_parser = "openapi/v0.0.38";   // the version squeue --json names (22.05's)
 
     // What the broker asked.
     std::vector<Seen> changes() {
@@ -75,7 +76,7 @@ public:
 private:
     std::vector<Seen> changes_, all_;
 
-    static std::string squeue_json(const std::map<long long, Job> &js) {
+    std::string squeue_json(const std::map<long long, Job> &js) const {
         boost::json::array a;
         for (const auto &[id, j] : js) {
             a.push_back(boost::json::object{{"job_id", id}, {"user_id", j.uid}, {"group_id", j.gid}, {"user_name", j.user},
@@ -86,7 +87,9 @@ private:
             if (!j.partition.empty()) a.back().as_object()["partition"] = j.partition;
             if (!j.tres_per_node.empty()) a.back().as_object()["tres_per_node"] = j.tres_per_node;
         }
-        return boost::json::serialize(boost::json::object{{"jobs", std::move(a)}});
+        // Slurm 22.05's shape and its version (slurm_json.hpp reads by it).
+        boost::json::object meta{{"plugin", boost::json::object{{"type", squeue_parser}}}};
+        return boost::json::serialize(boost::json::object{{"meta", std::move(meta)}, {"jobs", std::move(a)}});
     }
     static std::string value_of(const std::vector<std::string> &argv, const std::string &prefix) {
         for (const auto &a : argv)
