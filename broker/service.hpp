@@ -332,8 +332,10 @@ private:
     void note_stderr_tail(const BatchEnd &end, double now);
     // Work to do again later (a store write that failed), run from tick().
     void retry_later(double delay, const char *what, std::function<void()> fn);
+    // The same, unless work with this key waits already (false: not added).
+    bool retry_once(const std::string &key, double delay, const char *what, std::function<void()> fn);
     void run_retries(double now);
-    struct Retry { double at; const char *what; std::function<void()> fn; };
+    struct Retry { double at; const char *what; std::function<void()> fn; std::string key; };
     std::mutex retry_mu_;
     std::vector<Retry> retries_;
     // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
@@ -398,8 +400,17 @@ private:
     // given ("shardnet-decision:ID:NONCE") on any local cluster: a comment is
     // the user's to set, so only a job of that uid counts. nullopt: none
     // (or no cluster answered).
-    struct Submitted { std::string cluster; long long job = 0; };
-    std::optional<Submitted> find_submitted(const std::string &decision, long long uid);
+    // found: the job of the decision's user whose comment carries its marker.
+    // Not found while a cluster's answer could not be had or read: unknown
+    // (unread names which and why); submitting again could run it twice.
+    struct Submitted {
+        std::string cluster;
+        long long job = 0;
+        std::string unread;
+        bool found() const { return job > 0; }
+        bool unknown() const { return job <= 0 && !unread.empty(); }
+    };
+    Submitted find_submitted(const std::string &decision, long long uid);
     // The job the broker submitted for an attempt: the only job whose
     // tokens may report for it (memory and store; any thread but the store's).
     // nodes and cause: for the attempt's receipt (the decision that made it).

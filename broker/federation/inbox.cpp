@@ -199,9 +199,17 @@ struct Service::Inbox {
         // only a job of the decision's own user counts.
         if (nonce.empty()) return false;
         const auto found = s.find_submitted(d.id + ":" + nonce, as.uid);
-        if (!found) return false;
-        s.record_attempt(d.run, d.to, found->cluster, found->job, {}, cause_of(d.id, d.from, d.link, user, as.uid), d.link);
-        json::object res{{"accepted", true}, {"cluster", found->cluster}, {"job", found->job}, {"redelivered", true}};
+        if (found.unknown()) {
+            // Placing it again could run it twice: the sender tries again.
+            ApiResponse r = error_response(503, "slurm_unavailable", "decision " + d.id + " was received before this broker stopped, "
+                                           "and whether its job was submitted cannot be told (" + found.unread + "); send it again");
+            r.retry_after = 5;
+            reply(std::move(r));
+            return true;
+        }
+        if (!found.found()) return false;
+        s.record_attempt(d.run, d.to, found.cluster, found.job, {}, cause_of(d.id, d.from, d.link, user, as.uid), d.link);
+        json::object res{{"accepted", true}, {"cluster", found.cluster}, {"job", found.job}, {"redelivered", true}};
         s.store_wait([&] {
             s.transact([&] {
                 for (const auto &seal : d.sealed) s.store_->put_carried_seal(carried::row_of(seal, d.run, now));

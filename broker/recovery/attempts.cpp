@@ -118,17 +118,27 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
     return row;
 }
 
-std::optional<Service::Submitted> Service::find_submitted(const std::string &decision, long long uid) {
-    if (uid < 0) return std::nullopt;
+Service::Submitted Service::find_submitted(const std::string &decision, long long uid) {
+    Submitted out;
+    if (uid < 0) return out;
+    auto unread = [&](const std::string &name, const std::string &why) {
+        out.unread += (out.unread.empty() ? "" : "; ") + ("cluster " + name + ": " + why);
+    };
     for (const auto &[name, conf] : cfg_.clusters) {
-        std::string out;
-        if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) continue;
+        std::string text;
+        if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, text) != 0) {
+            unread(name, "squeue failed");
+            continue;
+        }
         std::string why;
-        const long long job = submitted_for(out, kDecisionMarker + decision, uid, &why);
-        if (job < 0) slurm_->read_errors.unreadable(conf, why);
-        if (job > 0) return Submitted{name, job};
+        const long long job = submitted_for(text, kDecisionMarker + decision, uid, &why);
+        if (job < 0) {
+            slurm_->read_errors.unreadable(conf, why);
+            unread(name, why);
+        }
+        if (job > 0) return Submitted{name, job, {}};
     }
-    return std::nullopt;
+    return out;
 }
 
 long long Service::submit_attempt(const std::string &cluster, const json::object &spec, const std::string &script,

@@ -178,9 +178,13 @@ struct Service::Requeue {
     bool taken_up_already() {
         if (!resumed || nonce.empty()) return false;
         const auto found = s.find_submitted(comment, spec_uid);
-        if (!found) return false;
-        const std::string &name = found->cluster;
-        const long long job = found->job;
+        if (found.unknown()) {
+            wait_for_slurm(found.unread);
+            return true;
+        }
+        if (!found.found()) return false;
+        const std::string &name = found.cluster;
+        const long long job = found.job;
         cancel_old();   // the old attempt ends, as when it was submitted
         ev["target"] = name;
         ev["new_job"] = job;
@@ -195,6 +199,29 @@ struct Service::Requeue {
             it->second.recover_to = to;
         }
         return true;
+    }
+
+    // Whether the decision's job was submitted before the stop cannot be
+    // told (a cluster's answer could not be had or read): it is not submitted
+    // again, which could run the attempt twice. Asked again every 5 s (for an
+    // hour; a restart takes the decision up again), the history told once.
+    void wait_for_slurm(const std::string &unread) {
+        if (tries >= 720) return log_warn("requeue decision " + id + " left to the next start: Slurm unread for an hour", fault.run, unread);
+        // Other workers' faults of this attempt come here too: one wait.
+        if (!s.retry_once("requeue " + id, 5.0, "requeue: was it submitted", [svc = &s, f = fault, t = tries] { svc->requeue(f, t + 1); }))
+            return;
+        log_warn("requeue decision " + id + " waits for Slurm", fault.run, unread);
+        if (tries > 0) return;
+        s.store_wait([&] {
+            try {
+                s.transact([&] {
+                    s.event(fault.run, "PLACEMENT", "requeue decision for attempt " + std::to_string(to) + " waits: whether its job "
+                            "was submitted before the broker stopped cannot be told (" + unread + "); not submitted again until "
+                            "Slurm answers", json::serialize(json::object{{"decision", id}, {"unread", unread}}), now);
+                });
+            } catch (const std::exception &) {}
+            return 0;
+        });
     }
 
     // 3. Requirements: the run's manifest, nodes as the failed job had; and

@@ -56,7 +56,15 @@ void Service::undo_run(const std::string &run, const std::optional<RunInfo> &bef
 
 void Service::retry_later(double delay, const char *what, std::function<void()> fn) {
     std::lock_guard<std::mutex> lock(retry_mu_);
-    retries_.push_back(Retry{wall_now() + delay, what, std::move(fn)});
+    retries_.push_back(Retry{wall_now() + delay, what, std::move(fn), {}});
+}
+
+bool Service::retry_once(const std::string &key, double delay, const char *what, std::function<void()> fn) {
+    std::lock_guard<std::mutex> lock(retry_mu_);
+    for (const auto &r : retries_)
+        if (r.key == key) return false;
+    retries_.push_back(Retry{wall_now() + delay, what, std::move(fn), key});
+    return true;
 }
 
 void Service::run_retries(double now) {

@@ -200,6 +200,51 @@ TEST_CASE("the inbox: a peer's decision runs as the local account it names, at m
     REQUIRE(ServiceFixture::until([&] { return f.state("r9") == "RUNNING"; }));
 }
 
+TEST_CASE("the inbox: a decision taken up again while Slurm cannot be read is answered 503, never placed twice") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf] = {{"n1", "IDLE"}};
+    }
+    // The stop, as the store sees it: the job is submitted, the answer never written.
+    exec_sql(f.cfg.database, "CREATE TRIGGER stop_here BEFORE UPDATE ON received_decisions WHEN NEW.state = 'applied' "
+                             "BEGIN SELECT RAISE(ABORT, 'the broker stopped'); END;");
+    auto first = f.call("POST", "/v1/decisions", decision_body("beta:r9/attempt-2", "r9", 2, "daemon"), "peer-t");
+    REQUIRE(f.slurm->count("sbatch") == 1);
+    CHECK(first.status != 200);
+    std::map<std::string, std::map<long long, FakeSlurm::Job>> jobs;
+    std::map<std::string, std::map<std::string, std::string>> nodes;
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        jobs = f.slurm->jobs, nodes = f.slurm->nodes;
+    }
+    f.svc->drain();
+    f.svc.reset();
+    exec_sql(f.cfg.database, "DROP TRIGGER stop_here;");
+    f.start([&](FakeSlurm &fs) {   // the same Slurm, its job running, its answers unreadable
+        fs.jobs = jobs, fs.nodes = nodes, fs.next_job = 500;
+        fs.squeue_parser = "openapi/v9.99";
+    });
+
+    auto again = f.call("POST", "/v1/decisions", decision_body("beta:r9/attempt-2", "r9", 2, "daemon"), "peer-t");
+    INFO(again.body);
+    CHECK(again.status == 503);
+    CHECK(again.retry_after > 0);
+    CHECK(contains(again.body, "slurm_unavailable"));
+    CHECK(contains(again.body, "cluster c1: "));
+    CHECK(f.slurm->count("sbatch") == 0);   // this fake counts from the restart: nothing placed again
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->squeue_parser = "openapi/v0.0.38";
+    }
+    auto third = f.call("POST", "/v1/decisions", decision_body("beta:r9/attempt-2", "r9", 2, "daemon"), "peer-t");
+    INFO(third.body);
+    CHECK(third.status == 200);
+    CHECK(contains(third.body, "\"redelivered\":true"));
+    CHECK(f.slurm->count("sbatch") == 0);
+}
+
 TEST_CASE("the inbox keeps the run's requeue policy: in the job it submits, in memory and in the store") {
     ServiceFixture f({{"c1", kConf}});
     f.start();

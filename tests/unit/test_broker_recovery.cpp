@@ -51,18 +51,6 @@ void kill_node(ServiceFixture &f, const std::string &node) {
 
 bool has(const std::vector<std::string> &argv, const std::string &a) { return std::find(argv.begin(), argv.end(), a) != argv.end(); }
 
-void exec_sql(const std::string &db, const std::string &sql) {
-    sqlite3 *h = nullptr;
-    REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
-    sqlite3_busy_timeout(h, 5000);
-    char *err = nullptr;
-    const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
-    INFO(sql << ": " << (err ? err : ""));
-    sqlite3_free(err);
-    sqlite3_close(h);
-    REQUIRE(rc == SQLITE_OK);
-}
-
 }  // namespace
 
 TEST_CASE("a dead node: the same cluster without it, as the job's owner, then RECOVERED") {
@@ -356,6 +344,58 @@ TEST_CASE("a broker stopped between sbatch and 'applied': the decision is taken 
     REQUIRE(f.beat("r1", 2, "n3", "0", "c1", 100) == 204);
     REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+}
+
+TEST_CASE("a decision taken up again while Slurm cannot be read: not submitted again until Slurm says whether its job runs") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    exec_sql(f.cfg.database, "CREATE TRIGGER stop_here BEFORE UPDATE ON decisions WHEN NEW.state = 'applied' "
+                             "BEGIN SELECT RAISE(ABORT, 'the broker stopped'); END;");
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }));
+    std::string comment;
+    for (const auto &c : f.slurm->changes())
+        for (const auto &a : c.argv)
+            if (a.rfind("--comment=", 0) == 0) comment = a.substr(10);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    f.svc->summarise();
+    f.svc->drain();
+    f.svc.reset();
+    exec_sql(f.cfg.database, "DROP TRIGGER stop_here;");
+
+    // The job runs, but squeue answers in a shape this broker cannot read.
+    f.start([&](FakeSlurm &fs) {
+        FakeSlurm::Job old, fresh;
+        old.id = 7, old.nodes = "n1,n2", old.batch_host = "n1", old.node_count = 2, old.tasks = 2, old.state = "CANCELLED";
+        fresh.id = 100, fresh.nodes = "n3,n4", fresh.batch_host = "n3", fresh.node_count = 2, fresh.tasks = 2, fresh.comment = comment;
+        fs.jobs[kConf] = {{7, old}, {100, fresh}};
+        fs.nodes[kConf] = {{"n1", "IDLE"}, {"n2", "DOWN*"}, {"n3", "ALLOCATED"}, {"n4", "ALLOCATED"}};
+        fs.dead_slurmd.insert("n2");
+        fs.next_job = 200;
+        fs.squeue_parser = "openapi/v9.99";
+    });
+    REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("waits: whether its job was submitted") != std::string::npos; }));
+    f.tick_ahead(10);   // asked again: still unreadable
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(f.slurm->count("sbatch") == 0);   // never submitted twice on a guess
+    CHECK(f.state("r1") != "RECOVERING");
+    std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("waits: whether its job") == ev.rfind("waits: whether its job"));   // told once
+    CHECK(ev.find("cluster c1: ") != std::string::npos);                               // names the cluster and why
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->squeue_parser = "openapi/v0.0.38";
+    }
+    REQUIRE(ServiceFixture::until([&] {
+        f.tick_ahead(10);
+        return f.state("r1") == "RECOVERING";
+    }));
+    CHECK(f.slurm->count("sbatch") == 0);
+    ev = f.events("r1");
+    CHECK(ev.find("RECOVERING: attempt 2 runs as job 100 on c1, submitted before the broker stopped") != std::string::npos);
 }
 
 TEST_CASE("a batch script whose end was not reported: the run ends as Slurm says its job did") {

@@ -71,18 +71,6 @@ inline receipt::ChainResult verified(const std::vector<dsse::Envelope> &envs, co
     return res;
 }
 
-inline void exec_sql(const std::string &db, const std::string &sql) {
-    sqlite3 *h = nullptr;
-    REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
-    sqlite3_busy_timeout(h, 5000);
-    char *err = nullptr;
-    const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
-    INFO(sql << ": " << (err ? err : ""));
-    sqlite3_free(err);
-    sqlite3_close(h);
-    REQUIRE(rc == SQLITE_OK);
-}
-
 inline merkle::Hash hash(const json::value &v) {
     auto h = merkle::from_hex(v.as_string());
     REQUIRE(h);

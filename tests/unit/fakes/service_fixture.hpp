@@ -4,6 +4,8 @@
 // HTTP server would send them.
 #pragma once
 #include <boost/json.hpp>
+#include <doctest/doctest.h>
+#include <sqlite3.h>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -19,6 +21,20 @@
 #include "tests/unit/fakes/fake_slurm.hpp"
 
 namespace shardnet::broker::testing {
+
+// SQL on the fixture's database from outside the broker (a trigger that
+// stands for a failing disk or a stop at a chosen write).
+inline void exec_sql(const std::string &db, const std::string &sql) {
+    sqlite3 *h = nullptr;
+    REQUIRE(sqlite3_open(db.c_str(), &h) == SQLITE_OK);
+    sqlite3_busy_timeout(h, 5000);
+    char *err = nullptr;
+    const int rc = sqlite3_exec(h, sql.c_str(), nullptr, nullptr, &err);
+    INFO(sql << ": " << (err ? err : ""));
+    sqlite3_free(err);
+    sqlite3_close(h);
+    REQUIRE(rc == SQLITE_OK);
+}
 
 struct ServiceFixture {
     std::string dir;
