@@ -10,13 +10,18 @@ import json, sqlite3, sys
 
 log, dbpath = sys.argv[1], sys.argv[2]
 label = sys.argv[3] if len(sys.argv) > 3 else ""
+# The log first, then the database: an answer is logged after its broker
+# wrote it, so every ack read here is in the database read after. (The
+# other order lost the acks a running broker gave between the two reads.)
+with open(log) as f:
+    lines = f.readlines()
 db = sqlite3.connect("file:%s?mode=ro" % dbpath, uri=True, timeout=30)
 rows = set(db.execute("SELECT run, attempt, name, rank FROM commits"))
 sealed = set(db.execute("SELECT run, name FROM checkpoints"))
 acked, told_sealed, refused, unanswered, heartbeats = 0, 0, 0, 0, 0
 missing = []
 ranks = {}  # (run, attempt, name) -> (world, {ranks acked})
-for line in open(log):
+for line in lines:
     try:
         r = json.loads(line)
     except ValueError:
