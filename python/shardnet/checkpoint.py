@@ -10,6 +10,7 @@ only partial in the releases that have it): every rank writes its own
 state with torch.save, which is what a data-parallel trainer holds anyway.
 """
 import hashlib
+import inspect
 import io
 import logging
 import os
@@ -210,6 +211,19 @@ def _unsafe_globals(data):
     return ", ".join(sorted(bad))
 
 
+def _torch_load(torch, data, map_location, allow_pickle):
+    """torch.load of a shard whose digests matched. Allowed pickles load as
+    pickles (weights_only=False: since torch 2.6 not the default). Otherwise
+    _unsafe_globals let only tensors and plain values through, and from
+    torch 2 on, whose weights-only loader reads floats, that loader is asked
+    too; torch 1.13's cannot read an optimizer's state."""
+    kwargs = {}
+    if "weights_only" in inspect.signature(torch.load).parameters:
+        major = torch.__version__.split(".", 1)[0]
+        kwargs["weights_only"] = not allow_pickle and major.isdigit() and int(major) >= 2
+    return torch.load(io.BytesIO(data), map_location=map_location, **kwargs)
+
+
 def _allow_pickle(allow_pickle):
     if allow_pickle is not None:
         return bool(allow_pickle)
@@ -282,7 +296,7 @@ def _read_verified(path, rank, map_location, allow_pickle=False, run=""):
                 raise CheckpointError(f"{os.path.join(path, want)}: refused: it holds more than tensors and plain values, and "
                                       f"unpickling it could run code (it names {unsafe[:300]}); a checkpoint you trust loads "
                                       "with load(allow_pickle=True) or SHARDNET_ALLOW_PICKLE=1")
-        payload = torch.load(io.BytesIO(data), map_location=map_location)
+        payload = _torch_load(torch, data, map_location, allow_pickle)
     except CheckpointError:
         raise
     except Exception as err:  # hashes matched: written by something else
