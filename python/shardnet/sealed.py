@@ -35,7 +35,7 @@ import urllib.request
 from .errors import CheckpointError
 
 TIMEOUT = 10  # seconds, per request
-MAX_ANSWER = 16 << 20  # bytes of one rank's file list read at most
+MAX_ANSWER = 16 << 20  # bytes of one page of a rank's file list read at most
 
 
 class Unavailable(Exception):
@@ -57,8 +57,51 @@ def files(run, name, rank, env=None):
         raise Unavailable("no broker in the task environment (SHARDNET_BROKER_URL, SHARDNET_BROKER_TOKEN)")
     if not run:
         raise Unavailable("no run in the task environment (SHARDNET_RUN)")
+    out, listed, sealed_list, start, pages = {}, [], None, 0, 0
+    while True:
+        answer = _page(url, token, ca, run, name, rank, start)
+        # The broker answered 200: what it says is its word. An answer that is
+        # not a file list, or names a file twice, is refused, never skipped.
+        try:
+            page = answer["files"]
+            if pages and answer.get("list") != sealed_list:
+                raise ValueError("its pages are of different lists")
+            sealed_list = answer.get("list")
+            if int(answer.get("from", 0)) != start:
+                raise ValueError(f"the page asked from {start} starts at {answer.get('from')}")
+            for f in page:
+                path = str(f["path"])
+                if path in out:
+                    raise ValueError(f"{path} listed twice")
+                out[path] = (str(f["sha256"]), int(f["bytes"]))
+            listed.extend(page)
+            nxt = answer.get("next_from")
+            if nxt is not None and (int(nxt) != start + len(page) or not page):
+                raise ValueError(f"next_from {nxt} is not the entry after the page")
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise CheckpointError(f"checkpoint {name}: the broker's answer is not a file list ({e})") from None
+        pages += 1
+        if nxt is None:
+            break
+        start = int(nxt)
+    if not out:
+        raise Unavailable("the broker's file list is empty")
+    # A seal carried here from a peer broker: its list was checked against
+    # its root on arrival and is this broker's word; its receipt is in the
+    # sender's log (sender_receipt, the sender's claim), never this broker's.
+    if answer.get("carried") and answer.get("receipt") is not None:
+        raise CheckpointError(f"checkpoint {name}: the broker serves a seal carried from broker {answer.get('sealed_by')} "
+                              "with a receipt as its own; a carried seal's receipt is its sender's claim (sender_receipt)")
+    if sealed_list is not None:
+        check_list(name, listed, sealed_list)
+    return out
+
+
+def _page(url, token, ca, run, name, rank, start):
+    """One page of rank's files from start, as the broker answered it (a dict)."""
     q = urllib.parse.quote
-    req = urllib.request.Request(f"{url.rstrip('/')}/v1/runs/{q(run, safe='')}/checkpoints/{q(name, safe='')}/files?rank={int(rank)}",
+    req = urllib.request.Request(f"{url.rstrip('/')}/v1/runs/{q(run, safe='')}/checkpoints/{q(name, safe='')}/files"
+                                 f"?rank={int(rank)}&from={int(start)}",
                                  headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
     ctx = None
     if url.startswith("https:"):
@@ -77,30 +120,19 @@ def files(run, name, rank, env=None):
             raise CheckpointError(f"checkpoint {name}: the broker sealed no such files ({message})") from None
         # sealed_elsewhere: the run moved between brokers, and this one holds
         # no seal of it (the other may): not the broker's word either way.
+        # 429: too many list requests at once; not its word either.
         raise Unavailable(f"the broker answered HTTP {e.code}: {message}") from None
     except (urllib.error.URLError, OSError, ssl.SSLError) as e:
         raise Unavailable(f"the broker at {url} does not answer ({getattr(e, 'reason', e)})") from None
     if len(body) > MAX_ANSWER:
-        raise Unavailable(f"the broker's file list of rank {rank} is over {MAX_ANSWER >> 20} MiB: not read")
-    # The broker answered 200: what it says is its word. An answer that is
-    # not a file list, or names a file twice, is refused, never skipped.
+        raise Unavailable(f"a page of the broker's file list of rank {rank} is over {MAX_ANSWER >> 20} MiB: not read")
     try:
         answer = json.loads(body)
-        listed = answer["files"]
-        out = {}
-        for f in listed:
-            path = str(f["path"])
-            if path in out:
-                raise ValueError(f"{path} listed twice")
-            out[path] = (str(f["sha256"]), int(f["bytes"]))
-        sealed_list = answer.get("list")
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        if not isinstance(answer, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as e:
         raise CheckpointError(f"checkpoint {name}: the broker's answer is not a file list ({e})") from None
-    if not out:
-        raise Unavailable("the broker's file list is empty")
-    if sealed_list is not None:
-        check_list(name, listed, sealed_list)
-    return out
+    return answer
 
 
 def leaf_hash(path, sha256, size):
