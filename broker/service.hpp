@@ -478,7 +478,8 @@ private:
     struct Inbox;              // one applied, step by step
     // "" when a peer's decision may start or take back run at attempt to
     // for uid, else why not.
-    std::string peer_may_take(const std::string &run, long long to, long long uid) const;
+    std::string peer_may_take(const std::string &run, long long to, long long uid, const std::string &sender,
+                              const std::optional<Store::MovedRow> &moved) const;
     // A fenced attempt's job that still runs: cancelled once, off the caller's
     // thread (when a peer takes its successor, or when it shows up again).
     void cancel_stale(const std::string &cluster, long long job);

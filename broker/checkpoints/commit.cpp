@@ -11,6 +11,7 @@
 #include "common/parse_util.hpp"
 #include "broker/service.hpp"
 #include "broker/api/api_util.hpp"
+#include "broker/seals/held_seal.hpp"
 #include "broker/seals/sealed_list.hpp"
 
 namespace shardnet::broker {
@@ -76,8 +77,21 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
         try {
             bool sealed = false;
             long long count = 0;
+            std::optional<sealed_list::HeldSeal> held;
             transact([&] {
-                if (store_->checkpoint_sealed(id, name)) { sealed = true; count = world; return; }
+                // A name sealed already (here, or carried here with the run):
+                // the same files are answered with that seal, other files refused.
+                if (store_->checkpoint_sealed(id, name) || store_->carried_seal(id, name)) {
+                    held = sealed_list::held_seal(*store_, id, name, rank, cfg_.broker_name);
+                    if (held) {
+                        if (std::string diff = sealed_list::difference(held->rank_files, json::parse(files_text).as_array()); !diff.empty())
+                            throw sealed_list::SealedOtherwise("checkpoint " + name + " is sealed already (attempt " + std::to_string(held->attempt) +
+                                                               ", by broker " + held->sealed_by + ") with other files of rank " +
+                                                               std::to_string(rank) + ": " + diff);
+                        sealed = true, count = held->ranks;
+                        return;
+                    }
+                }
                 count = store_->insert_commit(id, attempt, name, rank, files_text, now, write_seconds);
                 if (count >= world) {
                     const std::string parent = store_->last_checkpoint(id);
@@ -93,7 +107,11 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
                     this->count(c_seals);
                 }
             });
-            reply(ok_json(200, json::object{{"checkpoint", name}, {"committed", count}, {"of", world}, {"sealed", sealed}}));
+            json::object out{{"checkpoint", name}, {"committed", count}, {"of", held ? held->ranks : world}, {"sealed", sealed}};
+            if (held) out["already_sealed"] = true, out["sealed_by"] = held->sealed_by, out["carried"] = held->carried;
+            reply(ok_json(200, std::move(out)));
+        } catch (const sealed_list::SealedOtherwise &e) {
+            reply(error_response(409, "sealed_otherwise", std::string(e.what()) + "; a sealed checkpoint never changes: save under a new name", "name"));
         } catch (const sealed_list::Conflict &e) {
             // Nothing of this commit is written (the transaction rolled back).
             reply(error_response(409, "file_conflict", "checkpoint " + name + " cannot be sealed: " + e.what() +

@@ -36,6 +36,10 @@ void read_commits(Store &store, const std::string &run, long long attempt, const
 struct Conflict : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
+// A commit of a sealed name with other files than its seal's (held_seal.hpp).
+struct SealedOtherwise : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 // Orders entries (file_list::order), throws Conflict on a path committed
 // as two different files, then drops the repeats of a leaf.
 void sort_checked(std::vector<file_list::Entry> &entries);
