@@ -134,8 +134,9 @@ void Service::sealed_files(const std::string &id, const std::string &name, const
     const auto limit = parse_int(query_param(query, "limit").empty() ? std::to_string(kPageDefault) : query_param(query, "limit"), 1, kPageMax);
     if (!limit) return reply(error_response(400, "bad_field", "limit: expected 1.." + std::to_string(kPageMax), "limit"));
     pg.from = *from, pg.limit = *limit;
-    // A job's derived tokens count as their user's, as for event streams.
-    const std::string key = who.bound ? "uid:" + std::to_string(who.uid) : who.name;
+    // A job's derived tokens share one budget per job (its ranks resume
+    // together, each asking for its own files, and wait out a 429).
+    const std::string key = who.bound ? "job:" + std::to_string(who.uid) + ":" + std::to_string(who.job) : who.name;
     auto ticket = list_gate_->take(key);
     if (!ticket) {
         ApiResponse r = error_response(429, "too_many_list_requests", "this token has " + std::to_string(list_gate_->held(key)) +

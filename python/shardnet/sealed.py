@@ -27,7 +27,9 @@ shard the broker has not vouched for.
 import hashlib
 import json
 import os
+import random
 import ssl
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -35,6 +37,7 @@ import urllib.request
 from .errors import CheckpointError
 
 TIMEOUT = 10  # seconds, per request
+BUSY_WAIT = 120  # seconds a rank waits in all while the broker answers 429
 MAX_ANSWER = 16 << 20  # bytes of one page of a rank's file list read at most
 
 
@@ -59,7 +62,7 @@ def files(run, name, rank, env=None):
         raise Unavailable("no run in the task environment (SHARDNET_RUN)")
     out, listed, sealed_list, start, pages = {}, [], None, 0, 0
     while True:
-        answer = _page(url, token, ca, run, name, rank, start)
+        answer = _page_when_served(url, token, ca, run, name, rank, start)
         # The broker answered 200: what it says is its word. An answer that is
         # not a file list, or names a file twice, is refused, never skipped.
         try:
@@ -97,6 +100,29 @@ def files(run, name, rank, env=None):
     return out
 
 
+class _Busy(Exception):
+    """429: the broker serves this token's list requests a few at a time."""
+
+    def __init__(self, retry_after):
+        super().__init__(retry_after)
+        self.retry_after = retry_after
+
+
+def _page_when_served(url, token, ca, run, name, rank, start):
+    """_page, asked again after Retry-After while the broker answers 429 (a
+    job's ranks share their token's few list requests in flight), for at
+    most BUSY_WAIT seconds in all."""
+    deadline = time.monotonic() + BUSY_WAIT
+    while True:
+        try:
+            return _page(url, token, ca, run, name, rank, start)
+        except _Busy as busy:
+            wait = min(max(busy.retry_after, 0.1), 5.0) * (1 + random.random())
+            if time.monotonic() + wait > deadline:
+                raise Unavailable(f"the broker answered 429 (too many file list requests) for {BUSY_WAIT} s") from None
+            time.sleep(wait)
+
+
 def _page(url, token, ca, run, name, rank, start):
     """One page of rank's files from start, as the broker answered it (a dict)."""
     q = urllib.parse.quote
@@ -116,11 +142,15 @@ def _page(url, token, ca, run, name, rank, start):
             err = {}
         code = err.get("error", {}).get("code") if isinstance(err.get("error"), dict) else err.get("code")
         message = (err.get("error", {}).get("message") if isinstance(err.get("error"), dict) else err.get("message")) or e.reason
+        if e.code == 429:
+            try:
+                raise _Busy(float(e.headers.get("Retry-After", "1")))
+            except ValueError:
+                raise _Busy(1.0) from None
         if e.code == 404 and code in ("no_checkpoint", "no_rank"):
             raise CheckpointError(f"checkpoint {name}: the broker sealed no such files ({message})") from None
         # sealed_elsewhere: the run moved between brokers, and this one holds
         # no seal of it (the other may): not the broker's word either way.
-        # 429: too many list requests at once; not its word either.
         raise Unavailable(f"the broker answered HTTP {e.code}: {message}") from None
     except (urllib.error.URLError, OSError, ssl.SSLError) as e:
         raise Unavailable(f"the broker at {url} does not answer ({getattr(e, 'reason', e)})") from None

@@ -647,6 +647,37 @@ class SealedAnswers(unittest.TestCase):
         env, _ = self.serve_pages({0: dict(page, receipt=None, sender_receipt=claim)})
         self.assertEqual(sorted(sealed.files("r", "checkpoint-1", 0, env)), [f["path"] for f in files])
 
+    def test_a_busy_broker_is_asked_again_after_retry_after(self):
+        # A job's ranks share their token's few list requests in flight: a
+        # 429 is waited out (Retry-After), never taken as the broker away.
+        import http.server
+        files, lst = self.tree(2)
+        body = json.dumps({"files": files, "from": 0, "next_from": None, "list": lst}).encode()
+        asked = []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                asked.append(self.path)
+                busy = len(asked) <= 2
+                out = b'{"error": {"code": "too_many_list_requests", "message": "busy"}}' if busy else body
+                self.send_response(429 if busy else 200)
+                if busy:
+                    self.send_header("Retry-After", "0")
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *a):
+                pass
+
+        srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.shutdown)
+        env = {"SHARDNET_BROKER_URL": f"http://127.0.0.1:{srv.server_port}", "SHARDNET_BROKER_TOKEN": "t"}
+        self.assertEqual(sorted(sealed.files("r", "checkpoint-1", 0, env)), [f["path"] for f in files])
+        self.assertEqual(len(asked), 3)
+
     def test_pages_of_another_list_or_out_of_step_are_refused(self):
         files, lst = self.tree(4)
         other = dict(lst, count=5)
