@@ -39,7 +39,8 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
       slurm_(ports.slurm ? std::move(ports.slurm) : std::make_unique<SlurmCalls>(cfg.slurm_cache_ms, cfg.slurm_max_per_second)),
       peers_(ports.peers ? std::move(ports.peers) : std::make_shared<CurlPeerLink>()),
       onward_(std::make_unique<OnwardViews>(*peers_)),
-      workers_(cfg.detector_misses, cfg.stall_seconds) {
+      workers_(cfg.detector_misses, cfg.stall_seconds),
+      list_gate_(std::make_shared<sealed_list::ListGate>(cfg.list_requests_per_token)) {
     signing_key_ = cfg.receipts.key;
     retired_keys_ = cfg.receipts.retired;
     // The key's public half from its first day, before it signs anything: a

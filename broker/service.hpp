@@ -34,6 +34,7 @@
 #include "broker/slurm/slurm.hpp"
 #include "broker/inventory/placement.hpp"
 #include "broker/runs/run_state.hpp"
+#include "broker/seals/list_cache.hpp"
 #include "broker/store/store.hpp"
 #include "broker/detector/workers.hpp"
 #include "broker/receipts/receipts.hpp"
@@ -221,6 +222,17 @@ private:
     void list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply);
     // A sealed checkpoint's files of one rank, as committed (checkpoints/sealed_files.cpp).
     void sealed_files(const std::string &id, const std::string &name, const std::string &query, const TokenEntry &who, const Reply &reply);
+    // Where a seal's list comes from (store thread): the answer's head, the
+    // cache key and how to build it.
+    struct SealedListSource {
+        boost::json::object head;
+        std::optional<Store::SealedListRow> recorded;
+        long long ranks = 0;
+        std::string key;
+        std::function<std::shared_ptr<const sealed_list::Built>()> build;
+    };
+    bool find_sealed_list(const std::string &id, const std::string &name, SealedListSource &src, const Reply &reply);
+    std::shared_ptr<const sealed_list::Built> sealed_list_of(const std::string &id, const std::string &name, const SealedListSource &src);
     std::shared_ptr<StreamBudget> streams_ = std::make_shared<StreamBudget>();
     // POST /v1/runs/{id}/environment (recovery/environment_api.cpp): the
     // submitter's environment, kept root-only for the run's later attempts.
@@ -477,7 +489,8 @@ private:
     struct Inbox;              // one applied, step by step
     // "" when a peer's decision may start or take back run at attempt to
     // for uid, else why not.
-    std::string peer_may_take(const std::string &run, long long to, long long uid) const;
+    std::string peer_may_take(const std::string &run, long long to, long long uid, const std::string &sender,
+                              const std::optional<Store::MovedRow> &moved) const;
     // A fenced attempt's job that still runs: cancelled once, off the caller's
     // thread (when a peer takes its successor, or when it shows up again).
     void cancel_stale(const std::string &cluster, long long job);
@@ -541,6 +554,10 @@ private:
     mutable std::shared_mutex runs_mu_;
     std::unordered_map<std::string, RunInfo> runs_;
     WorkerTable workers_;
+    // Sealed lists as served, a few kept (a seal never changes); list
+    // requests in flight per token.
+    std::unique_ptr<sealed_list::Cache> lists_ = std::make_unique<sealed_list::Cache>(8, 250000);
+    std::shared_ptr<sealed_list::ListGate> list_gate_;
     JobAllocations allocations_;   // Slurm's nodes and task count of the jobs that report
     std::mutex admit_mu_;          // one new worker at a time is counted against its job's cap
     // Counters, one padded slot per thread: the hot path never shares a

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <string_view>
 
 #include "common/json_fields.hpp"
 #include "common/parse_util.hpp"
@@ -19,8 +20,24 @@ bool before(const Entry &a, const Entry &b) {
     return leaf_data(a) < leaf_data(b);
 }
 
+void order(std::vector<Entry> &entries) { std::stable_sort(entries.begin(), entries.end(), before); }
+
+std::string path_conflict(const std::vector<Entry> &ordered) {
+    for (std::size_t i = 1; i < ordered.size(); ++i) {
+        const Entry &a = ordered[i - 1], &b = ordered[i];
+        if (a.path != b.path || (a.sha256 == b.sha256 && a.bytes == b.bytes)) continue;
+        auto who = [](const Entry &e) {
+            return (e.rank >= 0 ? "rank " + std::to_string(e.rank) : std::string("a rank")) + " committed sha256 " + e.sha256 + " (" +
+                   std::to_string(e.bytes) + " bytes)";
+        };
+        const bool swap = b.rank >= 0 && (a.rank < 0 || b.rank < a.rank);   // the lower rank first
+        return "path " + a.path.substr(0, 200) + ": " + who(swap ? b : a) + ", " + who(swap ? a : b);
+    }
+    return "";
+}
+
 void sort(std::vector<Entry> &entries) {
-    std::stable_sort(entries.begin(), entries.end(), before);
+    order(entries);
     // The same file committed by two ranks is one leaf.
     entries.erase(std::unique(entries.begin(), entries.end(),
                               [](const Entry &a, const Entry &b) { return a.path == b.path && a.sha256 == b.sha256 && a.bytes == b.bytes; }),
@@ -33,15 +50,24 @@ std::optional<uint64_t> index_of(const std::vector<Entry> &sorted, const Entry &
     return uint64_t(it - sorted.begin());
 }
 
-std::string entry_error(const Entry &e) {
-    if (e.path.empty() || e.path.size() > kMaxPath || has_control_chars(e.path))
-        return "path: 1-4096 bytes without control characters";
-    if (e.path[0] == '/') return "path: " + e.path.substr(0, 200) + " is absolute (a path inside the checkpoint directory is relative)";
-    for (std::size_t at = 0; at <= e.path.size();) {
-        const std::size_t slash = std::min(e.path.find('/', at), e.path.size());
-        if (e.path.compare(at, slash - at, "..") == 0 && slash - at == 2) return "path: " + e.path.substr(0, 200) + " leaves the checkpoint directory (..)";
+std::string path_error(const std::string &path) {
+    if (path.empty() || path.size() > kMaxPath || has_control_chars(path)) return "path: 1-4096 bytes without control characters";
+    const std::string shown = path.substr(0, 200);
+    if (path[0] == '/') return "path: " + shown + " is absolute (a path inside the checkpoint directory is relative)";
+    for (std::size_t at = 0; at <= path.size();) {
+        const std::size_t slash = std::min(path.find('/', at), path.size());
+        const std::string_view part = std::string_view(path).substr(at, slash - at);
+        if (part == "..") return "path: " + shown + " leaves the checkpoint directory (..)";
+        if (part.empty() || part == ".")
+            return "path: " + shown + " is not in canonical form (an empty or \".\" component: \"a//b\", \"./a\", a trailing \"/\"); "
+                   "name each file one way";
         at = slash + 1;
     }
+    return "";
+}
+
+std::string entry_error(const Entry &e) {
+    if (std::string err = path_error(e.path); !err.empty()) return err;
     if (!is_lower_hex(e.sha256, 64)) return "sha256: expected 64 lower-case hex digits";
     if (e.bytes > kMaxBytes) return "bytes: expected 0..2^50";
     return "";

@@ -40,12 +40,23 @@ bool before(const Entry &a, const Entry &b);
 // Sorts entries so, and drops repeats of a leaf (one file committed by two
 // ranks is one leaf; the first rank's entry stays).
 void sort(std::vector<Entry> &entries);
+// Puts entries in the list's order, repeats of a leaf kept (stable).
+void order(std::vector<Entry> &entries);
+// In entries already in order (repeats kept): the first path committed
+// with two different leaves, as "path P: rank A committed sha256 X (N
+// bytes), rank B sha256 Y (M bytes)"; "" when every path is one leaf.
+std::string path_conflict(const std::vector<Entry> &ordered);
 // e's leaf index in a sorted list, if it is a leaf of it.
 std::optional<uint64_t> index_of(const std::vector<Entry> &sorted, const Entry &e);
-// "" when e can be a leaf, else what is wrong ("path: ..."): a path of
-// 1-4096 bytes without control characters, relative, with no ".."
-// component; a digest of 64 lower-case hex digits; at most 2^50 bytes.
+// "" when e can be a leaf, else what is wrong ("path: ..."): the path as
+// path_error has it; a digest of 64 lower-case hex digits; at most 2^50
+// bytes.
 std::string entry_error(const Entry &e);
+// "" when path is a file's one name inside the checkpoint directory, else
+// what is wrong ("path: ..."): 1-4096 bytes without control characters,
+// relative, each component a name: no empty one ("a//b", a trailing "/"),
+// no "." and no "..". One file has one path, so one leaf (no aliases).
+std::string path_error(const std::string &path);
 // The summary of entries already in order.
 Summary summarize(const std::vector<Entry> &sorted);
 // Every leaf hash of entries already in order (for proofs).

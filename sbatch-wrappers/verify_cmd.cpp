@@ -250,7 +250,7 @@ ListPages list_source(const VerifyArgs &a, const std::deque<std::vector<FetchedL
     if (!a.files_file.empty()) return pages_from_file(a.files_file);
     for (const auto &logs : fetched)
         for (const auto &l : logs)
-            if (l.broker == r.broker && l.files_page) return pages_from_broker(l.files_page, r.run, name);
+            if (l.broker == r.broker && l.files_page) return pages_from_broker(l.files_page, r.run, name, r.broker);
     return nullptr;
 }
 

@@ -23,8 +23,9 @@ std::string read_entries(const json::array &a, std::vector<file_list::Entry> &pa
 
 }  // namespace
 
-receipt::ListPages pages_from_broker(const FilesPageGet &get, const std::string &run, const std::string &checkpoint) {
-    return [get, run, checkpoint](uint64_t from, std::vector<file_list::Entry> &page, bool &last) -> std::string {
+receipt::ListPages pages_from_broker(const FilesPageGet &get, const std::string &run, const std::string &checkpoint,
+                                     const std::string &sealer) {
+    return [get, run, checkpoint, sealer](uint64_t from, std::vector<file_list::Entry> &page, bool &last) -> std::string {
         std::string body;
         if (std::string err = get(run, checkpoint, from, body); !err.empty()) return err;
         json::error_code ec;
@@ -36,6 +37,11 @@ receipt::ListPages pages_from_broker(const FilesPageGet &get, const std::string 
         if (!r || !r->is_string() || r->as_string() != run || !c || !c->is_string() || c->as_string() != checkpoint)
             return "the answer is not of run " + run + " checkpoint " + checkpoint;
         if (!f || !f->is_int64() || f->as_int64() != (long long)from) return "the answer does not start at entry " + std::to_string(from);
+        const auto *by = o->if_contains("sealed_by"), *carried = o->if_contains("carried");
+        if ((carried && carried->is_bool() && carried->as_bool()) || (by && (!by->is_string() || by->as_string() != sealer)))
+            return "the answer is a seal of broker " + (by && by->is_string() ? std::string(by->as_string()) : std::string("?")) +
+                   (carried && carried->is_bool() && carried->as_bool() ? " carried to the broker asked" : "") + ", not broker " + sealer +
+                   "'s, whose receipt it is checked against";
         if (!files || !files->is_array()) return "the answer lists no files";
         if (!next || !(next->is_null() || (next->is_int64() && next->as_int64() == (long long)(from + files->as_array().size()))))
             return "next_from is not the entry after the page";

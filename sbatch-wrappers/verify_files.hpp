@@ -16,8 +16,12 @@ using FilesPageGet = std::function<std::string(const std::string &run, const std
                                                std::string &body)>;
 
 // Pages asked of a broker for (run, checkpoint): each answer must be of
-// that run and checkpoint and start at the index asked.
-receipt::ListPages pages_from_broker(const FilesPageGet &get, const std::string &run, const std::string &checkpoint);
+// that run and checkpoint, start at the index asked, and be the seal of
+// sealer (the broker whose receipt it is checked against): a seal carried
+// to it from a peer (carried, sealed_by another) is refused, its receipt
+// being the sender's claim.
+receipt::ListPages pages_from_broker(const FilesPageGet &get, const std::string &run, const std::string &checkpoint,
+                                     const std::string &sealer);
 // The whole list from a file: an answer of GET .../files ({"files": [...]})
 // or a bare array of {path, sha256, bytes}; one page.
 receipt::ListPages pages_from_file(const std::string &path);

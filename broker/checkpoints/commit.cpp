@@ -2,15 +2,49 @@
 // rank of the attempt's world has committed; the list of a run's checkpoints.
 #include <boost/json.hpp>
 
+#include <optional>
+#include <set>
+#include <string_view>
+
+#include "common/file_list.hpp"
 #include "common/json_fields.hpp"
 #include "common/parse_util.hpp"
 #include "broker/service.hpp"
 #include "broker/api/api_util.hpp"
+#include "broker/seals/held_seal.hpp"
+#include "broker/seals/sealed_list.hpp"
 
 namespace shardnet::broker {
 
 namespace json = boost::json;
 using namespace detail;
+
+namespace {
+
+// A commit's files: each {path, sha256, bytes}, its path in the one
+// canonical form a leaf has (file_list::path_error), once; with receipts
+// on, a real digest (a seal's receipt commits to the SHA-256s). A 400
+// naming the entry.
+std::optional<ApiResponse> files_error(const json::array &files, bool receipts) {
+    std::set<std::string_view> paths;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        const std::string at = "files[" + std::to_string(i) + "]";
+        if (!files[i].is_object()) return error_response(400, "bad_field", at + ": expected an object {path, sha256, bytes}", "files");
+        Fields ff{files[i].as_object(), {}, {}};
+        file_list::Entry e;
+        long long bytes = 0;
+        if (!ff.str("path", e.path) || !ff.str("sha256", e.sha256) || !ff.integer("bytes", 0, 1LL << 50, bytes))
+            return error_response(400, "bad_field", at + "." + ff.err, "files");
+        e.bytes = (unsigned long long)bytes;
+        if (std::string err = receipts ? file_list::entry_error(e) : file_list::path_error(e.path); !err.empty())
+            return error_response(400, "bad_field", at + "." + err, "files");
+        if (!paths.insert(files[i].as_object().at("path").as_string()).second)
+            return error_response(400, "bad_field", at + ".path: " + e.path.substr(0, 200) + " is listed twice in this commit", "files");
+    }
+    return std::nullopt;
+}
+
+}  // namespace
 
 void Service::commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
                      const Reply &reply, double now) {
@@ -35,19 +69,7 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
     auto *files = v.as_object().if_contains("files");
     if (!files || !files->is_array() || files->as_array().empty())
         return reply(error_response(400, "bad_field", "files: expected a non-empty array of {path, sha256, bytes}", "files"));
-    for (const auto &fv : files->as_array()) {
-        if (!fv.is_object()) return reply(error_response(400, "bad_field", "files: expected objects", "files"));
-        Fields ff{fv.as_object(), {}, {}};
-        std::string p, h;
-        long long bytes = 0;
-        if (!ff.str("path", p) || !ff.str("sha256", h) || !ff.integer("bytes", 0, 1LL << 50, bytes))
-            return reply(error_response(400, "bad_field", "files[]." + ff.err, "files"));
-        // A seal's receipt names each file by its SHA-256 (in-toto's digest):
-        // with receipts on, a commit must give real ones.
-        if (cfg_.receipts.on() && (!is_lower_hex(h, 64) || p.empty() || p.size() > 4096 || has_control_chars(p)))
-            return reply(error_response(400, "bad_field", is_lower_hex(h, 64) ? "files[].path: 1-4096 bytes without control characters"
-                                        : "files[].sha256: expected 64 lower-case hex digits (receipts sign it)", "files"));
-    }
+    if (auto bad = files_error(files->as_array(), cfg_.receipts.on())) return reply(*bad);
     if (auto refused = refuse_attempt_writer(id, who, attempt, world, "commits")) return reply(*refused);
     if (rank >= world) return reply(error_response(400, "bad_field", "rank: this attempt has " + std::to_string(world) + " ranks", "rank"));
     std::string files_text = json::serialize(*files);
@@ -55,8 +77,21 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
         try {
             bool sealed = false;
             long long count = 0;
+            std::optional<sealed_list::HeldSeal> held;
             transact([&] {
-                if (store_->checkpoint_sealed(id, name)) { sealed = true; count = world; return; }
+                // A name sealed already (here, or carried here with the run):
+                // the same files are answered with that seal, other files refused.
+                if (store_->checkpoint_sealed(id, name) || store_->carried_seal(id, name)) {
+                    held = sealed_list::held_seal(*store_, id, name, rank, cfg_.broker_name);
+                    if (held) {
+                        if (std::string diff = sealed_list::difference(held->rank_files, json::parse(files_text).as_array()); !diff.empty())
+                            throw sealed_list::SealedOtherwise("checkpoint " + name + " is sealed already (attempt " + std::to_string(held->attempt) +
+                                                               ", by broker " + held->sealed_by + ") with other files of rank " +
+                                                               std::to_string(rank) + ": " + diff);
+                        sealed = true, count = held->ranks;
+                        return;
+                    }
+                }
                 count = store_->insert_commit(id, attempt, name, rank, files_text, now, write_seconds);
                 if (count >= world) {
                     const std::string parent = store_->last_checkpoint(id);
@@ -72,7 +107,15 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
                     this->count(c_seals);
                 }
             });
-            reply(ok_json(200, json::object{{"checkpoint", name}, {"committed", count}, {"of", world}, {"sealed", sealed}}));
+            json::object out{{"checkpoint", name}, {"committed", count}, {"of", held ? held->ranks : world}, {"sealed", sealed}};
+            if (held) out["already_sealed"] = true, out["sealed_by"] = held->sealed_by, out["carried"] = held->carried;
+            reply(ok_json(200, std::move(out)));
+        } catch (const sealed_list::SealedOtherwise &e) {
+            reply(error_response(409, "sealed_otherwise", std::string(e.what()) + "; a sealed checkpoint never changes: save under a new name", "name"));
+        } catch (const sealed_list::Conflict &e) {
+            // Nothing of this commit is written (the transaction rolled back).
+            reply(error_response(409, "file_conflict", "checkpoint " + name + " cannot be sealed: " + e.what() +
+                                 " (one path is one file; ranks that write the same path must write the same bytes)", "files"));
         } catch (const std::exception &e) {
             log_warn("commit of " + name + " not written: the store refused it", id, e.what());
             reply(store_error_response(e));

@@ -86,6 +86,9 @@ struct BrokerConfig {
     // in all (0: half of max_connections; always below it), at most
     // sse_streams_per_token for one token (its user's tabs, a job's watcher).
     int sse_max_streams = 0, sse_streams_per_token = 8;
+    // Sealed file lists (GET .../files) in flight at once per token: each
+    // is built and proved on the store thread.
+    int list_requests_per_token = 2;
     double rate_per_token = 100000;    // requests per second, per token
     double rate_burst = 200000;
     int detector_misses = 3;

@@ -205,8 +205,14 @@ void Service::summarise() {
                                       w.ended || w.faulted, w.watch_only, w.cluster, w.job);
         });
         measure_policies(rows, wall_now());
-        // Bad-node memory keeps 30 days (inventory/bad_nodes.cpp).
-        try { transact([&] { store_->forget_node_faults(wall_now() - 30 * 86400.0); }); } catch (const std::exception &) {}
+        // Bad-node memory keeps 30 days (inventory/bad_nodes.cpp); so do a
+        // finished run's seals carried here from a peer (no resume needs them).
+        try {
+            transact([&] {
+                store_->forget_node_faults(wall_now() - 30 * 86400.0);
+                store_->forget_carried_seals(wall_now() - 30 * 86400.0);
+            });
+        } catch (const std::exception &) {}
     });
 }
 

@@ -162,7 +162,9 @@ struct Service::Inbox {
         if (as.uid < 0) return refuse("user '" + user + "' of the decision is not known on this broker's host");
         if (!d.peer_users.empty() && std::find(d.peer_users.begin(), d.peer_users.end(), user) == d.peer_users.end())
             return refuse("peer " + d.by + " may not submit for user '" + user + "' here (tokens[].users)");
-        if (std::string why = s.peer_may_take(d.run, d.to, as.uid); !why.empty()) return refuse(why);
+        const auto moved = s.store_wait([&] { return s.store_->moved_to(d.run); });
+        if (std::string why = s.peer_may_take(d.run, d.to, as.uid, d.sender, moved); !why.empty())
+            return refuse(why, why.find("was moved to broker") != std::string::npos ? "not_moved_to_sender" : "no_capacity");
         if (p.cluster.empty()) return refuse("no compatible capacity at broker " + s.cfg_.broker_name);
         if (!keep_environment()) return;
         submit();
@@ -213,6 +215,7 @@ struct Service::Inbox {
         s.store_wait([&] {
             s.transact([&] {
                 for (const auto &seal : d.sealed) s.store_->put_carried_seal(carried::row_of(seal, d.run, now));
+                s.store_->keep_newest_carried(d.run, int(carried::kMaxSent));
                 s.store_->finish_received(d.id, "applied", json::serialize(res));
             });
             return 0;
@@ -234,8 +237,8 @@ struct Service::Inbox {
         for (const auto &r : p.rejected) rejected.push_back(json::object{{"cluster", r.cluster}, {"reason", r.reason}});
     }
 
-    void refuse(const std::string &why) {
-        json::object res{{"error", json::object{{"code", "no_capacity"}, {"message", why}}}, {"rejected", rejected}};
+    void refuse(const std::string &why, const char *code = "no_capacity") {
+        json::object res{{"error", json::object{{"code", code}, {"message", why}}}, {"rejected", rejected}};
         s.store_wait([&] { s.store_->finish_received(d.id, "refused", json::serialize(res)); return 0; });
         reply(ApiResponse{409, json::serialize(res), "application/json"});
     }
@@ -306,6 +309,7 @@ struct Service::Inbox {
                     s.note_attempt_start(d.run, d.to, p.cluster, job, p.nodes, cause_of(d.id, d.from, d.link, user, as.uid), d.link, now);
                     s.store_->set_recovering(d.run, d.to, (long long)p.nodes.size());
                     for (const auto &seal : d.sealed) s.store_->put_carried_seal(carried::row_of(seal, d.run, now));
+                    s.store_->keep_newest_carried(d.run, int(carried::kMaxSent));
                     const std::string evidence = json::serialize(ev);
                     s.event(d.run, "RECEIVED", "decision " + d.id + " from broker " + d.from + " (peer " + d.by + ")", evidence, now);
                     s.event(d.run, "PLACEMENT", p.cluster + " " + join(p.nodes) + ": job " + std::to_string(job) + ", attempt " +
@@ -350,10 +354,12 @@ void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, con
     });
 }
 
-std::string Service::peer_may_take(const std::string &run, long long to, long long uid) const {
+std::string Service::peer_may_take(const std::string &run, long long to, long long uid, const std::string &sender,
+                                   const std::optional<Store::MovedRow> &moved) const {
     // A peer may start a run id this broker does not know (but not a local
-    // job's default id), or take back one this broker handed away (MOVED),
-    // at a later attempt; never a run that lives here.
+    // job's default id), or hand back one this broker handed away (MOVED)
+    // at a later attempt, only the peer it was handed to (the decision
+    // this broker recorded); never a run that lives here.
     std::shared_lock lock(runs_mu_);
     auto it = runs_.find(run);
     if (it == runs_.end()) {
@@ -363,6 +369,9 @@ std::string Service::peer_may_take(const std::string &run, long long to, long lo
     if (it->second.state != RunState::moved)
         return "run " + run + " is " + state_name(it->second.state) + " at broker " + cfg_.broker_name +
                ": a peer may only hand back a run that this broker moved to it";
+    if (!moved || moved->peer != sender)
+        return "run " + run + " was moved to broker " + (moved ? moved->peer : std::string("(none recorded)")) + ", not to broker " + sender +
+               ": only the broker a run was moved to may hand it back";
     if (it->second.owner_uid >= 0 && it->second.owner_uid != uid)
         return "run " + run + " exists at broker " + cfg_.broker_name + " and belongs to another user";
     if (to <= it->second.attempt)

@@ -206,7 +206,9 @@ void Service::receipt_sealed(const std::string &run, long long attempt, const st
     sealed_list::Committed c;
     c.unattested = &unattested;
     sealed_list::read_commits(*store_, run, attempt, name, c);
-    file_list::sort(c.entries);
+    // One path is one file: two ranks that committed it alike share its
+    // leaf; as two different files, the checkpoint is not sealed.
+    sealed_list::sort_checked(c.entries);
     const file_list::Summary sum = file_list::summarize(c.entries);
     Store::SealedListRow row{merkle::hex(sum.root), (long long)sum.count, (long long)sum.bytes, 0, ""};
     if (cfg_.receipts.on()) {

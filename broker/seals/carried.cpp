@@ -31,9 +31,14 @@ std::optional<Seal> local_seal(Store &store, const CheckpointRow &c, const std::
     Seal s{c.name, c.parent, broker_name, c.attempt, c.ranks, {}, 0, "", {}};
     sealed_list::Committed committed;
     sealed_list::read_commits(store, c.run, c.attempt, c.name, committed);
+    // Each rank's files, a leaf two ranks committed once per rank (so
+    // that the receiver lists it in both ranks' files); the root is the
+    // leaves'.
     s.files = std::move(committed.entries);
-    file_list::sort(s.files);
-    s.list = file_list::summarize(s.files);
+    file_list::order(s.files);
+    std::vector<file_list::Entry> leaves = s.files;
+    file_list::sort(leaves);
+    s.list = file_list::summarize(leaves);
     if (auto l = store.sealed_list(c.run, c.name)) {
         // The commits must still make the root the seal recorded (and its
         // receipt signed): a store changed since is not passed on as sealed.
@@ -53,7 +58,10 @@ std::optional<Seal> carried_seal(const Store::CarriedSealRow &r) {
         if (!file_list::read_entry(f, "", e).empty()) return std::nullopt;
         s.files.push_back(std::move(e));
     }
-    s.list = file_list::summarize(s.files);
+    file_list::order(s.files);
+    std::vector<file_list::Entry> leaves = s.files;
+    file_list::sort(leaves);
+    s.list = file_list::summarize(leaves);
     if (r.list.receipt_seq > 0) s.receipt_seq = r.list.receipt_seq, s.receipt_digest = r.list.receipt_digest;
     return s;
 }
@@ -99,6 +107,8 @@ std::string read_one(const json::value &v, const std::string &at, std::size_t &f
     }
     // The list must be the root it claims: nothing the sender did not seal
     // is served here as sealed.
+    file_list::order(s.files);   // a leaf two ranks committed comes once per rank
+    if (std::string why = file_list::path_conflict(s.files); !why.empty()) return at + ".files: " + why + " (one path is one file)";
     std::vector<file_list::Entry> sorted = s.files;
     file_list::sort(sorted);
     const file_list::Summary got = file_list::summarize(sorted);
@@ -106,7 +116,6 @@ std::string read_one(const json::value &v, const std::string &at, std::size_t &f
         return at + ".list: its files make " + std::to_string(got.count) + " file(s), " + std::to_string(got.bytes) + " bytes, root " +
                merkle::hex(got.root) + ", not the " + std::to_string(s.list.count) + " file(s), " + std::to_string(s.list.bytes) +
                " bytes, root " + merkle::hex(s.list.root) + " it claims";
-    s.files = std::move(sorted);
     return "";
 }
 

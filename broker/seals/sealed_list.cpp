@@ -40,20 +40,35 @@ void read_commits(Store &store, const std::string &run, long long attempt, const
     }
 }
 
-json::array rank_files_json(const std::vector<file_list::Entry> &sorted, const std::vector<file_list::Entry> &others, long long rank) {
-    // Proofs need every leaf; the tree is made once per answer (2n hashes).
-    const merkle::MemoryTree tree = file_list::tree_of(sorted);
+void sort_checked(std::vector<file_list::Entry> &entries) {
+    file_list::order(entries);
+    if (std::string why = file_list::path_conflict(entries); !why.empty()) throw Conflict(why);
+    file_list::sort(entries);   // in order already: drops the repeats
+}
+
+json::array rank_files_json(const Built &list, long long rank, std::size_t from, std::size_t limit, std::size_t &total) {
+    static const std::vector<uint64_t> none;
+    auto it = list.by_rank.find(rank);
+    const std::vector<uint64_t> &leaves = it == list.by_rank.end() ? none : it->second;
+    std::vector<const file_list::Entry *> other;
+    for (const auto &e : list.others)
+        if (e.rank == rank) other.push_back(&e);
+    total = leaves.size() + other.size();
     json::array out;
-    for (uint64_t i = 0; i < sorted.size(); ++i) {
-        const auto &e = sorted[i];
-        if (e.rank != rank) continue;
+    const merkle::NodeSource source = list.tree.source();
+    for (std::size_t k = from; k < total && k - from < limit; ++k) {
+        if (k >= leaves.size()) {
+            const auto &e = *other[k - leaves.size()];
+            out.push_back(json::object{{"path", e.path}, {"sha256", e.sha256}, {"bytes", e.bytes}, {"rank", e.rank}});
+            continue;
+        }
+        const uint64_t i = leaves[k];
+        const auto &e = list.sorted[i];
         json::array path;
-        for (const auto &h : merkle::inclusion_proof(i, sorted.size(), tree.source())) path.push_back(json::string(merkle::hex(h)));
-        out.push_back(json::object{{"path", e.path}, {"sha256", e.sha256}, {"bytes", e.bytes}, {"rank", e.rank}, {"index", i},
+        for (const auto &h : merkle::inclusion_proof(i, list.sorted.size(), source)) path.push_back(json::string(merkle::hex(h)));
+        out.push_back(json::object{{"path", e.path}, {"sha256", e.sha256}, {"bytes", e.bytes}, {"rank", rank}, {"index", i},
                                    {"inclusion", std::move(path)}});
     }
-    for (const auto &e : others)
-        if (e.rank == rank) out.push_back(json::object{{"path", e.path}, {"sha256", e.sha256}, {"bytes", e.bytes}, {"rank", e.rank}});
     return out;
 }
 

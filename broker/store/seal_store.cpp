@@ -23,6 +23,10 @@ std::span<const Sql> seal_statements() {
                          "received FROM carried_seals WHERE run = ? AND name = ?"},
         {"carried_seals", "SELECT run, name, attempt, ranks, parent, sealed_by, root, count, bytes, receipt_seq, receipt_digest, files, "
                           "received FROM carried_seals WHERE run = ? ORDER BY received DESC, name DESC LIMIT ?"},
+        {"keep_newest_carried", "DELETE FROM carried_seals WHERE run = ?1 AND name NOT IN "
+                                "(SELECT name FROM carried_seals WHERE run = ?1 ORDER BY received DESC, name DESC LIMIT ?2)"},
+        {"forget_carried_seals", "DELETE FROM carried_seals WHERE run IN (SELECT id FROM runs WHERE state IN "
+                                 "('SUCCEEDED', 'FAILED', 'CANCELLED') AND updated < ?)"},
     };
     return table;
 }
@@ -79,6 +83,21 @@ std::vector<Store::CarriedSealRow> Store::carried_seals(const std::string &run, 
     std::vector<CarriedSealRow> out;
     while (row(s)) out.push_back(carried_row(s));
     return out;
+}
+
+void Store::keep_newest_carried(const std::string &run, int keep) {
+    auto *s = stmt("keep_newest_carried");
+    Done done{s};
+    Binder(s).text(run).integer(keep);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("pruning a run's carried seals", rc);
+}
+
+long long Store::forget_carried_seals(double finished_before) {
+    auto *s = stmt("forget_carried_seals");
+    Done done{s};
+    Binder(s).real(finished_before);
+    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("forgetting finished runs' carried seals", rc);
+    return sqlite3_changes(sqlite3_db_handle(s));
 }
 
 }  // namespace shardnet::broker

@@ -229,6 +229,12 @@ public:
     std::optional<CarriedSealRow> carried_seal(const std::string &run, const std::string &name);
     // The run's carried seals, the newest (by received, then name) first.
     std::vector<CarriedSealRow> carried_seals(const std::string &run, int limit);
+    // Drops all but the run's newest keep carried seals (as carried_seals
+    // orders them): what a sender carries is its newest two.
+    void keep_newest_carried(const std::string &run, int keep);
+    // Drops the carried seals of runs that ended (SUCCEEDED, FAILED,
+    // CANCELLED) before finished_before; how many went.
+    long long forget_carried_seals(double finished_before);
     // The ranks' commits of a checkpoint: rank and its files (JSON text).
     std::vector<std::pair<long long, std::string>> commit_files(const std::string &run, long long attempt, const std::string &name);
     // An attempt's ranks as their agents reported them (POST

@@ -27,7 +27,9 @@ shard the broker has not vouched for.
 import hashlib
 import json
 import os
+import random
 import ssl
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -35,7 +37,8 @@ import urllib.request
 from .errors import CheckpointError
 
 TIMEOUT = 10  # seconds, per request
-MAX_ANSWER = 16 << 20  # bytes of one rank's file list read at most
+BUSY_WAIT = 120  # seconds a rank waits in all while the broker answers 429
+MAX_ANSWER = 16 << 20  # bytes of one page of a rank's file list read at most
 
 
 class Unavailable(Exception):
@@ -57,8 +60,74 @@ def files(run, name, rank, env=None):
         raise Unavailable("no broker in the task environment (SHARDNET_BROKER_URL, SHARDNET_BROKER_TOKEN)")
     if not run:
         raise Unavailable("no run in the task environment (SHARDNET_RUN)")
+    out, listed, sealed_list, start, pages = {}, [], None, 0, 0
+    while True:
+        answer = _page_when_served(url, token, ca, run, name, rank, start)
+        # The broker answered 200: what it says is its word. An answer that is
+        # not a file list, or names a file twice, is refused, never skipped.
+        try:
+            page = answer["files"]
+            if pages and answer.get("list") != sealed_list:
+                raise ValueError("its pages are of different lists")
+            sealed_list = answer.get("list")
+            if int(answer.get("from", 0)) != start:
+                raise ValueError(f"the page asked from {start} starts at {answer.get('from')}")
+            for f in page:
+                path = str(f["path"])
+                if path in out:
+                    raise ValueError(f"{path} listed twice")
+                out[path] = (str(f["sha256"]), int(f["bytes"]))
+            listed.extend(page)
+            nxt = answer.get("next_from")
+            if nxt is not None and (int(nxt) != start + len(page) or not page):
+                raise ValueError(f"next_from {nxt} is not the entry after the page")
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise CheckpointError(f"checkpoint {name}: the broker's answer is not a file list ({e})") from None
+        pages += 1
+        if nxt is None:
+            break
+        start = int(nxt)
+    if not out:
+        raise Unavailable("the broker's file list is empty")
+    # A seal carried here from a peer broker: its list was checked against
+    # its root on arrival and is this broker's word; its receipt is in the
+    # sender's log (sender_receipt, the sender's claim), never this broker's.
+    if answer.get("carried") and answer.get("receipt") is not None:
+        raise CheckpointError(f"checkpoint {name}: the broker serves a seal carried from broker {answer.get('sealed_by')} "
+                              "with a receipt as its own; a carried seal's receipt is its sender's claim (sender_receipt)")
+    if sealed_list is not None:
+        check_list(name, listed, sealed_list)
+    return out
+
+
+class _Busy(Exception):
+    """429: the broker serves this token's list requests a few at a time."""
+
+    def __init__(self, retry_after):
+        super().__init__(retry_after)
+        self.retry_after = retry_after
+
+
+def _page_when_served(url, token, ca, run, name, rank, start):
+    """_page, asked again after Retry-After while the broker answers 429 (a
+    job's ranks share their token's few list requests in flight), for at
+    most BUSY_WAIT seconds in all."""
+    deadline = time.monotonic() + BUSY_WAIT
+    while True:
+        try:
+            return _page(url, token, ca, run, name, rank, start)
+        except _Busy as busy:
+            wait = min(max(busy.retry_after, 0.1), 5.0) * (1 + random.random())
+            if time.monotonic() + wait > deadline:
+                raise Unavailable(f"the broker answered 429 (too many file list requests) for {BUSY_WAIT} s") from None
+            time.sleep(wait)
+
+
+def _page(url, token, ca, run, name, rank, start):
+    """One page of rank's files from start, as the broker answered it (a dict)."""
     q = urllib.parse.quote
-    req = urllib.request.Request(f"{url.rstrip('/')}/v1/runs/{q(run, safe='')}/checkpoints/{q(name, safe='')}/files?rank={int(rank)}",
+    req = urllib.request.Request(f"{url.rstrip('/')}/v1/runs/{q(run, safe='')}/checkpoints/{q(name, safe='')}/files"
+                                 f"?rank={int(rank)}&from={int(start)}",
                                  headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
     ctx = None
     if url.startswith("https:"):
@@ -73,6 +142,11 @@ def files(run, name, rank, env=None):
             err = {}
         code = err.get("error", {}).get("code") if isinstance(err.get("error"), dict) else err.get("code")
         message = (err.get("error", {}).get("message") if isinstance(err.get("error"), dict) else err.get("message")) or e.reason
+        if e.code == 429:
+            try:
+                raise _Busy(float(e.headers.get("Retry-After", "1")))
+            except ValueError:
+                raise _Busy(1.0) from None
         if e.code == 404 and code in ("no_checkpoint", "no_rank"):
             raise CheckpointError(f"checkpoint {name}: the broker sealed no such files ({message})") from None
         # sealed_elsewhere: the run moved between brokers, and this one holds
@@ -81,26 +155,14 @@ def files(run, name, rank, env=None):
     except (urllib.error.URLError, OSError, ssl.SSLError) as e:
         raise Unavailable(f"the broker at {url} does not answer ({getattr(e, 'reason', e)})") from None
     if len(body) > MAX_ANSWER:
-        raise Unavailable(f"the broker's file list of rank {rank} is over {MAX_ANSWER >> 20} MiB: not read")
-    # The broker answered 200: what it says is its word. An answer that is
-    # not a file list, or names a file twice, is refused, never skipped.
+        raise Unavailable(f"a page of the broker's file list of rank {rank} is over {MAX_ANSWER >> 20} MiB: not read")
     try:
         answer = json.loads(body)
-        listed = answer["files"]
-        out = {}
-        for f in listed:
-            path = str(f["path"])
-            if path in out:
-                raise ValueError(f"{path} listed twice")
-            out[path] = (str(f["sha256"]), int(f["bytes"]))
-        sealed_list = answer.get("list")
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        if not isinstance(answer, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as e:
         raise CheckpointError(f"checkpoint {name}: the broker's answer is not a file list ({e})") from None
-    if not out:
-        raise Unavailable("the broker's file list is empty")
-    if sealed_list is not None:
-        check_list(name, listed, sealed_list)
-    return out
+    return answer
 
 
 def leaf_hash(path, sha256, size):

@@ -84,8 +84,9 @@ ok "attempt 2 resumed from $(basename "$resume") at step $start and seals its ow
 # The decision carried B's newest two seals: A serves their digests (a
 # resume there is checked against them, never answered sealed_elsewhere),
 # each file with its proof against B's root, to the run's own reader token
-# at A. (Attempt 2's agent commits the checkpoint it resumed from again, so
-# A seals that one itself too: the same files, the same root as B's.)
+# at A. (Attempt 2's trainer reports the checkpoint it resumed from as its
+# last committed one, so its agents commit it again: A answers that commit
+# with the carried seal and seals nothing of that name itself.)
 reader=$("$HARNESS/worker_token.py" --reader "$FED/a.worker.key" fed-run 2 2 "$(id -u "$TEST_USER")" "$new" alpha)
 files_at_a() { curl -s --cacert "$FED/a.crt" -H "Authorization: Bearer $reader" "https://127.0.0.1:$A_PORT/v1/runs/fed-run/checkpoints/$1/files?rank=0"; }
 named=$(basename "$resume")
@@ -99,6 +100,7 @@ print(names[names.index(sys.argv[1]) - 1] if names.index(sys.argv[1]) > 0 else "
 import json, sys
 resumed, at_b, older = (json.loads(a) for a in sys.argv[1:4])
 assert resumed["list"] == at_b["list"] and resumed["files"][0]["sha256"] == at_b["files"][0]["sha256"], (resumed, at_b)
+assert resumed.get("carried") and resumed["sealed_by"] == "beta-broker" and resumed["receipt"] is None, resumed
 assert older.get("carried") and older["sealed_by"] == "beta-broker" and older["list"]["count"] == 2, older
 assert older["receipt"] is None or len(older["receipt"]["digest"]) == 64, older
 for f in older["files"]:

@@ -58,16 +58,29 @@ resumed=$(grep -ho 'resumed from checkpoint-[0-9]*' "$WORK"/pt-fault-*.out | hea
 [ -n "$resumed" ] || fail "pt-fault did not resume at alpha: $(tail -5 "$WORK"/pt-fault-*.out)"
 carried=$(fed_get A "/v1/runs/pt-fault/checkpoints/$resumed/files?rank=1") || fail "alpha serves no seal of $resumed"
 at_beta=$(fed_get B "/v1/runs/pt-fault/checkpoints/$resumed/files?rank=1") || fail "beta serves no seal of $resumed"
-# What alpha serves is beta's seal as carried; or, when attempt 2's agents
-# committed the checkpoint they resumed from again (a seal of alpha's own,
-# which is served first), the same files: the root beta's seal committed to.
-/usr/bin/python3 - "$carried" "$at_beta" <<'PY' || fail "alpha's seal of $resumed: $carried (beta's: $at_beta)"
+# What alpha serves is beta's seal as carried, and only that: a commit of
+# the name by attempt 2's agents is answered with the carried seal (no seal
+# of alpha's own, no SEALED event there), and the receipt it names is
+# beta's claim, not alpha's.
+alpha_ckpts=$(fed_get A /v1/runs/pt-fault/checkpoints) || fail "alpha lists no checkpoints of pt-fault"
+alpha_events=$(fed_get A /v1/runs/pt-fault/events) || fail "alpha lists no events of pt-fault"
+/usr/bin/python3 - "$carried" "$at_beta" "$alpha_ckpts" "$alpha_events" "$resumed" <<'PY' || fail "alpha's seal of $resumed: $carried (beta's: $at_beta)"
 import json, sys
-v, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+v, b, ck, ev, name = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4]), sys.argv[5]
 assert b["sealed_by"] == "beta-broker" and not b.get("carried"), b
-assert (v.get("carried") and v["sealed_by"] == "beta-broker") or (v["sealed_by"] == "alpha-broker" and v["attempt"] == 2), v
+assert v.get("carried") and v["sealed_by"] == "beta-broker" and v["attempt"] == b["attempt"], v
+assert v["receipt"] is None, v
+if b["receipt"] is None:
+    assert "sender_receipt" not in v, v
+else:
+    claim = v["sender_receipt"]
+    assert claim["broker"] == "beta-broker" and claim["checked"] is False, v
+    assert (claim["seq"], claim["digest"]) == (b["receipt"]["seq"], b["receipt"]["digest"]), (v, b)
 assert v["list"] == b["list"], (v["list"], b["list"])
 assert v["list"]["count"] == 2 and len(v["files"]) == 1 and v["files"][0]["inclusion"] is not None, v
+assert name not in [c["name"] for c in ck["checkpoints"]], ("alpha sealed the resumed checkpoint again", ck)
+resealed = [e for e in ev["events"] if e["kind"] == "SEALED" and e["evidence"].get("checkpoint") == name]
+assert not resealed, ("alpha sealed the resumed checkpoint again", resealed)
 PY
 ok "the resume at alpha from $resumed (sealed at beta) was checked against the seal beta's decision carried: no manifest-only fallback"
 

@@ -577,6 +577,118 @@ class SealedAnswers(unittest.TestCase):
         env = self.serve(json.dumps({"files": [f]}).encode())
         self.assertEqual(sealed.files("r", "checkpoint-1", 0, env), {"rank-0.pt": ("a" * 64, 1)})
 
+    def serve_pages(self, pages):
+        """A broker that answers ?from=I with pages[I] (a dict), and counts the asks."""
+        import http.server
+        import urllib.parse
+        asked = []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+                asked.append((q.get("rank"), q.get("from")))
+                body = json.dumps(pages[int(q["from"][0])]).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.shutdown)
+        return {"SHARDNET_BROKER_URL": f"http://127.0.0.1:{srv.server_port}", "SHARDNET_BROKER_TOKEN": "t"}, asked
+
+    def tree(self, n):
+        """n files of rank 0, each with its index and inclusion proof, and the list they make."""
+        leaves = [sealed.leaf_hash(f"part-{i:03d}.pt", "%064x" % i, i) for i in range(n)]
+
+        def mth(ls):
+            if len(ls) == 1:
+                return ls[0]
+            k = 1
+            while k * 2 < len(ls):
+                k *= 2
+            return sealed._node(mth(ls[:k]), mth(ls[k:]))
+
+        def path(m, ls):
+            if len(ls) == 1:
+                return []
+            k = 1
+            while k * 2 < len(ls):
+                k *= 2
+            return path(m, ls[:k]) + [mth(ls[k:])] if m < k else path(m - k, ls[k:]) + [mth(ls[:k])]
+
+        files = [{"path": f"part-{i:03d}.pt", "sha256": "%064x" % i, "bytes": i, "rank": 0, "index": i,
+                  "inclusion": [h.hex() for h in path(i, leaves)]} for i in range(n)]
+        return files, {"merkle_root": mth(leaves).hex(), "count": n, "bytes": sum(range(n))}
+
+    def test_a_ranks_files_are_read_page_by_page(self):
+        files, lst = self.tree(5)
+        pages = {0: {"files": files[:2], "from": 0, "next_from": 2, "list": lst},
+                 2: {"files": files[2:4], "from": 2, "next_from": 4, "list": lst},
+                 4: {"files": files[4:], "from": 4, "next_from": None, "list": lst}}
+        env, asked = self.serve_pages(pages)
+        got = sealed.files("r", "checkpoint-1", 0, env)
+        self.assertEqual(sorted(got), [f["path"] for f in files])
+        self.assertEqual([a[1] for a in asked], [["0"], ["2"], ["4"]])
+        self.assertTrue(all(a[0] == ["0"] for a in asked))
+
+    def test_a_carried_seal_with_a_receipt_as_the_brokers_own_is_refused(self):
+        files, lst = self.tree(2)
+        page = {"files": files, "from": 0, "next_from": None, "list": lst, "carried": True, "sealed_by": "beta"}
+        env, _ = self.serve_pages({0: dict(page, receipt={"seq": 3, "digest": "d" * 64})})
+        with self.assertRaisesRegex(shardnet.CheckpointError, "carried from broker beta with a receipt as its own"):
+            sealed.files("r", "checkpoint-1", 0, env)
+        claim = {"broker": "beta", "seq": 3, "digest": "d" * 64, "checked": False}
+        env, _ = self.serve_pages({0: dict(page, receipt=None, sender_receipt=claim)})
+        self.assertEqual(sorted(sealed.files("r", "checkpoint-1", 0, env)), [f["path"] for f in files])
+
+    def test_a_busy_broker_is_asked_again_after_retry_after(self):
+        # A job's ranks share their token's few list requests in flight: a
+        # 429 is waited out (Retry-After), never taken as the broker away.
+        import http.server
+        files, lst = self.tree(2)
+        body = json.dumps({"files": files, "from": 0, "next_from": None, "list": lst}).encode()
+        asked = []
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                asked.append(self.path)
+                busy = len(asked) <= 2
+                out = b'{"error": {"code": "too_many_list_requests", "message": "busy"}}' if busy else body
+                self.send_response(429 if busy else 200)
+                if busy:
+                    self.send_header("Retry-After", "0")
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *a):
+                pass
+
+        srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.shutdown)
+        env = {"SHARDNET_BROKER_URL": f"http://127.0.0.1:{srv.server_port}", "SHARDNET_BROKER_TOKEN": "t"}
+        self.assertEqual(sorted(sealed.files("r", "checkpoint-1", 0, env)), [f["path"] for f in files])
+        self.assertEqual(len(asked), 3)
+
+    def test_pages_of_another_list_or_out_of_step_are_refused(self):
+        files, lst = self.tree(4)
+        other = dict(lst, count=5)
+        env, _ = self.serve_pages({0: {"files": files[:2], "from": 0, "next_from": 2, "list": lst},
+                                   2: {"files": files[2:], "from": 2, "next_from": None, "list": other}})
+        with self.assertRaisesRegex(shardnet.CheckpointError, "pages are of different lists"):
+            sealed.files("r", "checkpoint-1", 0, env)
+        env, _ = self.serve_pages({0: {"files": files[:2], "from": 0, "next_from": 3, "list": lst}})
+        with self.assertRaisesRegex(shardnet.CheckpointError, "next_from 3 is not the entry after the page"):
+            sealed.files("r", "checkpoint-1", 0, env)
+
 if __name__ == "__main__":
     unittest.main()
 

@@ -88,7 +88,7 @@ TEST_CASE("an attempt's receipt waits for its ranks; a seal's commits its files 
     auto bad = f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-00000020/commit",
                       R"({"attempt":1,"rank":0,"world_size":1,"files":[{"path":"x","sha256":"00","bytes":1}]})");
     CHECK(bad.status == 400);
-    CHECK(bad.body.find("files[].sha256") != std::string::npos);
+    CHECK(bad.body.find("files[0].sha256: expected 64 lower-case hex digits") != std::string::npos);
     // The public keys: this one, current.
     auto keys = f.call("GET", "/v1/keys", "", "");
     REQUIRE(keys.status == 200);
