@@ -33,7 +33,7 @@
 #include "broker/slurm/job_allocations.hpp"
 #include "broker/slurm/slurm.hpp"
 #include "broker/inventory/placement.hpp"
-#include "broker/runs/run_state.hpp"
+#include "broker/runs/registry.hpp"
 #include "broker/store/store.hpp"
 #include "broker/detector/workers.hpp"
 #include "broker/receipts/receipts.hpp"
@@ -130,60 +130,8 @@ public:
 
 private:
 public:
-    // The job that runs an attempt of a run, as this broker recorded it: the
-    // first job to report attempt 1, the job it submitted for each later one.
-    struct AttemptJob {
-        std::string cluster;
-        long long job = 0;
-        long long world = 0;   // the largest step task count its tokens named
-    };
-    struct RunInfo {
-        std::string owner;          // the Unix account ("" until a job claims it)
-        RunState state = RunState::pending;
-        long long attempt = 1, world_size = 0;
-        std::string requeue = "federated";
-        long long expected_nodes = 0;   // RECOVERING: nodes the new attempt runs on
-        long long recover_to = 0;       // RECOVERING: the attempt that must heartbeat
-        std::string manifest = "{}";    // as created (JSON), with "requires"
-        long long owner_uid = -1;       // -1: created by an admin for whoever runs it first
-        std::map<long long, AttemptJob> jobs{};   // attempt -> its job
-        // --shardnet-ckpt-every=auto (its agents report a "policy" version):
-        // the interval in force, the heartbeat answer that carries it, and
-        // the latest computation with its inputs (policy/policy.cpp).
-        bool ckpt_auto = false;
-        std::string ckpt_every{};   // --shardnet-ckpt-every as its agents say ("": not said); a requeue keeps it
-        long long policy_version = 0, policy_steps = 0;
-        std::shared_ptr<const std::string> policy_answer{}, policy_detail{};
-        // The recovery under way, timed for the policy's R: its phases end
-        // at the FAULT, the new job, RECOVERED, and the first new step.
-        // The attempt's rank that failed first, as its agent reported the
-        // step's end (attempt 0: none yet): who a FAILED run names.
-        struct RankFailure {
-            long long attempt = 0, rank = -1;
-            std::string node;
-            std::optional<long long> code, signal;
-            double time = 0;
-        } first_failure{};
-        std::set<std::string> failed_nodes{};   // nodes of first_failure.attempt that reported a failed rank
-        // The attempt whose batch end is being judged, or whose failed rank
-        // is being looked into (0: none): one of each at a time, and the
-        // detector leaves the attempt's silent workers to the judgment.
-        long long judging = 0, probing = 0;
-        long long slurm_requeues = 0;   // Slurm's own requeues of the run's jobs (not ShardNet's attempts)
-        long long slurm_requeued = 0;   // the attempt Slurm requeued and has not started again (0: none)
-        // The pre-limit signal of attempt prelimit_attempt went at
-        // prelimit_at (its agents' first heartbeat that said so): under
-        // --shardnet-on-timeout=requeue, that attempt's TIMEOUT is requeued
-        // only after a checkpoint sealed since (detector/slurm_end.cpp).
-        long long prelimit_attempt = 0;
-        double prelimit_at = 0;
-        unsigned long long judging_serial = 0, probing_serial = 0;
-        struct RecoveryClock {
-            long long to = 0;   // the attempt that recovers (0: none timed)
-            std::string tier;
-            double last_seen = 0, fault_at = 0, placed_at = 0, recovered_at = 0;
-        } clock{};
-    };
+    using AttemptJob = broker::AttemptJob;
+    using RunInfo = broker::RunInfo;
     // Why a derived worker token (who) may not report for attempt of a run
     // (info: null when the run is new), or "". See doc/trust-model.md.
     std::string refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt) const;
@@ -258,16 +206,11 @@ private:
     struct Route;
     static std::span<const Route> routes();
     friend std::span<const RouteSpec> api_routes();
-    // The one place a run's state changes in memory (under runs_mu_, held
-    // exclusively): checked against the lifecycle (run_state.hpp). False,
-    // and logged, when the table has no such transition; nothing changes.
-    bool set_state(const std::string &run, RunInfo &info, RunState to);
-    // The database's side of the same: inside a store transaction, before
+    // The database's side of a run's state change (in memory:
+    // RunRegistry::Writer::set_state): inside a store transaction, before
     // memory changes. Throws (the transaction then writes nothing) when the
     // run's state in memory may not become to.
     void store_state(const std::string &run, RunState to, long long attempt, double now);
-    // After a store write failed: the run as it was (none: not known).
-    void undo_run(const std::string &run, const std::optional<RunInfo> &before);
     // A recovery handed to peers that ended nowhere: RECOVERING -> DEGRADED.
     void back_to_degraded(const std::string &run);
     // "" or why a client may not create run id (a job's default id).
@@ -527,8 +470,7 @@ private:
     std::atomic<Auth *> auth_{nullptr};
     std::vector<std::unique_ptr<Auth>> auths_;
     std::mutex auths_mu_;
-    mutable std::shared_mutex runs_mu_;
-    std::unordered_map<std::string, RunInfo> runs_;
+    RunRegistry runs_;   // every run's record, behind its lock (runs/registry.hpp)
     WorkerTable workers_;
     JobAllocations allocations_;   // Slurm's nodes and task count of the jobs that report
     std::mutex admit_mu_;          // one new worker at a time is counted against its job's cap
@@ -541,8 +483,6 @@ private:
     Slot slots_[kSlots];
     void count(Counter c);
     unsigned long long total(Counter c) const;
-    // Bumped on every change to runs_: connections cache what they read.
-    std::atomic<unsigned long long> runs_generation_{1};
 };
 
 ApiResponse error_response(unsigned status, const std::string &code, const std::string &message,

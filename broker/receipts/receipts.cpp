@@ -138,8 +138,8 @@ void Service::attempt_started(const std::string &run, long long attempt, double 
     std::string user;
     long long uid = -1;
     {
-        std::shared_lock lock(runs_mu_);
-        if (auto it = runs_.find(run); it != runs_.end()) {
+        auto runs = runs_.read();
+        if (auto it = runs.find(run); it != runs.end()) {
             user = it->second.owner, uid = it->second.owner_uid;
             if (auto j = it->second.jobs.find(attempt); j != it->second.jobs.end()) world = std::max(world, j->second.world);
         }

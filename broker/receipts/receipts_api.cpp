@@ -109,11 +109,11 @@ void Service::get_receipts(const std::string &id, const std::string &query, cons
         size = *n;
     }
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(id);
+        auto runs = runs_.read();
+        auto it = runs.find(id);
         // A peer is asked below (runs it moved to or from it); anyone else
         // who may not see the run learns nothing of it.
-        if (it == runs_.end() || (who.scope != Scope::peer && !may_see(who, id, &it->second)))
+        if (it == runs.end() || (who.scope != Scope::peer && !may_see(who, id, &it->second)))
             return reply(error_response(404, "no_run", "no run " + id));
     }
     on_store(reply, [this, id, after, limit, size, with_proofs = !proofs.empty(),

@@ -59,11 +59,11 @@ std::optional<ApiResponse> Service::refuse_attempt_writer(const std::string &id,
         return error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt");
     if (!who.bound && who.scope != Scope::admin)
         return error_response(403, "forbidden", std::string(what) + " need a per-job worker token (derived from a worker key) or an admin token");
-    std::shared_lock lock(runs_mu_);
-    auto it = runs_.find(id);
+    auto runs = runs_.read();
+    auto it = runs.find(id);
     // Another user's run answers as a missing one does, word for word: a
     // job that names it in --shardnet learns nothing of whether it exists.
-    if (it == runs_.end() || !may_see(who, id, &it->second)) return error_response(404, "no_run", "no run " + id);
+    if (it == runs.end() || !may_see(who, id, &it->second)) return error_response(404, "no_run", "no run " + id);
     if (who.bound) {
         std::string why = refuse_worker(&it->second, id, who, attempt);
         // Never a claim: only a job the broker already recorded for the
