@@ -26,8 +26,10 @@
 #include "broker/api/heartbeat_body.hpp"
 #include "broker/api/routes.hpp"
 #include "broker/trust/auth.hpp"
+#include "broker/trust/refusals.hpp"
 #include "broker/config/config.hpp"
 #include "broker/federation/peer_answer.hpp"
+#include "broker/http/api_message.hpp"
 #include "broker/federation/onward.hpp"
 #include "broker/federation/peer_link.hpp"
 #include "broker/slurm/job_allocations.hpp"
@@ -40,45 +42,6 @@
 #include "common/receipt.hpp"
 
 namespace shardnet::broker {
-
-// Handlers read a request while they run; what they keep for later (a store
-// job, a stream) they copy. The HTTP server reuses a connection's request.
-struct ApiRequest {
-    std::string method;   // "GET", "POST", ...
-    std::string target;   // path and query
-    std::string bearer;
-    std::string body;
-    ConnCache *conn_cache = nullptr;   // the connection's, when it has one
-    std::string last_event_id{};   // the Last-Event-ID header, as sent (SSE reconnects)
-    std::string if_none_match{};   // the dashboard's files: the ETags the client holds (web/)
-    bool accepts_gzip = false;     // Accept-Encoding names gzip (the dashboard's files come compressed)
-};
-
-struct ApiResponse {
-    unsigned status = 200;
-    std::string body;
-    const char *content_type = "application/json";   // a literal: a 204 then allocates nothing
-    const char *allow = nullptr;   // 405: the methods the resource takes (a literal)
-    unsigned retry_after = 0;      // 503: seconds to wait before trying again (Retry-After; 0: none)
-    const char *headers = nullptr; // more header lines, each ending CRLF, kept alive by the handler (web/)
-};
-
-// Called exactly once per request, on the calling thread or later from
-// another (the HTTP session keeps itself alive until then, and only then).
-using Reply = std::function<void(ApiResponse)>;
-
-// A live event stream (Server-Sent Events): the HTTP layer's end of it.
-struct EventSink {
-    std::function<void(std::string)> push;   // one SSE message; must not block
-    // The backlog comes a page (about page_bytes) at a time: after each,
-    // the next page's reading is handed over here, and the HTTP layer calls
-    // it once it has written what it holds. Must not block.
-    std::function<void(std::function<void()>)> more;
-    std::size_t page_bytes = 256u << 10;
-    std::atomic<bool> open{true};
-    TokenEntry who;   // who follows: asked again before each event (a run's owner can change)
-    std::shared_ptr<void> slot;   // its place in the stream budget, given back with the sink
-};
 
 // Open event streams, per token and in all (api/runs.cpp): shared with
 // each stream's slot, which may outlive the service by a moment.
@@ -104,15 +67,15 @@ struct JobSays {
     bool requeue_timeout = false;  // --shardnet-on-timeout=requeue
 };
 
-class Service {
+class Service final : public ApiHandler {
 public:
     Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServicePorts ports = {});
     ~Service();
 
-    void handle(const ApiRequest &req, const Reply &reply);
+    void handle(const ApiRequest &req, const Reply &reply) override;
     // GET /v1/runs/{id}/events?follow=1: an error to send instead, or none,
     // and then the run's events after `after` and every new one go to sink.
-    std::optional<ApiResponse> follow_events(const ApiRequest &req, std::shared_ptr<EventSink> sink);
+    std::optional<ApiResponse> follow_events(const ApiRequest &req, std::shared_ptr<EventSink> sink) override;
     // Detector: FAULT events for workers past their deadline. Called often.
     void tick(double now);
     // Soft state to the store (summaries), every summary_seconds.
@@ -132,9 +95,11 @@ private:
 public:
     using AttemptJob = broker::AttemptJob;
     using RunInfo = broker::RunInfo;
-    // Why a derived worker token (who) may not report for attempt of a run
-    // (info: null when the run is new), or "". See doc/trust-model.md.
-    std::string refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt) const;
+    // Why a derived worker token (who) may not report for attempt of a run,
+    // or "" (trust/refusals.hpp, with this broker's clusters).
+    std::string refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt) const {
+        return broker::refuse_worker(info, run, who, attempt, cfg_);
+    }
     // Who may write for an attempt of run id (a commit, a ranks' report):
     // its own job's worker token or an admin, for the current attempt only;
     // world becomes the attempt's ranks as the broker knows them for a
@@ -214,7 +179,7 @@ private:
     // A recovery handed to peers that ended nowhere: RECOVERING -> DEGRADED.
     void back_to_degraded(const std::string &run);
     // "" or why a client may not create run id (a job's default id).
-    std::string reserved_run_id(const std::string &id) const;
+    std::string reserved_run_id(const std::string &id) const { return broker::reserved_run_id(id, cfg_); }
     // Asks Slurm (on its own thread) before a suspected failure becomes FAULT.
     void confirm(Fault fault, double now);
     void raise_fault(const Fault &fault, const std::string &cause, boost::json::object evidence, double now, int tries = 0);
@@ -485,8 +450,6 @@ private:
     unsigned long long total(Counter c) const;
 };
 
-ApiResponse error_response(unsigned status, const std::string &code, const std::string &message,
-                           const std::string &field = "");
 double wall_now();
 
 template <class F>

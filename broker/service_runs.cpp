@@ -1,6 +1,7 @@
-// Runs: the database's side of a run's state change (store_state, inside
-// the caller's transaction, before memory changes through the registry's
-// set_state), checked against the lifecycle (run_state.hpp); and retries.
+// The service's side of a run's state change: the database's (store_state,
+// inside the caller's transaction, before memory changes through the run
+// registry's set_state, runs/registry.hpp), checked against the lifecycle
+// (runs/run_state.hpp), with what goes with a run's end; and retries.
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 #include <stdexcept>
