@@ -1,5 +1,4 @@
 #include "broker/service.hpp"
-#include "broker/receipts/head_pin.hpp"
 
 #include "broker/api/store_answer.hpp"
 
@@ -35,22 +34,11 @@ ApiResponse error_response(unsigned status, const std::string &code, const std::
 
 
 Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServicePorts ports)
-    : cfg_(cfg), store_(std::move(store)),
+    : cfg_(cfg), store_(std::move(store)), signer_(*store_, cfg.receipts),
       slurm_(ports.slurm ? std::move(ports.slurm) : std::make_unique<SlurmCalls>(cfg.slurm_cache_ms, cfg.slurm_max_per_second)),
       peers_(ports.peers ? std::move(ports.peers) : std::make_shared<CurlPeerLink>()),
       onward_(std::make_unique<OnwardViews>(*peers_)),
       workers_(cfg.detector_misses, cfg.stall_seconds) {
-    signing_key_ = cfg.receipts.key;
-    retired_keys_ = cfg.receipts.retired;
-    // The key's public half from its first day, before it signs anything: a
-    // rotation away from it keeps it listed at /v1/keys.
-    if (cfg.receipts.on()) store_->transaction([&] { store_->record_key(signing_key_.keyid(), signing_key_.public_pem()); });
-    // The log only moves forward: a database shorter than, or different
-    // from, the last head this broker signed is not started on.
-    if (cfg.receipts.on() && !cfg.receipts.key_file.empty()) {
-        head_pin_ = head_pin_path(cfg.receipts.key_file);
-        if (std::string why = check_head_pin(*store_, head_pin_); !why.empty()) throw std::runtime_error(why);
-    }
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
     auto runs = runs_.write();   // no other thread yet: one view for the load
@@ -183,7 +171,15 @@ void Service::reload(const BrokerConfig &cfg) {
     std::lock_guard<std::mutex> lock(auths_mu_);
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
-    rotate_receipt_key(cfg.receipts);
+    // A new receipts key_file signs from now on (turning receipts on or off
+    // needs a restart), rotated on the store thread, where every signature is made.
+    const ReceiptKeys &fresh = cfg.receipts;
+    if (cfg_.receipts.on() != fresh.on()) {
+        log_json("warn", "receipts: turning them on or off needs a restart; the running config keeps its receipts",
+                 json::object{{"receipts", cfg_.receipts.on() ? "on" : "off"}, {"reloaded_config", fresh.on() ? "on" : "off"}});
+        return;
+    }
+    if (fresh.on()) on_store([this, fresh] { signer_.rotate(fresh); });
 }
 
 void Service::event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,

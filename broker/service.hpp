@@ -39,6 +39,7 @@
 #include "broker/store/store.hpp"
 #include "broker/detector/workers.hpp"
 #include "broker/receipts/receipts.hpp"
+#include "broker/receipts/signer.hpp"
 #include "common/receipt.hpp"
 
 namespace shardnet::broker {
@@ -348,9 +349,6 @@ private:
     bool attempt_current(const std::string &run, long long attempt);
     // A seal: every shard file of the ranks' commits is a subject.
     void receipt_sealed(const std::string &run, long long attempt, const std::string &name, const std::string &parent, double now);
-    // SIGHUP: a new receipts key_file signs from now on, the old key stays
-    // listed as retired (turning receipts on or off needs a restart).
-    void rotate_receipt_key(const ReceiptKeys &fresh);
     // The newest receipt of run here (seq and digest; empty: none, or off).
     receipts::ChainLink last_receipt_link(const std::string &run);
     // The API (receipts/receipts_api.cpp).
@@ -361,9 +359,6 @@ private:
     void get_receipts(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply);
     void get_log_head(const Reply &reply);
     void get_log_proof(bool inclusion, const std::string &query, const Reply &reply);
-    // A signed head of the log as it is now: the stored one when the log has
-    // not grown since, else signed now (store thread).
-    Store::TreeHeadRow current_head(double now);
     // fan_out: also ask the peers (never for a peer's own question).
     void capacity(const std::string &query, bool fan_out, const Reply &reply);
     // GET /v1/capacity?local=1 at every peer at once: their rows, and one
@@ -409,11 +404,7 @@ private:
 
     BrokerConfig cfg_;
     std::unique_ptr<Store> store_;
-    // The receipts key that signs now and the configured retired ones: the
-    // store thread's only (a SIGHUP rotates them there).
-    SigningKey signing_key_;
-    std::string head_pin_;   // KEY_FILE.head: the last head signed (receipts/head_pin.hpp); "" when receipts are off
-    std::vector<SigningKey> retired_keys_;
+    receipts::Signer signer_;   // the receipts key and the head pin (store thread only; receipts/signer.hpp)
     boost::asio::thread_pool store_thread_{1};
     std::atomic<int> store_jobs_{0};   // posted to store_thread_ and not yet ended
     boost::asio::thread_pool slurm_thread_{1};
