@@ -1,5 +1,4 @@
 #include "broker/service.hpp"
-#include "broker/receipts/head_pin.hpp"
 
 #include "broker/api/store_answer.hpp"
 
@@ -35,25 +34,15 @@ ApiResponse error_response(unsigned status, const std::string &code, const std::
 
 
 Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServicePorts ports)
-    : cfg_(cfg), store_(std::move(store)),
+    : cfg_(cfg), store_(std::move(store)), signer_(*store_, cfg.receipts),
       slurm_(ports.slurm ? std::move(ports.slurm) : std::make_unique<SlurmCalls>(cfg.slurm_cache_ms, cfg.slurm_max_per_second)),
       peers_(ports.peers ? std::move(ports.peers) : std::make_shared<CurlPeerLink>()),
       onward_(std::make_unique<OnwardViews>(*peers_)),
       workers_(cfg.detector_misses, cfg.stall_seconds),
       list_gate_(std::make_shared<sealed_list::ListGate>(cfg.list_requests_per_token)) {
-    signing_key_ = cfg.receipts.key;
-    retired_keys_ = cfg.receipts.retired;
-    // The key's public half from its first day, before it signs anything: a
-    // rotation away from it keeps it listed at /v1/keys.
-    if (cfg.receipts.on()) store_->transaction([&] { store_->record_key(signing_key_.keyid(), signing_key_.public_pem()); });
-    // The log only moves forward: a database shorter than, or different
-    // from, the last head this broker signed is not started on.
-    if (cfg.receipts.on() && !cfg.receipts.key_file.empty()) {
-        head_pin_ = head_pin_path(cfg.receipts.key_file);
-        if (std::string why = check_head_pin(*store_, head_pin_); !why.empty()) throw std::runtime_error(why);
-    }
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
+    auto runs = runs_.write();   // no other thread yet: one view for the load
     for (auto &r : store_->load_runs()) {
         RunInfo info{r.owner, state_from_name(r.state).value_or(RunState::failed), r.attempt, r.world_size};
         if (!state_from_name(r.state)) log_warn("unknown run state in the database, read as FAILED", r.id, r.state);
@@ -66,10 +55,11 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
             info.recover_to = r.recover_to;
             info.expected_nodes = r.recover_nodes;
         }
-        runs_[r.id] = std::move(info);
+        runs[r.id] = std::move(info);
     }
     for (auto &a : store_->load_attempts())
-        if (auto it = runs_.find(a.run); it != runs_.end()) it->second.jobs[a.attempt] = AttemptJob{a.cluster, a.job, a.world};
+        if (auto it = runs.find(a.run); it != runs.end()) it->second.jobs[a.attempt] = AttemptJob{a.cluster, a.job, a.world};
+    runs.unlock();
     load_policies();
     load_bad_nodes(wall_now());
     // The workers of live runs are watched again, with a deadline from now:
@@ -78,8 +68,9 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     // goes on as before; an allocation's node without a worker stays watch-only.
     const double started = wall_now();
     for (const auto &w : store_->load_workers()) {
-        auto it = runs_.find(w.run);
-        if (it == runs_.end() || is_final(it->second.state) || it->second.state == RunState::moved || it->second.attempt != w.attempt)
+        if (runs_.with_run(w.run, [&](const RunInfo *r) {
+                return !r || is_final(r->state) || r->state == RunState::moved || r->attempt != w.attempt;
+            }))
             continue;
         if (w.job <= 0) continue;
         if (w.watch_only) workers_.watch(w.run, w.node, w.attempt, int(w.interval), started, w.cluster, w.job);
@@ -93,8 +84,10 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     // are taken up again: requeue() finds a job already submitted for one
     // by its nonce, and submits only where there is none.
     for (const auto &d : store_->written_decisions()) {
-        auto it = runs_.find(d.run);
-        if (it == runs_.end() || it->second.attempt != d.from_attempt || it->second.state != RunState::degraded) continue;
+        if (runs_.with_run(d.run, [&](const RunInfo *r) {
+                return !r || r->attempt != d.from_attempt || r->state != RunState::degraded;
+            }))
+            continue;
         Fault f{d.run, d.exclude, d.from_attempt, "(decision " + d.id + " taken up after a restart)", WorkerState{}, FaultKind::silent};
         f.state.attempt = d.from_attempt;
         f.state.cluster = d.cluster;
@@ -179,7 +172,15 @@ void Service::reload(const BrokerConfig &cfg) {
     std::lock_guard<std::mutex> lock(auths_mu_);
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
-    rotate_receipt_key(cfg.receipts);
+    // A new receipts key_file signs from now on (turning receipts on or off
+    // needs a restart), rotated on the store thread, where every signature is made.
+    const ReceiptKeys &fresh = cfg.receipts;
+    if (cfg_.receipts.on() != fresh.on()) {
+        log_json("warn", "receipts: turning them on or off needs a restart; the running config keeps its receipts",
+                 json::object{{"receipts", cfg_.receipts.on() ? "on" : "off"}, {"reloaded_config", fresh.on() ? "on" : "off"}});
+        return;
+    }
+    if (fresh.on()) on_store([this, fresh] { signer_.rotate(fresh); });
 }
 
 void Service::event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,
@@ -216,16 +217,16 @@ void Service::transact(const std::function<void()> &fn) {
         throw;
     }
     if (pending_events_.empty()) return;
-    std::shared_lock runs_lock(runs_mu_);
+    auto runs = runs_.read();
     std::lock_guard<std::mutex> lock(sinks_mu_);
     for (const auto &e : pending_events_) {
         auto [b, end] = sinks_.equal_range(e.run);
-        const auto run = runs_.find(e.run);
+        const auto run = runs.find(e.run);
         for (auto it = b; it != end;) {
             auto sink = it->second.lock();
             // A follower that may no longer see the run (its owner changed)
             // gets nothing more of it.
-            if (!sink || !sink->open || !may_see(sink->who, e.run, run == runs_.end() ? nullptr : &run->second)) {
+            if (!sink || !sink->open || !may_see(sink->who, e.run, run == runs.end() ? nullptr : &run->second)) {
                 if (sink) sink->open = false;
                 it = sinks_.erase(it);
                 continue;
@@ -267,8 +268,8 @@ std::string Service::metrics() const {
         line("shardnet_event_streams", "event streams open (limits.sse_max_streams)", (unsigned long long)streams_->total, "gauge");
     }
     {
-        std::shared_lock lock(runs_mu_);
-        line("shardnet_runs", "runs known", runs_.size(), "gauge");
+        auto runs = runs_.read();
+        line("shardnet_runs", "runs known", runs.size(), "gauge");
     }
     return s;
 }

@@ -26,60 +26,24 @@
 #include "broker/api/heartbeat_body.hpp"
 #include "broker/api/routes.hpp"
 #include "broker/trust/auth.hpp"
+#include "broker/trust/refusals.hpp"
 #include "broker/config/config.hpp"
 #include "broker/federation/peer_answer.hpp"
+#include "broker/http/api_message.hpp"
 #include "broker/federation/onward.hpp"
 #include "broker/federation/peer_link.hpp"
 #include "broker/slurm/job_allocations.hpp"
 #include "broker/slurm/slurm.hpp"
 #include "broker/inventory/placement.hpp"
-#include "broker/runs/run_state.hpp"
+#include "broker/runs/registry.hpp"
 #include "broker/seals/list_cache.hpp"
 #include "broker/store/store.hpp"
 #include "broker/detector/workers.hpp"
 #include "broker/receipts/receipts.hpp"
+#include "broker/receipts/signer.hpp"
 #include "common/receipt.hpp"
 
 namespace shardnet::broker {
-
-// Handlers read a request while they run; what they keep for later (a store
-// job, a stream) they copy. The HTTP server reuses a connection's request.
-struct ApiRequest {
-    std::string method;   // "GET", "POST", ...
-    std::string target;   // path and query
-    std::string bearer;
-    std::string body;
-    ConnCache *conn_cache = nullptr;   // the connection's, when it has one
-    std::string last_event_id{};   // the Last-Event-ID header, as sent (SSE reconnects)
-    std::string if_none_match{};   // the dashboard's files: the ETags the client holds (web/)
-    bool accepts_gzip = false;     // Accept-Encoding names gzip (the dashboard's files come compressed)
-};
-
-struct ApiResponse {
-    unsigned status = 200;
-    std::string body;
-    const char *content_type = "application/json";   // a literal: a 204 then allocates nothing
-    const char *allow = nullptr;   // 405: the methods the resource takes (a literal)
-    unsigned retry_after = 0;      // 503: seconds to wait before trying again (Retry-After; 0: none)
-    const char *headers = nullptr; // more header lines, each ending CRLF, kept alive by the handler (web/)
-};
-
-// Called exactly once per request, on the calling thread or later from
-// another (the HTTP session keeps itself alive until then, and only then).
-using Reply = std::function<void(ApiResponse)>;
-
-// A live event stream (Server-Sent Events): the HTTP layer's end of it.
-struct EventSink {
-    std::function<void(std::string)> push;   // one SSE message; must not block
-    // The backlog comes a page (about page_bytes) at a time: after each,
-    // the next page's reading is handed over here, and the HTTP layer calls
-    // it once it has written what it holds. Must not block.
-    std::function<void(std::function<void()>)> more;
-    std::size_t page_bytes = 256u << 10;
-    std::atomic<bool> open{true};
-    TokenEntry who;   // who follows: asked again before each event (a run's owner can change)
-    std::shared_ptr<void> slot;   // its place in the stream budget, given back with the sink
-};
 
 // Open event streams, per token and in all (api/runs.cpp): shared with
 // each stream's slot, which may outlive the service by a moment.
@@ -105,15 +69,15 @@ struct JobSays {
     bool requeue_timeout = false;  // --shardnet-on-timeout=requeue
 };
 
-class Service {
+class Service final : public ApiHandler {
 public:
     Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServicePorts ports = {});
     ~Service();
 
-    void handle(const ApiRequest &req, const Reply &reply);
+    void handle(const ApiRequest &req, const Reply &reply) override;
     // GET /v1/runs/{id}/events?follow=1: an error to send instead, or none,
     // and then the run's events after `after` and every new one go to sink.
-    std::optional<ApiResponse> follow_events(const ApiRequest &req, std::shared_ptr<EventSink> sink);
+    std::optional<ApiResponse> follow_events(const ApiRequest &req, std::shared_ptr<EventSink> sink) override;
     // Detector: FAULT events for workers past their deadline. Called often.
     void tick(double now);
     // Soft state to the store (summaries), every summary_seconds.
@@ -131,63 +95,13 @@ public:
 
 private:
 public:
-    // The job that runs an attempt of a run, as this broker recorded it: the
-    // first job to report attempt 1, the job it submitted for each later one.
-    struct AttemptJob {
-        std::string cluster;
-        long long job = 0;
-        long long world = 0;   // the largest step task count its tokens named
-    };
-    struct RunInfo {
-        std::string owner;          // the Unix account ("" until a job claims it)
-        RunState state = RunState::pending;
-        long long attempt = 1, world_size = 0;
-        std::string requeue = "federated";
-        long long expected_nodes = 0;   // RECOVERING: nodes the new attempt runs on
-        long long recover_to = 0;       // RECOVERING: the attempt that must heartbeat
-        std::string manifest = "{}";    // as created (JSON), with "requires"
-        long long owner_uid = -1;       // -1: created by an admin for whoever runs it first
-        std::map<long long, AttemptJob> jobs{};   // attempt -> its job
-        // --shardnet-ckpt-every=auto (its agents report a "policy" version):
-        // the interval in force, the heartbeat answer that carries it, and
-        // the latest computation with its inputs (policy/policy.cpp).
-        bool ckpt_auto = false;
-        std::string ckpt_every{};   // --shardnet-ckpt-every as its agents say ("": not said); a requeue keeps it
-        long long policy_version = 0, policy_steps = 0;
-        std::shared_ptr<const std::string> policy_answer{}, policy_detail{};
-        // The recovery under way, timed for the policy's R: its phases end
-        // at the FAULT, the new job, RECOVERED, and the first new step.
-        // The attempt's rank that failed first, as its agent reported the
-        // step's end (attempt 0: none yet): who a FAILED run names.
-        struct RankFailure {
-            long long attempt = 0, rank = -1;
-            std::string node;
-            std::optional<long long> code, signal;
-            double time = 0;
-        } first_failure{};
-        std::set<std::string> failed_nodes{};   // nodes of first_failure.attempt that reported a failed rank
-        // The attempt whose batch end is being judged, or whose failed rank
-        // is being looked into (0: none): one of each at a time, and the
-        // detector leaves the attempt's silent workers to the judgment.
-        long long judging = 0, probing = 0;
-        long long slurm_requeues = 0;   // Slurm's own requeues of the run's jobs (not ShardNet's attempts)
-        long long slurm_requeued = 0;   // the attempt Slurm requeued and has not started again (0: none)
-        // The pre-limit signal of attempt prelimit_attempt went at
-        // prelimit_at (its agents' first heartbeat that said so): under
-        // --shardnet-on-timeout=requeue, that attempt's TIMEOUT is requeued
-        // only after a checkpoint sealed since (detector/slurm_end.cpp).
-        long long prelimit_attempt = 0;
-        double prelimit_at = 0;
-        unsigned long long judging_serial = 0, probing_serial = 0;
-        struct RecoveryClock {
-            long long to = 0;   // the attempt that recovers (0: none timed)
-            std::string tier;
-            double last_seen = 0, fault_at = 0, placed_at = 0, recovered_at = 0;
-        } clock{};
-    };
-    // Why a derived worker token (who) may not report for attempt of a run
-    // (info: null when the run is new), or "". See doc/trust-model.md.
-    std::string refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt) const;
+    using AttemptJob = broker::AttemptJob;
+    using RunInfo = broker::RunInfo;
+    // Why a derived worker token (who) may not report for attempt of a run,
+    // or "" (trust/refusals.hpp, with this broker's clusters).
+    std::string refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt) const {
+        return broker::refuse_worker(info, run, who, attempt, cfg_);
+    }
     // Who may write for an attempt of run id (a commit, a ranks' report):
     // its own job's worker token or an admin, for the current attempt only;
     // world becomes the attempt's ranks as the broker knows them for a
@@ -270,20 +184,15 @@ private:
     struct Route;
     static std::span<const Route> routes();
     friend std::span<const RouteSpec> api_routes();
-    // The one place a run's state changes in memory (under runs_mu_, held
-    // exclusively): checked against the lifecycle (run_state.hpp). False,
-    // and logged, when the table has no such transition; nothing changes.
-    bool set_state(const std::string &run, RunInfo &info, RunState to);
-    // The database's side of the same: inside a store transaction, before
+    // The database's side of a run's state change (in memory:
+    // RunRegistry::Writer::set_state): inside a store transaction, before
     // memory changes. Throws (the transaction then writes nothing) when the
     // run's state in memory may not become to.
     void store_state(const std::string &run, RunState to, long long attempt, double now);
-    // After a store write failed: the run as it was (none: not known).
-    void undo_run(const std::string &run, const std::optional<RunInfo> &before);
     // A recovery handed to peers that ended nowhere: RECOVERING -> DEGRADED.
     void back_to_degraded(const std::string &run);
     // "" or why a client may not create run id (a job's default id).
-    std::string reserved_run_id(const std::string &id) const;
+    std::string reserved_run_id(const std::string &id) const { return broker::reserved_run_id(id, cfg_); }
     // Asks Slurm (on its own thread) before a suspected failure becomes FAULT.
     void confirm(Fault fault, double now);
     void raise_fault(const Fault &fault, const std::string &cause, boost::json::object evidence, double now, int tries = 0);
@@ -463,9 +372,6 @@ private:
     bool attempt_current(const std::string &run, long long attempt);
     // A seal: every shard file of the ranks' commits is a subject.
     void receipt_sealed(const std::string &run, long long attempt, const std::string &name, const std::string &parent, double now);
-    // SIGHUP: a new receipts key_file signs from now on, the old key stays
-    // listed as retired (turning receipts on or off needs a restart).
-    void rotate_receipt_key(const ReceiptKeys &fresh);
     // The newest receipt of run here (seq and digest; empty: none, or off).
     receipts::ChainLink last_receipt_link(const std::string &run);
     // The API (receipts/receipts_api.cpp).
@@ -476,9 +382,6 @@ private:
     void get_receipts(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply);
     void get_log_head(const Reply &reply);
     void get_log_proof(bool inclusion, const std::string &query, const Reply &reply);
-    // A signed head of the log as it is now: the stored one when the log has
-    // not grown since, else signed now (store thread).
-    Store::TreeHeadRow current_head(double now);
     // fan_out: also ask the peers (never for a peer's own question).
     void capacity(const std::string &query, bool fan_out, const Reply &reply);
     // GET /v1/capacity?local=1 at every peer at once: their rows, and one
@@ -525,11 +428,7 @@ private:
 
     BrokerConfig cfg_;
     std::unique_ptr<Store> store_;
-    // The receipts key that signs now and the configured retired ones: the
-    // store thread's only (a SIGHUP rotates them there).
-    SigningKey signing_key_;
-    std::string head_pin_;   // KEY_FILE.head: the last head signed (receipts/head_pin.hpp); "" when receipts are off
-    std::vector<SigningKey> retired_keys_;
+    receipts::Signer signer_;   // the receipts key and the head pin (store thread only; receipts/signer.hpp)
     boost::asio::thread_pool store_thread_{1};
     std::atomic<int> store_jobs_{0};   // posted to store_thread_ and not yet ended
     boost::asio::thread_pool slurm_thread_{1};
@@ -551,8 +450,7 @@ private:
     std::atomic<Auth *> auth_{nullptr};
     std::vector<std::unique_ptr<Auth>> auths_;
     std::mutex auths_mu_;
-    mutable std::shared_mutex runs_mu_;
-    std::unordered_map<std::string, RunInfo> runs_;
+    RunRegistry runs_;   // every run's record, behind its lock (runs/registry.hpp)
     WorkerTable workers_;
     // Sealed lists as served, a few kept (a seal never changes); list
     // requests in flight per token.
@@ -569,12 +467,8 @@ private:
     Slot slots_[kSlots];
     void count(Counter c);
     unsigned long long total(Counter c) const;
-    // Bumped on every change to runs_: connections cache what they read.
-    std::atomic<unsigned long long> runs_generation_{1};
 };
 
-ApiResponse error_response(unsigned status, const std::string &code, const std::string &message,
-                           const std::string &field = "");
 double wall_now();
 
 template <class F>

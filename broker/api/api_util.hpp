@@ -15,6 +15,7 @@
 #include "broker/util/thread_guard.hpp"
 #include "common/parse_util.hpp"
 #include "broker/service.hpp"
+#include "broker/trust/refusals.hpp"
 
 namespace shardnet::broker::detail {
 
@@ -147,10 +148,7 @@ inline void log_warn(const std::string &msg, const std::string &run, const std::
     log_json("warn", msg.c_str(), json::object{{"run", run}, {"why", why}});
 }
 
-// The account name of uid on this host ("uid:N" when it has none).
-std::string user_name(long long uid);
-// The uid of an account on this host, or -1.
-long long user_uid(const std::string &name, long long *gid = nullptr);
+// user_name, user_uid: trust/refusals.hpp.
 
 inline std::string join(const std::vector<std::string> &v, const char *sep = ",") {
     std::string out;

@@ -33,9 +33,9 @@ std::optional<ApiResponse> Service::follow_events(const ApiRequest &req, std::sh
         return error_response(404, "no_route", "GET " + path + " cannot be followed");
     const std::string id = parts[2];
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(id);
-        if (it == runs_.end() || !may_see(*who, id, &it->second)) return error_response(404, "no_run", "no run " + id);
+        auto runs = runs_.read();
+        auto it = runs.find(id);
+        if (it == runs.end() || !may_see(*who, id, &it->second)) return error_response(404, "no_run", "no run " + id);
     }
     // Where to start: after the Last-Event-ID an SSE client sends when it
     // reconnects (it wins over the URL's ?after=, which the client repeats).
@@ -118,6 +118,42 @@ bool Service::may_see(const TokenEntry &who, const std::string &run, const RunIn
     return false;
 }
 
+std::optional<ApiResponse> Service::refuse_attempt_writer(const std::string &id, const TokenEntry &who, long long attempt,
+                                                          long long &world, const char *what) {
+    if (!who.run.empty() && who.run != id) return error_response(403, "forbidden", std::string("this token may not send ") + what + " for run " + id);
+    if (who.attempt && who.attempt != (unsigned long long)attempt)
+        return error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt");
+    if (!who.bound && who.scope != Scope::admin)
+        return error_response(403, "forbidden", std::string(what) + " need a per-job worker token (derived from a worker key) or an admin token");
+    auto runs = runs_.read();
+    auto it = runs.find(id);
+    // Another user's run answers as a missing one does, word for word: a
+    // job that names it in --shardnet learns nothing of whether it exists.
+    if (it == runs.end() || !may_see(who, id, &it->second)) return error_response(404, "no_run", "no run " + id);
+    if (who.bound) {
+        std::string why = refuse_worker(&it->second, id, who, attempt);
+        // Never a claim: only a job the broker already recorded for the
+        // attempt (its heartbeat came first) may write for it.
+        if (why.empty() && (it->second.owner_uid < 0 || !it->second.jobs.count(attempt)))
+            why = "run " + id + " has no job of this token's recorded for attempt " + std::to_string(attempt) + "; a heartbeat comes first";
+        if (!why.empty()) {
+            count(c_refused);
+            return error_response(403, "not_this_job", why, "attempt");
+        }
+    }
+    if (it->second.attempt != attempt)
+        return error_response(409, "stale_attempt", "run " + id + " is at attempt " + std::to_string(it->second.attempt) + "; " + what +
+                              " of attempt " + std::to_string(attempt) + " are refused", "attempt");
+    // The attempt's ranks as the broker knows them (the largest step its
+    // tokens named), never what the body says: one rank claiming
+    // world_size=1 seals nothing.
+    if (who.bound) {
+        auto rec = it->second.jobs.find(attempt);
+        world = std::max<long long>(rec != it->second.jobs.end() ? rec->second.world : 0, (long long)who.world);
+    }
+    return std::nullopt;
+}
+
 void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
     json::error_code ec;
     json::value v = json::parse(req.body, ec);
@@ -147,12 +183,12 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
         return reply(error_response(400, "bad_field", "owner: no account '" + owner + "' on this broker's host", "owner"));
     if (std::string why = reserved_run_id(id); !why.empty()) return reply(error_response(400, "bad_field", why, "id"));
     {
-        std::unique_lock lock(runs_mu_);
-        if (runs_.count(id)) return reply(error_response(409, "exists", "run " + id + " exists", "id"));
-        runs_[id] = RunInfo{owner, RunState::pending, 1, world};
-        runs_[id].manifest = manifest_text;
-        runs_[id].owner_uid = owner_uid;
-        runs_generation_.fetch_add(1, std::memory_order_release);
+        auto runs = runs_.write();
+        if (runs.count(id)) return reply(error_response(409, "exists", "run " + id + " exists", "id"));
+        runs[id] = RunInfo{owner, RunState::pending, 1, world};
+        runs[id].manifest = manifest_text;
+        runs[id].owner_uid = owner_uid;
+        runs.bump();
     }
     on_store(reply, [this, id, owner, owner_uid, manifest_text, world, now](const Reply &reply) {
         try {
@@ -163,7 +199,7 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
             });
             reply(ok_json(201, run_json(id, owner, "PENDING", 1, world)));
         } catch (const std::exception &e) {
-            undo_run(id, std::nullopt);   // the id is free again: nothing of it was kept
+            runs_.undo(id, std::nullopt);   // the id is free again: nothing of it was kept
             log_warn("run not created: the store refused it", id, e.what());
             reply(store_error_response(e));
         }
@@ -172,19 +208,19 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
 
 void Service::list_runs(const TokenEntry &who, const Reply &reply) {
     json::array out;
-    std::shared_lock lock(runs_mu_);
-    for (const auto &[id, info] : runs_)
+    auto runs = runs_.read();
+    for (const auto &[id, info] : runs)
         if (may_see(who, id, &info)) out.push_back(run_json(id, info.owner, state_name(info.state), info.attempt, info.world_size));
-    lock.unlock();
+    runs.unlock();
     reply(ok_json(200, json::object{{"runs", std::move(out)}}));
 }
 
 void Service::get_run(const std::string &id, const TokenEntry &who, const Reply &reply) {
     RunInfo info;
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(id);
-        if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
+        auto runs = runs_.read();
+        auto it = runs.find(id);
+        if (it == runs.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
         info = it->second;
     }
     json::object r = run_json(id, info.owner, state_name(info.state), info.attempt, info.world_size);
@@ -217,9 +253,9 @@ void Service::get_run(const std::string &id, const TokenEntry &who, const Reply 
 
 void Service::cancel_run(const std::string &id, const TokenEntry &who, const Reply &reply, double now) {
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(id);
-        if (it == runs_.end() || !may_see(who, id, &it->second) || who.scope == Scope::worker)
+        auto runs = runs_.read();
+        auto it = runs.find(id);
+        if (it == runs.end() || !may_see(who, id, &it->second) || who.scope == Scope::worker)
             return reply(error_response(404, "no_run", "no run " + id));
         if (!transition_allowed(it->second.state, RunState::cancelled))
             return reply(error_response(409, "final", "run " + id + " is " + state_name(it->second.state) + " already"));
@@ -228,9 +264,9 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
     on_store(reply, [this, id, now, by = who.name](const Reply &reply) {
         long long attempt = 0;
         {
-            std::shared_lock lock(runs_mu_);
-            auto it = runs_.find(id);
-            if (it == runs_.end()) return reply(error_response(404, "no_run", "no run " + id));
+            auto runs = runs_.read();
+            auto it = runs.find(id);
+            if (it == runs.end()) return reply(error_response(404, "no_run", "no run " + id));
             if (!transition_allowed(it->second.state, RunState::cancelled))
                 return reply(error_response(409, "final", "run " + id + " is " + state_name(it->second.state) + " already"));
             attempt = it->second.attempt;
@@ -247,8 +283,8 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
             return reply(store_error_response(e));   // nothing changed, here or there
         }
         {
-            std::unique_lock lock(runs_mu_);
-            if (auto it = runs_.find(id); it != runs_.end()) set_state(id, it->second, RunState::cancelled);
+            auto runs = runs_.write();
+            if (auto it = runs.find(id); it != runs.end()) runs.set_state(id, it->second, RunState::cancelled);
         }
         reply(ok_json(200, json::object{{"id", id}, {"state", "CANCELLED"}}));
     });
@@ -256,9 +292,9 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
 
 void Service::list_events(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply) {
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(id);
-        if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
+        auto runs = runs_.read();
+        auto it = runs.find(id);
+        if (it == runs.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
     }
     long long after = query_int(query, "after", 0), limit = std::min<long long>(query_int(query, "limit", 1000), 10000);
     on_store(reply, [this, id, after, limit](const Reply &reply) {

@@ -27,13 +27,13 @@ struct ViewRow {
 void Service::runs_view(const std::string &id, const TokenEntry &who, const Reply &reply) {
     std::vector<ViewRow> rows;
     {
-        std::shared_lock lock(runs_mu_);
+        auto runs = runs_.read();
         if (!id.empty()) {
-            auto it = runs_.find(id);
-            if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
+            auto it = runs.find(id);
+            if (it == runs.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
             rows.push_back(ViewRow{id, it->second});
         } else {
-            for (const auto &[rid, info] : runs_)
+            for (const auto &[rid, info] : runs)
                 if (may_see(who, rid, &info)) rows.push_back(ViewRow{rid, info});
         }
     }

@@ -125,9 +125,9 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
 
 void Service::list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply) {
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(id);
-        if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
+        auto runs = runs_.read();
+        auto it = runs.find(id);
+        if (it == runs.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
     }
     on_store(reply, [this, id](const Reply &reply) {
         json::array out;

@@ -118,9 +118,9 @@ std::shared_ptr<const sealed_list::Built> Service::sealed_list_of(const std::str
 void Service::sealed_files(const std::string &id, const std::string &name, const std::string &query, const TokenEntry &who,
                            const Reply &reply) {
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(id);
-        if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
+        auto runs = runs_.read();
+        auto it = runs.find(id);
+        if (it == runs.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
     }
     if (!is_safe_name(name, 128)) return reply(error_response(400, "bad_field", "checkpoint name: 1-128 of [A-Za-z0-9._-]", "name"));
     Page pg;

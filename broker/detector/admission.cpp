@@ -23,9 +23,9 @@ std::string job_name(const TokenEntry &who) { return who.cluster + "/" + std::to
 
 bool Service::run_takes(std::string_view run, const TokenEntry &who, long long attempt) const {
     const std::string key(run);
-    std::shared_lock lock(runs_mu_);
-    auto it = runs_.find(key);
-    const RunInfo *info = it == runs_.end() ? nullptr : &it->second;
+    auto runs = runs_.read();
+    auto it = runs.find(key);
+    const RunInfo *info = it == runs.end() ? nullptr : &it->second;
     return refuse_worker(info, key, who, attempt).empty() && !(info && info->attempt > attempt);
 }
 

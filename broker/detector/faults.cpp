@@ -16,9 +16,9 @@ using detail::log_warn;
 void Service::tick(double now) {
     for (auto &fault : workers_.expire(now)) {
         {
-            std::shared_lock lock(runs_mu_);
-            auto it = runs_.find(fault.run);
-            if (it == runs_.end() || it->second.attempt != fault.attempt || is_final(it->second.state)) continue;
+            auto runs = runs_.read();
+            auto it = runs.find(fault.run);
+            if (it == runs.end() || it->second.attempt != fault.attempt || is_final(it->second.state)) continue;
             // Recovering to a newer attempt: the old attempt's workers going
             // silent is the recovery itself (its job is being ended), not a
             // new fault (a restarted broker restores and watches them).
@@ -101,9 +101,9 @@ void Service::confirm(Fault fault, double now) {
 
 void Service::raise_fault(const Fault &fault, const std::string &cause, json::object evidence, double now, int tries) {
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(fault.run);
-        if (it == runs_.end() || it->second.attempt != fault.attempt || !transition_allowed(it->second.state, RunState::degraded) ||
+        auto runs = runs_.read();
+        auto it = runs.find(fault.run);
+        if (it == runs.end() || it->second.attempt != fault.attempt || !transition_allowed(it->second.state, RunState::degraded) ||
             (it->second.state == RunState::recovering && it->second.recover_to > fault.attempt))
             return;
     }
@@ -126,11 +126,11 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
         const bool node_failure = evidence.contains("node_failure");
         bool first = false;
         {
-            std::shared_lock lock(runs_mu_);
-            auto it = runs_.find(fault.run);
+            auto runs = runs_.read();
+            auto it = runs.find(fault.run);
             // Asked again on the store's thread: a verdict written since
             // (a FAILED, a newer attempt) is not overwritten.
-            if (it == runs_.end() || it->second.attempt != fault.attempt || !transition_allowed(it->second.state, RunState::degraded) ||
+            if (it == runs.end() || it->second.attempt != fault.attempt || !transition_allowed(it->second.state, RunState::degraded) ||
                 (it->second.state == RunState::recovering && it->second.recover_to > fault.attempt))
                 return;
             first = it->second.state != RunState::degraded;
@@ -151,9 +151,9 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
             return;
         }
         {
-            std::unique_lock lock(runs_mu_);
-            auto it = runs_.find(fault.run);
-            if (it == runs_.end() || it->second.attempt != fault.attempt || !set_state(fault.run, it->second, RunState::degraded)) return;
+            auto runs = runs_.write();
+            auto it = runs.find(fault.run);
+            if (it == runs.end() || it->second.attempt != fault.attempt || !runs.set_state(fault.run, it->second, RunState::degraded)) return;
             if (first) it->second.clock = RunInfo::RecoveryClock{fault.attempt + 1, "", fault.state.last_seen, now};
         }
         requeue(fault);
@@ -166,11 +166,11 @@ void Service::end_from_slurm(const Fault &fault, const std::string &job_state, d
     else if (job_state.rfind("CANCELLED", 0) == 0) to = RunState::cancelled;
     if (!to) return;
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(fault.run);
+        auto runs = runs_.read();
+        auto it = runs.find(fault.run);
         // Only a running run of that attempt: while a failure is handled,
         // cancelling the old job is part of it.
-        if (it == runs_.end() || it->second.attempt != fault.attempt || it->second.state != RunState::running ||
+        if (it == runs.end() || it->second.attempt != fault.attempt || it->second.state != RunState::running ||
             !transition_allowed(it->second.state, *to))
             return;
     }
@@ -190,8 +190,8 @@ void Service::end_from_slurm(const Fault &fault, const std::string &job_state, d
             log_warn("run end not written: the store refused it", fault.run, e.what());
             return;
         }
-        std::unique_lock lock(runs_mu_);
-        if (auto it = runs_.find(fault.run); it != runs_.end() && it->second.attempt == fault.attempt) set_state(fault.run, it->second, to);
+        auto runs = runs_.write();
+        if (auto it = runs.find(fault.run); it != runs.end() && it->second.attempt == fault.attempt) runs.set_state(fault.run, it->second, to);
     });
 }
 

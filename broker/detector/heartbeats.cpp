@@ -136,16 +136,16 @@ bool Service::Beat::admit() {
 // The run table: a new run, a started or newer attempt, the run's owner
 // and job. A refusal (not this job's, a fenced attempt), or nothing.
 std::optional<ApiResponse> Service::Beat::see_run() {
-    gen = s.runs_generation_.load(std::memory_order_acquire);
+    gen = s.runs_.generation();
     if (cc && cc->run_generation == gen && cc->run == run && cc->run_attempt == attempt && (!hb.policy || *hb.policy == cc->run_policy))
         return std::nullopt;   // same token, run and attempt as this connection's last heartbeat, and no run changed since
     run_key.assign(run);
-    std::unique_lock lock(s.runs_mu_);
-    auto it = s.runs_.find(run_key);
-    RunInfo *info = it == s.runs_.end() ? nullptr : &it->second;
+    auto runs = s.runs_.write();
+    auto it = runs.find(run_key);
+    RunInfo *info = it == runs.end() ? nullptr : &it->second;
     if (who.bound)
         if (std::string why = s.refuse_worker(info, run_key, who, attempt); !why.empty()) {
-            lock.unlock();
+            runs.unlock();
             s.count(c_refused);
             return error_response(403, "not_this_job", why, "attempt");
         }
@@ -156,7 +156,7 @@ std::optional<ApiResponse> Service::Beat::see_run() {
         auto rec = info->jobs.find(attempt), now_rec = info->jobs.find(current);
         const bool ours = rec != info->jobs.end() && rec->second.cluster == cluster && rec->second.job == job &&
                           !(now_rec != info->jobs.end() && now_rec->second.cluster == cluster && now_rec->second.job == job);
-        lock.unlock();
+        runs.unlock();
         if (ours || who.scope == Scope::admin) s.cancel_stale(std::string(cluster), job);
         return error_response(409, "stale_attempt", "run " + run_key + " is at attempt " + std::to_string(current) +
                               "; attempt " + std::to_string(attempt) + " is fenced", "attempt");
@@ -164,17 +164,17 @@ std::optional<ApiResponse> Service::Beat::see_run() {
     if (info) before = *info;
     if (!info) {
         create = true;
-        info = &s.runs_[run_key];
+        info = &runs[run_key];
         *info = RunInfo{"", RunState::running, attempt, 0, std::string(requeue_policy), 0};
     } else if (info->state == RunState::pending && info->attempt == attempt) {  // created by its owner, now running
-        started = s.set_state(run_key, *info, RunState::running);
+        started = runs.set_state(run_key, *info, RunState::running);
         if (started) info->requeue = std::string(requeue_policy);
     } else if (info->attempt < attempt) {
         // The newer attempt fences the older ones whatever the state; a
         // final run stays final.
         new_attempt = true;
         info->attempt = attempt;
-        if (info->state != RunState::recovering && !is_final(info->state)) s.set_state(run_key, *info, RunState::running);
+        if (info->state != RunState::recovering && !is_final(info->state)) runs.set_state(run_key, *info, RunState::running);
     }
     if (who.bound) {
         if (info->owner_uid < 0) {   // the first job of a run claims it
@@ -195,8 +195,8 @@ std::optional<ApiResponse> Service::Beat::see_run() {
         if (info->policy_version > 0 && info->policy_version != *hb.policy) policy_answer = info->policy_answer;
     }
     const bool recovering = info->state == RunState::recovering;
-    if (create || started || new_attempt || claimed || recorded) s.runs_generation_.fetch_add(1, std::memory_order_release);
-    lock.unlock();
+    if (create || started || new_attempt || claimed || recorded) runs.bump();
+    runs.unlock();
     // While a run recovers every heartbeat is looked at; after, the cache
     // (not while the agent is to get a new policy).
     if (cc && !create && !new_attempt && !recovering && !policy_answer) {
@@ -242,9 +242,9 @@ void Service::Beat::rank_failed() {
     const bool news = s.note_rank_failure(r, attempt, std::string(node), *hb.first_failure);
     // An agent repeats its ranks' ends in each report: acted on while the run is still RUNNING.
     auto running = [&] {
-        std::shared_lock lock(s.runs_mu_);
-        auto it = s.runs_.find(r);
-        return it != s.runs_.end() && it->second.attempt == attempt && it->second.state == RunState::running;
+        auto runs = s.runs_.read();
+        auto it = runs.find(r);
+        return it != runs.end() && it->second.attempt == attempt && it->second.state == RunState::running;
     };
     if (const auto &f = hb.fatal_failure; f && running()) {
         fatal_rank = RunInfo::RankFailure{attempt, f->rank, std::string(node), f->code, f->signal, f->time};
@@ -269,9 +269,9 @@ void Service::Beat::batch_ended() {
     if (!hb.exit_code && !hb.exit_signal) return;
     bool off_and_faulted = false;
     {
-        std::shared_lock lock(s.runs_mu_);
-        auto it = s.runs_.find(run_key);
-        off_and_faulted = it != s.runs_.end() && it->second.state == RunState::degraded && it->second.requeue == "off";
+        auto runs = s.runs_.read();
+        auto it = runs.find(run_key);
+        off_and_faulted = it != runs.end() && it->second.state == RunState::degraded && it->second.requeue == "off";
     }
     // A FAULT already said why, and nothing will be requeued: the run ends here.
     if (off_and_faulted) {
@@ -291,13 +291,13 @@ void Service::Beat::batch_ended() {
 // cancelling the old attempt's job is part of its recovery.
 void Service::Beat::settle() {
     if (!final_state) return;
-    std::unique_lock lock(s.runs_mu_);
-    auto it = s.runs_.find(run_key);
-    const bool handling = it != s.runs_.end() && (it->second.state == RunState::recovering ||
+    auto runs = s.runs_.write();
+    auto it = runs.find(run_key);
+    const bool handling = it != runs.end() && (it->second.state == RunState::recovering ||
                           (it->second.state == RunState::degraded && it->second.requeue != "off"));
-    if (it == s.runs_.end() || handling || it->second.attempt != attempt) return final_state.reset();
+    if (it == runs.end() || handling || it->second.attempt != attempt) return final_state.reset();
     if (!before) before = it->second;
-    if (!s.set_state(run_key, it->second, *final_state)) final_state.reset();
+    if (!runs.set_state(run_key, it->second, *final_state)) final_state.reset();
 }
 
 // A run first seen, a new attempt, its owner or its job is a durable record:
@@ -307,8 +307,8 @@ void Service::Beat::write() {
     const long long owner_uid = claimed ? (long long)who.uid : -1;
     RunState state_now = RunState::running;
     {
-        std::shared_lock lock(s.runs_mu_);
-        if (auto it = s.runs_.find(run_key); it != s.runs_.end()) state_now = it->second.state;
+        auto runs = s.runs_.read();
+        if (auto it = runs.find(run_key); it != runs.end()) state_now = it->second.state;
     }
     // The attempt's receipt names its job: the token's, or an admin's word
     // for a run or attempt it starts.
@@ -354,7 +354,7 @@ void Service::Beat::write() {
             reply(answer);
         } catch (const std::exception &e) {
             // Memory goes back to what the database still says.
-            s.undo_run(run_key, create ? std::nullopt : before);
+            s.runs_.undo(run_key, create ? std::nullopt : before);
             log_warn("heartbeat not written: the store refused it", run_key, e.what());
             reply(store_error_response(e));
         }

@@ -84,8 +84,8 @@ void Service::settle_end(const BatchEnd &end, const std::optional<RunInfo::RankF
     }
     std::string policy;
     {
-        std::shared_lock lock(runs_mu_);
-        if (auto it = runs_.find(end.run); it != runs_.end()) policy = it->second.requeue;
+        auto runs = runs_.read();
+        if (auto it = runs.find(end.run); it != runs.end()) policy = it->second.requeue;
     }
     // A run that is never requeued ends here, as with any other end.
     if (state == "PREEMPTED" && policy == "off")
@@ -139,13 +139,13 @@ bool Service::timeout_requeued(const BatchEnd &end, json::object ev, std::string
 void Service::note_prelimit(std::string_view run, long long attempt, double now) {
     const std::string id(run);
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(id);
-        if (it == runs_.end() || it->second.prelimit_attempt >= attempt) return;   // known (every later heartbeat says it too)
+        auto runs = runs_.read();
+        auto it = runs.find(id);
+        if (it == runs.end() || it->second.prelimit_attempt >= attempt) return;   // known (every later heartbeat says it too)
     }
-    std::unique_lock lock(runs_mu_);
-    auto it = runs_.find(id);
-    if (it == runs_.end() || it->second.prelimit_attempt >= attempt || it->second.attempt != attempt) return;
+    auto runs = runs_.write();
+    auto it = runs.find(id);
+    if (it == runs.end() || it->second.prelimit_attempt >= attempt || it->second.attempt != attempt) return;
     it->second.prelimit_attempt = attempt;
     it->second.prelimit_at = now;
 }
@@ -160,8 +160,8 @@ std::string Service::sealed_after_prelimit(const BatchEnd &end, std::string &no)
     double signalled = 0;
     std::string policy;
     {
-        std::shared_lock lock(runs_mu_);
-        if (auto it = runs_.find(end.run); it != runs_.end()) {
+        auto runs = runs_.read();
+        if (auto it = runs.find(end.run); it != runs.end()) {
             policy = it->second.requeue;
             if (it->second.prelimit_attempt == end.attempt) signalled = it->second.prelimit_at;
         }
@@ -190,9 +190,9 @@ std::string Service::sealed_after_prelimit(const BatchEnd &end, std::string &no)
 
 void Service::slurm_requeued(const BatchEnd &end, const std::string &cause, const std::string &evidence, double now) {
     {
-        std::unique_lock lock(runs_mu_);
-        auto it = runs_.find(end.run);
-        if (it == runs_.end() || it->second.attempt != end.attempt || it->second.state != RunState::running) return;
+        auto runs = runs_.write();
+        auto it = runs.find(end.run);
+        if (it == runs.end() || it->second.attempt != end.attempt || it->second.state != RunState::running) return;
         // The attempt starts again: its earlier ranks' failures are not its next end's.
         it->second.first_failure = {};
         it->second.failed_nodes.clear();
@@ -223,18 +223,18 @@ void Service::slurm_requeued(const BatchEnd &end, const std::string &cause, cons
 
 void Service::slurm_cancelled(const BatchEnd &end, const std::string &evidence, double now) {
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(end.run);
-        if (it == runs_.end() || it->second.attempt != end.attempt || it->second.state != RunState::running) return;
+        auto runs = runs_.read();
+        auto it = runs.find(end.run);
+        if (it == runs.end() || it->second.attempt != end.attempt || it->second.state != RunState::running) return;
     }
     on_store([this, end, evidence, now] {
         std::optional<RunInfo> before;
         {
-            std::unique_lock lock(runs_mu_);
-            auto it = runs_.find(end.run);
-            if (it == runs_.end() || it->second.attempt != end.attempt || it->second.state != RunState::running) return;
+            auto runs = runs_.write();
+            auto it = runs.find(end.run);
+            if (it == runs.end() || it->second.attempt != end.attempt || it->second.state != RunState::running) return;
             before = it->second;
-            if (!set_state(end.run, it->second, RunState::cancelled)) return;
+            if (!runs.set_state(end.run, it->second, RunState::cancelled)) return;
         }
         try {
             transact([&] {
@@ -244,7 +244,7 @@ void Service::slurm_cancelled(const BatchEnd &end, const std::string &evidence, 
                 event(end.run, "CANCELLED", "job " + std::to_string(end.job) + " cancelled in Slurm (scancel) on " + end.cluster, evidence, now);
             });
         } catch (const std::exception &e) {
-            undo_run(end.run, before);
+            runs_.undo(end.run, before);
             log_warn("CANCELLED not written", end.run, e.what());
         }
     });
@@ -254,9 +254,9 @@ void Service::resumed_after_slurm_requeue(const std::string &run, long long atte
                                           const std::string &nodelist) {
     long long restarts = 0;
     {
-        std::unique_lock lock(runs_mu_);
-        auto it = runs_.find(run);
-        if (it == runs_.end() || it->second.slurm_requeued != attempt) return;
+        auto runs = runs_.write();
+        auto it = runs.find(run);
+        if (it == runs.end() || it->second.slurm_requeued != attempt) return;
         it->second.slurm_requeued = 0;
         restarts = it->second.slurm_requeues;
     }

@@ -39,9 +39,9 @@ std::string exit_words(const std::optional<long long> &code, const std::optional
 }  // namespace
 
 bool Service::note_rank_failure(const std::string &run, long long attempt, const std::string &node, const HeartbeatBody::RankExit &e) {
-    std::unique_lock lock(runs_mu_);
-    auto it = runs_.find(run);
-    if (it == runs_.end() || it->second.attempt != attempt || it->second.state != RunState::running) return false;
+    auto runs = runs_.write();
+    auto it = runs.find(run);
+    if (it == runs.end() || it->second.attempt != attempt || it->second.state != RunState::running) return false;
     auto &first = it->second.first_failure;
     const bool news = first.attempt != attempt, earlier = news || (e.time > 0 && (first.time == 0 || e.time < first.time));
     if (news) it->second.failed_nodes.clear();
@@ -163,9 +163,9 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
         bool probe;
         unsigned long long serial;   // a later round's flag is another one: only the newest lowers it
         ~Flag() {
-            std::unique_lock lock(svc->runs_mu_);
-            auto it = svc->runs_.find(run);
-            if (it == svc->runs_.end()) return;
+            auto runs = svc->runs_.write();
+            auto it = runs.find(run);
+            if (it == runs.end()) return;
             auto &info = it->second;
             if ((probe ? info.probing_serial : info.judging_serial) == serial) (probe ? info.probing : info.judging) = 0;
         }
@@ -173,9 +173,9 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
     unsigned long long serial = 0;
     bool off_and_faulted = false, failed_before = false;
     {
-        std::unique_lock lock(runs_mu_);
-        auto it = runs_.find(end.run);
-        if (it == runs_.end() || it->second.attempt != end.attempt) return;
+        auto runs = runs_.write();
+        auto it = runs.find(end.run);
+        if (it == runs.end() || it->second.attempt != end.attempt) return;
         long long &mine = probe ? it->second.probing : it->second.judging;
         if (it->second.state != RunState::running) {
             if (round > 0) mine = 0;
@@ -242,17 +242,17 @@ void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first,
               slurm_words] {
         std::optional<RunInfo> before;
         {
-            std::unique_lock lock(runs_mu_);
-            auto it = runs_.find(end.run);
+            auto runs = runs_.write();
+            auto it = runs.find(end.run);
             // RUNNING, or DEGRADED by a FAULT with nothing to requeue (requeue=off).
-            const bool off_and_faulted = it != runs_.end() && it->second.state == RunState::degraded && it->second.requeue == "off";
-            if (it == runs_.end() || it->second.attempt != end.attempt || (it->second.state != RunState::running && !off_and_faulted)) {
+            const bool off_and_faulted = it != runs.end() && it->second.state == RunState::degraded && it->second.requeue == "off";
+            if (it == runs.end() || it->second.attempt != end.attempt || (it->second.state != RunState::running && !off_and_faulted)) {
                 // Ended FAILED meanwhile (a rank's fatal exit came first): the batch script's tail follows.
-                if (it != runs_.end() && it->second.attempt == end.attempt && it->second.state == RunState::failed) note_stderr_tail(end, now);
+                if (it != runs.end() && it->second.attempt == end.attempt && it->second.state == RunState::failed) note_stderr_tail(end, now);
                 return;
             }
             before = it->second;
-            if (!set_state(end.run, it->second, RunState::failed)) return;
+            if (!runs.set_state(end.run, it->second, RunState::failed)) return;
         }
         try {
             transact([&] {
@@ -264,7 +264,7 @@ void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first,
                 event(end.run, "FAILED", cause, evidence, now);
             });
         } catch (const std::exception &e) {
-            undo_run(end.run, before);
+            runs_.undo(end.run, before);
             log_warn("FAILED not written; tried again in 1 s", end.run, e.what());
             if (tries < 600) retry_later(1.0, "FAILED retry", [this, end, first = first ? std::optional(*first) : std::nullopt, unreported, tries, slurm_words] {
                 end_failed(end, first ? &*first : nullptr, unreported, wall_now(), tries + 1, slurm_words);
@@ -280,9 +280,9 @@ void Service::note_stderr_tail(const BatchEnd &end, double now) {
     add_stderr_tail(cause, ev, end.stderr_tail);
     on_store([this, end, cause, evidence = json::serialize(ev), now] {
         {
-            std::shared_lock lock(runs_mu_);
-            auto it = runs_.find(end.run);
-            if (it == runs_.end() || it->second.attempt != end.attempt || it->second.state != RunState::failed) return;
+            auto runs = runs_.read();
+            auto it = runs.find(end.run);
+            if (it == runs.end() || it->second.attempt != end.attempt || it->second.state != RunState::failed) return;
         }
         try {
             transact([&] { event(end.run, "STDERR", cause, evidence, now); });

@@ -230,8 +230,8 @@ void Service::bad_answer(const Store::Forwarding &f, const PeerDecision &answer,
     // run waits, DEGRADED, as with no placement.
     long long attempt = p.from;
     if (attempt <= 0) {
-        std::shared_lock lock(runs_mu_);
-        if (auto it = runs_.find(f.run); it != runs_.end()) attempt = it->second.attempt;
+        auto runs = runs_.read();
+        if (auto it = runs.find(f.run); it != runs.end()) attempt = it->second.attempt;
     }
     // The database first (a store_wait that throws leaves memory alone).
     store_wait([&] {
@@ -266,8 +266,8 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
             });
             return 0;
         });
-        std::unique_lock lock(runs_mu_);
-        if (auto it = runs_.find(f.run); it != runs_.end() && set_state(f.run, it->second, RunState::moved))
+        auto runs = runs_.write();
+        if (auto it = runs.find(f.run); it != runs.end() && runs.set_state(f.run, it->second, RunState::moved))
             it->second.attempt = std::max(it->second.attempt, to);
         return;
     }

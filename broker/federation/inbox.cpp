@@ -274,8 +274,8 @@ struct Service::Inbox {
         if (!job) return refuse(err);
         bool known = false;
         {
-            std::shared_lock lock(s.runs_mu_);
-            known = s.runs_.count(d.run) > 0;
+            auto runs = s.runs_.read();
+            known = runs.count(d.run) > 0;
         }
         json::object res{{"accepted", true}, {"broker", s.cfg_.broker_name}, {"cluster", p.cluster}, {"job", job},
                          {"nodes", json::value_from(p.nodes)}, {"fabric", p.fabric}};
@@ -329,10 +329,10 @@ struct Service::Inbox {
 
     // Memory after the database holds it.
     void remember(bool known, long long job) {
-        std::unique_lock lock(s.runs_mu_);
-        RunInfo &info = s.runs_[d.run];
+        auto runs = s.runs_.write();
+        RunInfo &info = runs[d.run];
         if (!known) info.state = RunState::recovering;   // a new run: (new) -> RECOVERING
-        else s.set_state(d.run, info, RunState::recovering);
+        else runs.set_state(d.run, info, RunState::recovering);
         info.owner = user;
         info.owner_uid = as.uid;
         info.jobs[d.to] = AttemptJob{p.cluster, job, 0};
@@ -342,7 +342,7 @@ struct Service::Inbox {
         info.manifest = d.manifest.empty() ? "{}" : d.manifest;
         info.requeue = d.policy;
         info.clock = d.fault_at > 0 ? RunInfo::RecoveryClock{d.to, "peer", d.fault_seen, d.fault_at, wall_now()} : RunInfo::RecoveryClock{};
-        s.runs_generation_.fetch_add(1, std::memory_order_release);
+        runs.bump();
     }
 };
 
@@ -360,9 +360,9 @@ std::string Service::peer_may_take(const std::string &run, long long to, long lo
     // job's default id), or hand back one this broker handed away (MOVED)
     // at a later attempt, only the peer it was handed to (the decision
     // this broker recorded); never a run that lives here.
-    std::shared_lock lock(runs_mu_);
-    auto it = runs_.find(run);
-    if (it == runs_.end()) {
+    auto runs = runs_.read();
+    auto it = runs.find(run);
+    if (it == runs.end()) {
         const std::string why = reserved_run_id(run);
         return why.empty() ? "" : "run " + why.substr(4);
     }

@@ -17,8 +17,8 @@ void Service::run_story(const std::string &id, const TokenEntry &who, const Repl
     json::object run;
     bool exists = false;
     {
-        std::shared_lock lock(runs_mu_);
-        if (auto it = runs_.find(id); it != runs_.end()) {
+        auto runs = runs_.read();
+        if (auto it = runs.find(id); it != runs.end()) {
             exists = true;
             const RunInfo &info = it->second;
             auto job = info.jobs.find(info.attempt);

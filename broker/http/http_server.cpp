@@ -525,7 +525,7 @@ void HttpServer::Counts::done(HeaderWait *w) {
     w->prev = w->next = nullptr;
 }
 
-HttpServer::HttpServer(std::vector<std::unique_ptr<asio::io_context>> &ios, const BrokerConfig &cfg, Service &svc)
+HttpServer::HttpServer(std::vector<std::unique_ptr<asio::io_context>> &ios, const BrokerConfig &cfg, ApiHandler &svc)
     : service(svc),
       limits{cfg.header_bytes, cfg.body_bytes, cfg.read_timeout_ms, cfg.max_connections, cfg.sse_keepalive_ms,
              cfg.sse_buffer_bytes},

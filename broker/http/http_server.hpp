@@ -1,5 +1,6 @@
-// HTTP/1.1 (plain or TLS) in front of Service: Beast sessions, each on the
-// one thread of its I/O context (so no strands are needed),
+// HTTP/1.1 (plain or TLS) in front of the API (ApiHandler,
+// api_message.hpp): Beast sessions, each on the one thread of its I/O
+// context (so no strands are needed),
 // a deadline on every read, header and body limits answered 431/413, a
 // connection cap, one request in flight per connection (pipelined requests
 // wait their turn in the read buffer, never in an unbounded queue).
@@ -14,7 +15,7 @@
 #include <vector>
 
 #include "broker/config/config.hpp"
-#include "broker/service.hpp"
+#include "broker/http/api_message.hpp"
 
 namespace shardnet::broker {
 
@@ -41,7 +42,7 @@ public:
     // Binds now (throws with the address on failure); port 0 picks one.
     // Accepts on the first context and spreads connections over all of
     // them, one thread each: no lock shared between I/O threads.
-    HttpServer(std::vector<std::unique_ptr<boost::asio::io_context>> &ios, const BrokerConfig &cfg, Service &service);
+    HttpServer(std::vector<std::unique_ptr<boost::asio::io_context>> &ios, const BrokerConfig &cfg, ApiHandler &service);
     unsigned short port() const { return port_; }
     void start();
     void stop();  // stop accepting; open sessions finish their request
@@ -49,7 +50,7 @@ public:
     // contexts (and with them the sessions, which point at this server).
     void shutdown();
 
-    Service &service;
+    ApiHandler &service;
     Limits limits;
     // Counted per I/O thread, each on its own cache line: a request then
     // touches no line another thread writes.

@@ -7,7 +7,7 @@
 #include <boost/beast/http/basic_parser.hpp>
 #include <string>
 
-#include "broker/service.hpp"
+#include "broker/http/api_message.hpp"
 
 namespace shardnet::broker {
 

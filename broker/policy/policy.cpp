@@ -40,9 +40,10 @@ std::shared_ptr<const std::string> answer_json(long long version, long long step
 }  // namespace
 
 void Service::load_policies() {
+    auto runs = runs_.write();
     for (auto &p : store_->load_policies()) {
-        auto it = runs_.find(p.run);
-        if (it == runs_.end()) continue;
+        auto it = runs.find(p.run);
+        if (it == runs.end()) continue;
         RunInfo &info = it->second;
         info.policy_version = p.version;
         info.policy_steps = p.every_steps;
@@ -109,8 +110,8 @@ void Service::PolicyPass::count_exposure() {
     // every run's M.
     std::map<std::string, long long> cap;   // run -> most nodes counted (absent: not capped, an admin's)
     {
-        std::shared_lock lock(s.runs_mu_);
-        for (const auto &[id, info] : s.runs_)
+        auto runs = s.runs_.read();
+        for (const auto &[id, info] : runs)
             if (auto j = info.jobs.find(info.attempt); j != info.jobs.end() && j->second.world > 0) cap[id] = j->second.world;
     }
     std::map<std::string, std::set<std::string>> live;   // cluster -> run/node
@@ -133,8 +134,8 @@ void Service::PolicyPass::count_exposure() {
 // 2. The runs to look at: false when there is none.
 bool Service::PolicyPass::gather() {
     {
-        std::shared_lock lock(s.runs_mu_);
-        for (const auto &[id, info] : s.runs_)
+        auto runs = s.runs_.read();
+        for (const auto &[id, info] : runs)
             if ((info.ckpt_auto && info.state == RunState::running) || info.clock.recovered_at > 0)
                 look.push_back(Look{id, info.attempt, info.policy_version, info.policy_steps, info.clock,
                                     info.ckpt_auto && info.state == RunState::running});
@@ -160,8 +161,8 @@ void Service::PolicyPass::close_recoveries() {
                                    std::max(0.0, first - l.clock.recovered_at), now};
             s.transact([&] { s.store_->insert_recovery(row); });
         }
-        std::unique_lock lock(s.runs_mu_);
-        if (auto it = s.runs_.find(l.run); it != s.runs_.end() && it->second.clock.to == l.clock.to) it->second.clock = {};
+        auto runs = s.runs_.write();
+        if (auto it = runs.find(l.run); it != runs.end() && it->second.clock.to == l.clock.to) it->second.clock = {};
     }
 }
 
@@ -221,16 +222,16 @@ void Service::PolicyPass::recompute(const Look &l, const std::vector<policy::Pha
             return;
         }
     }
-    std::unique_lock lock(s.runs_mu_);
-    auto it = s.runs_.find(l.run);
-    if (it == s.runs_.end()) return;
+    auto runs = s.runs_.write();
+    auto it = runs.find(l.run);
+    if (it == runs.end()) return;
     it->second.policy_detail = text;
     if (changed && it->second.policy_version == l.version) {
         it->second.policy_version = version;
         it->second.policy_steps = steps;
         it->second.policy_answer = answer;
         // Connections cached the old version: their next heartbeat looks again.
-        s.runs_generation_.fetch_add(1, std::memory_order_release);
+        runs.bump();
     }
 }
 
@@ -253,9 +254,9 @@ void Service::get_policy(const std::string &id, const TokenEntry &who, const Rep
     std::shared_ptr<const std::string> detail;
     bool autom = false;
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(id);
-        if (it == runs_.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
+        auto runs = runs_.read();
+        auto it = runs.find(id);
+        if (it == runs.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
         detail = it->second.policy_detail;
         autom = it->second.ckpt_auto || it->second.policy_version > 0;
     }

@@ -98,9 +98,9 @@ void Service::report_ranks(const std::string &id, const ApiRequest &req, const T
 }
 
 bool Service::attempt_current(const std::string &run, long long attempt) {
-    std::shared_lock lock(runs_mu_);
-    auto it = runs_.find(run);
-    return it != runs_.end() && it->second.attempt == attempt;
+    auto runs = runs_.read();
+    auto it = runs.find(run);
+    return it != runs.end() && it->second.attempt == attempt;
 }
 
 std::optional<std::set<std::string>> Service::job_nodes(const std::string &cluster, long long job, std::string &why) {

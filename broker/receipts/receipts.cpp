@@ -44,7 +44,7 @@ std::string Service::write_receipt(Kind kind, const std::string &run, long long 
     dsse::Envelope env;
     std::string err;
     try {
-        err = receipt::sign_receipt(signing_key_, r, env);
+        err = receipt::sign_receipt(signer_.key(), r, env);
     } catch (const std::invalid_argument &e) {   // make_statement: what in r is not a receipt
         err = e.what();
     }
@@ -54,43 +54,8 @@ std::string Service::write_receipt(Kind kind, const std::string &run, long long 
     const std::string digest = receipt::envelope_digest(env);
     const long long index = receipts::log_append(*store_, merkle::leaf_hash(bytes));
     store_->insert_receipt(Store::ReceiptRow{run, r.seq, attempt, receipt::kind_name(kind), now, bytes, digest, index,
-                                             signing_key_.keyid()});
+                                             signer_.key().keyid()});
     return digest;
-}
-
-void Service::rotate_receipt_key(const ReceiptKeys &fresh) {
-    if (cfg_.receipts.on() != fresh.on()) {
-        log_json("warn", "receipts: turning them on or off needs a restart; the running config keeps its receipts",
-                 json::object{{"receipts", cfg_.receipts.on() ? "on" : "off"}, {"reloaded_config", fresh.on() ? "on" : "off"}});
-        return;
-    }
-    if (!fresh.on()) return;
-    // On the store thread, where every signature is made: a receipt is
-    // signed wholly by the old key or by the new one.
-    on_store([this, fresh] {
-        try {
-            store_->transaction([&] {
-                store_->record_key(signing_key_.keyid(), signing_key_.public_pem());
-                store_->record_key(fresh.key.keyid(), fresh.key.public_pem());
-            });
-        } catch (const std::exception &e) {
-            log_json("warn", "receipts: the signing keys' public halves not recorded", json::object{{"why", e.what()}});
-        }
-        if (fresh.key.keyid() != signing_key_.keyid()) {
-            SigningKey old = signing_key_;
-            signing_key_ = fresh.key;
-            // The pin moves beside the new key, as it stands now.
-            std::string err;
-            const std::string pin = fresh.key_file.empty() ? "" : head_pin_path(fresh.key_file);
-            if (auto last = head_pin_.empty() ? std::nullopt : read_head_pin(head_pin_, err); last && !pin.empty() && pin != head_pin_)
-                err = write_head_pin(pin, *last);
-            if (!err.empty()) log_json("error", "receipts: the log head not pinned beside the new key", json::object{{"why", err}});
-            head_pin_ = pin;
-            log_json("info", "receipts: signing key rotated; the old key stays listed as retired",
-                     json::object{{"old_keyid", old.keyid()}, {"new_keyid", signing_key_.keyid()}});
-        }
-        retired_keys_ = fresh.retired;
-    });
 }
 
 receipts::ChainLink Service::last_receipt_link(const std::string &run) {
@@ -138,8 +103,8 @@ void Service::attempt_started(const std::string &run, long long attempt, double 
     std::string user;
     long long uid = -1;
     {
-        std::shared_lock lock(runs_mu_);
-        if (auto it = runs_.find(run); it != runs_.end()) {
+        auto runs = runs_.read();
+        if (auto it = runs.find(run); it != runs.end()) {
             user = it->second.owner, uid = it->second.owner_uid;
             if (auto j = it->second.jobs.find(attempt); j != it->second.jobs.end()) world = std::max(world, j->second.world);
         }

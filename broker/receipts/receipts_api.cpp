@@ -70,8 +70,8 @@ void Service::get_keys(const Reply &reply) {
         };
         std::set<std::string> listed;
         auto add_once = [&](const SigningKey &k, bool current) { if (listed.insert(k.keyid()).second) add(k, current); };
-        add_once(signing_key_, true);
-        for (const auto &k : retired_keys_) add_once(k, false);
+        add_once(signer_.key(), true);
+        for (const auto &k : signer_.retired()) add_once(k, false);
         // Every key that signed here before, rotated away (its public half
         // was kept with its uses).
         for (const auto &[keyid, u] : uses) {
@@ -109,11 +109,11 @@ void Service::get_receipts(const std::string &id, const std::string &query, cons
         size = *n;
     }
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(id);
+        auto runs = runs_.read();
+        auto it = runs.find(id);
         // A peer is asked below (runs it moved to or from it); anyone else
         // who may not see the run learns nothing of it.
-        if (it == runs_.end() || (who.scope != Scope::peer && !may_see(who, id, &it->second)))
+        if (it == runs.end() || (who.scope != Scope::peer && !may_see(who, id, &it->second)))
             return reply(error_response(404, "no_run", "no run " + id));
     }
     on_store(reply, [this, id, after, limit, size, with_proofs = !proofs.empty(),
@@ -136,7 +136,7 @@ void Service::get_receipts(const std::string &id, const std::string &query, cons
                 h = store_->tree_head(size);
                 if (!h) return reply(error_response(400, "bad_field", "size: no head of size " + std::to_string(size) + " was signed", "size"));
             } else {
-                h = current_head(wall_now());
+                h = signer_.current_head(wall_now());
             }
             n = h->size;
             answer["log"] = json::object{{"tree_size", h->size}, {"root_hash", merkle::hex(hash_of(h->root))}, {"head", json::parse(h->envelope)}};
@@ -167,34 +167,10 @@ void Service::get_receipts(const std::string &id, const std::string &query, cons
     });
 }
 
-Store::TreeHeadRow Service::current_head(double now) {
-    const long long size = store_->log_size();
-    // The stored head while the log has not grown, unless another key signed
-    // it (a rotation since): heads are signed by the key in force.
-    if (auto last = store_->last_tree_head(); last && last->size == size) {
-        dsse::Envelope env;
-        if (dsse::from_json(last->envelope, env).empty() && !env.signatures.empty() && env.signatures[0].keyid == signing_key_.keyid())
-            return *last;
-    }
-    const merkle::Hash root = merkle::root(uint64_t(size), receipts::log_source(*store_));
-    dsse::Envelope env;
-    if (std::string err = receipt::sign_tree_head(signing_key_, receipt::TreeHead{(unsigned long long)size, root, receipt::utc_time(now)}, env);
-        !err.empty())
-        throw std::runtime_error("the log's head of size " + std::to_string(size) + " not signed: " + err);
-    Store::TreeHeadRow row{size, std::string(reinterpret_cast<const char *>(root.data()), root.size()), dsse::to_json(env), now};
-    store_->transaction([&] { store_->insert_tree_head(row); });
-    // Pinned outside the database before anyone sees it: a head once shown
-    // is never followed by a shorter log (receipts/head_pin.hpp).
-    if (!head_pin_.empty())
-        if (std::string err = write_head_pin(head_pin_, HeadPin{size, merkle::hex(root)}); !err.empty())
-            log_json("error", "receipts: the log head not pinned", json::object{{"why", err}});
-    return row;
-}
-
 void Service::get_log_head(const Reply &reply) {
     if (!cfg_.receipts.on()) return reply(no_receipts());
     on_store(reply, [this](const Reply &reply) {
-        const Store::TreeHeadRow h = current_head(wall_now());
+        const Store::TreeHeadRow h = signer_.current_head(wall_now());
         reply(ok_json(200, json::object{{"tree_size", h.size}, {"root_hash", merkle::hex(hash_of(h.root))},
                                         {"head", json::parse(h.envelope)}}));
     });

@@ -64,8 +64,8 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
     // The job's owner, as Slurm numbers it, must be the run's.
     long long owner = -1;
     {
-        std::shared_lock lock(runs_mu_);
-        if (auto it = runs_.find(run); it != runs_.end()) owner = it->second.owner_uid;
+        auto runs = runs_.read();
+        if (auto it = runs.find(run); it != runs.end()) owner = it->second.owner_uid;
     }
     if (owner >= 0 && j.uid != owner) {
         log_warn("job spec refused", run, "Slurm says job " + std::to_string(job) + " on " + cluster + " runs as uid " +
@@ -253,9 +253,9 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
 void Service::record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job,
                              const std::vector<std::string> &nodes, const json::object &cause, const receipts::ChainLink &from) {
     {
-        std::unique_lock lock(runs_mu_);
-        if (auto it = runs_.find(run); it != runs_.end()) it->second.jobs[attempt] = AttemptJob{cluster, job, 0};
-        runs_generation_.fetch_add(1, std::memory_order_release);
+        auto runs = runs_.write();
+        if (auto it = runs.find(run); it != runs.end()) it->second.jobs[attempt] = AttemptJob{cluster, job, 0};
+        runs.bump();
     }
     // The job and what the attempt's receipt is to say of it, together.
     store_wait([&] {

@@ -166,9 +166,9 @@ struct Service::Requeue {
         const std::string n = std::to_string(m->as_int64());
         if (record("refused", 0, "FAILED", "attempt budget spent: " + n + " of " + n + " attempts used (--shardnet-max-attempts); "
                    "not requeued after attempt " + std::to_string(fault.attempt) + "'s fault", RunState::failed)) {
-            std::unique_lock lock(s.runs_mu_);
-            if (auto it = s.runs_.find(fault.run); it != s.runs_.end() && it->second.attempt == fault.attempt)
-                s.set_state(fault.run, it->second, RunState::failed);
+            auto runs = s.runs_.write();
+            if (auto it = runs.find(fault.run); it != runs.end() && it->second.attempt == fault.attempt)
+                runs.set_state(fault.run, it->second, RunState::failed);
         }
         return true;
     }
@@ -193,8 +193,8 @@ struct Service::Requeue {
         s.record_attempt(fault.run, to, name, job, {}, json::object{{"decision", id}});
         const bool written = record("applied", job, "RECOVERING", "attempt " + std::to_string(to) + " runs as job " +
                                     std::to_string(job) + " on " + name + ", submitted before the broker stopped", RunState::recovering);
-        std::unique_lock lock(s.runs_mu_);
-        if (auto it = s.runs_.find(fault.run); it != s.runs_.end() && written && s.set_state(fault.run, it->second, RunState::recovering)) {
+        auto runs = s.runs_.write();
+        if (auto it = runs.find(fault.run); it != runs.end() && written && runs.set_state(fault.run, it->second, RunState::recovering)) {
             it->second.expected_nodes = recover_nodes;
             it->second.recover_to = to;
         }
@@ -285,8 +285,8 @@ struct Service::Requeue {
                              {"local_rejected", others}};
         {
             // When the failure was seen, for the peer's measure of the recovery (its R).
-            std::shared_lock lock(s.runs_mu_);
-            if (auto it = s.runs_.find(fault.run); it != s.runs_.end() && it->second.clock.to == to && it->second.clock.fault_at > 0)
+            auto runs = s.runs_.read();
+            if (auto it = runs.find(fault.run); it != runs.end() && it->second.clock.to == to && it->second.clock.fault_at > 0)
                 payload["fault"] = json::object{{"last_seen", it->second.clock.last_seen}, {"at", it->second.clock.fault_at}};
         }
         const std::string peer = s.cfg_.peers.front().name;
@@ -318,9 +318,9 @@ struct Service::Requeue {
         });
         if (!written) return;
         {
-            std::unique_lock lock(s.runs_mu_);
-            auto it = s.runs_.find(fault.run);
-            if (it != s.runs_.end() && s.set_state(fault.run, it->second, RunState::recovering)) it->second.recover_to = to;
+            auto runs = s.runs_.write();
+            auto it = runs.find(fault.run);
+            if (it != runs.end() && runs.set_state(fault.run, it->second, RunState::recovering)) it->second.recover_to = to;
         }
         s.forward_cv_.notify_all();
     }
@@ -384,11 +384,11 @@ struct Service::Requeue {
                (uncarried.empty() ? "" : "; not carried: " + uncarried));
         const bool written = record("applied", new_job, "RECOVERING",
                                     "attempt " + std::to_string(to) + " submitted with --shardnet-resume=" + resume, RunState::recovering);
-        std::unique_lock lock(s.runs_mu_);
-        auto it = s.runs_.find(fault.run);
+        auto runs = s.runs_.write();
+        auto it = runs.find(fault.run);
         // Memory follows the database; the new attempt is recorded either way
         // (its job runs), so its heartbeats move the run on.
-        if (it != s.runs_.end() && written && s.set_state(fault.run, it->second, RunState::recovering)) {
+        if (it != runs.end() && written && runs.set_state(fault.run, it->second, RunState::recovering)) {
             it->second.expected_nodes = (long long)p.nodes.size();
             it->second.recover_to = to;
             auto &clock = it->second.clock;
@@ -401,9 +401,9 @@ void Service::requeue(const Fault &fault, int tries) {
     std::string policy, manifest, owner, ckpt_every;
     long long owner_uid = -1;
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(fault.run);
-        if (it == runs_.end() || it->second.attempt != fault.attempt) return;
+        auto runs = runs_.read();
+        auto it = runs.find(fault.run);
+        if (it == runs.end() || it->second.attempt != fault.attempt) return;
         policy = it->second.requeue;
         manifest = it->second.manifest;
         owner = it->second.owner;
@@ -419,10 +419,10 @@ void Service::requeue(const Fault &fault, int tries) {
 void Service::check_recovered(const std::string &run, long long attempt, double now) {
     long long need = 0;
     {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(run);
+        auto runs = runs_.read();
+        auto it = runs.find(run);
         // Only the new attempt's heartbeats count; the old one's may still arrive.
-        if (it == runs_.end() || it->second.state != RunState::recovering || it->second.recover_to != attempt) return;
+        if (it == runs.end() || it->second.state != RunState::recovering || it->second.recover_to != attempt) return;
         need = it->second.expected_nodes;
     }
     long long up = 0;
@@ -431,9 +431,9 @@ void Service::check_recovered(const std::string &run, long long attempt, double 
     if (up < need) return;
     {
         // Claimed here, once: later heartbeats do not write a second RECOVERED.
-        std::unique_lock lock(runs_mu_);
-        auto it = runs_.find(run);
-        if (it == runs_.end() || it->second.state != RunState::recovering || it->second.recover_to != attempt) return;
+        auto runs = runs_.write();
+        auto it = runs.find(run);
+        if (it == runs.end() || it->second.state != RunState::recovering || it->second.recover_to != attempt) return;
         it->second.recover_to = 0;
     }
     on_store([this, run, attempt, up, now] {
@@ -446,12 +446,12 @@ void Service::check_recovered(const std::string &run, long long attempt, double 
             });
         } catch (const std::exception &e) {
             log_warn("RECOVERED not written; the next heartbeat tries again", run, e.what());
-            std::unique_lock lock(runs_mu_);
-            if (auto it = runs_.find(run); it != runs_.end() && it->second.state == RunState::recovering) it->second.recover_to = attempt;
+            auto runs = runs_.write();
+            if (auto it = runs.find(run); it != runs.end() && it->second.state == RunState::recovering) it->second.recover_to = attempt;
             return;
         }
-        std::unique_lock lock(runs_mu_);
-        if (auto it = runs_.find(run); it != runs_.end() && set_state(run, it->second, RunState::running) && it->second.clock.to == attempt)
+        auto runs = runs_.write();
+        if (auto it = runs.find(run); it != runs.end() && runs.set_state(run, it->second, RunState::running) && it->second.clock.to == attempt)
             it->second.clock.recovered_at = now;
     });
 }

@@ -1,5 +1,6 @@
 // A run's lifecycle: the states and the one table of what may follow what.
-// Every change of a run's state is checked against it (Service::set_state);
+// Every change of a run's state is checked against it
+// (RunRegistry::Writer::set_state, registry.hpp);
 // a change the table does not have is refused and logged, never applied.
 //
 //   (new) -> PENDING        created through the API, before its first job

@@ -7,8 +7,7 @@
 #include <pwd.h>
 #include <vector>
 
-#include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/trust/refusals.hpp"
 
 namespace shardnet::broker {
 
@@ -16,12 +15,13 @@ namespace {
 std::string job_name(const std::string &cluster, long long job) { return cluster + "/" + std::to_string(job); }
 }  // namespace
 
-std::string Service::refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt) const {
+std::string refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt,
+                          const BrokerConfig &cfg) {
     const bool others = info && info->owner_uid >= 0 && (unsigned long long)info->owner_uid != who.uid;
     if (!info || info->owner_uid < 0 || others) {
         // Claiming a run: another job's default id is not to be had.
         if (run != who.cluster + "." + std::to_string(who.job) && run != "job." + std::to_string(who.job))
-            if (!reserved_run_id(run).empty())
+            if (!reserved_run_id(run, cfg).empty())
                 return "run " + run + " is the default run id of another job; this token is for job " +
                        job_name(who.cluster, (long long)who.job);
     }
@@ -52,47 +52,11 @@ std::string Service::refuse_worker(const RunInfo *info, const std::string &run, 
            job_name(who.cluster, (long long)who.job);
 }
 
-std::optional<ApiResponse> Service::refuse_attempt_writer(const std::string &id, const TokenEntry &who, long long attempt,
-                                                          long long &world, const char *what) {
-    if (!who.run.empty() && who.run != id) return error_response(403, "forbidden", std::string("this token may not send ") + what + " for run " + id);
-    if (who.attempt && who.attempt != (unsigned long long)attempt)
-        return error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt");
-    if (!who.bound && who.scope != Scope::admin)
-        return error_response(403, "forbidden", std::string(what) + " need a per-job worker token (derived from a worker key) or an admin token");
-    std::shared_lock lock(runs_mu_);
-    auto it = runs_.find(id);
-    // Another user's run answers as a missing one does, word for word: a
-    // job that names it in --shardnet learns nothing of whether it exists.
-    if (it == runs_.end() || !may_see(who, id, &it->second)) return error_response(404, "no_run", "no run " + id);
-    if (who.bound) {
-        std::string why = refuse_worker(&it->second, id, who, attempt);
-        // Never a claim: only a job the broker already recorded for the
-        // attempt (its heartbeat came first) may write for it.
-        if (why.empty() && (it->second.owner_uid < 0 || !it->second.jobs.count(attempt)))
-            why = "run " + id + " has no job of this token's recorded for attempt " + std::to_string(attempt) + "; a heartbeat comes first";
-        if (!why.empty()) {
-            count(c_refused);
-            return error_response(403, "not_this_job", why, "attempt");
-        }
-    }
-    if (it->second.attempt != attempt)
-        return error_response(409, "stale_attempt", "run " + id + " is at attempt " + std::to_string(it->second.attempt) + "; " + what +
-                              " of attempt " + std::to_string(attempt) + " are refused", "attempt");
-    // The attempt's ranks as the broker knows them (the largest step its
-    // tokens named), never what the body says: one rank claiming
-    // world_size=1 seals nothing.
-    if (who.bound) {
-        auto rec = it->second.jobs.find(attempt);
-        world = std::max<long long>(rec != it->second.jobs.end() ? rec->second.world : 0, (long long)who.world);
-    }
-    return std::nullopt;
-}
-
-std::string Service::reserved_run_id(const std::string &id) const {
+std::string reserved_run_id(const std::string &id, const BrokerConfig &cfg) {
     // CLUSTER.JOBID is what a job reports under when it names no run: such
     // an id is the job's, and nobody may create it ahead of the job.
     std::vector<std::string> prefixes{"job"};   // the plugin's default where a cluster has no usable name
-    for (const auto &[name, conf] : cfg_.clusters) prefixes.push_back(name);
+    for (const auto &[name, conf] : cfg.clusters) prefixes.push_back(name);
     for (const auto &name : prefixes) {
         if (id.size() <= name.size() + 1 || id.compare(0, name.size(), name) != 0 || id[name.size()] != '.') continue;
         if (id.find_first_not_of("0123456789", name.size() + 1) == std::string::npos)

@@ -4,7 +4,7 @@
 #pragma once
 #include <string_view>
 
-#include "broker/service.hpp"
+#include "broker/http/api_message.hpp"
 
 namespace shardnet::broker::web {
 

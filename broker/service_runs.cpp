@@ -1,7 +1,7 @@
-// Runs: the one place a run's state changes, in the database
-// (store_state, inside the caller's transaction) and then in memory
-// (set_state, after the commit), both checked against the lifecycle
-// (run_state.hpp); what undoes a change the store refused, and retries.
+// The service's side of a run's state change: the database's (store_state,
+// inside the caller's transaction, before memory changes through the run
+// registry's set_state, runs/registry.hpp), checked against the lifecycle
+// (runs/run_state.hpp), with what goes with a run's end; and retries.
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 #include <stdexcept>
@@ -17,13 +17,7 @@ namespace json = boost::json;
 using namespace detail;
 
 void Service::store_state(const std::string &run, RunState to, long long attempt, double now) {
-    {
-        std::shared_lock lock(runs_mu_);
-        auto it = runs_.find(run);
-        if (it != runs_.end() && it->second.state != to && !transition_allowed(it->second.state, to))
-            throw std::runtime_error("run " + run + ": " + state_name(it->second.state) + " -> " + state_name(to) +
-                                     " is not in the run lifecycle");
-    }
+    runs_.check_transition(run, to);
     store_->update_run(run, state_name(to), attempt, now);
     // Every end of a run passes here: its receipt, in the same transaction,
     // once (memory may say final already: the heartbeat's end goes first there).
@@ -34,24 +28,6 @@ void Service::store_state(const std::string &run, RunState to, long long attempt
     }
     if (is_final(to) && cfg_.receipts.on() && !store_->has_receipt(run, attempt, "run-ended"))
         write_receipt(receipt::Kind::run_ended, run, attempt, json::object{{"state", state_name(to)}}, {}, now);
-}
-
-bool Service::set_state(const std::string &run, RunInfo &info, RunState to) {
-    if (!transition_allowed(info.state, to)) {
-        detail::log_warn("state change refused", run, std::string(state_name(info.state)) + " -> " + state_name(to) + " is not in the run lifecycle");
-        return false;
-    }
-    info.state = to;
-    runs_generation_.fetch_add(1, std::memory_order_release);
-    return true;
-}
-
-void Service::undo_run(const std::string &run, const std::optional<RunInfo> &before) {
-    std::unique_lock lock(runs_mu_);
-    if (before) runs_[run] = *before;
-    else runs_.erase(run);
-    runs_generation_.fetch_add(1, std::memory_order_release);
-    log_warn("run change not written; memory put back as the database has it", run, "");
 }
 
 void Service::retry_later(double delay, const char *what, std::function<void()> fn) {
@@ -79,9 +55,9 @@ void Service::run_retries(double now) {
 }
 
 void Service::back_to_degraded(const std::string &run) {
-    std::unique_lock lock(runs_mu_);
-    if (auto it = runs_.find(run); it != runs_.end() && it->second.state == RunState::recovering)
-        set_state(run, it->second, RunState::degraded);
+    auto runs = runs_.write();
+    if (auto it = runs.find(run); it != runs.end() && it->second.state == RunState::recovering)
+        runs.set_state(run, it->second, RunState::degraded);
 }
 
 }  // namespace shardnet::broker
