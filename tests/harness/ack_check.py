@@ -18,6 +18,10 @@ with open(log) as f:
 db = sqlite3.connect("file:%s?mode=ro" % dbpath, uri=True, timeout=30)
 rows = set(db.execute("SELECT run, attempt, name, rank FROM commits"))
 sealed = set(db.execute("SELECT run, name FROM checkpoints"))
+# A name a peer's decision carried sealed: a commit of it is answered with
+# that seal (already_sealed), nothing written (broker/seals/held_seal.hpp).
+if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'carried_seals'").fetchone():
+    sealed |= set(db.execute("SELECT run, name FROM carried_seals"))
 acked, told_sealed, refused, unanswered, heartbeats = 0, 0, 0, 0, 0
 missing = []
 ranks = {}  # (run, attempt, name) -> (world, {ranks acked})
