@@ -2,6 +2,7 @@
 // a command line (srun, sbatch, salloc) and in slurmstepd, which receives
 // the values. Callbacks only record; checks happen in init_post_opt, because
 // on the remote side callbacks run before slurm_spank_init.
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <pwd.h>
@@ -10,6 +11,7 @@
 
 #include "spank/contexts.hpp"
 #include "spank/guard.hpp"
+#include "spank/no_kill.hpp"
 #include "common/safe_path.hpp"
 #include "spank/state.hpp"
 
@@ -43,6 +45,10 @@ int record_option(int val, const char *optarg, int remote) {
             return -1;
         }
     }
+    // Spares are for a job that outlives a node (no_kill.hpp): sbatch reads
+    // this after its first pass over the command line, which calls us first.
+    if (!remote && o == Opt::spares && std::strcmp(v, "0") != 0 && std::strcmp(program_invocation_short_name, "sbatch") == 0)
+        setenv("SBATCH_NO_KILL", "1", 0);
     return 0;
 }
 
@@ -65,6 +71,7 @@ int init_config(int ac, char **av) {
     if (cfg->agent_path.empty()) cfg->agent_path = SHARDNET_AGENT_PATH;
     delete g.cfg;
     g.cfg = cfg;
+    g.no_kill_env_had = std::getenv(no_kill_env(program_invocation_short_name)) != nullptr;
     return 0;
 }
 
@@ -116,6 +123,15 @@ int client_post_opt() {
     if (auto err = resolve_job_options(raw, *g.cfg, job); !err.empty()) {
         slurm_error("shardnet: %s", err.c_str());
         return -1;
+    }
+    // An srun inside a job takes the job's spares as they are (its steps
+    // are what `shard launch` places).
+    const std::string program = program_invocation_short_name;
+    if (job.spares > 0 && !(program == "srun" && std::getenv("SLURM_JOB_ID"))) {
+        if (auto err = no_kill_refusal(own_args(), g.no_kill_env_had, program); !err.empty()) {
+            slurm_error("shardnet: %s", err.c_str());
+            return -1;
+        }
     }
     if (!job.ckpt_dir.empty() && getuid() != 0) {
         // The same rule slurmstepd applies, checked here as the user so the

@@ -1,0 +1,46 @@
+#include "spank/no_kill.hpp"
+
+#include <fstream>
+#include <iterator>
+
+namespace shardnet {
+
+const char *no_kill_env(const std::string &program) {
+    if (program == "sbatch") return "SBATCH_NO_KILL";
+    if (program == "salloc") return "SALLOC_NO_KILL";
+    return "SLURM_NO_KILL";
+}
+
+std::string no_kill_refusal(const std::vector<std::string> &args, bool env_had, const std::string &program) {
+    if (env_had) return "";
+    bool spares_on_line = false;
+    for (const auto &a : args) {
+        if (a == "--") break;
+        // (-k among other short flags is not looked for: "-Nk" is -N k.)
+        if (a == "-k" || a == "--no-kill" || a.rfind("--no-kill=", 0) == 0) return "";
+        if (a.rfind("--shardnet-spares", 0) == 0) spares_on_line = true;
+    }
+    // sbatch reads SBATCH_NO_KILL after its first pass over the command
+    // line, where our callback set it.
+    if (spares_on_line && program == "sbatch") return "";
+    return std::string("--shardnet-spares needs a job that survives a node's death: add --no-kill (-k) to ") + program +
+           "'s command line (or set " + no_kill_env(program) +
+           "=1); in #SBATCH lines alone, ShardNet cannot tell whether the job has it";
+}
+
+std::vector<std::string> own_args() {
+    std::ifstream f("/proc/self/cmdline", std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::vector<std::string> out;
+    std::size_t i = 0;
+    while (i < all.size()) {
+        std::size_t z = all.find('\0', i);
+        if (z == std::string::npos) z = all.size();
+        out.push_back(all.substr(i, z - i));
+        i = z + 1;
+    }
+    if (!out.empty()) out.erase(out.begin());
+    return out;
+}
+
+}  // namespace shardnet

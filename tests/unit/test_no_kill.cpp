@@ -1,0 +1,21 @@
+// --shardnet-spares and no-kill (spank/no_kill.hpp): what the plugin can vouch for.
+#include <doctest/doctest.h>
+
+#include "spank/no_kill.hpp"
+
+using namespace shardnet;
+
+TEST_CASE("spares are taken only where no-kill holds") {
+    CHECK(no_kill_refusal({"-N3", "--shardnet-spares=1", "job.sh"}, false, "sbatch") == "");   // the plugin sets SBATCH_NO_KILL in time
+    CHECK(no_kill_refusal({"-N3", "--shardnet-spares", "1", "job.sh"}, false, "sbatch") == "");
+    CHECK(no_kill_refusal({"-N3", "-k", "job.sh"}, false, "sbatch") == "");
+    CHECK(no_kill_refusal({"-N3", "--no-kill", "job.sh"}, false, "sbatch") == "");
+    CHECK(no_kill_refusal({"-N3", "job.sh"}, true, "sbatch") == "");   // the user's SBATCH_NO_KILL
+    // Only in #SBATCH lines (or SHARDNET_SPARES): sbatch read its environment before.
+    const std::string why = no_kill_refusal({"-N3", "job.sh"}, false, "sbatch");
+    CHECK(why.find("add --no-kill (-k) to sbatch's command line (or set SBATCH_NO_KILL=1)") != std::string::npos);
+    CHECK(no_kill_refusal({"-N3", "--", "--no-kill"}, false, "salloc").find("SALLOC_NO_KILL") != std::string::npos);
+    CHECK(no_kill_refusal({"-N3", "--shardnet-spares=1", "cmd"}, false, "srun").find("srun's command line") != std::string::npos);
+    CHECK(no_kill_refusal({"-N3", "-k", "--shardnet-spares=1", "cmd"}, false, "srun") == "");
+    CHECK(std::string(no_kill_env("salloc")) == "SALLOC_NO_KILL");
+}
