@@ -33,6 +33,7 @@
 #include "broker/slurm/job_allocations.hpp"
 #include "broker/slurm/slurm.hpp"
 #include "broker/inventory/placement.hpp"
+#include "broker/recovery/in_job_restarts.hpp"
 #include "broker/runs/run_state.hpp"
 #include "broker/store/store.hpp"
 #include "broker/detector/workers.hpp"
@@ -338,6 +339,12 @@ private:
     std::vector<Retry> retries_;
     // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
     void requeue(const Fault &fault, int tries = 0);
+    // A FAULT of an attempt `shard launch` supervises with spares left waits
+    // for its in-job restart (recovery/in_job_restarts.cpp); else requeue().
+    void requeue_or_hold(const Fault &fault, double now);
+    void apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply);
+    bool run_state_is(const std::string &run, long long attempt, RunState state);
+    InJobRestarts in_job_;
     struct Requeue;   // one requeue, step by step (recovery/requeue.cpp)
     struct Beat;      // one heartbeat, step by step (detector/heartbeats.cpp)
 public:
@@ -433,6 +440,8 @@ private:
     // POST /v1/runs/RUN/ranks (receipts/ranks.cpp): an agent's ranks and
     // what each runs with.
     void report_ranks(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
+    // POST /v1/runs/RUN/restarts (recovery/in_job_restarts.cpp): `shard launch`'s in-job restarts.
+    void restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
     // Slurm's list of a job's nodes (squeue, scontrol show hostnames), or
     // nullopt with why (the slurm thread).
     std::optional<std::set<std::string>> job_nodes(const std::string &cluster, long long job, std::string &why);
