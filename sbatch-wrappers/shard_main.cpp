@@ -19,6 +19,7 @@
 #include "sbatch-wrappers/client.hpp"
 #include "sbatch-wrappers/failure_view.hpp"
 #include "sbatch-wrappers/kept_heads.hpp"
+#include "sbatch-wrappers/launch_cmd.hpp"
 #include "sbatch-wrappers/spec.hpp"
 #include "sbatch-wrappers/submit.hpp"
 #include "sbatch-wrappers/receipts_cmd.hpp"
@@ -40,6 +41,8 @@ constexpr const char *kUsage =
     "  runs | show RUN | events RUN | ckpt ls RUN | ckpt verify RUN | ckpt policy RUN | cancel RUN   [--json]\n"
     "  nodes [clear CLUSTER/NODE] [--json]   bad-node memory: nodes that faulted runs (an admin's token)\n"
     "  validate SPEC.yaml        check a spec alone (no broker needed)\n"
+    "  launch [--ntasks-per-node N] [--grace S] [--max-stalled-restarts N] -- CMD ARGS\n"
+    "                            in a batch script: CMD on the job's active nodes, relaunched on a spare when a node dies\n"
     "  ckpt plan --write-cost D --mtbf D --restart D [--work D] [--json]\n"
     "                            the checkpoint interval for these inputs (D: 90s, 5m, 6h, 2d)\n"
     "  ckpt simulate (--write-cost D --mtbf D --restart D | --grid) [--weibull-shape K] [--seed N] [--json]\n"
@@ -431,6 +434,9 @@ int cmd_ckpt(CliConfig &cfg, const Args &a) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    // The batch script's step supervisor has options of its own, and
+    // everything after -- is the step's command.
+    if (argc >= 2 && std::string(argv[1]) == "launch") return launch_main(argc - 2, argv + 2);
     Args a;
     BrokerRef flags;
     std::string cmd;
