@@ -155,12 +155,13 @@ std::optional<Choice> choose(const json::value &cap, const JobSpec &s, const std
         c.total += r.as_object().at("total_nodes").as_int64();
     }
     std::optional<Choice> best;
-    auto rank = [&](const Choice &c) { return std::make_tuple(c.idle >= s.nodes ? 0 : 1, c.broker == home ? 0 : 1, c.cluster); };
+    const long long need = s.nodes + s.spares;   // the spares are nodes of the job too
+    auto rank = [&](const Choice &c) { return std::make_tuple(c.idle >= need ? 0 : 1, c.broker == home ? 0 : 1, c.cluster); };
     for (auto &[k, c] : by) {
-        if (c.total < s.nodes) continue;
+        if (c.total < need) continue;
         if (!best || rank(c) < rank(*best)) best = c;
     }
-    if (best) best->queued = best->idle < s.nodes;
+    if (best) best->queued = best->idle < need;
     return best;
 }
 
@@ -220,7 +221,10 @@ int cmd_run(CliConfig &cfg, const Args &a, JobSpec &s) {
         owner = it->second;
     }
     const std::string conf = cfg.slurm_conf.count(choice->cluster) ? cfg.slurm_conf.at(choice->cluster) : "";
-    const std::string script_text = batch_script(s);
+    // The batch script calls this very shard for `shard launch`.
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    const std::string script_text = batch_script(s, n > 0 ? std::string(self, size_t(n)) : std::string("shard"));
     char path[] = "/tmp/shard-run-XXXXXX";
     int fd = mkstemp(path);
     if (fd < 0) return fail(usage, "cannot write the batch script");
