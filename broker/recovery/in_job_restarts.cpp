@@ -41,6 +41,7 @@ json::array names(const std::vector<std::string> &v) { return json::array(v.begi
 }  // namespace
 
 std::string read_restart_report(const std::string &body, RestartReport &out) {
+    out = RestartReport{};
     json::error_code ec;
     json::value v = json::parse(body, ec);
     if (ec || !v.is_object()) return "body is not a JSON object";
