@@ -80,18 +80,34 @@ struct Supervisor {
     int start();
     int supervise();
     void read_events(std::vector<std::string> &dead);
-    void post(json::object body);
+    bool post(json::object body, bool quiet = false);
+    void register_supervision();
     pid_t launch();
     void end_step();
     int give_up(const std::string &why, int code);
     bool wait_exit(int &code);
 };
 
-void Supervisor::post(json::object body) {
-    if (broker.url.empty()) return;
+bool Supervisor::post(json::object body, bool quiet) {
+    if (broker.url.empty()) return false;
     body["attempt"] = attempt;
     Answer a = call(broker, "POST", "/v1/runs/" + run + "/restarts", json::serialize(body), 5000);
-    if (!a.ok()) say("the broker did not take the report (" + std::to_string(a.status) + " " + a.error + ")");
+    if (!a.ok() && !quiet) say("the broker did not take the report (" + std::to_string(a.status) + " " + a.error + ")");
+    return a.ok();
+}
+
+// The run is the broker's once the batch step's agent has reported (its
+// first heartbeat may still be on its way): asked again for a while, so
+// that a FAULT of the attempt waits for the relaunch rather than requeues.
+void Supervisor::register_supervision() {
+    const json::object body{{"kind", "supervising"}, {"spares", (long long)place.spares.size()},
+                            {"nodes", json::array(place.active.begin(), place.active.end())}};
+    for (int i = 0; i < 60; ++i) {
+        if (post(body, true)) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    post(body, false);
+    say("the broker does not know this run's supervisor: a node's FAULT may requeue the job before it is relaunched");
 }
 
 void Supervisor::read_events(std::vector<std::string> &dead) {
@@ -185,7 +201,7 @@ int Supervisor::start() {
     storm.max_stalled = int(opt.max_stalled);
     std::vector<std::string> ignored;
     read_events(ignored);   // what happened before this launch is not its business
-    post(json::object{{"kind", "supervising"}, {"spares", (long long)place.spares.size()}, {"nodes", json::array(place.active.begin(), place.active.end())}});
+    if (!broker.url.empty()) register_supervision();
     return supervise();
 }
 

@@ -18,7 +18,7 @@ plugstack gamma "broker=$BROKER_URL worker_key_file=$WORKER_KEY_FILE heartbeat_m
 cp "$(dirname "$0")/../../etc/examples/pytorch/train.py" "$WORK/train.py"
 cp -r "$(dirname "$0")/../../python/shardnet" "$WORK/shardnet"
 install -m 755 "$BUILD/sbatch-wrappers/shard" "$WORK/shard"
-chmod -R a+rX "$WORK"
+chmod -R a+rX "$WORK/shardnet" "$WORK/train.py"
 show_events() {
     broker_get "/v1/runs/$1/events" | /usr/bin/python3 -c '
 import json, sys, time
