@@ -49,9 +49,11 @@ rank0=$(sed -n 's/^where: rank=0 node=\([a-z0-9]*\) restart=0 .*/\1/p' "$OUT" | 
 [ "$rank0" = gamma2 ] || fail "rank 0 runs on '$rank0', not gamma2: $(grep '^where' "$OUT")"
 sealed_before=$(broker_get /v1/runs/spare-run/events | /usr/bin/python3 -c 'import json,sys; print(max(e["evidence"]["checkpoint"] for e in json.load(sys.stdin)["events"] if e["kind"] == "SEALED"))')
 LOSSES=$TEST_HOME/.shardnet/checkpoints/spare-run.out/losses-rank0.tsv
-lines=$(wc -l < "$LOSSES")
 t0=$(date +%s.%N)
 "$HARNESS/clusters.sh" kill-node "$SCRATCH" gamma "$rank0"
+# Rank 0 wrote its last loss line before it died: a line after these is
+# the relaunched step's rank 0 training again.
+lines=$(wc -l < "$LOSSES")
 restarted=""; back=""
 for _ in $(seq 200); do
     [ -n "$restarted" ] || ! broker_get /v1/runs/spare-run/events | grep -q '"RESTARTED"' || restarted=$(date +%s.%N)
