@@ -142,8 +142,9 @@ ok "rank 1 exits 3, every node alive: not relaunched, FAILED naming rank 1"
 
 # 3. No-kill from the plugin: --shardnet-spares on sbatch's command line,
 # no --no-kill. A node of the job dies (not the batch host); once Slurm has
-# marked it DOWN the job is still RUNNING, without that node.
-j=$(as_user gamma sbatch --parsable -N2 -w gamma1,gamma4 -o "$WORK/nk-%j.out" --shardnet=spare-nokill --shardnet-spares=1 \
+# marked it DOWN the job is still RUNNING, without that node (requeue off:
+# the broker's FAULT for the node must not end the job here).
+j=$(as_user gamma sbatch --parsable -N2 -w gamma1,gamma4 -o "$WORK/nk-%j.out" --shardnet=spare-nokill --shardnet-spares=1 --shardnet-requeue=off \
     --shardnet-heartbeat=2 --wrap "sleep 120")
 for _ in $(seq 100); do [ "$(job_state gamma "$j")" = RUNNING ] && break; sleep 0.2; done
 [ "$(slurm gamma squeue -h -j "$j" -o %B)" = gamma1 ] || fail "job $j's batch host is not gamma1: $(slurm gamma squeue -h -j "$j" -o '%B %N')"
