@@ -13,19 +13,14 @@ const char *no_kill_env(const std::string &program) {
 
 std::string no_kill_refusal(const std::vector<std::string> &args, bool env_had, const std::string &program) {
     if (env_had) return "";
-    bool spares_on_line = false;
     for (const auto &a : args) {
         if (a == "--") break;
         // (-k among other short flags is not looked for: "-Nk" is -N k.)
         if (a == "-k" || a == "--no-kill" || a.rfind("--no-kill=", 0) == 0) return "";
-        if (a.rfind("--shardnet-spares", 0) == 0) spares_on_line = true;
     }
-    // sbatch reads SBATCH_NO_KILL after its first pass over the command
-    // line, where our callback set it.
-    if (spares_on_line && program == "sbatch") return "";
     return std::string("--shardnet-spares needs a job that survives a node's death: add --no-kill (-k) to ") + program +
            "'s command line (or set " + no_kill_env(program) +
-           "=1); in #SBATCH lines alone, ShardNet cannot tell whether the job has it";
+           "=1); in #SBATCH lines, ShardNet cannot tell whether the job has it";
 }
 
 std::vector<std::string> own_args() {

@@ -1,11 +1,11 @@
 // --shardnet-spares needs a job that outlives a node's death (--no-kill).
-// Slurm 22.05 shows no SPANK plugin whether a job has it, and `scontrol
-// update` cannot add it after submit; what sbatch reads is its environment
-// (SBATCH_NO_KILL, read after its first pass over the command line, where
-// our option's callback runs first) and its own arguments. So the plugin
-// sets SBATCH_NO_KILL when --shardnet-spares is on sbatch's command line,
-// and refuses spares it cannot vouch for (given only in #SBATCH lines,
-// without --no-kill on the command line or in the environment).
+// Slurm 22.05 shows no SPANK plugin whether a job has it, `scontrol update`
+// cannot add it after submit, and a plugin cannot give it either: sbatch has
+// read SBATCH_NO_KILL before any option callback runs (tried on the harness:
+// set from the callback, the job was still requeued when a node died). What
+// the plugin can see is sbatch's own arguments and environment, so spares
+// are taken only with -k/--no-kill on the command line or SBATCH_NO_KILL
+// (SALLOC_NO_KILL, SLURM_NO_KILL) set; `shard run` passes --no-kill itself.
 #pragma once
 #include <string>
 #include <vector>
@@ -17,9 +17,8 @@ namespace shardnet {
 const char *no_kill_env(const std::string &program);
 
 // Whether no-kill holds for a job whose client was started with args
-// (argv[1..]), env_had: the variable above was in its environment before
-// the plugin touched it, set_in_time: the plugin set it during sbatch's
-// first pass (--shardnet-spares on the command line). "" or why not.
+// (argv[1..]); env_had: the variable above is in its environment. "" or
+// why not.
 std::string no_kill_refusal(const std::vector<std::string> &args, bool env_had, const std::string &program);
 
 // This process's arguments (/proc/self/cmdline), argv[0] left out.

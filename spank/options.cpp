@@ -45,10 +45,6 @@ int record_option(int val, const char *optarg, int remote) {
             return -1;
         }
     }
-    // Spares are for a job that outlives a node (no_kill.hpp): sbatch reads
-    // this after its first pass over the command line, which calls us first.
-    if (!remote && o == Opt::spares && std::strcmp(v, "0") != 0 && std::strcmp(program_invocation_short_name, "sbatch") == 0)
-        setenv("SBATCH_NO_KILL", "1", 0);
     return 0;
 }
 
