@@ -16,9 +16,12 @@ namespace shardnet {
 // SBATCH_NO_KILL, salloc SALLOC_NO_KILL, srun SLURM_NO_KILL.
 const char *no_kill_env(const std::string &program);
 
+// Whether a --no-kill value (or the variable's) means no-kill: "" or "set".
+bool no_kill_value(const char *v);
+
 // Whether no-kill holds for a job whose client was started with args
-// (argv[1..]); env_had: the variable above is in its environment. "" or
-// why not.
+// (argv[1..]); env_had: the variable above is in its environment with a
+// value that means no-kill. "" or why not.
 std::string no_kill_refusal(const std::vector<std::string> &args, bool env_had, const std::string &program);
 
 // This process's arguments (/proc/self/cmdline), argv[0] left out.

@@ -67,7 +67,7 @@ int init_config(int ac, char **av) {
     if (cfg->agent_path.empty()) cfg->agent_path = SHARDNET_AGENT_PATH;
     delete g.cfg;
     g.cfg = cfg;
-    g.no_kill_env_had = std::getenv(no_kill_env(program_invocation_short_name)) != nullptr;
+    g.no_kill_env_had = no_kill_value(std::getenv(no_kill_env(program_invocation_short_name)));
     return 0;
 }
 

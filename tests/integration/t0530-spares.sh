@@ -41,6 +41,7 @@ for how in "--shardnet-spares=1" "--shardnet-spares 1"; do
     grep -q "needs a job that survives a node's death: add --no-kill (-k)" <<<"$out" || fail "the refusal does not say to add --no-kill: $out"
 done
 out=$(as_user gamma env SHARDNET_SPARES=1 sbatch --parsable -N3 --shardnet=refused --wrap true 2>&1) && fail "SHARDNET_SPARES without no-kill was taken: $out"
+out=$(as_user gamma sbatch --parsable -N3 --no-kill=off --shardnet=refused --shardnet-spares=1 --wrap true 2>&1) && fail "--no-kill=off was taken for no-kill: $out"
 ok "spares without --no-kill refused: $(grep -o 'shardnet: --shardnet-spares needs[^;]*' <<<"$out")"
 
 # 1. Rank 0's node dies.
@@ -148,7 +149,7 @@ ok "rank 1 exits 3, every node alive: not relaunched, FAILED naming rank 1"
 # of the job dies (not the batch host); once Slurm has marked it DOWN and
 # dropped it from the job, the job is still RUNNING (requeue off: the
 # broker's FAULT for the node must not end the job here).
-j=$(as_user gamma env SBATCH_NO_KILL=1 sbatch --parsable -N2 -w gamma1,gamma4 -o "$WORK/nk-%j.out" --shardnet=spare-nokill \
+j=$(as_user gamma env SBATCH_NO_KILL=set sbatch --parsable -N2 -w gamma1,gamma4 -o "$WORK/nk-%j.out" --shardnet=spare-nokill \
     --shardnet-spares=1 --shardnet-requeue=off --shardnet-heartbeat=2 --wrap "sleep 120")
 for _ in $(seq 100); do [ "$(job_state gamma "$j")" = RUNNING ] && break; sleep 0.2; done
 [ "$(slurm gamma squeue -h -j "$j" -o %B)" = gamma1 ] || fail "job $j's batch host is not gamma1: $(slurm gamma squeue -h -j "$j" -o '%B %N')"
@@ -162,6 +163,6 @@ done
 state=$(job_state gamma "$j")
 [ -n "$shrunk" ] || fail "job $j still holds gamma4 50 s after its death (job $state, nodes $(slurm gamma squeue -h -j "$j" -o %N))"
 [ "$state" = RUNNING ] || fail "job $j is $state once Slurm dropped gamma4: no no-kill"
-ok "SBATCH_NO_KILL=1 with --shardnet-spares: Slurm dropped gamma4 from job $j $(awk -v a="$t0" -v b="$shrunk" 'BEGIN{printf "%.0f", b-a}') s after its death, the job still RUNNING on gamma1"
+ok "SBATCH_NO_KILL=set with --shardnet-spares: Slurm dropped gamma4 from job $j $(awk -v a="$t0" -v b="$shrunk" 'BEGIN{printf "%.0f", b-a}') s after its death, the job still RUNNING on gamma1"
 slurm gamma scancel "$j"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" gamma gamma4
