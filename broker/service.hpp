@@ -339,8 +339,8 @@ private:
     std::vector<Retry> retries_;
     // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
     void requeue(const Fault &fault, int tries = 0);
-    // A FAULT of an attempt `shard launch` supervises with spares left waits
-    // for its in-job restart (recovery/in_job_restarts.cpp); else requeue().
+    // A FAULT of an attempt `shard launch` supervises waits for its in-job
+    // restart or its giving up (recovery/in_job_restarts.cpp); else requeue().
     void requeue_or_hold(const Fault &fault, double now);
     void apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply);
     bool run_state_is(const std::string &run, long long attempt, RunState state);

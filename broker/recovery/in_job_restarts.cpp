@@ -168,11 +168,12 @@ void Service::requeue_or_hold(const Fault &fault, double now) {
         auto it = in_job_.by_run.find(fault.run);
         if (it != in_job_.by_run.end() && it->second.attempt == fault.attempt) {
             if (it->second.held) return;   // a FAULT of the attempt waits already: one requeue at most
-            if (it->second.spares > 0) {
-                it->second.held = fault;
-                it->second.held_at = now;
-                hold = true;
-            }
+            // With no spare left too: the supervisor says it gives up
+            // (within a second), and only then is the job cancelled for the
+            // requeue, so that its word is heard.
+            it->second.held = fault;
+            it->second.held_at = now;
+            hold = true;
         }
     }
     if (!hold) return requeue(fault);

@@ -4,7 +4,7 @@
 // (POST /v1/runs/RUN/restarts, recovery/in_job_restarts.cpp): that it
 // supervises an attempt, that it relaunched it, or that it gave up. While
 // it supervises, an attempt's node FAULT holds the requeue for a bounded
-// time (the supervisor's relaunch takes seconds); a relaunch brings the run
+// time (the supervisor's relaunch, or its giving up, takes a second); a relaunch brings the run
 // back to RUNNING with a RESTARTED event, and giving up, or a hold that
 // passed, requeues as before (tier 1). Everything a supervisor says is the
 // job's word: it may hold its own run's requeue for a while, nothing else.
