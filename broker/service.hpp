@@ -35,6 +35,7 @@
 #include "broker/slurm/job_allocations.hpp"
 #include "broker/slurm/slurm.hpp"
 #include "broker/inventory/placement.hpp"
+#include "broker/recovery/in_job_restarts.hpp"
 #include "broker/runs/registry.hpp"
 #include "broker/seals/list_cache.hpp"
 #include "broker/store/store.hpp"
@@ -261,6 +262,12 @@ private:
     std::vector<Retry> retries_;
     // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
     void requeue(const Fault &fault, int tries = 0);
+    // A FAULT of an attempt `shard launch` supervises waits for its in-job
+    // restart or its giving up (recovery/in_job_restarts.cpp); else requeue().
+    void requeue_or_hold(const Fault &fault, double now);
+    void apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply);
+    bool run_state_is(const std::string &run, long long attempt, RunState state);
+    InJobRestarts in_job_;
     struct Requeue;   // one requeue, step by step (recovery/requeue.cpp)
     struct Beat;      // one heartbeat, step by step (detector/heartbeats.cpp)
 public:
@@ -365,6 +372,8 @@ private:
     // POST /v1/runs/RUN/ranks (receipts/ranks.cpp): an agent's ranks and
     // what each runs with.
     void report_ranks(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
+    // POST /v1/runs/RUN/restarts (recovery/in_job_restarts.cpp): `shard launch`'s in-job restarts.
+    void restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
     // Slurm's list of a job's nodes (squeue, scontrol show hostnames), or
     // nullopt with why (the slurm thread).
     std::optional<std::set<std::string>> job_nodes(const std::string &cluster, long long job, std::string &why);

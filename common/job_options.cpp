@@ -19,6 +19,8 @@ constexpr OptSpec kSpecs[] = {
     {"shardnet-fatal-exit", "SHARDNET_FATAL_EXIT", "CODES", "Exit codes (1-255, comma list) that end the run FAILED, never retried"},
     {"shardnet-on-timeout", "SHARDNET_ON_TIMEOUT", "fail|requeue",
      "At the time limit: fail (default), or requeue from a checkpoint sealed after the pre-limit signal"},
+    {"shardnet-spares", "SHARDNET_SPARES", "N",
+     "Hold N of the job's nodes as spares for `shard launch` (needs --no-kill; ranks run on the others)"},
 };
 }  // namespace
 
@@ -65,6 +67,9 @@ std::string check_option(Opt o, const std::string &v, const PlugstackConfig &cfg
     case Opt::on_timeout:
         if (v == "fail" || v == "requeue") return "";
         return "expected fail or requeue";
+    case Opt::spares:
+        if (parse_int(v, 0, kMaxSpares)) return "";
+        return "expected a number of spare nodes from 0 to " + std::to_string(kMaxSpares);
     case Opt::count: break;
     }
     return "unknown option";
@@ -91,6 +96,7 @@ std::string resolve_job_options(const JobOptionsRaw &raw, const PlugstackConfig 
         case Opt::max_attempts: out.max_attempts = static_cast<int>(*parse_int(v, 1, 1000)); break;
         case Opt::fatal_exit: out.fatal_exit = *parse_fatal_exit(v); break;
         case Opt::on_timeout: out.requeue_timeout = v == "requeue"; break;
+        case Opt::spares: out.spares = static_cast<int>(*parse_int(v, 0, kMaxSpares)); break;
         case Opt::count: break;
         }
     }

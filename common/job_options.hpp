@@ -12,7 +12,7 @@ namespace shardnet {
 
 // Each user-facing option: its name without "--", the SHARDNET_* variable
 // that stands in for it when the command line does not give it, and help.
-enum class Opt { run, ckpt_dir, ckpt_every, heartbeat, resume, requeue, max_attempts, fatal_exit, on_timeout, count };
+enum class Opt { run, ckpt_dir, ckpt_every, heartbeat, resume, requeue, max_attempts, fatal_exit, on_timeout, spares, count };
 struct OptSpec { const char *name; const char *env; const char *arginfo; const char *usage; };
 const OptSpec &opt_spec(Opt o);
 
@@ -37,7 +37,13 @@ struct JobOptions {
     // --shardnet-on-timeout=requeue: a job that reaches its time limit after
     // sealing a checkpoint past the pre-limit signal is requeued from it.
     bool requeue_timeout = false;
+    // --shardnet-spares=N: nodes of the job held back for `shard launch`
+    // to relaunch the step on when one dies (the world is nodes - N).
+    int spares = 0;
 };
+
+// The most spares a job may hold (a bound, not a recommendation).
+constexpr int kMaxSpares = 64;
 
 // "" when value is acceptable for option o under cfg, else the reason.
 std::string check_option(Opt o, const std::string &value, const PlugstackConfig &cfg);

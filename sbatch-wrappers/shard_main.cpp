@@ -19,6 +19,7 @@
 #include "sbatch-wrappers/client.hpp"
 #include "sbatch-wrappers/failure_view.hpp"
 #include "sbatch-wrappers/kept_heads.hpp"
+#include "sbatch-wrappers/launch_cmd.hpp"
 #include "sbatch-wrappers/spec.hpp"
 #include "sbatch-wrappers/submit.hpp"
 #include "sbatch-wrappers/receipts_cmd.hpp"
@@ -40,6 +41,8 @@ constexpr const char *kUsage =
     "  runs | show RUN | events RUN | ckpt ls RUN | ckpt verify RUN | ckpt policy RUN | cancel RUN   [--json]\n"
     "  nodes [clear CLUSTER/NODE] [--json]   bad-node memory: nodes that faulted runs (an admin's token)\n"
     "  validate SPEC.yaml        check a spec alone (no broker needed)\n"
+    "  launch [--ntasks-per-node N] [--grace S] [--max-stalled-restarts N] -- CMD ARGS\n"
+    "                            in a batch script: CMD on the job's active nodes, relaunched on a spare when a node dies\n"
     "  ckpt plan --write-cost D --mtbf D --restart D [--work D] [--json]\n"
     "                            the checkpoint interval for these inputs (D: 90s, 5m, 6h, 2d)\n"
     "  ckpt simulate (--write-cost D --mtbf D --restart D | --grid) [--weibull-shape K] [--seed N] [--json]\n"
@@ -152,12 +155,13 @@ std::optional<Choice> choose(const json::value &cap, const JobSpec &s, const std
         c.total += r.as_object().at("total_nodes").as_int64();
     }
     std::optional<Choice> best;
-    auto rank = [&](const Choice &c) { return std::make_tuple(c.idle >= s.nodes ? 0 : 1, c.broker == home ? 0 : 1, c.cluster); };
+    const long long need = s.nodes + s.spares;   // the spares are nodes of the job too
+    auto rank = [&](const Choice &c) { return std::make_tuple(c.idle >= need ? 0 : 1, c.broker == home ? 0 : 1, c.cluster); };
     for (auto &[k, c] : by) {
-        if (c.total < s.nodes) continue;
+        if (c.total < need) continue;
         if (!best || rank(c) < rank(*best)) best = c;
     }
-    if (best) best->queued = best->idle < s.nodes;
+    if (best) best->queued = best->idle < need;
     return best;
 }
 
@@ -217,7 +221,10 @@ int cmd_run(CliConfig &cfg, const Args &a, JobSpec &s) {
         owner = it->second;
     }
     const std::string conf = cfg.slurm_conf.count(choice->cluster) ? cfg.slurm_conf.at(choice->cluster) : "";
-    const std::string script_text = batch_script(s);
+    // The batch script calls this very shard for `shard launch`.
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    const std::string script_text = batch_script(s, n > 0 ? std::string(self, size_t(n)) : std::string("shard"));
     char path[] = "/tmp/shard-run-XXXXXX";
     int fd = mkstemp(path);
     if (fd < 0) return fail(usage, "cannot write the batch script");
@@ -431,6 +438,9 @@ int cmd_ckpt(CliConfig &cfg, const Args &a) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    // The batch script's step supervisor has options of its own, and
+    // everything after -- is the step's command.
+    if (argc >= 2 && std::string(argv[1]) == "launch") return launch_main(argc - 2, argv + 2);
     Args a;
     BrokerRef flags;
     std::string cmd;

@@ -125,6 +125,7 @@ std::string parse_spec(const std::string &text, const std::string &label, JobSpe
         else if (key == "max_attempts") ok = r.integer(v, key, 1, 1000, spec.max_attempts);
         else if (key == "fatal_exit") ok = r.exit_codes(v, key, spec.fatal_exit);
         else if (key == "on_timeout") ok = r.one_of(v, key, {"fail", "requeue"}, spec.on_timeout);
+        else if (key == "spares") ok = r.integer(v, key, 0, 64, spec.spares);
         else if (key == "clusters") ok = r.list(v, key, spec.clusters);
         else if (key == "regions") ok = r.list(v, key, spec.regions);
         else if (key == "time_limit") ok = r.str(v, key, spec.time_limit);
@@ -151,7 +152,7 @@ std::string parse_spec(const std::string &text, const std::string &label, JobSpe
                 }
         } else {
             ok = r.fail(kv.first, key, "unknown key (expected name, command, accelerator, gpus, gpus_per_node, gpu_memory_gb, "
-                                       "nodes, tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, fatal_exit, on_timeout, clusters, "
+                                       "nodes, tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, fatal_exit, on_timeout, spares, clusters, "
                                        "regions, time_limit)");
         }
         if (!ok) return r.err;

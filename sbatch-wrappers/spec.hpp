@@ -25,6 +25,7 @@ struct JobSpec {
     int max_attempts = 0;               // attempts at most (0: no budget of its own)
     std::string fatal_exit;             // exit codes never retried, "3,7" (--shardnet-fatal-exit); "" none
     std::string on_timeout = "fail";    // fail, or requeue from a checkpoint sealed after the pre-limit signal
+    int spares = 0;                     // nodes held back for `shard launch` (sbatch --no-kill --shardnet-spares)
     std::vector<std::string> clusters, regions;
     std::string time_limit;             // Slurm's [D-]HH:MM:SS or minutes
 };

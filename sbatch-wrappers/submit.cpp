@@ -29,19 +29,23 @@ json::object manifest_of(const JobSpec &s) {
     if (s.max_attempts > 0) m["max_attempts"] = s.max_attempts;
     if (!s.fatal_exit.empty()) m["fatal_exit"] = s.fatal_exit;
     if (s.on_timeout == "requeue") m["on_timeout"] = s.on_timeout;
+    if (s.spares > 0) m["spares"] = s.spares;
     return m;
 }
 
-std::string batch_script(const JobSpec &s) {
+std::string batch_script(const JobSpec &s, const std::string &shard_path) {
+    // With spares, `shard launch` runs the step and relaunches it on a
+    // spare when a node dies (shard(1)).
+    const std::string step = s.spares > 0 ? shard_path + " launch -- " : "srun ";
     return "#!/bin/bash\n"
            "# written by shard run: " + s.name + "\n"
            "# every rank sees SHARDNET_RUN, SHARDNET_RANK, SHARDNET_CKPT_DIR, SHARDNET_RESUME_FROM, ... (shardnet(8))\n"
-           "exec srun " + s.command + "\n";
+           "exec " + step + s.command + "\n";
 }
 
 std::vector<std::string> sbatch_argv(const JobSpec &s, const std::string &run, const std::string &cluster,
                                      const std::string &slurm_conf, const std::string &script_path) {
-    std::vector<std::string> a{"sbatch", "--parsable", "--job-name=" + s.name, "--nodes=" + std::to_string(s.nodes),
+    std::vector<std::string> a{"sbatch", "--parsable", "--job-name=" + s.name, "--nodes=" + std::to_string(s.nodes + s.spares),
                                "--ntasks-per-node=" + std::to_string(s.tasks_per_node), "--shardnet=" + run,
                                "--shardnet-heartbeat=" + std::to_string(s.heartbeat), "--shardnet-requeue=" + s.requeue,
                                "--shardnet-ckpt-every=" + s.ckpt_every};
@@ -49,6 +53,8 @@ std::vector<std::string> sbatch_argv(const JobSpec &s, const std::string &run, c
     if (s.max_attempts > 0) a.push_back("--shardnet-max-attempts=" + std::to_string(s.max_attempts));
     if (!s.fatal_exit.empty()) a.push_back("--shardnet-fatal-exit=" + s.fatal_exit);
     if (s.on_timeout == "requeue") a.push_back("--shardnet-on-timeout=requeue");
+    // The job must outlive a node for a spare to take its place.
+    if (s.spares > 0) a.push_back("--no-kill"), a.push_back("--shardnet-spares=" + std::to_string(s.spares));
     if (s.gpus_per_node > 0)
         a.push_back("--gres=gpu:" + std::to_string(s.gpus_per_node));
     if (!s.time_limit.empty()) a.push_back("--time=" + s.time_limit);

@@ -10,7 +10,8 @@
 namespace shardnet::cli {
 
 boost::json::object manifest_of(const JobSpec &s);
-std::string batch_script(const JobSpec &s);
+// shard_path: the `shard` the script runs for `shard launch` (a spec with spares).
+std::string batch_script(const JobSpec &s, const std::string &shard_path);
 std::vector<std::string> sbatch_argv(const JobSpec &s, const std::string &run, const std::string &cluster,
                                      const std::string &slurm_conf, const std::string &script_path);
 // Runs sbatch (no shell); the job id, or 0 with err (sbatch's own words).

@@ -2,6 +2,7 @@
 // a command line (srun, sbatch, salloc) and in slurmstepd, which receives
 // the values. Callbacks only record; checks happen in init_post_opt, because
 // on the remote side callbacks run before slurm_spank_init.
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <pwd.h>
@@ -10,6 +11,7 @@
 
 #include "spank/contexts.hpp"
 #include "spank/guard.hpp"
+#include "spank/no_kill.hpp"
 #include "common/safe_path.hpp"
 #include "spank/state.hpp"
 
@@ -65,6 +67,7 @@ int init_config(int ac, char **av) {
     if (cfg->agent_path.empty()) cfg->agent_path = SHARDNET_AGENT_PATH;
     delete g.cfg;
     g.cfg = cfg;
+    g.no_kill_env_had = no_kill_value(std::getenv(no_kill_env(program_invocation_short_name)));
     return 0;
 }
 
@@ -116,6 +119,15 @@ int client_post_opt() {
     if (auto err = resolve_job_options(raw, *g.cfg, job); !err.empty()) {
         slurm_error("shardnet: %s", err.c_str());
         return -1;
+    }
+    // An srun inside a job takes the job's spares as they are (its steps
+    // are what `shard launch` places).
+    const std::string program = program_invocation_short_name;
+    if (job.spares > 0 && !(program == "srun" && std::getenv("SLURM_JOB_ID"))) {
+        if (auto err = no_kill_refusal(own_args(), g.no_kill_env_had, program); !err.empty()) {
+            slurm_error("shardnet: %s", err.c_str());
+            return -1;
+        }
     }
     if (!job.ckpt_dir.empty() && getuid() != 0) {
         // The same rule slurmstepd applies, checked here as the user so the

@@ -28,6 +28,7 @@ struct AgentLink {
 
 struct PluginState {
     bool enabled_by_option;
+    bool no_kill_env_had;   // client: SBATCH_NO_KILL (or salloc's, srun's) was set before we ran
     RawOption opt[static_cast<int>(Opt::count)];
     PlugstackConfig *cfg;   // parsed plugstack arguments
     JobOptions *job;        // resolved options (remote side)
@@ -37,6 +38,7 @@ struct PluginState {
     uid_t uid;
     char run[72];
     unsigned attempt;
+    unsigned restart;       // SHARDNET_RESTART of the step (`shard launch`'s in-job restarts)
     char ckpt_dir[PATH_MAX];
     char resume_from[PATH_MAX];
     char progress_dir[PATH_MAX];

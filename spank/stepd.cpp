@@ -409,6 +409,10 @@ int user_init_step(spank_t sp) {
     if (!is_safe_name(run)) run = "job." + std::to_string(jobid);  // cluster names are site-chosen; stay safe
     auto attempt = parse_int(job_env(sp, "SHARDNET_ATTEMPT"), 1, 1000000);
     g.attempt = attempt ? unsigned(*attempt) : restarts + 1;
+    // `shard launch` counts the step's relaunches within the attempt: the
+    // job's word, for the tasks' environment only (nothing is judged by it).
+    auto restart = parse_int(job_env(sp, "SHARDNET_RESTART"), 0, 1000000);
+    g.restart = restart ? unsigned(*restart) : 0;
 
     // A dir the user named is theirs to get right: refused. The default one
     // fails only through others (a squatted or foreign ckpt_root/USER, a
@@ -432,7 +436,10 @@ int user_init_step(spank_t sp) {
               set_env(sp, "SHARDNET_REQUEUE", requeue_name(g.job->requeue)) &&
               // Which signal comes before the time limit (plugstack prelimit=),
               // so that the trainer's library watches that one; "" when none.
-              set_env(sp, "SHARDNET_PRELIMIT_SIGNAL", g.cfg->prelimit_signal ? std::to_string(g.cfg->prelimit_signal) : "");
+              set_env(sp, "SHARDNET_PRELIMIT_SIGNAL", g.cfg->prelimit_signal ? std::to_string(g.cfg->prelimit_signal) : "") &&
+              set_env(sp, "SHARDNET_RESTART", std::to_string(g.restart)) &&
+              // The nodes `shard launch` holds back (--shardnet-spares); "" none.
+              (g.job->spares == 0 || set_env(sp, "SHARDNET_SPARES", std::to_string(g.job->spares)));
     if (!ok) return refuse("cannot set the task environment");
     // torchrun's contract (torch_env.hpp): the rendezvous of an srun step,
     // the same on every node of it. The batch script is no rank: its srun
@@ -500,6 +507,7 @@ int stepd_task_init(spank_t sp) {
     l.node_index = item<uint32_t>(sp, S_JOB_NODEID, 0);
     l.nodes = std::max(1u, item<uint32_t>(sp, S_JOB_NNODES, 1));
     l.attempt = g.attempt;
+    l.restart = g.restart;
     l.requeue = g.job && g.job->requeue != Requeue::off;
     l.max_attempts = g.job ? unsigned(g.job->max_attempts) : 0;
     l.run = g.run;

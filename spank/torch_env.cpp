@@ -22,7 +22,9 @@ std::vector<std::pair<const char *, std::string>> torch_env(const StepLayout &l)
         {"MASTER_ADDR", l.master_addr},
         {"MASTER_PORT", std::to_string(l.master_port)},
         {"TORCHELASTIC_RUN_ID", l.run},
-        {"TORCHELASTIC_RESTART_COUNT", std::to_string(l.attempt > 0 ? l.attempt - 1 : 0)},
+        // Every restart so far: the attempts before this one and the in-job
+        // restarts within it (`shard launch`).
+        {"TORCHELASTIC_RESTART_COUNT", std::to_string((l.attempt > 0 ? l.attempt - 1 : 0) + l.restart)},
         {"TORCHELASTIC_MAX_RESTARTS", std::to_string(max_restarts)},
     };
 }

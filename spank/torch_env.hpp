@@ -16,6 +16,7 @@ struct StepLayout {
     unsigned rank = 0, local_rank = 0, world = 1, local_world = 1;
     unsigned node_index = 0, nodes = 1;   // this node among the step's
     unsigned attempt = 1;
+    unsigned restart = 0;                 // in-job restarts of this attempt (`shard launch`: SHARDNET_RESTART)
     bool requeue = true;                  // off: no restart will come
     unsigned max_attempts = 0;            // --shardnet-max-attempts (0: none)
     std::string run, master_addr;

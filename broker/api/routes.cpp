@@ -124,6 +124,9 @@ std::span<const Service::Route> Service::routes() {
          [](Service &s, const Call &c) { s.commit(c.p(0), c.p(1), c.req, c.who, c.reply, c.now); }},
         {{"POST", "/v1/runs/{id}/ranks", r_worker | r_admin, "rank reports need a worker or admin token"},
          [](Service &s, const Call &c) { s.report_ranks(c.p(0), c.req, c.who, c.reply, c.now); }},
+        // `shard launch` in the batch step (its reader token; the dispatch lets it POST here only).
+        {{"POST", "/v1/runs/{id}/restarts", r_worker | r_admin, "restart reports need the job's token or an admin token"},
+         [](Service &s, const Call &c) { s.restart_report(c.p(0), c.req, c.who, c.reply, c.now); }},
         {{"POST", "/v1/runs/{id}/environment", r_worker | r_admin, "environments need a worker or admin token"},
          [](Service &s, const Call &c) { s.keep_environment(c.p(0), c.req, c.who, c.reply); }},
         // Receipts (receipts/receipts_api.cpp): the keys are public (they
@@ -252,7 +255,7 @@ void Service::handle(const ApiRequest &req, const Reply &reply) {
         if (route->spec.scopes != r_public && !(route->spec.scopes & scope_bit(who->scope)))
             return reply(error_response(403, "forbidden", route->spec.forbidden));
         // A job's tasks hold a reader token (the trainer's): it reads its run, and changes nothing.
-        if (who->read_only && as != "GET"sv)
+        if (who->read_only && as != "GET"sv && route->spec.pattern != "/v1/runs/{id}/restarts"sv)
             return reply(error_response(403, "forbidden", "a reader token (a job's tasks') only reads; " + req.method + " needs the agent's token"));
         const Call call{req, *who, reply, now, params, q == std::string_view::npos ? std::string() : std::string(target.substr(q + 1))};
         return route->run(*this, call);

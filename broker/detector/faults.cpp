@@ -156,7 +156,7 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
             if (it == runs.end() || it->second.attempt != fault.attempt || !runs.set_state(fault.run, it->second, RunState::degraded)) return;
             if (first) it->second.clock = RunInfo::RecoveryClock{fault.attempt + 1, "", fault.state.last_seen, now};
         }
-        requeue(fault);
+        requeue_or_hold(fault, now);
     });
 }
 

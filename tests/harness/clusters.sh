@@ -274,7 +274,34 @@ heal() {
     done
 }
 
+# add: one more cluster on the running harness, of NODES nodes, without
+# accounting (a test that needs a cluster of another size: t0530's four
+# nodes). Its daemons join SCRATCH/pids (`down` ends them); remove ends it
+# and forgets it.
+add_cluster() {
+    need_root
+    local scratch=$1 build=$2 cluster=$3
+    NODES=$4 ACCOUNTING=0
+    write_conf "$scratch" "$cluster"
+    write_plugstack "$scratch" "$cluster" ""
+    start_cluster "$scratch" "$cluster"
+    wait_idle "$scratch" "$cluster"
+    echo "$cluster" >> "$scratch/clusters"
+}
+
+remove_cluster() {
+    local scratch=$1 cluster=$2 dir=$1/$2 i
+    NODES=$(grep -c "" "$dir/gres.conf" 2>/dev/null || echo 0)
+    SLURM_CONF=$dir/slurm.conf scancel --quiet $(SLURM_CONF=$dir/slurm.conf squeue -h -o %i 2>/dev/null) 2>/dev/null || true
+    kill_tree $(cat "$dir/run/slurmctld.pid" 2>/dev/null)
+    for i in $(seq "$NODES"); do kill_node "$scratch" "$cluster" "$cluster$i"; done
+    rm -f "$dir/run/slurmctld.pid"
+    sed -i "/^$cluster\$/d" "$scratch/clusters"
+}
+
 case "${1:-}" in
+    add) shift; add_cluster "$@" ;;
+    remove) shift; remove_cluster "$@" ;;
     heal) shift; heal "$@" ;;
     kill-node) shift; kill_node "$@" ;;
     kill-cluster) shift; kill_cluster "$@" ;;

@@ -1115,3 +1115,61 @@ TEST_CASE("Slurm's limits without a reported end, requeue=off, and the site's bo
         CHECK(f.events("r1").find("preempted (Slurm: PREEMPTED); not requeued: --shardnet-requeue=off") != std::string::npos);
     }
 }
+
+// Tier 0 (recovery/in_job_restarts.cpp): `shard launch` supervises the
+// attempt; its node FAULT waits for the relaunch instead of a requeue.
+TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RUNNING again, giving up or silence requeues") {
+    auto report = [](ServiceFixture &f, const std::string &body) { return f.call("POST", "/v1/runs/r1/restarts", body).status; };
+    auto submitted = [](ServiceFixture &f) {
+        int n = 0;
+        for (const auto &c : f.slurm->changes()) n += c.argv[0] == "sbatch" || c.argv[0] == "scancel";
+        return n;
+    };
+    const std::string supervising = R"({"kind":"supervising","attempt":1,"spares":1,"nodes":["n1","n2"]})";
+    SUBCASE("relaunched") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        running_job(f);
+        REQUIRE(report(f, supervising) == 200);
+        kill_node(f, "n2");
+        f.tick_ahead(10);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        CHECK(submitted(f) == 0);   // no requeue, no scancel: the supervisor's turn
+        // The dead node must be the FAULT's.
+        CHECK(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n1"],"took":["n3"],"nodes":["n2","n3"]})") == 409);
+        REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"],"spares":0,"relaunch_seconds":0.5})") == 200);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+        const std::string ev = f.events("r1");
+        INFO(ev);
+        CHECK(ev.find("SUPERVISED: shard launch supervises attempt 1 with 1 spare node(s)") != std::string::npos);
+        CHECK(ev.find("RESTARTED: in-job restart 1: node n2 left out, n3 took its place") != std::string::npos);
+        // The relaunched step's workers report for the same attempt and job.
+        CHECK(f.beat("r1", 1, "n3", "1", "c1", 7) == 204);
+        CHECK(f.state("r1") == "RUNNING");
+        CHECK(submitted(f) == 0);
+    }
+    SUBCASE("gave up") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        running_job(f);
+        REQUIRE(report(f, supervising) == 200);
+        kill_node(f, "n2");
+        f.tick_ahead(10);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+        REQUIRE(report(f, R"({"kind":"gave_up","attempt":1,"reason":"node n2 died and no spare node is left","spares":0})") == 200);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+        CHECK(f.events("r1").find("RESTART_GAVE_UP: shard launch gave up: node n2 died and no spare node is left") != std::string::npos);
+    }
+    SUBCASE("the supervisor never says") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        running_job(f);
+        REQUIRE(report(f, supervising) == 200);
+        kill_node(f, "n2");
+        f.tick_ahead(10);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+        f.tick_ahead(InJobRestarts::kHoldSeconds + 1);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    }
+}

@@ -62,6 +62,7 @@ TEST_CASE("every run route answers another user's run as it answers a missing on
          R"({"attempt":1,"rank":0,"world_size":1,"files":[{"path":"rank-0/m.pt","sha256":")" + std::string(64, 'a') + R"(","bytes":1}]})"},
         {"/v1/runs/{id}/ranks", R"({"attempt":1,"world_size":1,"node":"a1","ranks":[{"rank":0}]})"},
         {"/v1/runs/{id}/environment", R"({"attempt":1,"environment":["A=1"]})"},
+        {"/v1/runs/{id}/restarts", R"({"kind":"supervising","attempt":1,"spares":1,"nodes":["a1"]})"},
     };
     struct Caller { const char *who; std::string run, token, missing_token; };
     const std::vector<Caller> callers{

@@ -35,7 +35,7 @@ TEST_CASE("bad specs name the file, line, column and what was expected") {
     JobSpec s;
     CHECK(parse_spec("command: x\nfabrik: ib\n", "a.yaml", s) ==
           "a.yaml:2:1: fabrik: unknown key (expected name, command, accelerator, gpus, gpus_per_node, gpu_memory_gb, nodes, "
-          "tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, fatal_exit, on_timeout, clusters, regions, time_limit)");
+          "tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, fatal_exit, on_timeout, spares, clusters, regions, time_limit)");
     s = {};
     CHECK(parse_spec("command: x\ngpus: many\n", "a.yaml", s) == "a.yaml:2:7: gpus: expected an integer");
     s = {};
@@ -97,4 +97,25 @@ TEST_CASE("fatal_exit: a list, one code or the option's own text; submitted as -
         CHECK(parse_spec(std::string("command: x\nfatal_exit: ") + bad + "\n", "a.yaml", s) ==
               "a.yaml:2:13: fatal_exit: expected exit codes from 1 to 255, at most 16 (e.g. [3, 7])");
     }
+}
+
+TEST_CASE("spares: the job holds them beside its ranks' nodes, with no-kill, and runs the step through shard launch") {
+    JobSpec s;
+    REQUIRE(parse_spec("command: train.py\nnodes: 2\nspares: 1\n", "a.yaml", s) == "");
+    REQUIRE(resolve_shape(s) == "");
+    const auto argv = sbatch_argv(s, "r", "alpha", "", "/tmp/x.sh");
+    auto has = [&](const std::string &a) { return std::find(argv.begin(), argv.end(), a) != argv.end(); };
+    CHECK(has("--nodes=3"));
+    CHECK(has("--no-kill"));
+    CHECK(has("--shardnet-spares=1"));
+    CHECK(batch_script(s, "/usr/bin/shard").find("exec /usr/bin/shard launch -- train.py\n") != std::string::npos);
+    CHECK(manifest_of(s).at("spares").as_int64() == 1);
+    JobSpec none;
+    REQUIRE(parse_spec("command: train.py\nnodes: 2\n", "a.yaml", none) == "");
+    REQUIRE(resolve_shape(none) == "");
+    CHECK(batch_script(none, "/usr/bin/shard").find("exec srun train.py\n") != std::string::npos);
+    const auto plain = sbatch_argv(none, "r", "alpha", "", "/tmp/x.sh");
+    CHECK(std::find(plain.begin(), plain.end(), "--no-kill") == plain.end());
+    JobSpec bad;
+    CHECK(parse_spec("command: x\nspares: 65\n", "a.yaml", bad).find("spares") != std::string::npos);
 }

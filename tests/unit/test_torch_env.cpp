@@ -26,6 +26,9 @@ TEST_CASE("torchrun's variables from a step's layout") {
     CHECK(env.at("TORCHELASTIC_RUN_ID") == "run-1");
     CHECK(env.at("TORCHELASTIC_RESTART_COUNT") == "1");   // attempt 2: one restart so far
     CHECK(env.at("TORCHELASTIC_MAX_RESTARTS") == "999999");
+    l.restart = 2;   // two in-job restarts (`shard launch`) within attempt 2
+    for (const auto &[k, v] : torch_env(l))
+        if (std::string(k) == "TORCHELASTIC_RESTART_COUNT") CHECK(v == "3");
     l.requeue = false;
     for (const auto &[k, v] : torch_env(l))
         if (std::string(k) == "TORCHELASTIC_MAX_RESTARTS") CHECK(v == "0");

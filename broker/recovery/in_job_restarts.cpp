@@ -1,0 +1,194 @@
+// POST /v1/runs/RUN/restarts: `shard launch` reports in-job restarts
+// (in_job_restarts.hpp), and a supervised attempt's FAULT holds its requeue
+// for a while. The supervisor runs in the batch step, which holds the run's
+// reader token: this is the one route a reader token may POST to (routes.cpp),
+// under the same rules as a commit (its run, its recorded and current
+// attempt), and the nodes it names are checked against Slurm's list of the
+// job's nodes and the FAULT the broker raised.
+#include <boost/json.hpp>
+
+#include "broker/api/api_util.hpp"
+#include "broker/recovery/in_job_restarts.hpp"
+#include "broker/service.hpp"
+#include "common/json_fields.hpp"
+#include "common/parse_util.hpp"
+#include "common/safe_path.hpp"
+
+namespace shardnet::broker {
+
+namespace json = boost::json;
+using namespace detail;
+
+namespace {
+
+std::string read_nodes(const json::object &o, const char *k, std::vector<std::string> &out) {
+    const json::value *v = o.if_contains(k);
+    if (!v) return "";
+    if (!v->is_array() || v->as_array().size() > InJobRestarts::kMaxNodes)
+        return std::string(k) + ": expected a list of at most " + std::to_string(InJobRestarts::kMaxNodes) + " node names";
+    for (const auto &n : v->as_array()) {
+        if (!n.is_string() || !is_safe_name(std::string(n.as_string()), 128))
+            return std::string(k) + ": a node name is 1-128 of [A-Za-z0-9._-]";
+        out.emplace_back(n.as_string());
+    }
+    return "";
+}
+
+std::string node_of_worker(const std::string &key) { return key.substr(0, key.find('/')); }
+
+json::array names(const std::vector<std::string> &v) { return json::array(v.begin(), v.end()); }
+
+}  // namespace
+
+std::string read_restart_report(const std::string &body, RestartReport &out) {
+    out = RestartReport{};
+    json::error_code ec;
+    json::value v = json::parse(body, ec);
+    if (ec || !v.is_object()) return "body is not a JSON object";
+    const json::object &o = v.as_object();
+    if (JsonFields top(o, ""); !top.only({"kind", "attempt", "restart", "spares", "nodes", "dead", "took", "reason", "relaunch_seconds"}))
+        return top.error();
+    detail::Fields f{o, {}, {}};
+    if (!f.str("kind", out.kind) || !f.integer("attempt", 1, 1000000, out.attempt) || !f.integer("restart", 0, 1000000, out.restart, false) ||
+        !f.integer("spares", 0, 64, out.spares, false) || !f.str("reason", out.reason, false))
+        return f.err;
+    if (out.kind != "supervising" && out.kind != "restarted" && out.kind != "gave_up") return "kind: expected supervising, restarted or gave_up";
+    if (out.reason.size() > 200 || has_control_chars(out.reason)) return "reason: at most 200 bytes, no control characters";
+    for (const char *k : {"nodes", "dead", "took"}) {
+        auto &list = std::string(k) == "nodes" ? out.nodes : std::string(k) == "dead" ? out.dead : out.took;
+        if (auto why = read_nodes(o, k, list); !why.empty()) return why;
+    }
+    if (const json::value *r = o.if_contains("relaunch_seconds")) {
+        if (!r->is_number() || r->to_number<double>() < 0 || r->to_number<double>() > 86400) return "relaunch_seconds: expected 0..86400";
+        out.relaunch_seconds = r->to_number<double>();
+    }
+    if (out.kind == "restarted" && (out.dead.empty() || out.took.empty() || out.nodes.empty() || out.restart < 1))
+        return "a restart names its dead and new nodes, the step's nodes and its restart number (1 or more)";
+    return "";
+}
+
+void Service::restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
+    RestartReport rep;
+    if (auto why = read_restart_report(req.body, rep); !why.empty()) return reply(error_response(400, "bad_field", why));
+    long long world = 0;
+    if (auto refused = refuse_attempt_writer(id, who, rep.attempt, world, "restart reports")) return reply(*refused);
+    auto apply = [this, id, rep, now](const Reply &reply) { apply_restart_report(id, rep, now, reply); };
+    // The nodes a job names are its own only as Slurm lists them (a dead
+    // one is checked against the broker's own FAULT instead: Slurm drops
+    // it from the job once it is DOWN).
+    if (!who.bound || !cfg_.clusters.count(who.cluster) || (rep.nodes.empty() && rep.took.empty())) return apply(reply);
+    post_answering(slurm_thread_, "slurm", reply, [this, rep, cluster = who.cluster, job = (long long)who.job,
+                                                   apply = std::move(apply)](const Reply &reply) {
+        std::string why;
+        const auto nodes = job_nodes(cluster, job, why);
+        if (!nodes) return reply(error_response(503, "slurm_unavailable", "the job's nodes could not be read from Slurm (" + why + "); report again"));
+        for (const auto *list : {&rep.nodes, &rep.took})
+            for (const auto &n : *list)
+                if (!nodes->count(n) && std::find(rep.dead.begin(), rep.dead.end(), n) == rep.dead.end())
+                    return reply(error_response(403, "not_this_job", "node " + n + " is not one of job " + cluster + "/" + std::to_string(job) +
+                                                "'s nodes", "nodes"));
+        apply(reply);
+    });
+}
+
+void Service::apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply) {
+    std::optional<Fault> held;
+    double held_at = 0;
+    {
+        std::lock_guard<std::mutex> lock(in_job_.mu);
+        auto &s = in_job_.by_run[id];
+        if (s.attempt != rep.attempt) {
+            s = InJobRestarts::Supervised{};
+            s.attempt = rep.attempt;
+        }
+        s.spares = rep.spares;
+        if (rep.kind == "restarted") {
+            // The dead node must be the one the broker's FAULT named.
+            if (s.held && std::find(rep.dead.begin(), rep.dead.end(), node_of_worker(s.held->node)) == rep.dead.end())
+                return reply(error_response(409, "not_the_fault", "the FAULT held for attempt " + std::to_string(rep.attempt) + " is node " +
+                                            node_of_worker(s.held->node) + "'s, not " + rep.dead.front() + "'s", "dead"));
+            ++s.restarts;
+        }
+        if (rep.kind != "supervising") { held = s.held; held_at = s.held_at; s.held.reset(); }
+        if (rep.kind == "gave_up") in_job_.by_run.erase(id);
+    }
+    if (rep.kind == "restarted")
+        for (const auto &[key, w] : workers_.of_run(id, true))
+            if (w.attempt == rep.attempt && std::find(rep.dead.begin(), rep.dead.end(), node_of_worker(key)) != rep.dead.end())
+                workers_.retire(id, key);   // its silence is the fault already handled, not a new one
+    json::object ev{{"attempt", rep.attempt}, {"spares", rep.spares}};
+    std::string kind, cause;
+    if (rep.kind == "supervising") {
+        kind = "SUPERVISED";
+        ev["nodes"] = names(rep.nodes);
+        cause = "shard launch supervises attempt " + std::to_string(rep.attempt) + " with " + std::to_string(rep.spares) + " spare node(s)";
+    } else if (rep.kind == "restarted") {
+        kind = "RESTARTED";
+        ev["restart"] = rep.restart, ev["dead"] = names(rep.dead), ev["took"] = names(rep.took), ev["nodes"] = names(rep.nodes);
+        if (held) ev["fault_at"] = held_at, ev["since_fault"] = now - held_at;
+        if (rep.relaunch_seconds >= 0) ev["relaunch_seconds"] = rep.relaunch_seconds;
+        cause = "in-job restart " + std::to_string(rep.restart) + ": node " + rep.dead.front() + " left out, " + rep.took.front() +
+                " took its place (the job's supervisor says so)";
+    } else {
+        kind = "RESTART_GAVE_UP";
+        ev["reason"] = rep.reason;
+        cause = "shard launch gave up: " + (rep.reason.empty() ? std::string("no reason given") : rep.reason);
+    }
+    on_store(reply, [this, id, rep, kind, cause, ev = json::serialize(ev), held, now](const Reply &reply) {
+        bool back = false;
+        try {
+            transact([&] {
+                back = rep.kind == "restarted" && held && run_state_is(id, rep.attempt, RunState::degraded);
+                if (back) store_state(id, RunState::running, rep.attempt, now);
+                event(id, kind, cause, ev, now);
+            });
+        } catch (const std::exception &e) {
+            return reply(store_error_response(e));
+        }
+        if (back) {
+            auto runs = runs_.write();
+            if (auto it = runs.find(id); it != runs.end() && it->second.attempt == rep.attempt) runs.set_state(id, it->second, RunState::running);
+        }
+        reply(ok_json(200, json::object{{"kind", kind}, {"state_running", back}}));
+        // Given up with a FAULT held: the requeue it waited for, now.
+        if (rep.kind == "gave_up" && held) requeue(*held);
+    });
+}
+
+bool Service::run_state_is(const std::string &run, long long attempt, RunState state) {
+    auto runs = runs_.read();
+    auto it = runs.find(run);
+    return it != runs.end() && it->second.attempt == attempt && it->second.state == state;
+}
+
+void Service::requeue_or_hold(const Fault &fault, double now) {
+    bool hold = false;
+    {
+        std::lock_guard<std::mutex> lock(in_job_.mu);
+        auto it = in_job_.by_run.find(fault.run);
+        if (it != in_job_.by_run.end() && it->second.attempt == fault.attempt) {
+            if (it->second.held) return;   // a FAULT of the attempt waits already: one requeue at most
+            // With no spare left too: the supervisor says it gives up
+            // (within a second), and only then is the job cancelled for the
+            // requeue, so that its word is heard.
+            it->second.held = fault;
+            it->second.held_at = now;
+            hold = true;
+        }
+    }
+    if (!hold) return requeue(fault);
+    retry_later(InJobRestarts::kHoldSeconds, "in-job restart hold", [this, run = fault.run, attempt = fault.attempt, now] {
+        std::optional<Fault> held;
+        {
+            std::lock_guard<std::mutex> lock(in_job_.mu);
+            auto it = in_job_.by_run.find(run);
+            if (it == in_job_.by_run.end() || it->second.attempt != attempt || !it->second.held || it->second.held_at != now) return;
+            held = it->second.held;
+            in_job_.by_run.erase(it);   // the supervisor is taken as gone
+        }
+        log_warn("no in-job restart within " + std::to_string(int(InJobRestarts::kHoldSeconds)) + " s of the FAULT: requeued", run, "");
+        requeue(*held);
+    });
+}
+
+}  // namespace shardnet::broker

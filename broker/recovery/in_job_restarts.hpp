@@ -1,0 +1,49 @@
+// In-job restarts (tier 0): `shard launch`, the batch script's step
+// supervisor, relaunches the step on the survivors and a spare node of the
+// same Slurm job when a node dies. It tells the broker so
+// (POST /v1/runs/RUN/restarts, recovery/in_job_restarts.cpp): that it
+// supervises an attempt, that it relaunched it, or that it gave up. While
+// it supervises, an attempt's node FAULT holds the requeue for a bounded
+// time (the supervisor's relaunch, or its giving up, takes a second); a relaunch brings the run
+// back to RUNNING with a RESTARTED event, and giving up, or a hold that
+// passed, requeues as before (tier 1). Everything a supervisor says is the
+// job's word: it may hold its own run's requeue for a while, nothing else.
+// In memory only: a restarted broker requeues a later FAULT at once.
+#pragma once
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/detector/workers.hpp"
+
+namespace shardnet::broker {
+
+struct InJobRestarts {
+    // How long a FAULT's requeue waits for the supervisor's relaunch.
+    static constexpr double kHoldSeconds = 30;
+    static constexpr std::size_t kMaxNodes = 64;   // per list in a report
+    struct Supervised {
+        long long attempt = 0;
+        long long spares = 0;     // spare nodes left, as the supervisor last said
+        long long restarts = 0;   // relaunches reported
+        std::optional<Fault> held;   // the FAULT whose requeue waits
+        double held_at = 0;
+    };
+    std::mutex mu;
+    std::map<std::string, Supervised> by_run;
+};
+
+// A restart report, read strictly: "" and out filled, or what is wrong
+// naming the field.
+struct RestartReport {
+    std::string kind;   // supervising, restarted, gave_up
+    long long attempt = 0, restart = 0, spares = 0;
+    std::vector<std::string> nodes, dead, took;
+    std::string reason;
+    double relaunch_seconds = -1;   // the supervisor's own measure: evidence seen -> new step started
+};
+std::string read_restart_report(const std::string &body, RestartReport &out);
+
+}  // namespace shardnet::broker

@@ -1,0 +1,48 @@
+#!/bin/bash
+# Issue 31, tier 0 when the spares are spent: `shard launch` relaunches a
+# 2-rank job on its one spare when rank 0's node dies; when a node of the
+# relaunched step dies too, no spare is left: it gives up (RESTART_GAVE_UP,
+# exit 75) and the run goes to today's requeue (tier 1: a PLACEMENT for
+# attempt 2), with no second relaunch.
+. "$(dirname "$0")/lib.sh"
+/usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (scripts/install-deps.sh installs it)"
+"$HARNESS/clusters.sh" add "$SCRATCH" "$BUILD" gamma 4 >/dev/null || fail "the 4-node cluster gamma did not come up"
+cleanup_gamma() { "$HARNESS/clusters.sh" remove "$SCRATCH" gamma || true; cleanup_lib; }
+trap cleanup_gamma EXIT
+start_broker 600
+plugstack gamma "broker=$BROKER_URL worker_key_file=$WORKER_KEY_FILE heartbeat_min=1"
+cp "$(dirname "$0")/../../etc/examples/pytorch/train.py" "$WORK/train.py"
+cp -r "$(dirname "$0")/../../python/shardnet" "$WORK/shardnet"
+install -m 755 "$BUILD/sbatch-wrappers/shard" "$WORK/shard"
+chmod -R a+rX "$WORK/shardnet" "$WORK/train.py"
+kinds() { broker_get "/v1/runs/$1/events" | /usr/bin/python3 -c 'import json,sys; print(" ".join(e["kind"] for e in json.load(sys.stdin)["events"] if e["kind"] != "SEALED"))'; }
+
+j=$(as_user gamma sbatch --parsable -N3 --no-kill --ntasks-per-node=1 -o "$WORK/sp-%j.out" --shardnet=spent-run --shardnet-spares=1 \
+    --shardnet-heartbeat=2 --shardnet-ckpt-every=10 --shardnet-requeue=local \
+    --wrap "exec $WORK/shard launch -- /usr/bin/python3 $WORK/train.py --steps 2000 --step-seconds 0.1")
+OUT=$WORK/sp-$j.out
+wait_for 90 'any(e["kind"] == "SEALED" for e in v["events"])' /v1/runs/spent-run/events || fail "spent-run sealed nothing: $(tail -8 "$OUT")"
+"$HARNESS/clusters.sh" kill-node "$SCRATCH" gamma gamma2
+wait_for 20 'any(e["kind"] == "RESTARTED" for e in v["events"])' /v1/runs/spent-run/events || fail "no relaunch on the spare: $(kinds spent-run) $(tail -8 "$OUT")"
+for _ in $(seq 100); do grep -q "resumed from" "$OUT" && break; sleep 0.2; done
+grep -q "resumed from" "$OUT" || fail "the relaunched step did not resume: $(tail -8 "$OUT")"
+ok "gamma2 died: relaunched on gamma1 + gamma3 ($(kinds spent-run))"
+t0=$(date +%s.%N)
+"$HARNESS/clusters.sh" kill-node "$SCRATCH" gamma gamma3
+wait_for 30 'any(e["kind"] == "RESTART_GAVE_UP" for e in v["events"]) and any(e["kind"] == "PLACEMENT" for e in v["events"])' /v1/runs/spent-run/events \
+    || fail "no give-up and requeue after gamma3's death: $(kinds spent-run) $(grep 'shard launch' "$OUT")"
+dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+grep 'shard launch' "$OUT" | sed 's/^/  /'
+broker_get /v1/runs/spent-run/events | /usr/bin/python3 -c '
+import json, sys
+ev = json.load(sys.stdin)["events"]
+print("   ", " ".join(e["kind"] for e in ev if e["kind"] != "SEALED"))
+g = next(e for e in ev if e["kind"] == "RESTART_GAVE_UP")
+assert "node gamma3 died and no spare node is left" in g["cause"], g["cause"]
+assert sum(e["kind"] == "RESTARTED" for e in ev) == 1, "relaunched twice"
+faults = [e for e in ev if e["kind"] == "FAULT"]
+assert [f["evidence"]["node"].split("/")[0] for f in faults][:2] == ["gamma2", "gamma3"], [f["cause"] for f in faults]
+p = next(e for e in ev if e["kind"] == "PLACEMENT" and e["id"] > faults[1]["id"])
+print("    PLACEMENT:", p["cause"][:200])' || fail "the events do not show the spares spent and the requeue: $(kinds spent-run)"
+grep -q "restart 2:" "$OUT" && fail "relaunched without a spare"
+ok "gamma3 died with no spare left: shard launch gave up and the run went to the requeue (tier 1) ${dt}s after the kill"

@@ -1,0 +1,29 @@
+// A restart report (POST /v1/runs/RUN/restarts) is the job's word: read
+// strictly (broker/recovery/in_job_restarts.hpp).
+#include <doctest/doctest.h>
+
+#include "broker/recovery/in_job_restarts.hpp"
+
+using namespace shardnet::broker;
+
+TEST_CASE("a restart report is read strictly, each refusal naming its field") {
+    RestartReport r;
+    CHECK(read_restart_report(R"({"kind":"restarted","attempt":1,"restart":1,"dead":["a2"],"took":["a1"],"nodes":["a1","a3"],"spares":0,"relaunch_seconds":0.4})", r) == "");
+    CHECK(r.dead == std::vector<std::string>{"a2"});
+    CHECK(r.relaunch_seconds == doctest::Approx(0.4));
+    RestartReport x;
+    CHECK(read_restart_report("[]", x) == "body is not a JSON object");
+    CHECK(read_restart_report(R"({"kind":"reboot","attempt":1})", x) == "kind: expected supervising, restarted or gave_up");
+    CHECK(read_restart_report(R"({"kind":"supervising","attempt":0})", x).find("attempt") == 0);
+    CHECK(read_restart_report(R"({"kind":"supervising","attempt":1,"extra":1})", x).find("extra") != std::string::npos);
+    CHECK(read_restart_report(R"({"kind":"supervising","attempt":1,"nodes":["a1;reboot"]})", x) == "nodes: a node name is 1-128 of [A-Za-z0-9._-]");
+    CHECK(read_restart_report(R"({"kind":"supervising","attempt":1,"nodes":"a1"})", x).find("nodes: expected a list") == 0);
+    CHECK(read_restart_report(R"({"kind":"supervising","attempt":1,"spares":65})", x).find("spares") == 0);
+    CHECK(read_restart_report(R"({"kind":"gave_up","attempt":1,"reason":"a\u001b[31m"})", x).find("reason") == 0);
+    CHECK(read_restart_report(R"({"kind":"restarted","attempt":1,"restart":1,"dead":["a2"]})", x).find("a restart names its dead and new nodes") == 0);
+    CHECK(read_restart_report(R"({"kind":"restarted","attempt":1,"restart":1,"dead":["a2"],"took":["a1"],"nodes":["a1"],"relaunch_seconds":-1})", x)
+              .find("relaunch_seconds") == 0);
+    std::string many = R"({"kind":"supervising","attempt":1,"nodes":[)";
+    for (int i = 0; i < 65; ++i) many += std::string(i ? "," : "") + "\"n" + std::to_string(i) + "\"";
+    CHECK(read_restart_report(many + "]}", x).find("at most 64") != std::string::npos);
+}
