@@ -117,7 +117,7 @@ dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.ti
 t = torch.ones(4)
 for step in range(1, 1000):
     if rank == 1 and step == 8:
-        print("ValueError: rank 1 got a malformed batch (t0530-bug-marker)", file=sys.stderr, flush=True)
+        print("ValueError: rank 1 got a malformed batch (t0540-bug-marker)", file=sys.stderr, flush=True)
         sys.exit(3)
     try:
         dist.all_reduce(t)
