@@ -39,7 +39,7 @@ else
 fi
 cd "$src"
 profiles=()
-[ -z "$ref" ] || profiles=(-Ppkg.shardnet.broker-only -Pnocheck)
+[ -z "$ref" ] || profiles=(-Ppkg.shardnet.broker-only,nocheck)   # one -P: a second replaces the first
 DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:-} parallel=$(nproc)${ref:+ nocheck}" \
     dpkg-buildpackage -b -uc -us "${profiles[@]}"
 cd "$work"
