@@ -267,6 +267,8 @@ private:
     void requeue_or_hold(const Fault &fault, double now);
     void apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply);
     bool run_state_is(const std::string &run, long long attempt, RunState state);
+    // A held FAULT put back when the report that took it was not written.
+    void rehold(const std::string &run, const Fault &fault, double held_at);
     InJobRestarts in_job_;
     struct Requeue;   // one requeue, step by step (recovery/requeue.cpp)
     struct Beat;      // one heartbeat, step by step (detector/heartbeats.cpp)

@@ -67,11 +67,34 @@ std::string read_restart_report(const std::string &body, RestartReport &out) {
     return "";
 }
 
+bool InJobRestarts::admit(const std::string &run, double now) {
+    // Runs that sent nothing for a minute are forgotten (bounded by the runs that post).
+    for (auto it = reports.begin(); it != reports.end();)
+        if (it->second.empty() || it->second.back() < now - 60) it = reports.erase(it);
+        else ++it;
+    auto &times = reports[run];
+    std::erase_if(times, [&](double t) { return t < now - 60; });
+    if (times.size() >= kReportsPerMinute) return false;
+    times.push_back(now);
+    return true;
+}
+
 void Service::restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
     RestartReport rep;
     if (auto why = read_restart_report(req.body, rep); !why.empty()) return reply(error_response(400, "bad_field", why));
     long long world = 0;
     if (auto refused = refuse_attempt_writer(id, who, rep.attempt, world, "restart reports")) return reply(*refused);
+    bool admitted;
+    {
+        std::lock_guard<std::mutex> lock(in_job_.mu);
+        admitted = in_job_.admit(id, now);
+    }
+    if (!admitted) {
+        ApiResponse r = error_response(429, "rate_limited", "run " + id + " sent " + std::to_string(InJobRestarts::kReportsPerMinute) +
+                                       " restart reports in the last minute; a supervisor sends a few per restart");
+        r.retry_after = 10;
+        return reply(std::move(r));
+    }
     auto apply = [this, id, rep, now](const Reply &reply) { apply_restart_report(id, rep, now, reply); };
     // The nodes a job names are its own only as Slurm lists them (a dead
     // one is checked against the broker's own FAULT instead: Slurm drops
@@ -134,7 +157,7 @@ void Service::apply_restart_report(const std::string &id, const RestartReport &r
         ev["reason"] = rep.reason;
         cause = "shard launch gave up: " + (rep.reason.empty() ? std::string("no reason given") : rep.reason);
     }
-    on_store(reply, [this, id, rep, kind, cause, ev = json::serialize(ev), held, now](const Reply &reply) {
+    on_store(reply, [this, id, rep, kind, cause, ev = json::serialize(ev), held, held_at, now](const Reply &reply) {
         bool back = false;
         try {
             transact([&] {
@@ -143,6 +166,10 @@ void Service::apply_restart_report(const std::string &id, const RestartReport &r
                 event(id, kind, cause, ev, now);
             });
         } catch (const std::exception &e) {
+            // Not written: the held FAULT waits again (its timer still
+            // requeues it), and a supervisor that gave up gets its requeue.
+            if (held && rep.kind == "gave_up") requeue(*held);
+            else if (held) rehold(id, *held, held_at);
             return reply(store_error_response(e));
         }
         if (back) {
@@ -153,6 +180,14 @@ void Service::apply_restart_report(const std::string &id, const RestartReport &r
         // Given up with a FAULT held: the requeue it waited for, now.
         if (rep.kind == "gave_up" && held) requeue(*held);
     });
+}
+
+void Service::rehold(const std::string &run, const Fault &fault, double held_at) {
+    std::lock_guard<std::mutex> lock(in_job_.mu);
+    auto &s = in_job_.by_run[run];
+    if (s.attempt != fault.attempt && s.attempt != 0) return;   // a newer attempt's: the old FAULT is moot
+    s.attempt = fault.attempt;
+    if (!s.held) s.held = fault, s.held_at = held_at;
 }
 
 bool Service::run_state_is(const std::string &run, long long attempt, RunState state) {

@@ -31,8 +31,15 @@ struct InJobRestarts {
         std::optional<Fault> held;   // the FAULT whose requeue waits
         double held_at = 0;
     };
+    // Reports a run may send in a minute: a supervisor sends a handful per
+    // restart; any rank's token may post, so more is a loop or an attack
+    // (each costs an event row and a read of Slurm).
+    static constexpr std::size_t kReportsPerMinute = 30;
     std::mutex mu;
     std::map<std::string, Supervised> by_run;
+    std::map<std::string, std::vector<double>> reports;   // run -> times in the last minute
+    // Counts the report; false: over kReportsPerMinute (under mu).
+    bool admit(const std::string &run, double now);
 };
 
 // A restart report, read strictly: "" and out filled, or what is wrong

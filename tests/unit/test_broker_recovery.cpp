@@ -1161,6 +1161,50 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
         CHECK(f.events("r1").find("RESTART_GAVE_UP: shard launch gave up: node n2 died and no spare node is left") != std::string::npos);
     }
+    SUBCASE("a report the store does not take: the FAULT is held again, and its hold still requeues") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        running_job(f);
+        REQUIRE(report(f, supervising) == 200);
+        kill_node(f, "n2");
+        f.tick_ahead(10);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+        exec_sql(f.cfg.database, "CREATE TRIGGER no_restarts BEFORE INSERT ON events WHEN NEW.kind = 'RESTARTED' "
+                                 "BEGIN SELECT RAISE(ABORT, 'injected'); END;");
+        CHECK(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"]})") >= 500);
+        exec_sql(f.cfg.database, "DROP TRIGGER no_restarts;");
+        // Sent again: the FAULT is there to be answered.
+        REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"]})") == 200);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+        // Had it not been sent again, the hold would have requeued it.
+        ServiceFixture g({{"c1", kConf}});
+        g.start();
+        running_job(g);
+        REQUIRE(report(g, supervising) == 200);
+        kill_node(g, "n2");
+        g.tick_ahead(10);
+        REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "DEGRADED"; }));
+        exec_sql(g.cfg.database, "CREATE TRIGGER no_restarts BEFORE INSERT ON events WHEN NEW.kind = 'RESTARTED' "
+                                 "BEGIN SELECT RAISE(ABORT, 'injected'); END;");
+        CHECK(report(g, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"]})") >= 500);
+        g.tick_ahead(InJobRestarts::kHoldSeconds + 1);
+        REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "RECOVERING"; }));
+    }
+    SUBCASE("a run's restart reports are capped per minute: 429 with Retry-After") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        running_job(f);
+        int ok = 0;
+        ApiResponse last;
+        for (std::size_t i = 0; i <= InJobRestarts::kReportsPerMinute; ++i) {
+            last = f.call("POST", "/v1/runs/r1/restarts", supervising);
+            ok += last.status == 200;
+        }
+        CHECK(ok == int(InJobRestarts::kReportsPerMinute));
+        CHECK(last.status == 429);
+        CHECK(last.retry_after > 0);
+        CHECK(last.body.find("restart reports in the last minute") != std::string::npos);
+    }
     SUBCASE("the supervisor never says") {
         ServiceFixture f({{"c1", kConf}});
         f.start();
