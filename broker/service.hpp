@@ -269,6 +269,9 @@ private:
     bool run_state_is(const std::string &run, long long attempt, RunState state);
     // A held FAULT put back when the report that took it was not written.
     void rehold(const std::string &run, const Fault &fault, double held_at);
+    // A node of a supervised attempt that is not one of its step's nodes (a spare).
+    bool is_spare(const std::string &run, long long attempt, const std::string &node);
+    void spare_lost(const Fault &fault, const std::string &node, const std::string &why, boost::json::object ev);
     InJobRestarts in_job_;
     struct Requeue;   // one requeue, step by step (recovery/requeue.cpp)
     struct Beat;      // one heartbeat, step by step (detector/heartbeats.cpp)

@@ -76,6 +76,7 @@ void Service::confirm(Fault fault, double now) {
                 workers_.suspect(fault.run, fault.node, wall_now() + double(fault.state.interval) * cfg_.detector_misses);
                 return;
             }
+            if (is_spare(fault.run, fault.attempt, node)) return spare_lost(fault, node, down_why, std::move(ev));
             ev["no_worker_yet"] = true;
             ev["node_failure"] = true;
             quarantine(fault.state.cluster, node, wall_now(), fault.run, "down before a worker reported: " + down_why);

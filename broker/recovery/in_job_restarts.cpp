@@ -125,6 +125,7 @@ void Service::apply_restart_report(const std::string &id, const RestartReport &r
             s.attempt = rep.attempt;
         }
         s.spares = rep.spares;
+        if (rep.kind != "gave_up" && !rep.nodes.empty()) s.nodes = rep.nodes;
         if (rep.kind == "restarted") {
             // The dead node must be the one the broker's FAULT named.
             if (s.held && std::find(rep.dead.begin(), rep.dead.end(), node_of_worker(s.held->node)) == rep.dead.end())
@@ -180,6 +181,34 @@ void Service::apply_restart_report(const std::string &id, const RestartReport &r
         // Given up with a FAULT held: the requeue it waited for, now.
         if (rep.kind == "gave_up" && held) requeue(*held);
     });
+}
+
+bool Service::is_spare(const std::string &run, long long attempt, const std::string &node) {
+    std::lock_guard<std::mutex> lock(in_job_.mu);
+    auto it = in_job_.by_run.find(run);
+    if (it == in_job_.by_run.end() || it->second.attempt != attempt || it->second.nodes.empty()) return false;
+    const auto &n = it->second.nodes;
+    return std::find(n.begin(), n.end(), node) == n.end();
+}
+
+void Service::spare_lost(const Fault &fault, const std::string &node, const std::string &why, json::object ev) {
+    // A spare runs no rank: its loss costs the job a spare, not its training.
+    // No FAULT, no hold, no requeue; shard launch stops counting on it.
+    workers_.retire(fault.run, fault.node);
+    ev["spare"] = true;
+    const double now = wall_now();
+    quarantine(fault.state.cluster, node, now, fault.run, "spare node down: " + why);
+    try {
+        store_wait([&] {
+            transact([&] {
+                event(fault.run, "SPARE_LOST", "spare node " + node + " of job " + std::to_string(fault.state.job) + " down (" + why +
+                      "); no rank ran there: training goes on, one spare fewer", json::serialize(ev), now);
+            });
+            return 0;
+        });
+    } catch (const std::exception &e) {
+        log_warn("spare node " + node + "'s loss not written", fault.run, e.what());
+    }
 }
 
 void Service::rehold(const std::string &run, const Fault &fault, double held_at) {

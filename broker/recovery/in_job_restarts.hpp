@@ -30,6 +30,7 @@ struct InJobRestarts {
         long long restarts = 0;   // relaunches reported
         std::optional<Fault> held;   // the FAULT whose requeue waits
         double held_at = 0;
+        std::vector<std::string> nodes;   // the step's nodes, as the supervisor last said: the others are spares
     };
     // Reports a run may send in a minute: a supervisor sends a handful per
     // restart; any rank's token may post, so more is a loop or an attack

@@ -1190,6 +1190,32 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         g.tick_ahead(InJobRestarts::kHoldSeconds + 1);
         REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "RECOVERING"; }));
     }
+    SUBCASE("a spare node dies: no FAULT, no hold, no requeue; the run goes on RUNNING") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        put_job(f, "n1,n2,n3", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "ALLOCATED"}, {"n4", "IDLE"}});
+        REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+        REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
+        REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+        REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));   // the allocation's hosts watched
+        REQUIRE(report(f, supervising) == 200);   // the step runs on n1 and n2: n3 is the spare
+        kill_node(f, "n3");
+        for (int i = 0; i < 3; ++i) {
+            f.tick_ahead(10);
+            REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+            REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
+            REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+        }
+        REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("SPARE_LOST") != std::string::npos; }));
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        const std::string ev = f.events("r1");
+        INFO(ev);
+        CHECK(ev.find("SPARE_LOST: spare node n3 of job 7 down") != std::string::npos);
+        CHECK(ev.find("FAULT") == std::string::npos);
+        CHECK(f.state("r1") == "RUNNING");
+        CHECK(submitted(f) == 0);
+    }
     SUBCASE("a run's restart reports are capped per minute: 429 with Retry-After") {
         ServiceFixture f({{"c1", kConf}});
         f.start();
