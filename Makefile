@@ -100,7 +100,13 @@ deb:
 	./scripts/make-deb.sh dist/$(DIST)
 
 # The packages of dist/DIST installed into a clean chroot of DIST.
+# It upgrades from the broker of PREVIOUS_REF (database schema 14), built
+# once into dist/DIST/previous/ as package version PREVIOUS_VERSION.
+PREVIOUS_REF ?= 4ddee8c
+PREVIOUS_VERSION ?= 0.0.35
 install-test:
+	ls dist/$(DIST)/previous/shardnet-broker_*.deb >/dev/null 2>&1 || \
+		./scripts/make-deb.sh dist/$(DIST)/previous --previous $(PREVIOUS_REF) $(PREVIOUS_VERSION)
 	./tests/packages/t-install.sh $(DIST)
 
 clean:
