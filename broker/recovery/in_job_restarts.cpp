@@ -120,6 +120,9 @@ void Service::apply_restart_report(const std::string &id, const RestartReport &r
     {
         std::lock_guard<std::mutex> lock(in_job_.mu);
         auto &s = in_job_.by_run[id];
+        if (s.attempt > rep.attempt)   // an older attempt's supervisor: the newer one's hold stays
+            return reply(error_response(409, "stale_attempt", "run " + id + " is supervised at attempt " + std::to_string(s.attempt) +
+                                        "; a report for attempt " + std::to_string(rep.attempt) + " changes nothing", "attempt"));
         if (s.attempt != rep.attempt) {
             s = InJobRestarts::Supervised{};
             s.attempt = rep.attempt;
