@@ -21,6 +21,9 @@ CACHE=${SHARDNET_CHROOT_CACHE:-/var/cache/shardnet/chroot}
 
 die() { echo "chroot.sh: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "must run as root (mmdebstrap --mode=root, mounts, chroot)"
+# What it (and in-chroot.sh) needs on the host, installed when missing.
+command -v mmdebstrap >/dev/null && command -v rsync >/dev/null || "$HERE/install-deps.sh" chroot >&2 ||
+    die "mmdebstrap and rsync are needed (scripts/install-deps.sh chroot)"
 
 # The host's own Debian mirror; the chroot's sources name only its release.
 mirror() {
@@ -38,7 +41,6 @@ make_chroot() {
     case "$release" in bookworm|trixie) ;; *) die "unknown release '$release' (bookworm or trixie)" ;; esac
     dir=$CACHE/$(name "$release" "$kind")
     if [ -f "$dir/.shardnet-chroot" ]; then echo "$dir"; return 0; fi
-    command -v mmdebstrap >/dev/null || die "mmdebstrap is needed (apt-get install mmdebstrap)"
     includes=ca-certificates
     [ "$kind" = clean ] || includes="$includes,$("$HERE/install-deps.sh" --list "$release" deb | tr ' ' ',')"
     mkdir -p "$CACHE"

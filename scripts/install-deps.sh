@@ -34,7 +34,9 @@ for extra in "$@"; do
         fuzz) PKGS="$PKGS clang-$clang libfuzzer-$clang-dev" ;;
         # systemd: systemd-analyze verify of the broker's unit.
         deb) PKGS="$PKGS debhelper dh-python dpkg-dev lintian fakeroot systemd" ;;
-        *) echo "install-deps: unknown extra '$extra' (fuzz or deb)" >&2; exit 1 ;;
+        # scripts/chroot.sh and in-chroot.sh: make a release's chroot, copy the tree in.
+        chroot) PKGS="$PKGS mmdebstrap rsync" ;;
+        *) echo "install-deps: unknown extra '$extra' (fuzz, deb or chroot)" >&2; exit 1 ;;
     esac
 done
 if [ -n "$list" ]; then echo $PKGS; exit 0; fi
