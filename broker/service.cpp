@@ -208,6 +208,19 @@ std::string sse_message(const EventRow &e) {
 }
 }  // namespace detail
 
+bool Service::write_event(const std::string &run, const std::string &kind, const std::string &cause, const std::string &evidence,
+                          double now) {
+    return store_wait([&] {
+        try {
+            transact([&] { event(run, kind, cause, evidence, now); });
+            return true;
+        } catch (const std::exception &e) {
+            log_warn(kind + " event not written", run, e.what());
+            return false;
+        }
+    });
+}
+
 void Service::transact(const std::function<void()> &fn) {
     pending_events_.clear();
     try {

@@ -433,6 +433,9 @@ private:
                double now);
     // A store transaction whose events reach the live streams once committed.
     void transact(const std::function<void()> &fn);
+    // One event alone, from any thread but the store's; one the store does
+    // not take is logged (false), not thrown.
+    bool write_event(const std::string &run, const std::string &kind, const std::string &cause, const std::string &evidence, double now);
     std::vector<EventRow> pending_events_;   // store thread only
     // A stream's backlog after event id `after`, one page; the last page
     // registers it for live events (store thread: no gap, no repeat).

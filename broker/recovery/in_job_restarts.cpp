@@ -201,17 +201,8 @@ void Service::spare_lost(const Fault &fault, const std::string &node, const std:
     ev["spare"] = true;
     const double now = wall_now();
     quarantine(fault.state.cluster, node, now, fault.run, "spare node down: " + why);
-    try {
-        store_wait([&] {
-            transact([&] {
-                event(fault.run, "SPARE_LOST", "spare node " + node + " of job " + std::to_string(fault.state.job) + " down (" + why +
-                      "); no rank ran there: training goes on, one spare fewer", json::serialize(ev), now);
-            });
-            return 0;
-        });
-    } catch (const std::exception &e) {
-        log_warn("spare node " + node + "'s loss not written", fault.run, e.what());
-    }
+    write_event(fault.run, "SPARE_LOST", "spare node " + node + " of job " + std::to_string(fault.state.job) + " down (" + why +
+                "); no rank ran there: training goes on, one spare fewer", json::serialize(ev), now);
 }
 
 void Service::rehold(const std::string &run, const Fault &fault, double held_at) {

@@ -212,16 +212,9 @@ struct Service::Requeue {
             return;
         log_warn("requeue decision " + id + " waits for Slurm", fault.run, unread);
         if (tries > 0) return;
-        s.store_wait([&] {
-            try {
-                s.transact([&] {
-                    s.event(fault.run, "PLACEMENT", "requeue decision for attempt " + std::to_string(to) + " waits: whether its job "
-                            "was submitted before the broker stopped cannot be told (" + unread + "); not submitted again until "
-                            "Slurm answers", json::serialize(json::object{{"decision", id}, {"unread", unread}}), now);
-                });
-            } catch (const std::exception &) {}
-            return 0;
-        });
+        s.write_event(fault.run, "PLACEMENT", "requeue decision for attempt " + std::to_string(to) + " waits: whether its job "
+                      "was submitted before the broker stopped cannot be told (" + unread + "); not submitted again until "
+                      "Slurm answers", json::serialize(json::object{{"decision", id}, {"unread", unread}}), now);
     }
 
     // 3. Requirements: the run's manifest, nodes as the failed job had; and
