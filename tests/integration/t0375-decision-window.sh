@@ -10,7 +10,16 @@
 # its comment and submits nothing. Either way one attempt-2 job, RECOVERED.
 . "$(dirname "$0")/lib.sh"
 start_broker 600
-plugstack beta "broker=$BROKER_URL worker_key_file=$WORKER_KEY_FILE heartbeat_min=1"
+# Attempt 2 goes where placement puts it: beta's other node when it is idle,
+# else alpha (the victim of the first landing may not be back yet).
+for c in alpha beta; do plugstack $c "broker=$BROKER_URL worker_key_file=$WORKER_KEY_FILE heartbeat_min=1"; done
+# Attempt-2 jobs (a decision's nonce in their comment) on either cluster: "CLUSTER JOBID".
+decision_jobs() {
+    local c
+    for c in alpha beta; do
+        slurm $c squeue -h -u "$TEST_USER" -o '%i %k' | grep "shardnet-decision:" | sed "s/^/$c /" || true
+    done
+}
 cat > "$WORK/train.sh" <<'SH'
 #!/bin/bash
 for s in $(seq 1 600); do echo $s > "$SHARDNET_PROGRESS"; sleep 0.5; done
@@ -69,28 +78,29 @@ db = sqlite3.connect(sys.argv[1])
 rows = db.execute("SELECT state FROM decisions WHERE run = ?", (sys.argv[2],)).fetchall()
 assert rows and all(r[0] == "written" for r in rows), rows
 PY
-    submitted_before=$(slurm beta squeue -h -u "$TEST_USER" -o '%i %k' | grep -c "shardnet-decision:" || true)
+    submitted_before=$(decision_jobs | grep -c . || true)
     plain_broker
     wait_for 60 'any(e["kind"] == "RECOVERED" for e in v["events"])' /v1/runs/$run/events \
         || fail "$landing: no RECOVERED after the restart: $(broker_get /v1/runs/$run/events)"
-    jobs=$(slurm beta squeue -h -u "$TEST_USER" -o '%i %k' | grep "shardnet-decision:" || true)
+    jobs=$(decision_jobs)
     [ "$(grep -c . <<<"$jobs")" = 1 ] || fail "$landing: attempt-2 jobs in the queue: '$jobs'"
-    new=${jobs%% *}
+    read -r new_cluster new _ <<<"$jobs"
     events=$(broker_get /v1/runs/$run/events)
     if [ $landing = after ]; then
         [ "$submitted_before" = 1 ] || fail "after: sbatch's job was not in the queue before the restart ($submitted_before)"
         grep -q "submitted before the broker stopped" <<<"$events" || fail "after: the job was not taken as submitted: $events"
-        how="found job $new by its nonce, submitted nothing"
+        how="found job $new on $new_cluster by its nonce, submitted nothing"
     else
         [ "$submitted_before" = 0 ] || fail "before: a job was submitted before the restart ($submitted_before)"
-        how="submitted job $new once"
+        how="submitted job $new on $new_cluster once"
     fi
     [ "$(broker_get /v1/runs/$run | /usr/bin/python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["state"], v["attempt"])')" = "RUNNING 2" ] \
         || fail "$landing: run state: $(broker_get /v1/runs/$run)"
     ok "killed $landing sbatch in the decision window: the restarted broker $how; RECOVERED at attempt 2"
-    slurm beta scancel "$new" "$j" 2>/dev/null || true
+    slurm $new_cluster scancel "$new" 2>/dev/null || true
+    slurm beta scancel "$j" 2>/dev/null || true
     stop_broker
     "$HARNESS/clusters.sh" start-node "$SCRATCH" beta "$victim"
     for _ in $(seq 150); do slurm beta sinfo -h -n "$victim" -o %T | grep -qx idle && break; sleep 0.2; done
-    wait_job beta "$new" 30
+    wait_job $new_cluster "$new" 30
 done
