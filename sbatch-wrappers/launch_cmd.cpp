@@ -33,6 +33,27 @@ double now_s() { return std::chrono::duration<double>(std::chrono::system_clock:
 
 void say(const std::string &s) { std::fprintf(stderr, "shard launch: %s\n", s.c_str()); }
 
+// Signals to the batch script (scancel, --signal=B:USR1@T, a pre-limit
+// signal, Ctrl-C under salloc): noted here, acted on in the loop.
+volatile sig_atomic_t g_signals = 0;   // a bit per signal number
+constexpr int kForwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT};
+extern "C" void note_signal(int sig) { g_signals = g_signals | (1 << sig); }
+void catch_signals() {
+    struct sigaction sa {};
+    sa.sa_handler = note_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int sig : kForwarded) sigaction(sig, &sa, nullptr);
+}
+int take_signals() {
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    const int s = g_signals;
+    g_signals = 0;
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    return s;
+}
+
 std::string env_or(const char *k, const char *d = "") {
     const char *v = std::getenv(k);
     return v ? v : d;
@@ -76,6 +97,9 @@ struct Supervisor {
     StormGuard storm;
     pid_t srun = -1;
     std::string step_name;
+    int stop_signal = 0;          // SIGTERM/SIGINT/SIGHUP/SIGQUIT came: no relaunch, the step's end is the end
+    int unread = 0;               // event reads in a row the broker did not answer
+    std::string unread_why;
 
     int start();
     int supervise();
@@ -86,12 +110,24 @@ struct Supervisor {
     void end_step();
     int give_up(const std::string &why, int code);
     bool wait_exit(int &code);
+    void forward_signals();
 };
 
+// A report is sent again while the broker cannot take it yet (no answer,
+// 429, 5xx: a restart, a busy store), for 30 s at most; a refusal (400,
+// 403, 409 stale_attempt) is final.
 bool Supervisor::post(json::object body, bool quiet) {
     if (broker.url.empty()) return false;
     body["attempt"] = attempt;
-    Answer a = call(broker, "POST", "/v1/runs/" + run + "/restarts", json::serialize(body), 5000);
+    const std::string text = json::serialize(body);
+    const double until = now_s() + 30;
+    Answer a;
+    for (int delay_ms = 250;; delay_ms = std::min(delay_ms * 2, 4000)) {
+        a = call(broker, "POST", "/v1/runs/" + run + "/restarts", text, 5000);
+        const bool again = a.status == 0 || a.status == 429 || a.status >= 500;
+        if (a.ok() || !again || quiet || now_s() + delay_ms / 1000.0 > until) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    }
     if (!a.ok() && !quiet) say("the broker did not take the report (" + std::to_string(a.status) + " " + a.error + ")");
     return a.ok();
 }
@@ -113,9 +149,16 @@ void Supervisor::register_supervision() {
 void Supervisor::read_events(std::vector<std::string> &dead) {
     if (broker.url.empty()) return;
     Answer a = call(broker, "GET", "/v1/runs/" + run + "/events?after=" + std::to_string(last_event), "", 3000);
-    if (!a.ok() || !a.body.is_object()) return;
-    const auto *events = a.body.as_object().if_contains("events");
-    if (!events || !events->is_array()) return;
+    const auto *events = a.ok() && a.body.is_object() ? a.body.as_object().if_contains("events") : nullptr;
+    if (!events || !events->is_array()) {
+        // Said once (after 2 s of failures), not at every poll: until the
+        // broker answers, a node's death cannot be seen here.
+        unread_why = a.status ? std::to_string(a.status) + " " + a.error : a.error;
+        if (++unread == 8) say("the broker's events cannot be read (" + unread_why + "): a node's death is not seen until it answers");
+        return;
+    }
+    if (unread >= 8) say("the broker answers again");
+    unread = 0;
     for (const auto &e : events->as_array()) {
         if (e.is_object())
             if (const auto *id = e.as_object().if_contains("id"); id && id->is_int64()) last_event = std::max<long long>(last_event, id->as_int64());
@@ -172,6 +215,27 @@ int Supervisor::give_up(const std::string &why, int code) {
     return code;
 }
 
+// What came to the batch script goes on to the step's tasks. One that ends the job also ends the supervision: the step's
+// end is then the end, nothing is relaunched.
+void Supervisor::forward_signals() {
+    const int got = take_signals();
+    if (!got) return;
+    // To the step's tasks through Slurm: srun itself takes SIGTERM as
+    // "force the step's end" (SIGKILL to the tasks), which leaves a rank
+    // no time to save anything.
+    const std::string step = step_named(job, step_name);
+    for (int sig : kForwarded) {
+        if (!(got & (1 << sig))) continue;
+        std::string out;
+        if (step.empty() || run_capture({"scancel", "--quiet", "-s", sigabbrev_np(sig), step}, out, 5000) != 0)
+            if (srun > 0) kill(srun, sig);
+        if (sig != SIGUSR1 && sig != SIGUSR2 && !stop_signal) {
+            stop_signal = sig;
+            say(std::string("got SIG") + sigabbrev_np(sig) + ": passed to the step; no relaunch after it");
+        }
+    }
+}
+
 bool Supervisor::wait_exit(int &code) {
     int status = 0;
     const pid_t r = waitpid(srun, &status, WNOHANG);
@@ -202,6 +266,7 @@ int Supervisor::start() {
     std::vector<std::string> ignored;
     read_events(ignored);   // what happened before this launch is not its business
     if (!broker.url.empty()) register_supervision();
+    catch_signals();
     return supervise();
 }
 
@@ -212,15 +277,24 @@ int Supervisor::supervise() {
         int code = 0;
         double exited_at = 0;
         for (;;) {
+            forward_signals();
             if (exited_at == 0 && wait_exit(code)) {
                 if (code == 0) return say("the step ended 0"), 0;
+                if (stop_signal)
+                    return give_up(std::string("the step ended ") + std::to_string(code) + " after SIG" + std::string(sigabbrev_np(stop_signal)), code);
                 exited_at = now_s();
             }
             read_events(dead);
-            if (!dead.empty()) break;
-            if (exited_at > 0 && now_s() - exited_at >= opt.grace)
+            if (!dead.empty() && !stop_signal) break;
+            // A program error is the broker's word (no node FAULT in the
+            // grace time); while its events cannot be read the wait goes
+            // on, three times the grace at most.
+            const double waited = exited_at > 0 ? now_s() - exited_at : 0;
+            if (exited_at > 0 && waited >= opt.grace && (unread == 0 || waited >= 3 * opt.grace))
                 return give_up("the step exited " + std::to_string(code) + " with no node of it dead (no node FAULT from the broker within " +
-                               std::to_string(int(opt.grace)) + " s): a program error, not retried", code);
+                               std::to_string(int(waited)) + " s" +
+                               (unread ? "; its events could not be read: " + unread_why : std::string()) + "): a program error, not retried",
+                               code);
             std::this_thread::sleep_for(std::chrono::milliseconds(250));
         }
         const double seen = now_s();

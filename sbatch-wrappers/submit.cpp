@@ -33,10 +33,22 @@ json::object manifest_of(const JobSpec &s) {
     return m;
 }
 
+namespace {
+
+// One word for bash, whatever it holds: it's -> 'it'\''s'.
+std::string shell_word(const std::string &w) {
+    std::string out = "'";
+    for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+}  // namespace
+
 std::string batch_script(const JobSpec &s, const std::string &shard_path) {
     // With spares, `shard launch` runs the step and relaunches it on a
-    // spare when a node dies (shard(1)).
-    const std::string step = s.spares > 0 ? shard_path + " launch -- " : "srun ";
+    // spare when a node dies (shard(1)). The path is this shard's own,
+    // which may hold spaces or quotes.
+    const std::string step = s.spares > 0 ? shell_word(shard_path) + " launch -- " : "srun ";
     return "#!/bin/bash\n"
            "# written by shard run: " + s.name + "\n"
            "# every rank sees SHARDNET_RUN, SHARDNET_RANK, SHARDNET_CKPT_DIR, SHARDNET_RESUME_FROM, ... (shardnet(8))\n"

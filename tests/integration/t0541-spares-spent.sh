@@ -3,7 +3,9 @@
 # 2-rank job on its one spare when rank 0's node dies; when a node of the
 # relaunched step dies too, no spare is left: it gives up (RESTART_GAVE_UP,
 # exit 75) and the run goes to today's requeue (tier 1: a PLACEMENT for
-# attempt 2), with no second relaunch.
+# attempt 2), with no second relaunch. Before that, signals to the batch
+# script reach the ranks through `shard launch`: SIGUSR1 (a pre-limit
+# signal) and supervision goes on; SIGTERM, and it ends, telling the broker.
 . "$(dirname "$0")/lib.sh"
 /usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (scripts/install-deps.sh installs it)"
 "$HARNESS/clusters.sh" add "$SCRATCH" "$BUILD" gamma 4 >/dev/null || fail "the 4-node cluster gamma did not come up"
@@ -16,6 +18,32 @@ cp -r "$(dirname "$0")/../../python/shardnet" "$WORK/shardnet"
 install -m 755 "$BUILD/sbatch-wrappers/shard" "$WORK/shard"
 chmod -R a+rX "$WORK/shardnet" "$WORK/train.py"
 kinds() { broker_get "/v1/runs/$1/events" | /usr/bin/python3 -c 'import json,sys; print(" ".join(e["kind"] for e in json.load(sys.stdin)["events"] if e["kind"] != "SEALED"))'; }
+
+# 0. Signals: one rank and one spare.
+cat > "$WORK/sig.sh" <<SH
+#!/bin/bash
+trap 'echo "usr1 at rank \$RANK" >> $WORK/sig.log' USR1
+trap 'echo "term at rank \$RANK" >> $WORK/sig.log; exit 7' TERM
+echo "started rank \$RANK" >> $WORK/sig.log
+for i in \$(seq 1500); do sleep 0.2; done
+SH
+chmod 755 "$WORK/sig.sh"; : > "$WORK/sig.log"; chmod 666 "$WORK/sig.log"
+j=$(as_user gamma sbatch --parsable -N2 --no-kill -o "$WORK/sig-%j.out" --shardnet=sig-run --shardnet-spares=1 --shardnet-heartbeat=2 \
+    --wrap "exec $WORK/shard launch -- $WORK/sig.sh")
+for _ in $(seq 150); do grep -q "started rank 0" "$WORK/sig.log" && break; sleep 0.2; done
+grep -q "started rank 0" "$WORK/sig.log" || fail "the signal job's rank never started: $(cat "$WORK/sig-$j.out" 2>&1)"
+slurm gamma scancel --batch -s USR1 "$j"
+for _ in $(seq 50); do grep -q "usr1 at rank 0" "$WORK/sig.log" && break; sleep 0.2; done
+grep -q "usr1 at rank 0" "$WORK/sig.log" || fail "SIGUSR1 to the batch script did not reach the rank: $(cat "$WORK/sig.log")"
+[ "$(job_state gamma "$j")" = RUNNING ] || fail "SIGUSR1 ended the job: $(job_state gamma "$j")"
+slurm gamma scancel --batch -s TERM "$j"
+wait_job gamma "$j" 30
+grep -q "term at rank 0" "$WORK/sig.log" || fail "SIGTERM to the batch script did not reach the rank: $(cat "$WORK/sig.log" "$WORK/sig-$j.out")"
+grep -q "shard launch: got SIGTERM: passed to the step" "$WORK/sig-$j.out" || fail "shard launch did not say it passed SIGTERM: $(cat "$WORK/sig-$j.out")"
+grep -q "gave up: the step ended 7 after SIGTERM" "$WORK/sig-$j.out" || fail "shard launch did not end with the step: $(cat "$WORK/sig-$j.out")"
+wait_for 20 'any(e["kind"] == "RESTART_GAVE_UP" and "SIGTERM" in e["cause"] for e in v["events"])' /v1/runs/sig-run/events \
+    || fail "the broker was not told why supervision ended: $(kinds sig-run)"
+ok "SIGUSR1 to the batch script reached the rank and the job ran on; SIGTERM reached it, ended the supervision, told the broker ($(kinds sig-run))"
 
 j=$(as_user gamma sbatch --parsable -N3 --no-kill --ntasks-per-node=1 -o "$WORK/sp-%j.out" --shardnet=spent-run --shardnet-spares=1 \
     --shardnet-heartbeat=2 --shardnet-ckpt-every=10 --shardnet-requeue=local \

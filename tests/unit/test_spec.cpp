@@ -108,7 +108,9 @@ TEST_CASE("spares: the job holds them beside its ranks' nodes, with no-kill, and
     CHECK(has("--nodes=3"));
     CHECK(has("--no-kill"));
     CHECK(has("--shardnet-spares=1"));
-    CHECK(batch_script(s, "/usr/bin/shard").find("exec /usr/bin/shard launch -- train.py\n") != std::string::npos);
+    CHECK(batch_script(s, "/usr/bin/shard").find("exec '/usr/bin/shard' launch -- train.py\n") != std::string::npos);
+    // The path of shard is one word whatever it holds.
+    CHECK(batch_script(s, "/opt/my tools/it's/shard").find("exec '/opt/my tools/it'\\''s/shard' launch -- train.py\n") != std::string::npos);
     CHECK(manifest_of(s).at("spares").as_int64() == 1);
     JobSpec none;
     REQUIRE(parse_spec("command: train.py\nnodes: 2\n", "a.yaml", none) == "");
