@@ -1,6 +1,8 @@
 #include "spank/no_kill.hpp"
 
+#include <cstring>
 #include <fstream>
+#include <string_view>
 #include <strings.h>
 #include <iterator>
 
@@ -18,11 +20,45 @@ bool no_kill_value(const char *v) {
     return v && (!*v || strcasecmp(v, "set") == 0);
 }
 
+namespace {
+
+// Short options of sbatch, salloc and srun that take no value (Slurm's
+// getopt strings); every other one takes the next word when none is
+// attached ("-N 3", "-N3").
+bool short_flag(char c) { return std::strchr("hHIkKlOQsuvVWXZ", c) != nullptr; }
+
+// Long options that never take the next word as their value (no or only
+// an attached "=value"). Another long option written without "=" takes
+// the next word ("--partition gpu").
+bool long_flag(std::string_view name) {
+    static constexpr std::string_view flags[] = {
+        "contiguous", "exclusive", "get-user-env", "help", "hold", "ignore-pbs", "kill-on-invalid-dep", "no-kill", "no-requeue",
+        "nice", "oversubscribe", "overcommit", "parsable", "propagate", "quiet", "reboot", "requeue", "spread-job", "test-only",
+        "usage", "use-min-nodes", "verbose", "version", "wait", "wrap-free", "overlap", "exact", "whole", "unbuffered", "label",
+        "no-allocate", "pty", "x11", "kill-on-bad-exit", "disable-status", "bcast", "immediate", "no-shell", "mem-bind", "cpu-bind",
+        "gpu-bind", "hint"};
+    for (auto f : flags)
+        if (name == f) return true;
+    return false;
+}
+
+}  // namespace
+
 std::string no_kill_refusal(const std::vector<std::string> &args, bool env_had, const std::string &program) {
     if (env_had) return "";
     bool on = false;
+    // Slurm's own reading stops at the first word that is not an option
+    // or an option's value: the script (sbatch) or the command (srun,
+    // salloc), whose own arguments are not the client's.
+    bool value_next = false;
     for (const auto &a : args) {
-        if (a == "--") break;
+        if (value_next) { value_next = false; continue; }
+        if (a == "--" || a.size() < 2 || a[0] != '-') break;
+        if (a[1] == '-') {
+            if (a.find('=') == std::string::npos && !long_flag(std::string_view(a).substr(2))) value_next = true;
+        } else if (a.size() == 2 && !short_flag(a[1])) {
+            value_next = true;
+        }
         // (-k among other short flags is not looked for: "-Nk" is -N k.)
         // The last word counts, as in Slurm's own reading.
         if (a == "-k" || a == "--no-kill") on = true;

@@ -26,4 +26,10 @@ TEST_CASE("spares are taken only where no-kill holds") {
     CHECK(no_kill_refusal({"-N3", "--shardnet-spares=1", "cmd"}, false, "srun").find("srun's command line") != std::string::npos);
     CHECK(no_kill_refusal({"-N3", "-k", "--shardnet-spares=1", "cmd"}, false, "srun") == "");
     CHECK(std::string(no_kill_env("salloc")) == "SALLOC_NO_KILL");
+    // The script's (or the command's) own arguments are not the client's.
+    CHECK(no_kill_refusal({"-N3", "--shardnet-spares=1", "job.sh", "--no-kill"}, false, "sbatch") != "");
+    CHECK(no_kill_refusal({"-N", "3", "-p", "gpu", "job.sh", "-k"}, false, "sbatch") != "");
+    CHECK(no_kill_refusal({"--partition", "gpu", "--hold", "-k", "job.sh"}, false, "sbatch") == "");
+    CHECK(no_kill_refusal({"-N", "3", "--shardnet-spares", "1", "--no-kill", "job.sh"}, false, "sbatch") == "");
+    CHECK(no_kill_refusal({"-N3", "python3", "train.py", "--no-kill"}, false, "srun") != "");
 }
