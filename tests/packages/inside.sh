@@ -98,12 +98,13 @@ fi
 
 # The CLI, the probe, the library and the man pages.
 shard --help > /dev/null 2>&1 && ok "shard --help" || fail "shard --help"
+shard launch 2>&1 | grep -q "usage: shard launch" && ok "shard launch (its usage)" || fail "shard launch has no usage"
 shardnet-probe --help > /dev/null 2>&1 && ok "shardnet-probe --help" || fail "shardnet-probe --help"
 python3 -c 'import shardnet' && ok "python3 -c 'import shardnet'" || fail "import shardnet"
-for m in man1/shard.1 man5/shard-spec.5 man8/shardnet.8 man8/shardnet-broker.8 man8/shardnet-probe.8; do
+for m in man1/shard.1 man1/shard-launch.1 man5/shard-spec.5 man8/shardnet.8 man8/shardnet-broker.8 man8/shardnet-probe.8; do
     [ -f "/usr/share/man/$m.gz" ] || fail "no man page $m"
 done
-ok "man pages: shard(1) shard-spec(5) shardnet(8) shardnet-broker(8) shardnet-probe(8)"
+ok "man pages: shard(1) shard-launch(1) shard-spec(5) shardnet(8) shardnet-broker(8) shardnet-probe(8)"
 
 echo "# packages on $(. /etc/os-release; echo "$PRETTY_NAME"), Slurm $slurm_version: $fails failed"
 [ "$fails" = 0 ]
