@@ -15,7 +15,7 @@ DIST ?= $(HOST_DIST)
 ifneq ($(DIST),$(HOST_DIST))
 .PHONY: all check unit integration deb install-test
 all check unit integration deb:
-	./scripts/in-chroot.sh $(DIST) $@
+	./scripts/in-chroot.sh $(DIST) $@ $(if $(TESTS),TESTS="$(TESTS)")
 # The packages of dist/DIST installed into a clean chroot of DIST.
 install-test:
 	./tests/packages/t-install.sh $(DIST)
@@ -45,8 +45,9 @@ check: all
 unit: all
 	$(MAKE) -C $(BUILD) check
 
+# TESTS="tests/integration/tXXXX.sh ...": only those.
 integration: all
-	./tests/run-integration.sh $(BUILD)
+	./tests/run-integration.sh $(BUILD) $(TESTS)
 
 # The soak (tests/soak/soak.sh, not part of check): healthy jobs on two real
 # clusters for SOAK_SECONDS (default 3600) with jittered heartbeats, broker

@@ -66,6 +66,18 @@ void Service::confirm(Fault fault, double now) {
             if (v.job_state == "NODE_FAIL" || v.job_state == "FAILED" || v.job_state == "TIMEOUT" || v.job_state == "OUT_OF_MEMORY")
                 return raise_fault(fault, fault.cause + "; Slurm job " + std::to_string(fault.state.job) + " " + v.job_state, ev, wall_now());
             workers_.retire(fault.run, fault.node);  // the job ended; its last report was lost
+            if (is_batch_worker(fault.node) && job_requeued_by_slurm(v.job_state)) {
+                // Slurm requeued the job itself and its batch step's end was
+                // not reported (Slurm 24.11 ends the step's processes, the
+                // agent's with them, before it can): judged as that end would
+                // have been, no failure.
+                BatchEnd end;
+                end.run = fault.run, end.attempt = fault.attempt, end.cluster = fault.state.cluster, end.job = fault.state.job;
+                end.node = fault.node.substr(0, fault.node.find('/'));
+                return slurm_requeued(end, "Slurm requeued job " + std::to_string(end.job) + " itself (" + v.job_state +
+                                           "; the batch script's end was not reported): the attempt goes on when Slurm starts it again",
+                                      json::serialize(ev), wall_now());
+            }
             if (is_batch_worker(fault.node)) end_from_slurm(fault, v.job_state, wall_now());
             return;
         }

@@ -22,6 +22,7 @@
 #include "broker/service.hpp"
 #include "broker/api/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
+#include "broker/slurm/slurm_view.hpp"
 
 namespace shardnet::broker {
 
@@ -34,10 +35,6 @@ namespace {
 // epilog), or RUNNING after its batch script's end was reported (slurmstepd
 // tells slurmctld within a second), before the judgment stands as it is.
 constexpr int kMaxCompletingRounds = 30, kMaxRunningRounds = 3;
-
-bool requeued_by_slurm(const std::string &s) {
-    return s == "PENDING" || s == "REQUEUED" || s == "REQUEUE_HOLD" || s == "REQUEUE_FED" || s == "SPECIAL_EXIT";
-}
 
 std::string failed_words(const std::string &s) {
     if (s == "TIMEOUT") return "the job reached its time limit (Slurm: TIMEOUT)";
@@ -75,7 +72,7 @@ void Service::settle_end(const BatchEnd &end, const std::optional<RunInfo::RankF
     json::object ev{{"attempt", end.attempt}, {"job", end.job}, {"slurm_job_state", state}, {"batch_node", end.node}};
     if (!reason.empty() && reason != "None") ev["slurm_reason"] = reason;
     if (!unreadable.empty()) ev["slurm_unreadable"] = unreadable;
-    if (requeued_by_slurm(state)) {
+    if (job_requeued_by_slurm(state)) {
         ev["restarts"] = restarts;
         return slurm_requeued(end, "Slurm requeued job " + std::to_string(end.job) + " itself (" + state +
                               (reason.empty() || reason == "None" ? "" : ", " + reason) + "; restart " + std::to_string(restarts) +

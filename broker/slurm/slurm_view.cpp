@@ -194,6 +194,10 @@ bool job_state_running(const std::string &s) {
     return s == "RUNNING" || s == "COMPLETING" || s == "SUSPENDED" || s == "CONFIGURING" || s == "STOPPED";
 }
 
+bool job_requeued_by_slurm(const std::string &s) {
+    return s == "PENDING" || s == "REQUEUED" || s == "REQUEUE_HOLD" || s == "REQUEUE_FED" || s == "SPECIAL_EXIT";
+}
+
 std::optional<std::vector<std::string>> slurm_hostnames(Slurm &calls, const std::string &slurm_conf, const std::string &nodelist) {
     std::string out;
     if (nodelist.empty() || calls.query(slurm_conf, {"scontrol", "show", "hostnames", nodelist}, out) != 0) return std::nullopt;

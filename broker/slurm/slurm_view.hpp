@@ -62,5 +62,9 @@ std::string scontrol_field(const std::string &line, const std::string &key);
 // True when Slurm's node state says the node is not usable.
 bool node_state_bad(const std::string &state);
 bool job_state_running(const std::string &state);
+// Slurm requeued the job itself (an admin's scontrol requeue, a preemption
+// in REQUEUE mode, a node failure under JobRequeue=1): PENDING, REQUEUED,
+// REQUEUE_HOLD, REQUEUE_FED, SPECIAL_EXIT.
+bool job_requeued_by_slurm(const std::string &state);
 
 }  // namespace shardnet::broker

@@ -427,6 +427,26 @@ TEST_CASE("a batch script whose end was not reported: the run ends as Slurm says
     REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "CANCELLED"; }));
 }
 
+TEST_CASE("a job Slurm requeued itself whose batch end was not reported: REQUEUED, the run goes on") {
+    // Slurm 24.11 ends a requeued job's step processes, its agent's with
+    // them, before the agent reports the batch script's end.
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->jobs[kConf][7].state = "PENDING";
+    }
+    f.tick_ahead(10);   // every worker silent past its deadline; Slurm: the job waits to start again
+    REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("REQUEUED") != std::string::npos; }));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("REQUEUED: Slurm requeued job 7 itself (PENDING; the batch script's end was not reported)") != std::string::npos);
+    CHECK(ev.find("FAULT") == std::string::npos);
+    CHECK(f.state("r1") == "RUNNING");
+    CHECK(f.slurm->count("sbatch") == 0);
+}
+
 namespace {
 
 // A worker's last heartbeat: its ranks' ends as the agent reports them
