@@ -83,7 +83,9 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     // Requeue decisions written but never acted on (a stop between the two)
     // are taken up again: requeue() finds a job already submitted for one
     // by its nonce, and submits only where there is none.
+    std::set<std::string> decided;
     for (const auto &d : store_->written_decisions()) {
+        decided.insert(d.run);
         if (runs_.with_run(d.run, [&](const RunInfo *r) {
                 return !r || r->attempt != d.from_attempt || r->state != RunState::degraded;
             }))
@@ -95,6 +97,9 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
         log_warn("requeue decision taken up again at start", d.run, d.id);
         requeue(f);
     }
+    // FAULTs with no decision: those an in-job restart held when the broker
+    // stopped (held again, so that the relaunch's report still counts).
+    resume_holds(decided);
     if (!cfg_.peers.empty())
         forwarder_ = std::thread([this] {
             while (!guarded("forwarder", [this] { forward_loop(); })) {}

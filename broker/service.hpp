@@ -265,6 +265,9 @@ private:
     // A FAULT of an attempt `shard launch` supervises waits for its in-job
     // restart or its giving up (recovery/in_job_restarts.cpp); else requeue().
     void requeue_or_hold(const Fault &fault, double now);
+    // At start: a supervised attempt's FAULT that was held when the broker
+    // stopped (DEGRADED, no decision in decided) is held again from now.
+    void resume_holds(const std::set<std::string> &decided);
     void apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply);
     bool run_state_is(const std::string &run, long long attempt, RunState state);
     // A held FAULT put back when the report that took it was not written.

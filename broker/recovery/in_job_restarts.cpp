@@ -219,6 +219,87 @@ bool Service::run_state_is(const std::string &run, long long attempt, RunState s
     return it != runs.end() && it->second.attempt == attempt && it->second.state == state;
 }
 
+// What a run's events say of its attempt's supervision (read at start).
+struct Supervision {
+    bool supervised = false;   // a SUPERVISED event of the attempt, no RESTART_GAVE_UP after it
+    long long spares = 0;
+    std::vector<std::string> nodes;
+    std::optional<EventRow> fault;   // the newest FAULT of the attempt
+    bool acted = false;              // something came of the FAULT (a placement, a restart, an end): it is no hold
+};
+
+Supervision supervision_of(Store &store, const std::string &run, long long attempt) {
+    Supervision s;
+    long long after = 0;
+    for (;;) {
+        auto page = store.list_events(run, after, 1000);
+        for (const auto &e : page) {
+            after = e.id;
+            if (s.fault && e.kind != "SEALED" && e.kind != "FAULT") s.acted = true;
+            if (e.kind != "SUPERVISED" && e.kind != "RESTART_GAVE_UP" && e.kind != "FAULT") continue;
+            json::error_code ec;
+            auto v = json::parse(e.evidence, ec);
+            if (ec || !v.is_object()) continue;
+            const auto &o = v.as_object();
+            const auto *a = o.if_contains("attempt");
+            if (!a || !a->is_int64() || a->as_int64() != attempt) continue;
+            if (e.kind == "FAULT") { s.fault = e, s.acted = false; continue; }
+            s.supervised = e.kind == "SUPERVISED";
+            if (!s.supervised) continue;
+            if (auto *n = o.if_contains("spares"); n && n->is_int64()) s.spares = n->as_int64();
+            s.nodes.clear();
+            if (auto *n = o.if_contains("nodes"); n && n->is_array())
+                for (const auto &x : n->as_array())
+                    if (x.is_string()) s.nodes.emplace_back(x.as_string());
+        }
+        if (page.size() < 1000) return s;
+    }
+}
+
+void Service::resume_holds(const std::set<std::string> &decided) {
+    std::vector<std::pair<std::string, long long>> degraded;
+    {
+        auto runs = runs_.read();
+        for (auto it = runs.begin(); it != runs.end(); ++it)
+            if (it->second.state == RunState::degraded && !decided.count(it->first)) degraded.emplace_back(it->first, it->second.attempt);
+    }
+    const double now = wall_now();
+    for (const auto &[run, attempt] : degraded) {
+        // Only a supervised attempt's FAULT that nothing came of: another
+        // DEGRADED run (requeue off, a recovery that found no place) stays.
+        const Supervision sup = supervision_of(*store_, run, attempt);
+        if (!sup.supervised || !sup.fault || sup.acted) continue;
+        json::error_code ec;
+        const json::object ev = json::parse(sup.fault->evidence, ec).as_object();
+        const auto *node = ev.if_contains("node");
+        if (!node || !node->is_string()) continue;
+        Fault f{run, std::string(node->as_string()), attempt, "(a FAULT held for an in-job restart when the broker stopped)", WorkerState{},
+                FaultKind::silent};
+        f.state.attempt = attempt;
+        // Its job as the workers restored at start know it (attempt 1's
+        // job is no recorded attempt), else as the attempt's record says.
+        for (const auto &[key, w] : workers_.of_run(run, true))
+            if (w.attempt == attempt && w.job > 0) f.state.cluster = w.cluster, f.state.job = w.job;
+        runs_.with_run(run, [&](const RunInfo *r) {
+            if (!r) return false;
+            if (auto j = r->jobs.find(attempt); j != r->jobs.end() && j->second.job > 0) f.state.cluster = j->second.cluster, f.state.job = j->second.job;
+            return true;
+        });
+        if (f.state.job <= 0 || f.state.cluster.empty()) {
+            log_warn("a FAULT held for an in-job restart cannot be held again: its job is not known (no worker rows)", run, std::to_string(attempt));
+            continue;
+        }
+        {
+            std::lock_guard<std::mutex> lock(in_job_.mu);
+            auto &s = in_job_.by_run[run];
+            s = InJobRestarts::Supervised{};
+            s.attempt = attempt, s.spares = sup.spares, s.nodes = sup.nodes;
+        }
+        log_warn("a FAULT held for an in-job restart is held again after the broker's restart", run, std::to_string(attempt));
+        requeue_or_hold(f, now);
+    }
+}
+
 void Service::requeue_or_hold(const Fault &fault, double now) {
     bool hold = false;
     {

@@ -8,7 +8,10 @@
 // back to RUNNING with a RESTARTED event, and giving up, or a hold that
 // passed, requeues as before (tier 1). Everything a supervisor says is the
 // job's word: it may hold its own run's requeue for a while, nothing else.
-// In memory only: a restarted broker requeues a later FAULT at once.
+// Kept in memory; a broker restarted while a FAULT is held holds it again
+// from its start (resume_holds: the run's SUPERVISED and FAULT events say
+// which), so that the relaunch's report, sent again by shard launch while
+// the broker is away, still brings the run back.
 #pragma once
 #include <map>
 #include <mutex>

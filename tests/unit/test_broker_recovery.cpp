@@ -1210,6 +1210,38 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         g.tick_ahead(InJobRestarts::kHoldSeconds + 1);
         REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "RECOVERING"; }));
     }
+    SUBCASE("the broker restarts during the hold: held again, the relaunch's report still counts; silence still requeues") {
+        for (bool relaunched : {true, false}) {
+            ServiceFixture f({{"c1", kConf}});
+            f.start();
+            running_job(f);
+            REQUIRE(report(f, supervising) == 200);
+            kill_node(f, "n2");
+            f.tick_ahead(10);
+            REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+            f.svc->summarise();   // the workers' rows, as every summary_seconds
+            f.svc->drain();
+            f.svc.reset();
+            f.start([&](FakeSlurm &fs) {
+                FakeSlurm::Job j;
+                j.id = 7, j.nodes = "n1,n2,n3", j.batch_host = "n1", j.node_count = 3, j.tasks = 3;
+                fs.jobs[kConf][7] = j;
+                fs.nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "DOWN*"}, {"n3", "ALLOCATED"}, {"n4", "IDLE"}, {"n5", "IDLE"}};
+                fs.dead_slurmd.insert("n2");
+            });
+            CHECK(f.state("r1") == "DEGRADED");
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            CHECK(submitted(f) == 0);   // not requeued at start: the supervisor's turn again
+            if (relaunched) {
+                REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"]})") == 200);
+                REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+                CHECK(submitted(f) == 0);
+            } else {
+                f.tick_ahead(InJobRestarts::kHoldSeconds + 1);
+                REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+            }
+        }
+    }
     SUBCASE("a spare node dies: no FAULT, no hold, no requeue; the run goes on RUNNING") {
         ServiceFixture f({{"c1", kConf}});
         f.start();
