@@ -39,11 +39,13 @@ bool valid_tag(const std::string &t) {
     return true;
 }
 
+// The caller's home as the accounts say (a job's HOME may be its submitter's).
 std::string home_dir() {
-    if (const char *h = std::getenv("HOME"); h && *h == '/') return h;
     struct passwd pw, *r = nullptr;
     char buf[4096];
-    return getpwuid_r(getuid(), &pw, buf, sizeof buf, &r) == 0 && r ? pw.pw_dir : "/tmp";
+    if (getpwuid_r(getuid(), &pw, buf, sizeof buf, &r) == 0 && r && pw.pw_dir[0] == '/') return pw.pw_dir;
+    const char *h = std::getenv("HOME");
+    return h && *h == '/' ? h : "/tmp";
 }
 
 std::string absolute(const std::string &p) {

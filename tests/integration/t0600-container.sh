@@ -1,0 +1,88 @@
+#!/bin/bash
+# Issue 32: every attempt runs the same image, pinned by digest, through
+# Slurm's own OCI support (oci.conf with crun on both clusters, the
+# harness's; doc/containers.md). An OCI image layout with two images built
+# from busybox (no registry): tag "train" (/content: first) and "other"
+# (/content: second). A bad reference is refused by shard run, naming it,
+# and nothing is submitted. A 2-node spec with image oci:LAYOUT:train runs
+# in the image: each task sees ShardNet's contract (its own rank, the run,
+# SHARDNET_IMAGE_DIGEST) and writes through the bind-mounted working dir.
+# Mid-run the tag moves to the other image and a node dies: attempt 2, on
+# the other cluster, runs the first digest (its /content says "first").
+. "$(dirname "$0")/lib.sh"
+command -v crun >/dev/null && command -v umoci >/dev/null || fail "crun and umoci are not installed (scripts/install-deps.sh installs them)"
+[ -f "$SCRATCH/alpha/oci.conf" ] && [ -f "$SCRATCH/beta/oci.conf" ] || fail "the harness wrote no oci.conf"
+start_federation
+L=$WORK/images
+"$HARNESS/oci-image.sh" "$L" train first >/dev/null || fail "could not build the first image"
+"$HARNESS/oci-image.sh" "$L" other second >/dev/null || fail "could not build the second image"
+digest_of() { /usr/bin/python3 -c 'import json,sys; print([m["digest"] for m in json.load(open(sys.argv[1]))["manifests"] if m["annotations"]["org.opencontainers.image.ref.name"] == sys.argv[2]][0])' "$L/index.json" "$1"; }
+FIRST=$(digest_of train); SECOND=$(digest_of other)
+[ "$FIRST" != "$SECOND" ] || fail "the two images have one digest"
+
+# 1. A bad reference: refused at submit, named, nothing submitted.
+for ref in "oci:$L:nope" "oci:$WORK/no-such-layout:train" "ubuntu:22.04"; do
+    printf 'name: bad\ncommand: /bin/true\nimage: %s\n' "$ref" > "$WORK/bad.yaml"; chmod 644 "$WORK/bad.yaml"
+    rc=0; out=$(shard run "$WORK/bad.yaml" --cluster beta 2>&1) || rc=$?
+    [ $rc = 2 ] || fail "image $ref: exit $rc, expected 2: $out"
+    grep -qF "$ref" <<<"$out" || fail "the error does not name $ref: $out"
+    echo "  $out"
+done
+grep -q . <(slurm alpha squeue -h; slurm beta squeue -h) && fail "a bad image reference submitted a job"
+[ "$(shard runs --json | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))')" = 0 ] || fail "a bad image reference created a run"
+printf 'name: bad\ncommand: /bin/true\nimage: oci:%s:train\ntasks_per_node: 2\n' "$L" > "$WORK/bad.yaml"
+rc=0; out=$(shard run "$WORK/bad.yaml" --cluster beta 2>&1) || rc=$?
+[ $rc = 2 ] && grep -q "one task per node in a container step" <<<"$out" || fail "tasks_per_node 2 with an image: exit $rc: $out"
+ok "bad image references (no such tag, no layout, no transport) and 2 tasks per node refused by shard run, named, nothing submitted"
+
+# 2. The run, in the image. The task is busybox's sh, in the container.
+cat > "$WORK/task.sh" <<'SH'
+echo "attempt=$SHARDNET_ATTEMPT rank=$SHARDNET_RANK/$SHARDNET_WORLD_SIZE procid=$SLURM_PROCID run=$SHARDNET_RUN digest=$SHARDNET_IMAGE_DIGEST content=$(cat /content) pwd=$(pwd) uid=$(id -u)" \
+    > "seen.$SHARDNET_ATTEMPT.$SHARDNET_RANK"
+n=600; [ "$SHARDNET_ATTEMPT" -gt 1 ] && n=6
+for s in $(seq 1 $n); do echo "$s" > "$SHARDNET_PROGRESS"; sleep 0.5; done
+SH
+chmod 644 "$WORK/task.sh"
+cat > "$WORK/img.yaml" <<YAML
+name: img
+command: /bin/sh $WORK/task.sh
+nodes: 2
+heartbeat: 1
+requeue: federated
+image: oci:$L:train
+YAML
+chmod 644 "$WORK/img.yaml"
+out=$(shard run "$WORK/img.yaml" --cluster beta) || fail "shard run img: $out"
+echo "$out" | sed 's/^/  /'
+run=$(awk '$1 == "run" {print $2}' <<<"$out")
+grep -q "^image .* pinned to $FIRST$" <<<"$out" || fail "shard run did not say the pinned digest $FIRST"
+for _ in $(seq 150); do [ -f "$WORK/seen.1.0" ] && [ -f "$WORK/seen.1.1" ] && break; sleep 0.2; done
+[ -f "$WORK/seen.1.0" ] && [ -f "$WORK/seen.1.1" ] || fail "attempt 1's tasks wrote nothing: $(cat "$WORK"/img-*.out 2>/dev/null | tail -5)"
+cat "$WORK"/seen.1.* | sed 's/^/  /'
+for r in 0 1; do
+    grep -qx "attempt=1 rank=$r/2 procid=$r run=$run digest=$FIRST content=first pwd=$WORK uid=0" "$WORK/seen.1.$r" \
+        || fail "rank $r of attempt 1 did not see its contract in the image: $(cat "$WORK/seen.1.$r")"
+done
+[ "$(stat -c %U "$WORK/seen.1.0")" = "$TEST_USER" ] || fail "the container's files are not the job user's"
+fed_wait 30 'sum(1 for w in v["workers"] if w["role"] == "step" and w["health"] == "healthy") == 2' B "/v1/runs/$run" \
+    || fail "the heartbeats of the container's ranks did not reach broker B: $(fed_get B "/v1/runs/$run")"
+ok "attempt 1 runs in $FIRST: each rank sees its own rank and SLURM_PROCID, the run, SHARDNET_IMAGE_DIGEST; its progress reaches the broker"
+
+# 3. The tag moves; a node dies; attempt 2 runs the first digest.
+umoci tag --image "$L:other" train || fail "umoci tag"
+[ "$(digest_of train)" = "$SECOND" ] || fail "the tag did not move"
+victim=beta2
+"$HARNESS/clusters.sh" kill-node "$SCRATCH" beta "$victim"
+fed_wait 90 'any(e["kind"] == "RECOVERED" for e in v["events"])' A "/v1/runs/$run/events" \
+    || fail "$run not recovered at A: B: $(fed_get B "/v1/runs/$run/events")"
+for _ in $(seq 150); do [ -f "$WORK/seen.2.0" ] && [ -f "$WORK/seen.2.1" ] && break; sleep 0.2; done
+[ -f "$WORK/seen.2.0" ] && [ -f "$WORK/seen.2.1" ] || fail "attempt 2's tasks wrote nothing: $(tail -5 "$WORK"/img-*.out)"
+cat "$WORK"/seen.2.* | sed 's/^/  /'
+for r in 0 1; do
+    grep -qx "attempt=2 rank=$r/2 procid=$r run=$run digest=$FIRST content=first pwd=$WORK uid=0" "$WORK/seen.2.$r" \
+        || fail "rank $r of attempt 2 did not run $FIRST: $(cat "$WORK/seen.2.$r")"
+done
+fed_wait 60 'v["state"] == "SUCCEEDED"' A "/v1/runs/$run" || fail "$run did not succeed at A: $(fed_get A "/v1/runs/$run")"
+ok "the tag moved to $SECOND and $victim died: attempt 2 on alpha ran $FIRST (content 'first'); the run SUCCEEDED"
+"$HARNESS/clusters.sh" start-node "$SCRATCH" beta "$victim"
+for _ in $(seq 150); do slurm beta sinfo -h -n "$victim" -o %T | grep -qx idle && break; sleep 0.2; done
