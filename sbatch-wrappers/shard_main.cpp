@@ -386,6 +386,8 @@ int cmd_simple(CliConfig &cfg, const std::string &cmd, const Args &a) {
     } else if (cmd == "show") {
         std::printf("run %s: %s, attempt %s, owner %s\n", str(r.body, "id").c_str(), str(r.body, "state").c_str(), str(r.body, "attempt").c_str(),
                     str(r.body, "owner").c_str());
+        if (auto *im = r.body.as_object().if_contains("image"))
+            std::printf("image %s pinned to %s (every attempt)\n", str(*im, "ref").c_str(), str(*im, "digest").c_str());
         for (const auto &w : r.body.as_object().at("workers").as_array())
             std::printf("  %-20s %-6s attempt %s ranks %s step %s %s\n", str(w, "node").c_str(), str(w, "role").c_str(), str(w, "attempt").c_str(),
                         str(w, "ranks").c_str(), str(w, "step").c_str(), str(w, "health").c_str());

@@ -83,6 +83,9 @@ for r in 0 1; do
         || fail "rank $r of attempt 2 did not run $FIRST: $(cat "$WORK/seen.2.$r")"
 done
 fed_wait 60 'v["state"] == "SUCCEEDED"' A "/v1/runs/$run" || fail "$run did not succeed at A: $(fed_get A "/v1/runs/$run")"
-ok "the tag moved to $SECOND and $victim died: attempt 2 on alpha ran $FIRST (content 'first'); the run SUCCEEDED"
+show=$(shard --broker "https://127.0.0.1:$A_PORT" --ca-file "$FED/a.crt" show "$run") || fail "shard show $run at A: $show"
+echo "$show" | sed 's/^/  /'
+grep -qx "image oci:$L:train pinned to $FIRST (every attempt)" <<<"$show" || fail "shard show does not say the pinned digest"
+ok "the tag moved to $SECOND and $victim died: attempt 2 on alpha ran $FIRST (content 'first'); the run SUCCEEDED; shard show says the digest"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" beta "$victim"
 for _ in $(seq 150); do slurm beta sinfo -h -n "$victim" -o %T | grep -qx idle && break; sleep 0.2; done
