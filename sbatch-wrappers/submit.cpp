@@ -56,7 +56,7 @@ std::string batch_script(const JobSpec &s, const std::string &shard_path) {
                 "export SHARDNET_IMAGE=" + shell_quote(s.image) + " SHARDNET_IMAGE_DIGEST=" + s.image_digest + "\n"
                 "bundle=$(" + shell_quote(shard_path) + " bundle " + shell_quote(s.image_pinned) +
                 ") || { echo \"shardnet: no bundle of " + s.image_digest + "\" >&2; exit 1; }\n"
-                // srun (and shard launch's srun) take the bundle from the environment.
+                // shard launch's srun takes the bundle from here (srun does not).
                 "export SLURM_CONTAINER=\"$bundle\"\n";
         if (s.spares == 0) step = "srun --container=\"$bundle\" ";
     }

@@ -9,6 +9,8 @@
 # SHARDNET_IMAGE_DIGEST) and writes through the bind-mounted working dir.
 # Mid-run the tag moves to the other image and a node dies: attempt 2, on
 # the other cluster, runs the first digest (its /content says "first").
+# A spec with a spare (shard launch) in the second image: its tag moves,
+# the active node dies, the relaunch on the spare runs the second digest.
 . "$(dirname "$0")/lib.sh"
 command -v crun >/dev/null && command -v umoci >/dev/null || fail "crun and umoci are not installed (scripts/install-deps.sh installs them)"
 [ -f "$SCRATCH/alpha/oci.conf" ] && [ -f "$SCRATCH/beta/oci.conf" ] || fail "the harness wrote no oci.conf"
@@ -69,7 +71,8 @@ fed_wait 30 'sum(1 for w in v["workers"] if w["role"] == "step" and w["health"] 
 ok "attempt 1 runs in $FIRST: each rank sees its own rank and SLURM_PROCID, the run, SHARDNET_IMAGE_DIGEST; its progress reaches the broker"
 
 # 3. The tag moves; a node dies; attempt 2 runs the first digest.
-umoci tag --image "$L:other" train || fail "umoci tag"
+umoci tag --image "$L:train" first || fail "umoci tag"   # the first image keeps a name for step 4
+umoci tag --image "$L:other" train && chmod -R a+rX "$L" || fail "umoci tag"   # umoci writes index.json 0600
 [ "$(digest_of train)" = "$SECOND" ] || fail "the tag did not move"
 victim=beta2
 "$HARNESS/clusters.sh" kill-node "$SCRATCH" beta "$victim"
@@ -89,3 +92,40 @@ grep -qx "image oci:$L:train pinned to $FIRST (every attempt)" <<<"$show" || fai
 ok "the tag moved to $SECOND and $victim died: attempt 2 on alpha ran $FIRST (content 'first'); the run SUCCEEDED; shard show says the digest"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" beta "$victim"
 for _ in $(seq 150); do slurm beta sinfo -h -n "$victim" -o %T | grep -qx idle && break; sleep 0.2; done
+
+# 4. Tier 0: shard launch relaunches on the spare, in the same job, in the same image.
+cat > "$WORK/spare.sh" <<'SH'
+echo "restart=$SHARDNET_RESTART node=$SLURMD_NODENAME digest=$SHARDNET_IMAGE_DIGEST content=$(cat /content)" > "spare.$SHARDNET_RESTART"
+n=600; [ "$SHARDNET_RESTART" -gt 0 ] && n=4
+for s in $(seq 1 $n); do echo "$s" > "$SHARDNET_PROGRESS"; sleep 0.5; done
+SH
+chmod 644 "$WORK/spare.sh"
+cat > "$WORK/spare.yaml" <<YAML
+name: spare
+command: /bin/sh $WORK/spare.sh
+nodes: 1
+spares: 1
+heartbeat: 1
+requeue: federated
+image: oci:$L:other
+YAML
+chmod 644 "$WORK/spare.yaml"
+out=$(shard run "$WORK/spare.yaml" --cluster beta) || fail "shard run spare: $out"
+run=$(awk '$1 == "run" {print $2}' <<<"$out")
+grep -q "^image .* pinned to $SECOND$" <<<"$out" || fail "shard run did not pin $SECOND: $out"
+for _ in $(seq 150); do [ -f "$WORK/spare.0" ] && break; sleep 0.2; done
+[ -f "$WORK/spare.0" ] || fail "the spare run's first launch wrote nothing: $(tail -5 "$WORK"/spare-*.out)"
+active=$(sed -n 's/^restart=0 node=\([a-z0-9]*\) .*/\1/p' "$WORK/spare.0")
+grep -qx "restart=0 node=$active digest=$SECOND content=second" "$WORK/spare.0" || fail "the first launch: $(cat "$WORK/spare.0")"
+fed_wait 30 'any(w["role"] == "step" and w["health"] == "healthy" for w in v["workers"])' B "/v1/runs/$run" || fail "no heartbeat of the spare run"
+umoci tag --image "$L:first" other && chmod -R a+rX "$L" || fail "umoci tag"
+"$HARNESS/clusters.sh" kill-node "$SCRATCH" beta "$active"
+for _ in $(seq 300); do [ -f "$WORK/spare.1" ] && break; sleep 0.2; done
+[ -f "$WORK/spare.1" ] || fail "no relaunch on the spare: $(grep 'shard launch' "$WORK"/spare-*.out)"
+sed 's/^/  /' "$WORK/spare.0" "$WORK/spare.1"
+grep -qx "restart=1 node=[a-z0-9]* digest=$SECOND content=second" "$WORK/spare.1" || fail "the relaunch did not run $SECOND: $(cat "$WORK/spare.1")"
+! grep -q "node=$active " "$WORK/spare.1" || fail "the relaunch ran on the dead node"
+fed_wait 60 'v["state"] == "SUCCEEDED" and v["attempt"] == 1' B "/v1/runs/$run" || fail "the spare run did not succeed in attempt 1: $(fed_get B "/v1/runs/$run")"
+ok "a spare run in $SECOND: its tag moved, $active died, shard launch relaunched it on the spare in the same job and image"
+"$HARNESS/clusters.sh" start-node "$SCRATCH" beta "$active"
+for _ in $(seq 150); do slurm beta sinfo -h -n "$active" -o %T | grep -qx idle && break; sleep 0.2; done
