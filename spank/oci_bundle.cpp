@@ -54,6 +54,32 @@ bool usable_dir(const std::string &d) {
 
 }  // namespace
 
+std::string umoci_digest(const std::string &text) {
+    boost::system::error_code ec;
+    const json::value v = json::parse(text, ec);
+    if (ec || !v.is_object()) return "";
+    const auto *from = v.as_object().if_contains("from_descriptor_path");
+    const auto *walk = from && from->is_object() ? from->as_object().if_contains("descriptor_walk") : nullptr;
+    if (!walk || !walk->is_array()) return "";
+    for (const auto &d : walk->as_array()) {
+        if (!d.is_object()) continue;
+        const auto *mt = d.as_object().if_contains("mediaType");
+        const auto *dg = d.as_object().if_contains("digest");
+        if (mt && mt->is_string() && mt->as_string() == "application/vnd.oci.image.manifest.v1+json" && dg && dg->is_string() &&
+            dg->as_string().starts_with("sha256:") && dg->as_string().size() == 71 &&
+            dg->as_string().find_first_not_of("0123456789abcdef", 7) == json::string::npos)
+            return std::string(dg->as_string());
+    }
+    return "";
+}
+
+void add_bundle_digest(std::vector<std::string> &env, std::string (*read)(const std::string &path)) {
+    if (!value_of(env, "SHARDNET_IMAGE_DIGEST").empty()) return;
+    const std::string bundle = clean_dir(value_of(env, "SLURM_CONTAINER"));
+    if (!usable_dir(bundle)) return;
+    if (const std::string d = umoci_digest(read(bundle + "/umoci.json")); !d.empty()) env.push_back("SHARDNET_IMAGE_DIGEST=" + d);
+}
+
 std::string task_config(const std::string &config, const std::string &bundle, const std::vector<std::string> &env, std::string &err) {
     json::value v;
     boost::system::error_code ec;

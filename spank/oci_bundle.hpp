@@ -24,4 +24,14 @@ std::vector<std::string> split_env(const std::string &text);
 // "" and ERR when CONFIG is no bundle config.
 std::string task_config(const std::string &config, const std::string &bundle, const std::vector<std::string> &env, std::string &err);
 
+// The image manifest digest ("sha256:HEX") a bundle was unpacked from, as
+// umoci records it in the bundle's umoci.json; "" when it says none.
+std::string umoci_digest(const std::string &umoci_json);
+
+// SHARDNET_IMAGE_DIGEST for a task that has none (a user's own
+// --container=BUNDLE, not shard run's): from the bundle SLURM_CONTAINER
+// names, through READ (path -> its text, "" when unreadable). ENV unchanged
+// when it has a digest already or the bundle says none.
+void add_bundle_digest(std::vector<std::string> &env, std::string (*read)(const std::string &path));
+
 }  // namespace shardnet::oci

@@ -10,7 +10,8 @@
 // of the bundle beside that file: process.env the task's, its working dir
 // the task's, and the progress dir, the checkpoint dir and the working dir
 // bind-mounted at the same paths; then it execs RUNTIME with --bundle
-// pointing there. Without SHARDNET_OCI_ENV (no --shardnet, no plugin) it
+// pointing there. A task with no SHARDNET_IMAGE_DIGEST whose bundle umoci
+// unpacked gets the digest umoci.json records. Without SHARDNET_OCI_ENV (no --shardnet, no plugin) it
 // execs RUNTIME ARGS unchanged.
 #include <boost/json.hpp>
 #include <cerrno>
@@ -88,8 +89,14 @@ int main(int argc, char **argv) {
         if (fd >= 0) ::close(fd);
         if (config_text.empty()) return warn("cannot read " + bundle + "/config.json");
     }
+    auto env = shardnet::oci::split_env(env_text);
+    // A user's own bundle: its digest, as umoci recorded it (shard run's jobs have theirs).
+    shardnet::oci::add_bundle_digest(env, [](const std::string &path) {
+        std::string text;
+        return read_own_file(path, 1u << 20, text) ? text : std::string();
+    });
     std::string err;
-    const std::string task_config = shardnet::oci::task_config(config_text, bundle, shardnet::oci::split_env(env_text), err);
+    const std::string task_config = shardnet::oci::task_config(config_text, bundle, env, err);
     if (task_config.empty()) return warn(err);
     // Beside the env file: oci-task-N.env -> oci-task-N/config.json.
     std::string dir = env_path;

@@ -525,7 +525,10 @@ int stepd_task_init(spank_t sp) {
     if (batch && g.attempt > 1)
         dprintf(1, "=== shardnet: attempt %u of %s on %s, job %u ===\n", g.attempt, g.run,
                 cluster_name(sp).empty() ? "this cluster" : cluster_name(sp).c_str(), item<uint32_t>(sp, S_JOB_ID, 0));
-    if (batch) return 0;
+    if (batch) {
+        export_container_env(sp, 0);   // sbatch --container: the batch script runs in the image
+        return 0;
+    }
     StepLayout l;
     l.rank = rank;
     l.local_rank = local;

@@ -129,3 +129,18 @@ fed_wait 60 'v["state"] == "SUCCEEDED" and v["attempt"] == 1' B "/v1/runs/$run" 
 ok "a spare run in $SECOND: its tag moved, $active died, shard launch relaunched it on the spare in the same job and image"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" beta "$active"
 for _ in $(seq 150); do slurm beta sinfo -h -n "$active" -o %T | grep -qx idle && break; sleep 0.2; done
+
+# 5. A user's own bundle (umoci unpack --rootless): srun --container and
+# sbatch --container with --shardnet get the contract, and the digest
+# umoci recorded as SHARDNET_IMAGE_DIGEST.
+(cd "$WORK" && runuser -u "$TEST_USER" -- umoci unpack --rootless --image "$L:first" "$WORK/own" >/dev/null) || fail "umoci unpack as $TEST_USER"
+out=$(as_user beta srun -N1 --shardnet=own-step --container="$WORK/own" /bin/sh -c 'echo "run=$SHARDNET_RUN rank=$SHARDNET_RANK digest=$SHARDNET_IMAGE_DIGEST content=$(cat /content)"' 2>&1) \
+    || fail "srun --container: $out"
+echo "  $out"
+grep -qx "run=own-step rank=0 digest=$FIRST content=first" <<<"$out" || fail "srun --container of the user's bundle: $out"
+j=$(as_user beta sbatch --parsable -N1 --shardnet=own-batch --container="$WORK/own" -o "$WORK/own-batch.out" \
+    --wrap 'echo "run=$SHARDNET_RUN attempt=$SHARDNET_ATTEMPT digest=$SHARDNET_IMAGE_DIGEST content=$(cat /content)"')
+wait_job beta "$j" 60
+sed 's/^/  /' "$WORK/own-batch.out"
+grep -qx "run=own-batch attempt=1 digest=$FIRST content=first" "$WORK/own-batch.out" || fail "sbatch --container: $(cat "$WORK/own-batch.out")"
+ok "the user's own bundle: srun --container and sbatch --container see the contract and the digest umoci recorded"

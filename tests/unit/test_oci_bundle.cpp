@@ -54,3 +54,26 @@ TEST_CASE("the task's bundle config: its environment, its cwd, its dirs bind-mou
     CHECK(err != "");
     CHECK(task_config(R"({"root":{}})", "/b", env, err) == "");
 }
+
+TEST_CASE("a user's own umoci bundle: its manifest digest for SHARDNET_IMAGE_DIGEST, unless the task has one") {
+    const std::string hex(64, 'c');
+    const std::string umoci = R"({"umoci_version":"2","from_descriptor_path":{"descriptor_walk":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:)" +
+                              hex + R"(","size":349}]}})";
+    CHECK(umoci_digest(umoci) == "sha256:" + hex);
+    CHECK(umoci_digest(R"({"from_descriptor_path":{"descriptor_walk":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:12"}]}})") == "");
+    CHECK(umoci_digest("{}") == "");
+    CHECK(umoci_digest("nope") == "");
+    static std::string seen, text;
+    text = umoci;
+    auto read = [](const std::string &path) { seen = path; return text; };
+    std::vector<std::string> env{"SLURM_CONTAINER=/home/u/bundles/b/", "PATH=/bin"};
+    add_bundle_digest(env, read);
+    CHECK(seen == "/home/u/bundles/b/umoci.json");
+    CHECK(env.back() == "SHARDNET_IMAGE_DIGEST=sha256:" + hex);
+    std::vector<std::string> pinned{"SLURM_CONTAINER=/b", "SHARDNET_IMAGE_DIGEST=sha256:" + std::string(64, 'd')};
+    add_bundle_digest(pinned, read);   // shard run's: the digest pinned at submit stands
+    CHECK(pinned.size() == 2);
+    std::vector<std::string> none{"PATH=/bin"};
+    add_bundle_digest(none, read);
+    CHECK(none.size() == 1);
+}
