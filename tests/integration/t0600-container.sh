@@ -15,6 +15,7 @@
 command -v crun >/dev/null && command -v umoci >/dev/null || fail "crun and umoci are not installed (scripts/install-deps.sh installs them)"
 [ -f "$SCRATCH/alpha/oci.conf" ] && [ -f "$SCRATCH/beta/oci.conf" ] || fail "the harness wrote no oci.conf"
 start_federation
+fed_receipts   # the attempts' receipts name the digest each rank ran
 L=$WORK/images
 "$HARNESS/oci-image.sh" "$L" train first >/dev/null || fail "could not build the first image"
 "$HARNESS/oci-image.sh" "$L" other second >/dev/null || fail "could not build the second image"
@@ -41,6 +42,8 @@ ok "bad image references (no such tag, no layout, no transport) and 2 tasks per 
 cat > "$WORK/task.sh" <<'SH'
 echo "attempt=$SHARDNET_ATTEMPT rank=$SHARDNET_RANK/$SHARDNET_WORLD_SIZE procid=$SLURM_PROCID run=$SHARDNET_RUN digest=$SHARDNET_IMAGE_DIGEST content=$(cat /content) pwd=$(pwd) uid=$(id -u)" \
     > "seen.$SHARDNET_ATTEMPT.$SHARDNET_RANK"
+# What the Python library reports (shardnet.environment), by hand: busybox has no python.
+printf '{"image_digest": "%s"}\n' "$SHARDNET_IMAGE_DIGEST" > "$SHARDNET_PROGRESS.env"
 n=600; [ "$SHARDNET_ATTEMPT" -gt 1 ] && n=6
 for s in $(seq 1 $n); do echo "$s" > "$SHARDNET_PROGRESS"; sleep 0.5; done
 SH
@@ -89,7 +92,18 @@ fed_wait 60 'v["state"] == "SUCCEEDED"' A "/v1/runs/$run" || fail "$run did not 
 show=$(shard --broker "https://127.0.0.1:$A_PORT" --ca-file "$FED/a.crt" show "$run") || fail "shard show $run at A: $show"
 echo "$show" | sed 's/^/  /'
 grep -qx "image oci:$L:train pinned to $FIRST (every attempt)" <<<"$show" || fail "shard show does not say the pinned digest"
-ok "the tag moved to $SECOND and $victim died: attempt 2 on alpha ran $FIRST (content 'first'); the run SUCCEEDED; shard show says the digest"
+for b in B A; do
+    digests=$(fed_get "$b" "/v1/runs/$run/receipts" | /usr/bin/python3 -c '
+import base64, json, sys
+for r in json.load(sys.stdin)["receipts"]:
+    p = json.loads(base64.b64decode(r["envelope"]["payload"]))["predicate"]
+    if p["kind"] == "attempt-started":
+        print("attempt %d: %s" % (p["attempt"], " ".join("%s:%s" % (e.get("ranks"), e.get("image_digest")) for e in p["body"].get("environment", []))))')
+    echo "  receipts at $b: $digests"
+    want="attempt 1: [0, 1]:$FIRST"; [ "$b" = A ] && want="attempt 2: [0, 1]:$FIRST"
+    grep -qxF "$want" <<<"$digests" || fail "broker $b's attempt receipt does not name $FIRST for both ranks: $digests"
+done
+ok "the tag moved to $SECOND and $victim died: attempt 2 on alpha ran $FIRST (content 'first'); the run SUCCEEDED; shard show and both attempts' receipts say the digest"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" beta "$victim"
 for _ in $(seq 150); do slurm beta sinfo -h -n "$victim" -o %T | grep -qx idle && break; sleep 0.2; done
 
