@@ -37,12 +37,13 @@ int run(std::vector<std::string> &args) {
     return 127;
 }
 
-// The file, if it is a regular file of ours (we are the job user).
-bool read_own_file(const std::string &path, size_t cap, std::string &out) {
+// A regular file (never through a symlink) of at most CAP bytes; when OWN,
+// only one of ours (we are the job user).
+bool read_file(const std::string &path, size_t cap, bool own, std::string &out) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return false;
     struct stat st;
-    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && size_t(st.st_size) <= cap;
+    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (!own || st.st_uid == ::geteuid()) && size_t(st.st_size) <= cap;
     char buf[65536];
     ssize_t n;
     while (ok && (n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, size_t(n));
@@ -78,22 +79,14 @@ int main(int argc, char **argv) {
         return run(args);
     };
     std::string env_text, config_text;
-    if (!read_own_file(env_path, 1u << 20, env_text)) return warn("cannot read " + env_path);
-    if (!read_own_file(bundle + "/config.json", 4u << 20, config_text)) {
-        // Slurm's generated config.json is root's, readable by the job's group.
-        config_text.clear();
-        const int fd = ::open((bundle + "/config.json").c_str(), O_RDONLY | O_CLOEXEC);
-        char buf[65536];
-        ssize_t n;
-        while (fd >= 0 && (n = ::read(fd, buf, sizeof buf)) > 0 && config_text.size() < (4u << 20)) config_text.append(buf, size_t(n));
-        if (fd >= 0) ::close(fd);
-        if (config_text.empty()) return warn("cannot read " + bundle + "/config.json");
-    }
+    if (!read_file(env_path, 1u << 20, true, env_text)) return warn("cannot read " + env_path);
+    // Slurm's generated config.json is root's, readable by the job's group.
+    if (!read_file(bundle + "/config.json", 4u << 20, false, config_text)) return warn("cannot read " + bundle + "/config.json");
     auto env = shardnet::oci::split_env(env_text);
     // A user's own bundle: its digest, as umoci recorded it (shard run's jobs have theirs).
     shardnet::oci::add_bundle_digest(env, [](const std::string &path) {
         std::string text;
-        return read_own_file(path, 1u << 20, text) ? text : std::string();
+        return read_file(path, 1u << 20, true, text) ? text : std::string();
     });
     std::string err;
     const std::string task_config = shardnet::oci::task_config(config_text, bundle, env, err);
