@@ -42,8 +42,9 @@ ok "bad image references (no such tag, no layout, no transport) and 2 tasks per 
 cat > "$WORK/task.sh" <<'SH'
 echo "attempt=$SHARDNET_ATTEMPT rank=$SHARDNET_RANK/$SHARDNET_WORLD_SIZE procid=$SLURM_PROCID run=$SHARDNET_RUN digest=$SHARDNET_IMAGE_DIGEST content=$(cat /content) pwd=$(pwd) uid=$(id -u)" \
     > "seen.$SHARDNET_ATTEMPT.$SHARDNET_RANK"
-# What the Python library reports (shardnet.environment), by hand: busybox has no python.
-printf '{"image_digest": "%s"}\n' "$SHARDNET_IMAGE_DIGEST" > "$SHARDNET_PROGRESS.env"
+# What the Python library reports (shardnet.environment), by hand and, as
+# it does, whole at once: busybox has no python.
+printf '{"image_digest": "%s"}\n' "$SHARDNET_IMAGE_DIGEST" > "$SHARDNET_PROGRESS.env.tmp" && mv "$SHARDNET_PROGRESS.env.tmp" "$SHARDNET_PROGRESS.env"
 n=600; [ "$SHARDNET_ATTEMPT" -gt 1 ] && n=6
 for s in $(seq 1 $n); do echo "$s" > "$SHARDNET_PROGRESS"; sleep 0.5; done
 SH
