@@ -159,3 +159,6 @@ wait_job beta "$j" 60
 sed 's/^/  /' "$WORK/own-batch.out"
 grep -qx "run=own-batch attempt=1 digest=$FIRST content=first" "$WORK/own-batch.out" || fail "sbatch --container: $(cat "$WORK/own-batch.out")"
 ok "the user's own bundle: srun --container and sbatch --container see the contract and the digest umoci recorded"
+# The bundles this test unpacked (a digest per image build) leave the test user's cache.
+rm -rf "$TEST_HOME/.shardnet/bundles/${FIRST#sha256:}" "$TEST_HOME/.shardnet/bundles/${SECOND#sha256:}" \
+    "$TEST_HOME/.shardnet/bundles/.${FIRST#sha256:}.lock" "$TEST_HOME/.shardnet/bundles/.${SECOND#sha256:}.lock"
