@@ -182,6 +182,9 @@ pid_t Supervisor::launch() {
                                   "--ntasks-per-node=" + std::to_string(opt.tasks_per_node), "-w", joined(place.active),
                                   "-J", step_name, "--kill-on-bad-exit=1"};
     if (restart > 0) argv.push_back("--shardnet-resume=latest");
+    // The image's bundle (a spec's image: the batch script exports it,
+    // doc/containers.md): srun 22.05 does not take it from the environment.
+    if (const char *c = std::getenv("SLURM_CONTAINER"); c && *c) argv.push_back(std::string("--container=") + c);
     argv.insert(argv.end(), opt.cmd.begin(), opt.cmd.end());
     std::vector<std::string> env;
     for (char **e = environ; *e; ++e)

@@ -18,6 +18,7 @@
 #include "sbatch-wrappers/ckpt_policy.hpp"
 #include "sbatch-wrappers/client.hpp"
 #include "sbatch-wrappers/failure_view.hpp"
+#include "sbatch-wrappers/image.hpp"
 #include "sbatch-wrappers/kept_heads.hpp"
 #include "sbatch-wrappers/launch_cmd.hpp"
 #include "sbatch-wrappers/spec.hpp"
@@ -41,6 +42,7 @@ constexpr const char *kUsage =
     "  runs | show RUN | events RUN | ckpt ls RUN | ckpt verify RUN | ckpt policy RUN | cancel RUN   [--json]\n"
     "  nodes [clear CLUSTER/NODE] [--json]   bad-node memory: nodes that faulted runs (an admin's token)\n"
     "  validate SPEC.yaml        check a spec alone (no broker needed)\n"
+    "  bundle oci:DIR@sha256:HEX in a batch script: the image's OCI bundle, unpacked once per digest (doc/containers.md)\n"
     "  launch [--ntasks-per-node N] [--grace S] [--max-stalled-restarts N] -- CMD ARGS\n"
     "                            in a batch script: CMD on the job's active nodes, relaunched on a spare when a node dies\n"
     "  ckpt plan --write-cost D --mtbf D --restart D [--work D] [--json]\n"
@@ -240,6 +242,8 @@ int cmd_run(CliConfig &cfg, const Args &a, JobSpec &s) {
                     s.gpus ? (", " + std::to_string(s.gpus) + " GPU(s) " + s.accelerator).c_str() : "",
                     s.fabric.empty() ? "" : (", " + s.fabric).c_str(), choice->idle, choice->total, choice->queued ? " (it will queue)" : "");
         std::printf("%srun%s         %s\n", bold(true), plain(), run.c_str());
+        if (!s.image_digest.empty())
+            std::printf("%simage%s       %s pinned to %s\n", bold(true), plain(), s.image.c_str(), s.image_digest.c_str());
         std::printf("%scheckpoint%s  every %s, %s, requeue %s\n", bold(true), plain(), s.ckpt_every.c_str(),
                     s.ckpt_root.empty() ? "default directory" : (s.ckpt_root + "/" + run).c_str(), s.requeue.c_str());
         std::printf("%smanifest%s    %s\n", bold(true), plain(), json::serialize(manifest).c_str());
@@ -382,6 +386,8 @@ int cmd_simple(CliConfig &cfg, const std::string &cmd, const Args &a) {
     } else if (cmd == "show") {
         std::printf("run %s: %s, attempt %s, owner %s\n", str(r.body, "id").c_str(), str(r.body, "state").c_str(), str(r.body, "attempt").c_str(),
                     str(r.body, "owner").c_str());
+        if (auto *im = r.body.as_object().if_contains("image"))
+            std::printf("image %s pinned to %s (every attempt)\n", str(*im, "ref").c_str(), str(*im, "digest").c_str());
         for (const auto &w : r.body.as_object().at("workers").as_array())
             std::printf("  %-20s %-6s attempt %s ranks %s step %s %s\n", str(w, "node").c_str(), str(w, "role").c_str(), str(w, "attempt").c_str(),
                         str(w, "ranks").c_str(), str(w, "step").c_str(), str(w, "health").c_str());
@@ -471,7 +477,7 @@ int main(int argc, char **argv) {
         }
     }
     static const char *commands[] = {"run", "watch", "capacity", "runs", "show", "events", "ckpt", "cancel", "validate", "verify", "receipts", "nodes",
-                                     "receipt-sign", "log-head"};
+                                     "receipt-sign", "log-head", "bundle"};
     if (cmd.empty() || std::none_of(std::begin(commands), std::end(commands), [&](const char *x) { return cmd == x; }))
         return fail(usage, (cmd.empty() ? std::string("no command") : "unknown command " + cmd) + "\n" + kUsage);
     // The inputs of ckpt plan/simulate mean nothing to any other command.
@@ -509,11 +515,25 @@ int main(int argc, char **argv) {
     if (cmd == "receipt-sign") return receipt_sign(a.opt);
     if (cmd == "log-head") return log_head(a.opt, a.pos);
     if (cmd == "validate") return cmd_validate(a);
+    if (cmd == "bundle") {
+        if (a.pos.size() != 1) return fail(usage, "bundle: give one pinned image, oci:DIR@sha256:HEX");
+        std::string dir;
+        if (auto err = image::bundle(a.pos[0], dir); !err.empty()) return fail(run_failed, "bundle: " + err);
+        std::printf("%s\n", dir.c_str());
+        return ok;
+    }
     if (cmd == "ckpt" && a.pos.size() == 1 && a.pos[0] == "plan") return ckpt_plan(a.opt);
     if (cmd == "ckpt" && a.pos.size() == 1 && a.pos[0] == "simulate") return ckpt_simulate(a.opt);
     JobSpec spec;
-    if (cmd == "run")
+    if (cmd == "run") {
         if (int rc = spec_of(a, "run", spec); rc != ok) return rc;
+        // The image, pinned here (no broker needed): every attempt runs this
+        // digest, whatever its tag names later. A reference that names no
+        // image submits nothing.
+        if (!spec.image.empty())
+            if (auto err = image::resolve(spec.image, spec.image_pinned, spec.image_digest); !err.empty())
+                return fail(usage, a.pos[0] + ": image: " + err + "; nothing submitted");
+    }
     CliConfig cfg;
     // A dry run needs the broker for capacity too: the same rules.
     if (auto err = load_cli_config(cfg, flags); !err.empty()) return fail(usage, err);

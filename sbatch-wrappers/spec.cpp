@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/job_options.hpp"
+#include "sbatch-wrappers/image.hpp"
 
 namespace shardnet::cli {
 
@@ -119,7 +120,12 @@ std::string parse_spec(const std::string &text, const std::string &label, JobSpe
         else if (key == "nodes") ok = r.integer(v, key, 1, 100000, spec.nodes);
         else if (key == "tasks_per_node") ok = r.integer(v, key, 1, 1024, spec.tasks_per_node);
         else if (key == "fabric") ok = r.one_of(v, key, {"nvlink", "infiniband", "roce", "ethernet", "xgmi"}, spec.fabric);
-        else if (key == "image") ok = r.str(v, key, spec.image);
+        else if (key == "image") {
+            image::Ref ref;
+            ok = r.str(v, key, spec.image);
+            if (ok)
+                if (auto err = image::parse(spec.image, ref); !err.empty()) ok = r.fail(v, key, err);
+        }
         else if (key == "heartbeat") ok = r.integer(v, key, 1, 3600, spec.heartbeat);
         else if (key == "requeue") ok = r.one_of(v, key, {"federated", "local", "off"}, spec.requeue);
         else if (key == "max_attempts") ok = r.integer(v, key, 1, 1000, spec.max_attempts);
@@ -158,6 +164,10 @@ std::string parse_spec(const std::string &text, const std::string &label, JobSpe
         if (!ok) return r.err;
     }
     if (spec.command.empty()) return label + ":1:1: command: missing (what srun starts on every rank)";
+    // Slurm (22.05) starts one task per node in a container step.
+    if (!spec.image.empty() && spec.tasks_per_node > 1)
+        return where(label, root["tasks_per_node"].Mark()) + "tasks_per_node: " + std::to_string(spec.tasks_per_node) +
+               " with an image: Slurm runs one task per node in a container step (start the node's ranks inside it, e.g. torchrun)";
     if (spec.name.empty()) spec.name = "run";
     return "";
 }

@@ -17,7 +17,9 @@ struct JobSpec {
     int nodes = 0;                      // 0: gpus / gpus_per_node, or 1
     int tasks_per_node = 1;
     std::string fabric;                 // nvlink, infiniband, roce, ethernet, xgmi
-    std::string image;                  // container image (recorded in the manifest)
+    std::string image;                  // container image as written: oci:DIR[:TAG], docker://REF (image.hpp)
+    std::string image_digest;           // its manifest digest, resolved at submit (shard run)
+    std::string image_pinned;           // oci:DIR@DIGEST: what every attempt unpacks and runs
     std::string ckpt_root;              // checkpoint directory root
     std::string ckpt_every = "auto";    // N steps or auto
     int heartbeat = 10;

@@ -13,6 +13,16 @@ namespace shardnet::cli {
 
 namespace json = boost::json;
 
+namespace {
+
+std::string shell_quote(const std::string &s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+}  // namespace
+
 json::object manifest_of(const JobSpec &s) {
     json::object req{{"nodes", s.nodes}};
     if (!s.accelerator.empty()) req["accelerator_class"] = s.accelerator;
@@ -25,6 +35,7 @@ json::object manifest_of(const JobSpec &s) {
                    {"tasks_per_node", s.tasks_per_node}, {"checkpoint", json::object{{"root", s.ckpt_root}, {"every", s.ckpt_every}}},
                    {"heartbeat", s.heartbeat}, {"requeue", s.requeue}, {"requires", req}};
     if (!s.image.empty()) m["image"] = s.image;
+    if (!s.image_digest.empty()) m["image_digest"] = s.image_digest;
     if (!s.time_limit.empty()) m["time_limit"] = s.time_limit;
     if (s.max_attempts > 0) m["max_attempts"] = s.max_attempts;
     if (!s.fatal_exit.empty()) m["fatal_exit"] = s.fatal_exit;
@@ -33,26 +44,27 @@ json::object manifest_of(const JobSpec &s) {
     return m;
 }
 
-namespace {
-
-// One word for bash, whatever it holds: it's -> 'it'\''s'.
-std::string shell_word(const std::string &w) {
-    std::string out = "'";
-    for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
-}  // namespace
-
 std::string batch_script(const JobSpec &s, const std::string &shard_path) {
     // With spares, `shard launch` runs the step and relaunches it on a
     // spare when a node dies (shard(1)). The path is this shard's own,
     // which may hold spaces or quotes.
-    const std::string step = s.spares > 0 ? shell_word(shard_path) + " launch -- " : "srun ";
+    std::string step = s.spares > 0 ? shell_quote(shard_path) + " launch -- " : "srun ";
+    std::string image;
+    if (!s.image_pinned.empty()) {
+        // The digest pinned at submit, in the script itself: Slurm's own
+        // requeue reruns it, and the broker's resubmits it (doc/containers.md).
+        image = "# image " + s.image + ", pinned at submit: every attempt runs " + s.image_digest + "\n"
+                "export SHARDNET_IMAGE=" + shell_quote(s.image) + " SHARDNET_IMAGE_DIGEST=" + s.image_digest + "\n"
+                "bundle=$(" + shell_quote(shard_path) + " bundle " + shell_quote(s.image_pinned) +
+                ") || { echo \"shardnet: no bundle of " + s.image_digest + "\" >&2; exit 1; }\n"
+                // shard launch's srun takes the bundle from here (srun does not).
+                "export SLURM_CONTAINER=\"$bundle\"\n";
+        if (s.spares == 0) step = "srun --container=\"$bundle\" ";
+    }
     return "#!/bin/bash\n"
            "# written by shard run: " + s.name + "\n"
-           "# every rank sees SHARDNET_RUN, SHARDNET_RANK, SHARDNET_CKPT_DIR, SHARDNET_RESUME_FROM, ... (shardnet(8))\n"
-           "exec " + step + s.command + "\n";
+           "# every rank sees SHARDNET_RUN, SHARDNET_RANK, SHARDNET_CKPT_DIR, SHARDNET_RESUME_FROM, ... (shardnet(8))\n" +
+           image + "exec " + step + s.command + "\n";
 }
 
 std::vector<std::string> sbatch_argv(const JobSpec &s, const std::string &run, const std::string &cluster,

@@ -24,7 +24,8 @@ PKGS="build-essential autoconf automake libtool pkg-config
       libboost$boost-dev libboost-json$boost-dev doctest-dev
       libcurl4-openssl-dev libssl-dev nettle-dev libsqlite3-dev libyaml-cpp-dev
       nginx wrk hyperfine valgrind python3 python3-torch iproute2 curl openssl procps passwd util-linux
-      chromium"
+      chromium
+      crun umoci skopeo busybox-static"
 # The API document's check (tests/openapi) runs its validator with node,
 # installed there by npm: Debian's nodejs and npm, unless a node that has
 # npm is there already (NodeSource's nodejs package brings its own npm).

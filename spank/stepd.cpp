@@ -367,23 +367,50 @@ namespace {
 // file of NUL-separated NAME=VALUE entries in the step's progress dir, made
 // as the job's user (we run with its euid here), which the agent sends
 // once. Nothing of it is read or judged here; too large, it is not saved.
-void save_job_environment(spank_t sp) {
-    char **env = nullptr;
-    if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env || !g.progress_dir[0]) return;
+// ENV (NAME=VALUE entries) as a file of NUL-separated entries, 0600, made
+// here (never one that was there). False when too large or not written.
+bool write_env_file(char **env, const std::string &path) {
     std::string text;
     for (char **e = env; *e; ++e) {
         text += *e;
         text += '\0';
-        if (text.size() > (768u << 10)) {
-            slurm_info("shardnet: the job's environment is over 768 KiB; a requeued attempt will not get it");
-            return;
-        }
+        if (text.size() > (768u << 10)) return false;
     }
-    const std::string path = std::string(g.progress_dir) + "/job.environment";
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return;
-    if (::write(fd, text.data(), text.size()) != ssize_t(text.size())) ::unlink(path.c_str());
+    if (fd < 0) return false;
+    const bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+    if (!ok) ::unlink(path.c_str());
     ::close(fd);
+    return ok;
+}
+
+void save_job_environment(spank_t sp) {
+    char **env = nullptr;
+    if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env || !g.progress_dir[0]) return;
+    if (!write_env_file(env, std::string(g.progress_dir) + "/job.environment"))
+        slurm_info("shardnet: the job's environment was not saved (over 768 KiB?); a requeued attempt will not get it");
+}
+
+// A --container task (Slurm's OCI support, doc/containers.md): Slurm 22.05
+// starts it with the environment it wrote into the step's config.json before
+// any plugin ran, so none of the contract set here reaches it, and
+// SLURM_PROCID and the like are the step's, not the task's. The task's whole
+// environment goes to a file in the progress dir (made as the job user), and
+// its path to oci.conf's RunTimeRun command (shardnet-oci-run), which Slurm
+// starts from this very process with this process's own environment (not
+// the task's): shardnet-oci-run writes it into the task's own copy of the
+// bundle's config.json.
+void export_container_env(spank_t sp, uint32_t local) {
+    if (job_env(sp, "SLURM_CONTAINER").empty() || !g.progress_dir[0]) return;
+    char **env = nullptr;
+    if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env) return;
+    const std::string path = std::string(g.progress_dir) + "/oci-task-" + std::to_string(local) + ".env";
+    ::unlink(path.c_str());   // a relaunched step's (shard launch): this task's is written anew
+    if (!write_env_file(env, path)) {
+        dprintf(2, "shardnet: warning: the task environment for the container was not written; ShardNet's variables will be missing there\n");
+        return;
+    }
+    ::setenv("SHARDNET_OCI_ENV", path.c_str(), 1);
 }
 
 int user_init_step(spank_t sp) {
@@ -498,7 +525,10 @@ int stepd_task_init(spank_t sp) {
     if (batch && g.attempt > 1)
         dprintf(1, "=== shardnet: attempt %u of %s on %s, job %u ===\n", g.attempt, g.run,
                 cluster_name(sp).empty() ? "this cluster" : cluster_name(sp).c_str(), item<uint32_t>(sp, S_JOB_ID, 0));
-    if (batch) return 0;
+    if (batch) {
+        export_container_env(sp, 0);   // sbatch --container: the batch script runs in the image
+        return 0;
+    }
     StepLayout l;
     l.rank = rank;
     l.local_rank = local;
@@ -517,6 +547,7 @@ int stepd_task_init(spank_t sp) {
         if (value.empty()) continue;   // MASTER_ADDR unknown: left to the job
         if (!set_env(sp, name, value)) return -1;
     }
+    export_container_env(sp, local);
     return 0;
 }
 

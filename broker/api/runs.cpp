@@ -12,6 +12,7 @@
 #include "broker/api/heartbeat_body.hpp"
 #include "common/parse_util.hpp"
 #include "broker/api/api_util.hpp"
+#include "broker/runs/run_image.hpp"
 
 namespace shardnet::broker {
 
@@ -248,6 +249,7 @@ void Service::get_run(const std::string &id, const TokenEntry &who, const Reply 
     for (auto &[k, g] : groups) gs.push_back(std::move(g));
     r["workers"] = std::move(workers);
     r["groups"] = std::move(gs);
+    add_run_image(r, info.manifest);   // the digest every attempt runs (doc/containers.md)
     reply_with_onward(id, std::move(r), "", reply);
 }
 

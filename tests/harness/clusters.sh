@@ -108,7 +108,26 @@ CONF
     else printf '%s\n' JobAcctGatherType=jobacct_gather/none AccountingStorageType=accounting_storage/none >> "$dir/slurm.conf"; fi
     chmod 644 "$dir/slurm.conf"
     write_gres "$scratch" "$cluster"
+    write_oci "$scratch" "$cluster"
     echo "export SLURM_CONF=$dir/slurm.conf" > "$dir/env"
+}
+
+# Slurm's own container support (srun --container=BUNDLE, doc/containers.md):
+# crun, as the job's user, in the RunTimeRun form (crun's create/start form
+# hangs the step), behind shardnet-oci-run (the task's environment into its
+# container) and the harness's wrapper for this VM's hybrid cgroup
+# layout (crun-hybrid.sh). Each user's containers' state under oci/USER.
+write_oci() {
+    local scratch=$1 cluster=$2 dir=$1/$2 crun="$1/lib/crun-hybrid.sh" state="$1/oci/%u" id=%n.%u.%j.%s.%t
+    command -v crun >/dev/null 2>&1 || { rm -f "$dir/oci.conf"; return 0; }
+    mkdir -p "$scratch/oci"; chmod 1777 "$scratch/oci"
+    cat > "$dir/oci.conf" <<CONF
+RunTimeQuery="$crun --rootless=true --root=$state state $id"
+RunTimeKill="$crun --rootless=true --root=$state kill -a $id SIGTERM"
+RunTimeDelete="$crun --rootless=true --root=$state delete --force $id"
+RunTimeRun="$scratch/lib/shardnet-oci-run $crun --rootless=true --root=$state run --bundle %b $id"
+CONF
+    chmod 644 "$dir/oci.conf"
 }
 
 # Two GPUs per node, as Slurm's own test suite fakes them: device nodes
@@ -164,6 +183,8 @@ up() {
     mkdir -p "$scratch/lib"; chmod 755 "$scratch"
     install -m 755 "$build/spank/shardnet.so" "$scratch/lib/shardnet.so"
     install -m 755 "$build/spank/shardnet-agent" "$scratch/lib/shardnet-agent"
+    install -m 755 "$HERE/crun-hybrid.sh" "$scratch/lib/crun-hybrid.sh"
+    install -m 755 "$build/spank/shardnet-oci-run" "$scratch/lib/shardnet-oci-run"
     : > "$scratch/pids"
     start_munge "$scratch"
     make_user

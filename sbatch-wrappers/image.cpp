@@ -1,0 +1,236 @@
+#include "sbatch-wrappers/image.hpp"
+
+#include <boost/json.hpp>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/safe_path.hpp"
+#include "sbatch-wrappers/launch_slurm.hpp"
+
+namespace shardnet::cli::image {
+
+namespace json = boost::json;
+
+namespace {
+
+constexpr const char *kTagAnnotation = "org.opencontainers.image.ref.name";
+
+bool is_hex(const std::string &s) {
+    return !s.empty() && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+bool valid_digest(const std::string &d) {
+    return d.rfind("sha256:", 0) == 0 && d.size() == 7 + 64 && is_hex(d.substr(7));
+}
+
+// OCI's ref.name grammar, loosely: what skopeo and umoci take as a tag.
+bool valid_tag(const std::string &t) {
+    if (t.empty() || t.size() > 128) return false;
+    for (char c : t)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) return false;
+    return true;
+}
+
+// The caller's home as the accounts say (a job's HOME may be its submitter's).
+std::string home_dir() {
+    struct passwd pw, *r = nullptr;
+    char buf[4096];
+    if (getpwuid_r(getuid(), &pw, buf, sizeof buf, &r) == 0 && r && pw.pw_dir[0] == '/') return pw.pw_dir;
+    const char *h = std::getenv("HOME");
+    return h && *h == '/' ? h : "/tmp";
+}
+
+std::string absolute(const std::string &p) {
+    if (!p.empty() && p[0] == '/') return p;
+    char cwd[PATH_MAX];
+    return getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + p : p;
+}
+
+bool mkdirs(const std::string &path) {
+    for (size_t i = 1; i <= path.size(); ++i)
+        if (i == path.size() || path[i] == '/')
+            if (::mkdir(path.substr(0, i).c_str(), 0700) != 0 && errno != EEXIST) return false;
+    return true;
+}
+
+bool write_text(const std::string &path, const std::string &text) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    const bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+    ::close(fd);
+    return ok;
+}
+
+std::string last_line(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    const auto nl = s.rfind('\n');
+    return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
+// The manifest entry of the layout's index.json that R names.
+std::string find_manifest(const Ref &r, json::object &entry) {
+    const std::string what = "oci:" + r.dir + (r.digest.empty() ? r.tag.empty() ? "" : ":" + r.tag : "@" + r.digest);
+    std::string text;
+    if (auto err = read_small_file(r.dir + "/index.json", 16u << 20, text); !err.empty())
+        return what + ": no OCI image layout at " + r.dir + " (" + err + ")";
+    boost::system::error_code ec;
+    json::value index = json::parse(text, ec);
+    const json::value *ms = !ec && index.is_object() ? index.as_object().if_contains("manifests") : nullptr;
+    if (!ms || !ms->is_array()) return what + ": " + r.dir + "/index.json is not an OCI image index";
+    std::vector<json::object> hits;
+    std::string tags;
+    for (const auto &m : ms->as_array()) {
+        if (!m.is_object()) continue;
+        const auto &o = m.as_object();
+        std::string tag, digest;
+        if (auto *a = o.if_contains("annotations"); a && a->is_object())
+            if (auto *t = a->as_object().if_contains(kTagAnnotation); t && t->is_string()) tag = std::string(t->as_string());
+        if (auto *d = o.if_contains("digest"); d && d->is_string()) digest = std::string(d->as_string());
+        if (!tag.empty()) tags += (tags.empty() ? "" : ", ") + tag;
+        if (!r.digest.empty() ? digest == r.digest : r.tag.empty() || tag == r.tag) hits.push_back(o);
+    }
+    if (!r.digest.empty() && hits.size() > 1) hits.resize(1);
+    if (hits.empty())
+        return what + ": no such image in the layout" + (tags.empty() ? std::string() : " (its tags: " + tags + ")");
+    if (hits.size() > 1) return what + ": the layout holds " + std::to_string(hits.size()) + " images; name one by tag (" + tags + ")";
+    entry = hits[0];
+    return "";
+}
+
+}  // namespace
+
+std::string parse(const std::string &text, Ref &r) {
+    r = Ref{};
+    if (text.find_first_of("\n\r\t ") != std::string::npos || text.find('\'') != std::string::npos)
+        return "'" + text + "': an image reference has no blanks or quotes";
+    if (text.rfind("docker://", 0) == 0) {
+        r.transport = "docker";
+        r.remote = text.substr(9);
+        if (r.remote.empty() || r.remote[0] == '/' || r.remote.find("..") != std::string::npos)
+            return "'" + text + "': expected docker://REGISTRY/NAME[:TAG|@sha256:HEX]";
+        return "";
+    }
+    if (text.rfind("oci:", 0) != 0)
+        return "'" + text + "': expected oci:DIR[:TAG], oci:DIR@sha256:HEX or docker://REF";
+    r.transport = "oci";
+    std::string rest = text.substr(4);
+    if (auto at = rest.rfind('@'); at != std::string::npos) {
+        r.digest = rest.substr(at + 1);
+        rest.resize(at);
+        if (!valid_digest(r.digest)) return "'" + text + "': expected a digest sha256:HEX (64 hex digits) after @";
+    } else if (auto colon = rest.rfind(':'); colon != std::string::npos && rest.find('/', colon) == std::string::npos) {
+        r.tag = rest.substr(colon + 1);
+        rest.resize(colon);
+        if (!valid_tag(r.tag)) return "'" + text + "': '" + r.tag + "' is not a tag (letters, digits, '.', '_', '-')";
+    }
+    if (rest.empty()) return "'" + text + "': expected the image layout's directory after oci:";
+    if (auto err = check_path_syntax(absolute(rest)); !err.empty()) return "'" + text + "': " + err;
+    r.dir = absolute(rest);
+    while (r.dir.size() > 1 && r.dir.back() == '/') r.dir.pop_back();
+    return "";
+}
+
+std::string resolve_layout(const Ref &r, std::string &digest) {
+    json::object entry;
+    if (auto err = find_manifest(r, entry); !err.empty()) return err;
+    const json::value *d = entry.if_contains("digest");
+    const json::value *mt = entry.if_contains("mediaType");
+    const std::string dg = d && d->is_string() ? std::string(d->as_string()) : "";
+    if (!valid_digest(dg)) return "oci:" + r.dir + ": the image's digest '" + dg + "' is not sha256:HEX";
+    if (mt && mt->is_string() && mt->as_string() != "application/vnd.oci.image.manifest.v1+json")
+        return "oci:" + r.dir + ": " + dg + " is a " + std::string(mt->as_string()) + ", not an image manifest (a multi-platform index? copy one platform's image)";
+    struct stat st;
+    if (::stat((r.dir + "/blobs/sha256/" + dg.substr(7)).c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        return "oci:" + r.dir + ": the manifest blob of " + dg + " is missing";
+    digest = dg;
+    return "";
+}
+
+std::string pinned(const std::string &dir, const std::string &digest) { return "oci:" + dir + "@" + digest; }
+
+std::string image_cache() {
+    const char *e = std::getenv("SHARDNET_IMAGE_CACHE");
+    return e && *e == '/' ? e : home_dir() + "/.shardnet/images";
+}
+
+std::string bundle_cache() {
+    const char *e = std::getenv("SHARDNET_BUNDLE_CACHE");
+    return e && *e == '/' ? e : home_dir() + "/.shardnet/bundles";
+}
+
+std::string resolve(const std::string &text, std::string &pinned_ref, std::string &digest) {
+    Ref r;
+    if (auto err = parse(text, r); !err.empty()) return err;
+    if (r.transport == "docker") {
+        // The registry's image, copied into a layout of the image cache:
+        // the job then needs no registry, and every attempt finds it there.
+        std::string name = r.remote, tag = "latest";
+        if (auto at = name.find('@'); at != std::string::npos) tag = "pinned-" + name.substr(at + 8, 12), name.resize(at);
+        else if (auto colon = name.rfind(':'); colon != std::string::npos && name.find('/', colon) == std::string::npos)
+            tag = name.substr(colon + 1), name.resize(colon);
+        for (char &c : name)
+            if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-')) c = '_';
+        const std::string dir = image_cache() + "/" + name;
+        if (!mkdirs(image_cache())) return text + ": cannot make the image cache " + image_cache();
+        std::string out;
+        if (run_capture({"skopeo", "copy", "--quiet", "docker://" + r.remote, "oci:" + dir + ":" + tag}, out, 30 * 60 * 1000) != 0)
+            return text + ": skopeo copy failed: " + last_line(out);
+        r = Ref{"oci", dir, tag, "", ""};
+    }
+    if (auto err = resolve_layout(r, digest); !err.empty()) return err;
+    pinned_ref = pinned(r.dir, digest);
+    return "";
+}
+
+std::string bundle(const std::string &pinned_ref, std::string &dir) {
+    Ref r;
+    if (auto err = parse(pinned_ref, r); !err.empty()) return err;
+    if (r.transport != "oci" || r.digest.empty()) return "'" + pinned_ref + "': expected a pinned reference oci:DIR@sha256:HEX";
+    const std::string cache = bundle_cache(), hex = r.digest.substr(7);
+    const std::string out_dir = cache + "/" + hex;
+    struct stat st;
+    auto ready = [&] { return ::stat((out_dir + "/config.json").c_str(), &st) == 0 && ::stat((out_dir + "/rootfs").c_str(), &st) == 0; };
+    if (ready()) { dir = out_dir; return ""; }
+    if (!mkdirs(cache)) return "cannot make the bundle cache " + cache;
+    // One unpack per digest: the others wait for it (nodes sharing the cache).
+    const int lock = ::open((cache + "/." + hex + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock < 0 || ::flock(lock, LOCK_EX) != 0) { if (lock >= 0) ::close(lock); return "cannot lock the bundle cache " + cache; }
+    struct Unlock { int fd; ~Unlock() { ::close(fd); } } unlock{lock};
+    if (ready()) { dir = out_dir; return ""; }
+    std::string digest;
+    if (auto err = resolve_layout(r, digest); !err.empty()) return err;
+    // A layout of our own that names only the pinned manifest (the blobs
+    // are the source's): the source's tags may have moved since.
+    const std::string pid = std::to_string(::getpid());
+    const std::string layout = cache + "/." + hex + ".layout." + pid, tmp = cache + "/." + hex + ".unpack." + pid;
+    std::string out;
+    run_capture({"rm", "-rf", layout, tmp}, out);
+    if (::mkdir(layout.c_str(), 0700) != 0) return "cannot make " + layout;
+    ::stat((r.dir + "/blobs/sha256/" + hex).c_str(), &st);
+    const json::object index{{"schemaVersion", 2},
+                             {"manifests", json::array{json::object{{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+                                                                    {"digest", r.digest}, {"size", st.st_size},
+                                                                    {"annotations", json::object{{kTagAnnotation, "pinned"}}}}}}};
+    std::string err;
+    if (!write_text(layout + "/oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}") || !write_text(layout + "/index.json", json::serialize(index)) ||
+        ::symlink((r.dir + "/blobs").c_str(), (layout + "/blobs").c_str()) != 0)
+        err = "cannot write the layout " + layout;
+    else if (run_capture({"umoci", "unpack", "--rootless", "--image", layout + ":pinned", tmp}, out, 60 * 60 * 1000) != 0)
+        err = pinned_ref + ": umoci unpack failed: " + last_line(out);
+    else if (::rename(tmp.c_str(), out_dir.c_str()) != 0)
+        err = "cannot move the bundle into " + out_dir + ": " + std::strerror(errno);
+    run_capture({"rm", "-rf", layout, tmp}, out);
+    if (!err.empty()) return err;
+    dir = out_dir;
+    return "";
+}
+
+}  // namespace shardnet::cli::image

@@ -1,0 +1,102 @@
+// shardnet-oci-run RUNTIME ARGS...: the front of oci.conf's RunTimeRun
+// (doc/containers.md), e.g.
+//   RunTimeRun="/usr/libexec/shardnet/shardnet-oci-run crun --rootless=true run --bundle %b %n.%u.%j.%s.%t"
+// Slurm 22.05 runs it once per task, as the job's user, from the task's
+// process but with slurmstepd's own environment; the bundle it names is the
+// step's config.json that Slurm generated before any SPANK plugin ran.
+// ShardNet's plugin left the task's whole environment (its contract, and
+// Slurm's per-task SLURM_PROCID etc.) in a file of the step's progress dir
+// and that file's path in SHARDNET_OCI_ENV. This writes the task's own copy
+// of the bundle beside that file: process.env the task's, its working dir
+// the task's, and the progress dir, the checkpoint dir and the working dir
+// bind-mounted at the same paths; then it execs RUNTIME with --bundle
+// pointing there. A task with no SHARDNET_IMAGE_DIGEST whose bundle umoci
+// unpacked gets the digest umoci.json records. Without SHARDNET_OCI_ENV (no --shardnet, no plugin) it
+// execs RUNTIME ARGS unchanged.
+#include <boost/json.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+#include "spank/oci_bundle.hpp"
+
+namespace {
+
+int run(std::vector<std::string> &args) {
+    std::vector<char *> argv;
+    for (auto &a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "shardnet-oci-run: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    return 127;
+}
+
+// A regular file (never through a symlink) of at most CAP bytes; when OWN,
+// only one of ours (we are the job user).
+bool read_file(const std::string &path, size_t cap, bool own, std::string &out) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st;
+    bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (!own || st.st_uid == ::geteuid()) && size_t(st.st_size) <= cap;
+    char buf[65536];
+    ssize_t n;
+    while (ok && (n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, size_t(n));
+    ::close(fd);
+    return ok && out.size() <= cap;
+}
+
+bool write_file(const std::string &path, const std::string &text) {
+    ::unlink(path.c_str());
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return false;
+    const bool ok = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+    ::close(fd);
+    return ok;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: shardnet-oci-run RUNTIME ARGS... (oci.conf's RunTimeRun; see doc/containers.md)\n");
+        return 2;
+    }
+    std::vector<std::string> args(argv + 1, argv + argc);
+    const char *env_file = std::getenv("SHARDNET_OCI_ENV");
+    const std::string env_path = env_file ? env_file : "";
+    ::unsetenv("SHARDNET_OCI_ENV");
+    size_t at = 0;
+    const std::string bundle = shardnet::oci::bundle_arg(args, at);
+    if (env_path.empty() || bundle.empty()) return run(args);
+    auto warn = [&](const std::string &why) {
+        std::fprintf(stderr, "shardnet-oci-run: warning: %s; the task runs without ShardNet's environment\n", why.c_str());
+        return run(args);
+    };
+    std::string env_text, config_text;
+    if (!read_file(env_path, 1u << 20, true, env_text)) return warn("cannot read " + env_path);
+    // Slurm's generated config.json is root's, readable by the job's group.
+    if (!read_file(bundle + "/config.json", 4u << 20, false, config_text)) return warn("cannot read " + bundle + "/config.json");
+    auto env = shardnet::oci::split_env(env_text);
+    // A user's own bundle: its digest, as umoci recorded it (shard run's jobs have theirs).
+    shardnet::oci::add_bundle_digest(env, [](const std::string &path) {
+        std::string text;
+        return read_file(path, 1u << 20, true, text) ? text : std::string();
+    });
+    std::string err;
+    const std::string task_config = shardnet::oci::task_config(config_text, bundle, env, err);
+    if (task_config.empty()) return warn(err);
+    // Beside the env file: oci-task-N.env -> oci-task-N/config.json.
+    std::string dir = env_path;
+    if (dir.size() > 4 && dir.compare(dir.size() - 4, 4, ".env") == 0) dir.resize(dir.size() - 4);
+    else dir += ".bundle";
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return warn("cannot make " + dir);
+    if (!write_file(dir + "/config.json", task_config)) return warn("cannot write " + dir + "/config.json");
+    shardnet::oci::set_bundle_arg(args, at, dir);
+    return run(args);
+}
