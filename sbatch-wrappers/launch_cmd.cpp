@@ -41,7 +41,7 @@ extern "C" void note_signal(int sig) { g_signals = g_signals | (1 << sig); }
 void catch_signals() {
     struct sigaction sa {};
     sa.sa_handler = note_signal;
-    sigemptyset(&sa.sa_mask);
+    sigfillset(&sa.sa_mask);   // one handler at a time: no bit lost
     for (int sig : kForwarded) sigaction(sig, &sa, nullptr);
 }
 int take_signals() {
@@ -127,6 +127,7 @@ bool Supervisor::post(json::object body, bool quiet) {
         const bool again = a.status == 0 || a.status == 429 || a.status >= 500;
         if (a.ok() || !again || quiet || now_s() + delay_ms / 1000.0 > until) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+        forward_signals();   // a scancel meanwhile still reaches the ranks in time
     }
     if (!a.ok() && !quiet) say("the broker did not take the report (" + std::to_string(a.status) + " " + a.error + ")");
     return a.ok();

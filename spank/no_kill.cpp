@@ -25,7 +25,7 @@ namespace {
 // Short options of sbatch, salloc and srun that take no value (Slurm's
 // getopt strings); every other one takes the next word when none is
 // attached ("-N 3", "-N3").
-bool short_flag(char c) { return std::strchr("hHIkKlOQsuvVWXZ", c) != nullptr; }
+bool short_flag(char c) { return std::strchr("EhHIkKlOQsuvVWXZ", c) != nullptr; }
 
 // Long options that never take the next word as their value (no or only
 // an attached "=value"). Another long option written without "=" takes
@@ -34,9 +34,10 @@ bool long_flag(std::string_view name) {
     static constexpr std::string_view flags[] = {
         "contiguous", "exclusive", "get-user-env", "help", "hold", "ignore-pbs", "kill-on-invalid-dep", "no-kill", "no-requeue",
         "nice", "oversubscribe", "overcommit", "parsable", "propagate", "quiet", "reboot", "requeue", "spread-job", "test-only",
-        "usage", "use-min-nodes", "verbose", "version", "wait", "wrap-free", "overlap", "exact", "whole", "unbuffered", "label",
-        "no-allocate", "pty", "x11", "kill-on-bad-exit", "disable-status", "bcast", "immediate", "no-shell", "mem-bind", "cpu-bind",
-        "gpu-bind", "hint"};
+        "usage", "use-min-nodes", "verbose", "version", "wait", "overlap", "exact", "whole", "unbuffered", "label",
+        "no-allocate", "pty", "x11", "kill-on-bad-exit", "disable-status", "bcast", "immediate", "no-shell", "preserve-env",
+        // ShardNet's own option with an optional value (attached only).
+        "shardnet"};
     for (auto f : flags)
         if (name == f) return true;
     return false;

@@ -129,6 +129,8 @@ void Service::apply_restart_report(const std::string &id, const RestartReport &r
         }
         s.spares = rep.spares;
         if (rep.kind != "gave_up" && !rep.nodes.empty()) s.nodes = rep.nodes;
+        if (rep.kind == "restarted" && rep.restart <= s.restarts)   // sent again (its answer lost): taken once
+            return reply(ok_json(200, json::object{{"kind", "RESTARTED"}, {"already_reported", true}}));
         if (rep.kind == "restarted") {
             // The dead node must be the one the broker's FAULT named.
             if (s.held && std::find(rep.dead.begin(), rep.dead.end(), node_of_worker(s.held->node)) == rep.dead.end())
@@ -174,6 +176,11 @@ void Service::apply_restart_report(const std::string &id, const RestartReport &r
             // requeues it), and a supervisor that gave up gets its requeue.
             if (held && rep.kind == "gave_up") requeue(*held);
             else if (held) rehold(id, *held, held_at);
+            if (rep.kind == "restarted") {   // not taken: the same report sent again counts
+                std::lock_guard<std::mutex> lock(in_job_.mu);
+                if (auto it = in_job_.by_run.find(id); it != in_job_.by_run.end() && it->second.attempt == rep.attempt && it->second.restarts > 0)
+                    --it->second.restarts;
+            }
             return reply(store_error_response(e));
         }
         if (back) {

@@ -1160,7 +1160,10 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         CHECK(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n1"],"took":["n3"],"nodes":["n2","n3"]})") == 409);
         REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"],"spares":0,"relaunch_seconds":0.5})") == 200);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+        // The same report sent again (its answer lost): one RESTARTED.
+        CHECK(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"],"spares":0})") == 200);
         const std::string ev = f.events("r1");
+        CHECK(ev.find("RESTARTED") == ev.rfind("RESTARTED"));
         INFO(ev);
         CHECK(ev.find("SUPERVISED: shard launch supervises attempt 1 with 1 spare node(s)") != std::string::npos);
         CHECK(ev.find("RESTARTED: in-job restart 1: node n2 left out, n3 took its place") != std::string::npos);

@@ -117,7 +117,7 @@ TEST_CASE("a spec's image: checked when parsed; one task per node with it; pinne
     CHECK(script.find("bundle=$('/usr/bin/shard' bundle 'oci:/i@sha256:" + kHexA + "')") != std::string::npos);
     CHECK(script.find("exec srun --container=\"$bundle\" python3 train.py\n") != std::string::npos);
     u.spares = 1;   // shard launch's srun takes the bundle from SLURM_CONTAINER
-    CHECK(batch_script(u, "/usr/bin/shard").find("export SLURM_CONTAINER=\"$bundle\"\nexec /usr/bin/shard launch -- python3 train.py") != std::string::npos);
+    CHECK(batch_script(u, "/usr/bin/shard").find("export SLURM_CONTAINER=\"$bundle\"\nexec '/usr/bin/shard' launch -- python3 train.py") != std::string::npos);
     JobSpec plain;
     REQUIRE(parse_spec("command: train\n", "s.yaml", plain) == "");
     CHECK(batch_script(plain, "shard").find("bundle") == std::string::npos);

@@ -32,4 +32,8 @@ TEST_CASE("spares are taken only where no-kill holds") {
     CHECK(no_kill_refusal({"--partition", "gpu", "--hold", "-k", "job.sh"}, false, "sbatch") == "");
     CHECK(no_kill_refusal({"-N", "3", "--shardnet-spares", "1", "--no-kill", "job.sh"}, false, "sbatch") == "");
     CHECK(no_kill_refusal({"-N3", "python3", "train.py", "--no-kill"}, false, "srun") != "");
+    // --shardnet takes its value attached only; --hint takes the next word.
+    CHECK(no_kill_refusal({"-N3", "--shardnet", "-k", "--shardnet-spares=1", "job.sh"}, false, "sbatch") == "");
+    CHECK(no_kill_refusal({"--hint", "nomultithread", "-k", "job.sh"}, false, "sbatch") == "");
+    CHECK(no_kill_refusal({"-E", "-k", "-N2", "cmd"}, false, "srun") == "");
 }
