@@ -30,8 +30,8 @@ SH
 chmod 755 "$WORK/sig.sh"; : > "$WORK/sig.log"; chmod 666 "$WORK/sig.log"
 j=$(as_user gamma sbatch --parsable -N2 --no-kill -o "$WORK/sig-%j.out" --shardnet=sig-run --shardnet-spares=1 --shardnet-heartbeat=2 \
     --wrap "exec $WORK/shard launch -- $WORK/sig.sh")
-for _ in $(seq 150); do grep -q "started rank 0" "$WORK/sig.log" && break; sleep 0.2; done
-grep -q "started rank 0" "$WORK/sig.log" || fail "the signal job's rank never started: $(cat "$WORK/sig-$j.out" 2>&1)"
+for _ in $(seq 300); do grep -q "started rank 0" "$WORK/sig.log" && break; sleep 0.2; done
+grep -q "started rank 0" "$WORK/sig.log" || fail "the signal job's rank never started: $(slurm gamma squeue -j "$j" 2>&1; cat "$WORK/sig-$j.out" 2>&1)"
 slurm gamma scancel --batch -s USR1 "$j"
 for _ in $(seq 50); do grep -q "usr1 at rank 0" "$WORK/sig.log" && break; sleep 0.2; done
 grep -q "usr1 at rank 0" "$WORK/sig.log" || fail "SIGUSR1 to the batch script did not reach the rank: $(cat "$WORK/sig.log")"
