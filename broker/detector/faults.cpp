@@ -65,8 +65,12 @@ void Service::confirm(Fault fault, double now) {
             if (v.job_state == "NODE_FAIL") ev["node_failure"] = true;
             if (v.job_state == "NODE_FAIL" || v.job_state == "FAILED" || v.job_state == "TIMEOUT" || v.job_state == "OUT_OF_MEMORY")
                 return raise_fault(fault, fault.cause + "; Slurm job " + std::to_string(fault.state.job) + " " + v.job_state, ev, wall_now());
-            workers_.retire(fault.run, fault.node);  // the job ended; its last report was lost
-            if (is_batch_worker(fault.node) && job_requeued_by_slurm(v.job_state)) {
+            // The job ended; its last report was lost. Requeued by Slurm
+            // itself, it starts again as the same attempt: its workers
+            // report again and are watched again.
+            const bool requeued = job_requeued_by_slurm(v.job_state);
+            workers_.retire(fault.run, fault.node, requeued);
+            if (is_batch_worker(fault.node) && requeued) {
                 // Slurm requeued the job itself and its batch step's end was
                 // not reported (Slurm 24.11 ends the step's processes, the
                 // agent's with them, before it can): judged as that end would

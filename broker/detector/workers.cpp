@@ -52,12 +52,14 @@ void WorkerTable::unwatch(const std::string &run, const std::string &key, long l
     w.ended = true;  // kept, ended: a watch() that comes later for this attempt finds it
 }
 
-void WorkerTable::retire(const std::string &run, const std::string &node) {
+void WorkerTable::retire(const std::string &run, const std::string &node, bool unfault) {
     std::string key = run + '\n' + node;
     Shard &s = shard(key);
     std::lock_guard<std::mutex> lock(s.mu);
     auto it = s.map.find(key);
-    if (it != s.map.end()) it->second.ended = true;
+    if (it == s.map.end()) return;
+    it->second.ended = true;
+    if (unfault) it->second.faulted = false;
 }
 
 void WorkerTable::watch(const std::string &run, const std::string &node, long long attempt, int interval, double now,

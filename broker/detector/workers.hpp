@@ -97,7 +97,9 @@ public:
     // Slurm says the node is fine: look again at `until` before faulting.
     void suspect(const std::string &run, const std::string &node, double until);
     // Slurm says the job is over: the worker is done, not failed.
-    void retire(const std::string &run, const std::string &node);
+    // unfault: its silence was no failure (Slurm requeued the job itself):
+    // when the same attempt's worker reports again it is watched again.
+    void retire(const std::string &run, const std::string &node, bool unfault = false);
     // Workers whose deadline passed by now; each is reported once.
     std::vector<Fault> expire(double now);
     // Forget a run's workers of attempts before `attempt` (fenced).

@@ -445,6 +445,19 @@ TEST_CASE("a job Slurm requeued itself whose batch end was not reported: REQUEUE
     CHECK(ev.find("FAULT") == std::string::npos);
     CHECK(f.state("r1") == "RUNNING");
     CHECK(f.slurm->count("sbatch") == 0);
+    // Slurm starts the job again: the same attempt's workers report and are healthy.
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->jobs[kConf][7].state = "RUNNING";
+    }
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+    int healthy = 0;
+    const auto run = f.run("r1");
+    for (const auto &w : run.at("workers").as_array())
+        healthy += w.as_object().at("health") == "healthy";
+    CHECK(healthy == 3);
 }
 
 namespace {
