@@ -69,6 +69,7 @@ bench: all
 	./tests/bench/broker-instructions.sh $(BUILD)
 	$(MAKE) -C $(BUILD)/tests bench/placement-bench && $(BUILD)/tests/bench/placement-bench
 	./tests/bench/requeue-vs-slurm.sh $(BUILD)
+	./tests/bench/recovery-tiers.sh $(BUILD)
 	./tests/bench/pylib-save.sh
 	./tests/bench/seal-receipt-size.sh $(BUILD)
 	./tests/bench/ckpt-grid.sh $(BUILD)

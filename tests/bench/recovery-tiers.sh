@@ -7,7 +7,9 @@
 #   tier 0  in the allocation: sbatch -N3 --no-kill --shardnet-spares=1 and
 #           `shard launch` relaunch the step on the survivor and the spare
 #           (cluster gamma, 4 nodes, its own broker);
-#   tier 1  a new job on the same cluster (--shardnet-requeue=local, gamma);
+#   tier 1  a new job on the same cluster (--shardnet-requeue=local, gamma),
+#           idle: two nodes free; full: another user's 40 s job holds them,
+#           so the new job waits in the queue;
 #   tier 2  a peer broker's cluster (beta has no room left: alpha, through
 #           broker A).
 # For each: kill -> FAULT (detection), kill -> the step relaunched or the
@@ -29,7 +31,12 @@ export SCRATCH BUILD
 . "$TOP/tests/integration/lib.sh"
 "$HARNESS/clusters.sh" add "$SCRATCH" "$BUILD" gamma 4 >/dev/null 9>&- || fail "the 4-node cluster gamma did not come up"
 trap 'cleanup_lib; "$TOP/tests/harness/clusters.sh" down "$SCRATCH" 9>&-' EXIT
+# gamma's own broker (gamma only, so that a local requeue stays there); no
+# quarantine: each tier's victim is back before the next tier starts.
+export DETECTOR_EXTRA='"quarantine_seconds": 0'
+cp "$SCRATCH/clusters" "$SCRATCH/clusters.all"; echo gamma > "$SCRATCH/clusters"
 start_broker 600 9>&-
+mv "$SCRATCH/clusters.all" "$SCRATCH/clusters"
 plugstack gamma "broker=$BROKER_URL worker_key_file=$WORKER_KEY_FILE heartbeat_min=1"
 start_federation 9>&-
 cp "$TOP/etc/examples/pytorch/train.py" "$WORK/train.py"
@@ -92,18 +99,32 @@ slurm gamma scancel "$j"; wait_job gamma "$j" 60
 "$HARNESS/clusters.sh" start-node "$SCRATCH" gamma "$victim" 9>&-
 for _ in $(seq 150); do slurm gamma sinfo -h -n "$victim" -o %T | grep -qx idle && break; sleep 0.2; done
 
-# Tier 1: a new job on the same cluster (the first victim is quarantined:
-# two other nodes are idle).
+# Tier 1: a new job on the same cluster, two nodes idle.
 j=$(as_user gamma sbatch --parsable -N2 "${COMMON[@]}" -o "$WORK/t1-%j.out" --shardnet=tier1 --shardnet-requeue=local \
     --wrap "srun $TRAIN")
 wait_for 120 'sum(e["kind"] == "SEALED" for e in v["events"]) >= 2' /v1/runs/tier1/events || fail "tier1 sealed nothing: $(tail -5 "$WORK/t1-$j.out")"
-victim=$(slurm gamma squeue -h -j "$j" -o %N | xargs -r scontrol show hostnames 2>/dev/null | head -1)
-[ -n "$victim" ] || victim=$(SLURM_CONF=$SCRATCH/gamma/slurm.conf scontrol show hostnames "$(slurm gamma squeue -h -j "$j" -o %N)" | head -1)
+victim=$(SLURM_CONF=$SCRATCH/gamma/slurm.conf scontrol show hostnames "$(slurm gamma squeue -h -j "$j" -o %N)" | head -1)
 LOSSES1=$TEST_HOME/.shardnet/checkpoints/tier1/losses-rank0.tsv
 t0=$(now); "$HARNESS/clusters.sh" kill-node "$SCRATCH" gamma "$victim" 9>&-
 step=$(last_step "$LOSSES1")
-measure "tier 1 (new job, same cluster)" broker_events tier1 "$t0" "$WORK/t1-*.out" 2 "${step:-0}" RECOVERED
+measure "tier 1 (new job, idle cluster)" broker_events tier1 "$t0" "$WORK/t1-*.out" 2 "${step:-0}" RECOVERED
 slurm gamma scancel -u "$TEST_USER"
+"$HARNESS/clusters.sh" start-node "$SCRATCH" gamma "$victim" 9>&-
+for _ in $(seq 150); do [ "$(slurm gamma sinfo -h -t idle -o %D)" = 4 ] && break; sleep 0.2; done
+
+# Tier 1 on a full cluster: another user's job holds the two free nodes
+# for 40 s after the kill; the new job waits for them.
+j=$(as_user gamma sbatch --parsable -N2 "${COMMON[@]}" -o "$WORK/t1f-%j.out" --shardnet=tier1f --shardnet-requeue=local \
+    --wrap "srun $TRAIN")
+wait_for 120 'sum(e["kind"] == "SEALED" for e in v["events"]) >= 2' /v1/runs/tier1f/events || fail "tier1f sealed nothing"
+victim=$(SLURM_CONF=$SCRATCH/gamma/slurm.conf scontrol show hostnames "$(slurm gamma squeue -h -j "$j" -o %N)" | head -1)
+blocker=$(as_other gamma sbatch --parsable -N2 -o /dev/null --wrap "sleep 40")
+for _ in $(seq 100); do [ "$(job_state gamma "$blocker")" = RUNNING ] && break; sleep 0.2; done
+LOSSES1F=$TEST_HOME/.shardnet/checkpoints/tier1f/losses-rank0.tsv
+t0=$(now); "$HARNESS/clusters.sh" kill-node "$SCRATCH" gamma "$victim" 9>&-
+step=$(last_step "$LOSSES1F")
+measure "tier 1 (new job, full cluster)" broker_events tier1f "$t0" "$WORK/t1f-*.out" 2 "${step:-0}" RECOVERED
+slurm gamma scancel -u "$TEST_USER"; slurm gamma scancel "$blocker"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" gamma "$victim" 9>&-
 
 # Tier 2: beta's two nodes hold the job; one dies, beta has no room: alpha,
@@ -124,6 +145,7 @@ rows+=("tier 2 (peer broker's cluster)|$(secs "$t0" "$t_fault")|$(secs "$t0" "$t
 slurm beta scancel -u "$TEST_USER"; slurm alpha scancel -u "$TEST_USER"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" beta "$victim" 9>&-
 
+unset DETECTOR_EXTRA
 echo "# recovery tiers: 2-rank DDP (gloo), rank 0's node killed -9, SlurmdTimeout=10, heartbeat 1 s, a seal every 10 steps (0.1 s each)"
 printf '%-32s %10s %22s %12s %8s %10s\n' tier "->FAULT s" "->relaunch/new job s" "->training s" "redone" "vs tier 0"
 base=""
