@@ -28,6 +28,7 @@
 #include "broker/trust/auth.hpp"
 #include "broker/trust/refusals.hpp"
 #include "broker/config/config.hpp"
+#include "broker/core/core.hpp"
 #include "broker/federation/peer_answer.hpp"
 #include "broker/http/api_message.hpp"
 #include "broker/federation/onward.hpp"
@@ -70,7 +71,8 @@ struct JobSays {
     bool requeue_timeout = false;  // --shardnet-on-timeout=requeue
 };
 
-class Service final : public ApiHandler {
+// The composition root: the core (core/core.hpp) and the modules it wires.
+class Service final : public ApiHandler, private Core {
 public:
     Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServicePorts ports = {});
     ~Service();
@@ -179,7 +181,6 @@ private:
     void reply_with_onward(const std::string &id, boost::json::object answer, const char *key, const Reply &reply, bool full = false);
     // GET /v1/witness: the peers' log heads witnessed here (federation/witness_api.cpp).
     void get_witness(const Reply &reply);
-    bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const;
     // The route table (api/routes.cpp): each API resource and its handler.
     struct Call;
     struct Route;
@@ -252,14 +253,6 @@ private:
     // The batch script's stderr tail for a run that had already ended
     // FAILED (a fatal exit, a spent budget): an event of its own.
     void note_stderr_tail(const BatchEnd &end, double now);
-    // Work to do again later (a store write that failed), run from tick().
-    void retry_later(double delay, const char *what, std::function<void()> fn);
-    // The same, unless work with this key waits already (false: not added).
-    bool retry_once(const std::string &key, double delay, const char *what, std::function<void()> fn);
-    void run_retries(double now);
-    struct Retry { double at; const char *what; std::function<void()> fn; std::string key; };
-    std::mutex retry_mu_;
-    std::vector<Retry> retries_;
     // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
     void requeue(const Fault &fault, int tries = 0);
     // A FAULT of an attempt `shard launch` supervises waits for its in-job
@@ -423,35 +416,11 @@ private:
     void forwarded(const Store::Forwarding &f, const PeerDecision &answer);
     // An answer that cannot be read: an event and a retry, until the decision ends.
     void bad_answer(const Store::Forwarding &f, const PeerDecision &answer, ForwardRetry &retry);
-    // Runs fn on the store thread and waits for it.
-    template <class F> auto store_wait(F fn) -> decltype(fn());
-    // Jobs for the store thread, under the guard (guard.hpp); the second
-    // answers its request 500 if it throws before answering.
-    void on_store(std::function<void()> job);
-    void on_store(const Reply &reply, std::function<void(const Reply &)> job);
-    void event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,
-               double now);
-    // A store transaction whose events reach the live streams once committed.
-    void transact(const std::function<void()> &fn);
-    // One event alone, from any thread but the store's; one the store does
-    // not take is logged (false), not thrown.
-    bool write_event(const std::string &run, const std::string &kind, const std::string &cause, const std::string &evidence, double now);
-    std::vector<EventRow> pending_events_;   // store thread only
     // A stream's backlog after event id `after`, one page; the last page
     // registers it for live events (store thread: no gap, no repeat).
     void backlog_page(const std::string &run, long long after, const std::shared_ptr<EventSink> &sink);
-    std::mutex sinks_mu_;
-    std::unordered_multimap<std::string, std::weak_ptr<EventSink>> sinks_;
 
-    BrokerConfig cfg_;
-    std::unique_ptr<Store> store_;
     receipts::Signer signer_;   // the receipts key and the head pin (store thread only; receipts/signer.hpp)
-    boost::asio::thread_pool store_thread_{1};
-    std::atomic<int> store_jobs_{0};   // posted to store_thread_ and not yet ended
-    boost::asio::thread_pool slurm_thread_{1};
-    boost::asio::thread_pool query_pool_{2};   // capacity searches (Slurm and peers)
-    std::unique_ptr<Slurm> slurm_;
-    std::shared_ptr<PeerLink> peers_;
     std::unique_ptr<OnwardViews> onward_;   // moved runs' stories, as their peers tell them
     std::mutex specs_mu_;
     std::unordered_set<std::string> specs_seen_;   // run/attempt whose job spec is kept
@@ -467,7 +436,6 @@ private:
     std::atomic<Auth *> auth_{nullptr};
     std::vector<std::unique_ptr<Auth>> auths_;
     std::mutex auths_mu_;
-    RunRegistry runs_;   // every run's record, behind its lock (runs/registry.hpp)
     WorkerTable workers_;
     // Sealed lists as served, a few kept (a seal never changes); list
     // requests in flight per token.
@@ -475,31 +443,7 @@ private:
     std::shared_ptr<sealed_list::ListGate> list_gate_;
     JobAllocations allocations_;   // Slurm's nodes and task count of the jobs that report
     std::mutex admit_mu_;          // one new worker at a time is counted against its job's cap
-    // Counters, one padded slot per thread: the hot path never shares a
-    // cache line with another I/O thread.
-    enum Counter { c_requests, c_heartbeats, c_errors, c_faults, c_events, c_seals, c_rate_limited, c_auth_failures, c_refused, c_slurm_requeues,
-                   c_witness_conflicts, n_counters };
-    struct alignas(64) Slot { std::atomic<unsigned long long> c[n_counters]{}; };
-    static constexpr int kSlots = 16;
-    Slot slots_[kSlots];
-    void count(Counter c);
-    unsigned long long total(Counter c) const;
 };
 
-double wall_now();
-
-template <class F>
-auto Service::store_wait(F fn) -> decltype(fn()) {
-    std::packaged_task<decltype(fn())()> task(std::move(fn));
-    auto result = task.get_future();
-    // No guard needed: the task keeps what fn throws for result.get(),
-    // which rethrows it on the waiting thread (itself a guarded job).
-    store_jobs_.fetch_add(1, std::memory_order_relaxed);
-    boost::asio::post(store_thread_, [this, &task] {
-        task();
-        store_jobs_.fetch_sub(1, std::memory_order_relaxed);
-    });
-    return result.get();
-}
 
 }  // namespace shardnet::broker

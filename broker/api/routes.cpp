@@ -13,7 +13,7 @@
 
 #include "broker/api/heartbeat_body.hpp"
 #include "common/parse_util.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/web/static_files.hpp"
 
 namespace shardnet::broker {

@@ -11,7 +11,7 @@
 
 #include "broker/api/heartbeat_body.hpp"
 #include "common/parse_util.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 
 namespace shardnet::broker {
 
@@ -96,26 +96,12 @@ void Service::backlog_page(const std::string &id, long long after, const std::sh
             if (bytes >= sink->page_bytes) break;
         }
         if (sent == rows.size() && rows.size() < std::size_t(kRows)) {   // all of it: live from here
-            std::lock_guard<std::mutex> lock(sinks_mu_);
-            sinks_.emplace(id, sink);
+            follow(id, sink);
             return;
         }
         if (sink->more)   // the next page once this one is written
             return sink->more([this, id, after, sink] { on_store([this, id, after, sink] { backlog_page(id, after, sink); }); });
     }
-}
-
-bool Service::may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const {
-    switch (who.scope) {
-    case Scope::admin: return true;
-    case Scope::user: return info && !who.user.empty() && info->owner == who.user;
-    // A job's token sees its own run, and only while the run is its user's:
-    // naming someone else's run in --shardnet shows nothing of it.
-    case Scope::worker:
-        return !who.run.empty() && who.run == run && (!who.bound || !info || info->owner_uid < 0 || (unsigned long long)info->owner_uid == who.uid);
-    case Scope::peer: return false;
-    }
-    return false;
 }
 
 std::optional<ApiResponse> Service::refuse_attempt_writer(const std::string &id, const TokenEntry &who, long long attempt,

@@ -10,7 +10,7 @@
 #include "common/json_fields.hpp"
 #include "common/parse_util.hpp"
 #include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/seals/held_seal.hpp"
 #include "broker/seals/sealed_list.hpp"
 

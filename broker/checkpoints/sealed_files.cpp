@@ -16,7 +16,7 @@
 // sender_receipt: the sender's claim, not one of this broker's receipts).
 #include <boost/json.hpp>
 
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/seals/sealed_list.hpp"
 #include "broker/service.hpp"
 #include "common/parse_util.hpp"

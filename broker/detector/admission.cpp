@@ -8,7 +8,7 @@
 // the I/O threads; a known worker's heartbeat is never held up by it.
 #include <boost/asio/post.hpp>
 
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/service.hpp"
 
 namespace shardnet::broker {

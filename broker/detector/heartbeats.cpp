@@ -23,7 +23,7 @@
 #include "broker/detector/stderr_tail.hpp"
 #include "common/job_options.hpp"
 #include "common/parse_util.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 
 namespace shardnet::broker {
 

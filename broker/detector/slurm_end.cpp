@@ -20,7 +20,7 @@
 #include <boost/json.hpp>
 
 #include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
 
 namespace shardnet::broker {

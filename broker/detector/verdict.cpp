@@ -17,7 +17,7 @@
 #include <map>
 
 #include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/detector/stderr_tail.hpp"
 #include "broker/slurm/slurm_view.hpp"
 

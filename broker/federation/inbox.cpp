@@ -18,7 +18,7 @@
 #include "broker/service.hpp"
 #include "broker/seals/carried.hpp"
 #include "broker/recovery/job_environment.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
 

@@ -9,7 +9,7 @@
 #include <boost/json.hpp>
 #include <map>
 
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/service.hpp"
 #include "broker/slurm/slurm_view.hpp"
 #include "common/parse_util.hpp"

@@ -18,7 +18,7 @@
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 #include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
 #include "broker/slurm/name_map.hpp"

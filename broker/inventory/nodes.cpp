@@ -3,7 +3,7 @@
 
 #include "common/parse_util.hpp"
 #include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 
 namespace shardnet::broker {
 

@@ -8,7 +8,7 @@
 
 #include "broker/policy/estimate.hpp"
 #include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 
 namespace shardnet::broker {
 

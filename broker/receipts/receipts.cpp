@@ -12,7 +12,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "common/digest.hpp"
 #include "common/json_fields.hpp"
 #include "common/parse_util.hpp"

@@ -6,7 +6,7 @@
 #include <boost/json.hpp>
 #include <set>
 
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/receipts/receipts.hpp"
 #include "broker/service.hpp"
 #include "broker/receipts/head_pin.hpp"

@@ -20,7 +20,7 @@
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 #include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/recovery/job_environment.hpp"
 #include "broker/slurm/job_options.hpp"
 #include "broker/slurm/slurm_job.hpp"

@@ -7,7 +7,7 @@
 // job's nodes and the FAULT the broker raised.
 #include <boost/json.hpp>
 
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/recovery/in_job_restarts.hpp"
 #include "broker/service.hpp"
 #include "common/json_fields.hpp"

@@ -14,7 +14,7 @@
 #include "broker/seals/carried.hpp"
 #include "broker/service.hpp"
 #include "broker/slurm/slurm_job.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_view.hpp"
 #include "broker/slurm/name_map.hpp"
 
