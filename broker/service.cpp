@@ -34,7 +34,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     : Core(cfg, std::move(store),
            ports.slurm ? std::move(ports.slurm) : std::make_unique<SlurmCalls>(cfg.slurm_cache_ms, cfg.slurm_max_per_second),
            ports.peers ? std::move(ports.peers) : std::make_shared<CurlPeerLink>()),
-      signer_(*store_, cfg.receipts),
+      receipts_(*this),
       onward_(std::make_unique<OnwardViews>(*peers_)),
       workers_(cfg.detector_misses, cfg.stall_seconds),
       list_gate_(std::make_shared<sealed_list::ListGate>(cfg.list_requests_per_token)) {
@@ -143,7 +143,7 @@ void Service::reload(const BrokerConfig &cfg) {
                  json::object{{"receipts", cfg_.receipts.on() ? "on" : "off"}, {"reloaded_config", fresh.on() ? "on" : "off"}});
         return;
     }
-    if (fresh.on()) on_store([this, fresh] { signer_.rotate(fresh); });
+    if (fresh.on()) on_store([this, fresh] { receipts_.rotate(fresh); });
 }
 
 

@@ -42,7 +42,7 @@
 #include "broker/store/store.hpp"
 #include "broker/detector/workers.hpp"
 #include "broker/receipts/receipts.hpp"
-#include "broker/receipts/signer.hpp"
+#include "broker/receipts/receipts_module.hpp"
 #include "common/receipt.hpp"
 
 namespace shardnet::broker {
@@ -100,17 +100,6 @@ private:
 public:
     using AttemptJob = broker::AttemptJob;
     using RunInfo = broker::RunInfo;
-    // Why a derived worker token (who) may not report for attempt of a run,
-    // or "" (trust/refusals.hpp, with this broker's clusters).
-    std::string refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt) const {
-        return broker::refuse_worker(info, run, who, attempt, cfg_);
-    }
-    // Who may write for an attempt of run id (a commit, a ranks' report):
-    // its own job's worker token or an admin, for the current attempt only;
-    // world becomes the attempt's ranks as the broker knows them for a
-    // worker token (an admin's body is taken). The refusal, or nullopt.
-    std::optional<ApiResponse> refuse_attempt_writer(const std::string &id, const TokenEntry &who, long long attempt, long long &world,
-                                                     const char *what);
 
 private:
     using Json = std::string;
@@ -344,51 +333,8 @@ private:
                         const std::vector<std::string> &nodes = {}, const boost::json::object &cause = {},
                         const receipts::ChainLink &from = {});
 
-    // Signed receipts (receipts/receipts.cpp, doc/receipts.md): each is
-    // written inside the store transaction of the record it attests, on the
-    // store thread, and appended to the log in it; nothing when the config
-    // has no receipts key. The digest of the receipt written ("" when off).
-    // from: where the chain continues when its newest receipt is a peer's.
-    std::string write_receipt(receipt::Kind kind, const std::string &run, long long attempt, boost::json::object body,
-                              std::vector<receipt::Subject> subjects, double now, const receipts::ChainLink &from = {});
-    // What the broker knew when it made an attempt (its job, the planned
-    // nodes, the decision, where a peer's chain goes on), kept for the
-    // attempt's receipt, in the transaction of the attempt's job; replace
-    // false: unless it has one (an admin's heartbeat naming a job). cause may carry
-    // "user" and "uid": the owner as resolved for a peer's run, which is in
-    // memory only after the transaction (they move to "owner").
-    void note_attempt_start(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                            const std::vector<std::string> &nodes, const boost::json::object &cause, const receipts::ChainLink &from,
-                            double now, bool replace = true);
-    // The attempt-started receipt (once per attempt, once it has a job):
-    // owner, cluster and job, each rank's node and environment as reported
-    // (POST /v1/runs/RUN/ranks), the nodes with their descriptor hashes, the
-    // decision. when_complete: only once every rank has reported; else now,
-    // with what is known (something else of the attempt is being attested).
-    // world_hint: the ranks a report's sender knows of (an admin's word).
-    void attempt_started(const std::string &run, long long attempt, double now, bool when_complete, long long world_hint = 0);
-    // POST /v1/runs/RUN/ranks (receipts/ranks.cpp): an agent's ranks and
-    // what each runs with.
-    void report_ranks(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
     // POST /v1/runs/RUN/restarts (recovery/in_job_restarts.cpp): `shard launch`'s in-job restarts.
     void restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
-    // Slurm's list of a job's nodes (squeue, scontrol show hostnames), or
-    // nullopt with why (the slurm thread).
-    std::optional<std::set<std::string>> job_nodes(const std::string &cluster, long long job, std::string &why);
-    // Whether attempt is the run's current one (memory).
-    bool attempt_current(const std::string &run, long long attempt);
-    // A seal: every shard file of the ranks' commits is a subject.
-    void receipt_sealed(const std::string &run, long long attempt, const std::string &name, const std::string &parent, double now);
-    // The newest receipt of run here (seq and digest; empty: none, or off).
-    receipts::ChainLink last_receipt_link(const std::string &run);
-    // The API (receipts/receipts_api.cpp).
-    void get_keys(const Reply &reply);
-    // A page of a run's receipts (after=SEQ, limit=N); with proofs=1 each
-    // with its inclusion proof against one signed head (size=S, default the
-    // log's size now), so that a verifier asks once per page, not per receipt.
-    void get_receipts(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply);
-    void get_log_head(const Reply &reply);
-    void get_log_proof(bool inclusion, const std::string &query, const Reply &reply);
     // fan_out: also ask the peers (never for a peer's own question).
     void capacity(const std::string &query, bool fan_out, const Reply &reply);
     // GET /v1/capacity?local=1 at every peer at once: their rows, and one
@@ -420,7 +366,7 @@ private:
     // registers it for live events (store thread: no gap, no repeat).
     void backlog_page(const std::string &run, long long after, const std::shared_ptr<EventSink> &sink);
 
-    receipts::Signer signer_;   // the receipts key and the head pin (store thread only; receipts/signer.hpp)
+    Receipts receipts_;   // signed receipts, their log and API (receipts/receipts_module.hpp)
     std::unique_ptr<OnwardViews> onward_;   // moved runs' stories, as their peers tell them
     std::mutex specs_mu_;
     std::unordered_set<std::string> specs_seen_;   // run/attempt whose job spec is kept
@@ -441,7 +387,6 @@ private:
     // requests in flight per token.
     std::unique_ptr<sealed_list::Cache> lists_ = std::make_unique<sealed_list::Cache>(8, 250000);
     std::shared_ptr<sealed_list::ListGate> list_gate_;
-    JobAllocations allocations_;   // Slurm's nodes and task count of the jobs that report
     std::mutex admit_mu_;          // one new worker at a time is counted against its job's cap
 };
 

@@ -123,7 +123,7 @@ std::span<const Service::Route> Service::routes() {
         {{"POST", "/v1/runs/{id}/checkpoints/{name}/commit", r_worker | r_admin, "commits need a worker or admin token"},
          [](Service &s, const Call &c) { s.commit(c.p(0), c.p(1), c.req, c.who, c.reply, c.now); }},
         {{"POST", "/v1/runs/{id}/ranks", r_worker | r_admin, "rank reports need a worker or admin token"},
-         [](Service &s, const Call &c) { s.report_ranks(c.p(0), c.req, c.who, c.reply, c.now); }},
+         [](Service &s, const Call &c) { s.receipts_.report_ranks(c.p(0), c.req, c.who, c.reply, c.now); }},
         // `shard launch` in the batch step (its reader token; the dispatch lets it POST here only).
         {{"POST", "/v1/runs/{id}/restarts", r_worker | r_admin, "restart reports need the job's token or an admin token"},
          [](Service &s, const Call &c) { s.restart_report(c.p(0), c.req, c.who, c.reply, c.now); }},
@@ -133,16 +133,16 @@ std::span<const Service::Route> Service::routes() {
         // prove nothing by themselves); a run's receipts are its owner's,
         // admins' and the peers' it moved to or from; the log's hashes any
         // token's (they name no run).
-        {{"GET", "/v1/keys", r_public, ""}, [](Service &s, const Call &c) { s.get_keys(c.reply); }},
+        {{"GET", "/v1/keys", r_public, ""}, [](Service &s, const Call &c) { s.receipts_.get_keys(c.reply); }},
         {{"GET", "/v1/runs/{id}/receipts", r_user | r_peer | r_admin, "a run's receipts need a user, peer or admin token"},
-         [](Service &s, const Call &c) { s.get_receipts(c.p(0), c.query, c.who, c.reply); }},
-        {{"GET", "/v1/log/head", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.get_log_head(c.reply); }},
+         [](Service &s, const Call &c) { s.receipts_.get_receipts(c.p(0), c.query, c.who, c.reply); }},
+        {{"GET", "/v1/log/head", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.receipts_.get_log_head(c.reply); }},
         // The peers' log heads this broker witnessed (federation/witness.hpp).
         {{"GET", "/v1/witness", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.get_witness(c.reply); }},
         {{"GET", "/v1/log/proof/inclusion", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.get_log_proof(true, c.query, c.reply); }},
+         [](Service &s, const Call &c) { s.receipts_.get_log_proof(true, c.query, c.reply); }},
         {{"GET", "/v1/log/proof/consistency", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.get_log_proof(false, c.query, c.reply); }},
+         [](Service &s, const Call &c) { s.receipts_.get_log_proof(false, c.query, c.reply); }},
         // The dashboard: its views of runs, then its files (web/, built into
         // the broker), last: no API request walks past them.
         // Signed in as a user or an admin only: a job's or a peer's token has

@@ -104,42 +104,6 @@ void Service::backlog_page(const std::string &id, long long after, const std::sh
     }
 }
 
-std::optional<ApiResponse> Service::refuse_attempt_writer(const std::string &id, const TokenEntry &who, long long attempt,
-                                                          long long &world, const char *what) {
-    if (!who.run.empty() && who.run != id) return error_response(403, "forbidden", std::string("this token may not send ") + what + " for run " + id);
-    if (who.attempt && who.attempt != (unsigned long long)attempt)
-        return error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt");
-    if (!who.bound && who.scope != Scope::admin)
-        return error_response(403, "forbidden", std::string(what) + " need a per-job worker token (derived from a worker key) or an admin token");
-    auto runs = runs_.read();
-    auto it = runs.find(id);
-    // Another user's run answers as a missing one does, word for word: a
-    // job that names it in --shardnet learns nothing of whether it exists.
-    if (it == runs.end() || !may_see(who, id, &it->second)) return error_response(404, "no_run", "no run " + id);
-    if (who.bound) {
-        std::string why = refuse_worker(&it->second, id, who, attempt);
-        // Never a claim: only a job the broker already recorded for the
-        // attempt (its heartbeat came first) may write for it.
-        if (why.empty() && (it->second.owner_uid < 0 || !it->second.jobs.count(attempt)))
-            why = "run " + id + " has no job of this token's recorded for attempt " + std::to_string(attempt) + "; a heartbeat comes first";
-        if (!why.empty()) {
-            count(c_refused);
-            return error_response(403, "not_this_job", why, "attempt");
-        }
-    }
-    if (it->second.attempt != attempt)
-        return error_response(409, "stale_attempt", "run " + id + " is at attempt " + std::to_string(it->second.attempt) + "; " + what +
-                              " of attempt " + std::to_string(attempt) + " are refused", "attempt");
-    // The attempt's ranks as the broker knows them (the largest step its
-    // tokens named), never what the body says: one rank claiming
-    // world_size=1 seals nothing.
-    if (who.bound) {
-        auto rec = it->second.jobs.find(attempt);
-        world = std::max<long long>(rec != it->second.jobs.end() ? rec->second.world : 0, (long long)who.world);
-    }
-    return std::nullopt;
-}
-
 void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
     json::error_code ec;
     json::value v = json::parse(req.body, ec);
@@ -260,7 +224,7 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
         try {
             transact([&] {
                 if (store_->has_receipt(id, attempt, "attempt-started"))   // a run cancelled before it ran had no attempt
-                    write_receipt(receipt::Kind::attempt_ended, id, attempt, json::object{{"how", "cancelled"}, {"by", by}}, {}, now);
+                    receipts_.write_receipt(receipt::Kind::attempt_ended, id, attempt, json::object{{"how", "cancelled"}, {"by", by}}, {}, now);
                 store_state(id, RunState::cancelled, attempt, now);
                 event(id, "CANCELLED", "cancelled by " + by, "{}", now);
             });

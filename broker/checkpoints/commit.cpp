@@ -98,7 +98,7 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
                     // The checkpoint took as long as its slowest rank.
                     store_->seal_checkpoint(CheckpointRow{id, name, attempt, world, parent, now,
                                                           store_->commit_write_seconds(id, attempt, name)});
-                    receipt_sealed(id, attempt, name, parent, now);   // the seal's receipt, in its transaction
+                    receipts_.receipt_sealed(id, attempt, name, parent, now);   // the seal's receipt, in its transaction
                     event(id, "SEALED", name + " committed by all " + std::to_string(world) + " ranks",
                           json::serialize(json::object{{"checkpoint", name}, {"attempt", attempt}, {"ranks", world},
                                                        {"parent", parent.empty() ? json::value(nullptr) : json::value(parent)}}),

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "broker/core/api_util.hpp"
+#include "broker/slurm/slurm_view.hpp"
 #include "broker/trust/refusals.hpp"
 #include "broker/util/thread_guard.hpp"
 
@@ -156,6 +157,55 @@ void Core::run_retries(double now) {
 void Core::follow(const std::string &run, const std::shared_ptr<EventSink> &sink) {
     std::lock_guard<std::mutex> lock(sinks_mu_);
     sinks_.emplace(run, sink);
+}
+
+std::string Core::refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt) const {
+    return broker::refuse_worker(info, run, who, attempt, cfg_);
+}
+
+std::optional<ApiResponse> Core::refuse_attempt_writer(const std::string &id, const TokenEntry &who, long long attempt,
+                                                          long long &world, const char *what) {
+    if (!who.run.empty() && who.run != id) return error_response(403, "forbidden", std::string("this token may not send ") + what + " for run " + id);
+    if (who.attempt && who.attempt != (unsigned long long)attempt)
+        return error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt");
+    if (!who.bound && who.scope != Scope::admin)
+        return error_response(403, "forbidden", std::string(what) + " need a per-job worker token (derived from a worker key) or an admin token");
+    auto runs = runs_.read();
+    auto it = runs.find(id);
+    // Another user's run answers as a missing one does, word for word: a
+    // job that names it in --shardnet learns nothing of whether it exists.
+    if (it == runs.end() || !may_see(who, id, &it->second)) return error_response(404, "no_run", "no run " + id);
+    if (who.bound) {
+        std::string why = refuse_worker(&it->second, id, who, attempt);
+        // Never a claim: only a job the broker already recorded for the
+        // attempt (its heartbeat came first) may write for it.
+        if (why.empty() && (it->second.owner_uid < 0 || !it->second.jobs.count(attempt)))
+            why = "run " + id + " has no job of this token's recorded for attempt " + std::to_string(attempt) + "; a heartbeat comes first";
+        if (!why.empty()) {
+            count(c_refused);
+            return error_response(403, "not_this_job", why, "attempt");
+        }
+    }
+    if (it->second.attempt != attempt)
+        return error_response(409, "stale_attempt", "run " + id + " is at attempt " + std::to_string(it->second.attempt) + "; " + what +
+                              " of attempt " + std::to_string(attempt) + " are refused", "attempt");
+    // The attempt's ranks as the broker knows them (the largest step its
+    // tokens named), never what the body says: one rank claiming
+    // world_size=1 seals nothing.
+    if (who.bound) {
+        auto rec = it->second.jobs.find(attempt);
+        world = std::max<long long>(rec != it->second.jobs.end() ? rec->second.world : 0, (long long)who.world);
+    }
+    return std::nullopt;
+}
+
+std::optional<std::set<std::string>> Core::job_nodes(const std::string &cluster, long long job, std::string &why) {
+    Allocation a;
+    if (why = read_allocation(*slurm_, cfg_.clusters.at(cluster), job, a); !why.empty()) return std::nullopt;
+    a.at = wall_now();
+    std::set<std::string> nodes = a.nodes;
+    allocations_.put(cluster, job, std::move(a));   // what a new worker's heartbeat is checked against
+    return nodes;
 }
 
 }  // namespace shardnet::broker

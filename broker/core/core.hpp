@@ -13,6 +13,8 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "broker/config/config.hpp"
 #include "broker/http/api_message.hpp"
 #include "broker/runs/registry.hpp"
+#include "broker/slurm/job_allocations.hpp"
 #include "broker/slurm/slurm.hpp"
 #include "broker/store/store.hpp"
 
@@ -62,6 +65,19 @@ public:
     bool retry_once(const std::string &key, double delay, const char *what, std::function<void()> fn);
     void run_retries(double now);
 
+    // Why a derived worker token (who) may not report for attempt of a run,
+    // or "" (trust/refusals.hpp, with this broker's clusters).
+    std::string refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt) const;
+    // Who may write for an attempt of run id (a commit, a ranks' report):
+    // its own job's worker token or an admin, for the current attempt only;
+    // world becomes the attempt's ranks as the broker knows them for a
+    // worker token (an admin's body is taken). The refusal, or nullopt.
+    std::optional<ApiResponse> refuse_attempt_writer(const std::string &id, const TokenEntry &who, long long attempt, long long &world,
+                                                     const char *what);
+    // Slurm's list of a job's nodes (squeue, scontrol show hostnames), or
+    // nullopt with why (the slurm thread); the answer is kept in allocations_.
+    std::optional<std::set<std::string>> job_nodes(const std::string &cluster, long long job, std::string &why);
+
     void count(Counter c);
     unsigned long long total(Counter c) const;
 
@@ -74,6 +90,7 @@ public:
     std::unique_ptr<Slurm> slurm_;
     std::shared_ptr<PeerLink> peers_;
     RunRegistry runs_;   // every run's record, behind its lock (runs/registry.hpp)
+    JobAllocations allocations_;   // Slurm's nodes and task count of the jobs that report
 
 private:
     std::vector<EventRow> pending_events_;   // store thread only

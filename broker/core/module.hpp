@@ -11,7 +11,7 @@ class Module {
 protected:
     explicit Module(Core &core)
         : core_(core), cfg_(core.cfg_), store_(core.store_), store_thread_(core.store_thread_), slurm_thread_(core.slurm_thread_),
-          query_pool_(core.query_pool_), slurm_(core.slurm_), peers_(core.peers_), runs_(core.runs_) {}
+          query_pool_(core.query_pool_), slurm_(core.slurm_), peers_(core.peers_), runs_(core.runs_), allocations_(core.allocations_) {}
 
     template <class F> auto store_wait(F fn) -> decltype(fn()) { return core_.store_wait(std::move(fn)); }
     void on_store(std::function<void()> job) { core_.on_store(std::move(job)); }
@@ -28,6 +28,16 @@ protected:
         return core_.retry_once(key, delay, what, std::move(fn));
     }
     void count(Counter c) { core_.count(c); }
+    std::string refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt) const {
+        return core_.refuse_worker(info, run, who, attempt);
+    }
+    std::optional<ApiResponse> refuse_attempt_writer(const std::string &id, const TokenEntry &who, long long attempt, long long &world,
+                                                     const char *what) {
+        return core_.refuse_attempt_writer(id, who, attempt, world, what);
+    }
+    std::optional<std::set<std::string>> job_nodes(const std::string &cluster, long long job, std::string &why) {
+        return core_.job_nodes(cluster, job, why);
+    }
 
     Core &core_;
     const BrokerConfig &cfg_;
@@ -36,6 +46,7 @@ protected:
     std::unique_ptr<Slurm> &slurm_;
     std::shared_ptr<PeerLink> &peers_;
     RunRegistry &runs_;
+    JobAllocations &allocations_;
 };
 
 }  // namespace shardnet::broker

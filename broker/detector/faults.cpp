@@ -143,7 +143,7 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
                 if (first && node_failure) store_->add_exposure(fault.state.cluster, 0, 1);
                 // The attempt ends at its first FAULT (later ones are the same end).
                 if (first)
-                    write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
+                    receipts_.write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
                                   json::object{{"how", "fault"}, {"cause", "worker " + fault.node + " " + cause}, {"evidence", evidence}}, {}, now);
             });
         } catch (const std::exception &e) {
@@ -182,7 +182,7 @@ void Service::end_from_slurm(const Fault &fault, const std::string &job_state, d
     on_store([this, fault, to = *to, cause, evidence, now, job_state] {
         try {
             transact([&] {
-                write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
+                receipts_.write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
                               json::object{{"how", "exited"}, {"slurm_job_state", job_state}, {"job", fault.state.job}}, {}, now);
                 store_state(fault.run, to, fault.attempt, now);
                 event(fault.run, state_name(to), cause, evidence, now);

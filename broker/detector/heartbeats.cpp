@@ -338,12 +338,12 @@ void Service::Beat::write() {
                     s.event(run_key, "ATTEMPT", "attempt " + std::to_string(attempt) + " heartbeats; older attempts fenced",
                             json::serialize(json::object{{"attempt", attempt}}), now);
                 }
-                if (job_known) s.note_attempt_start(run_key, attempt, cluster, job, {}, {}, {}, now, false);
+                if (job_known) s.receipts_.note_attempt_start(run_key, attempt, cluster, job, {}, {}, {}, now, false);
                 if (final_state) {
                     json::object how{{"how", "exited"}, {"node", node}};
                     if (exit_code) how["exit_codes"] = json::array{*exit_code};
                     if (exit_signal) how["signal"] = *exit_signal;
-                    s.write_receipt(receipt::Kind::attempt_ended, run_key, attempt, std::move(how), {}, now);
+                    s.receipts_.write_receipt(receipt::Kind::attempt_ended, run_key, attempt, std::move(how), {}, now);
                     s.store_state(run_key, *final_state, attempt, now);
                     std::string cause = final_cause;
                     json::object ev{{"attempt", attempt}};

@@ -238,7 +238,7 @@ void Service::slurm_cancelled(const BatchEnd &end, const std::string &evidence, 
         }
         try {
             transact([&] {
-                write_receipt(receipt::Kind::attempt_ended, end.run, end.attempt,
+                receipts_.write_receipt(receipt::Kind::attempt_ended, end.run, end.attempt,
                               json::object{{"how", "cancelled"}, {"by", "slurm"}, {"job", end.job}}, {}, now);
                 store_state(end.run, RunState::cancelled, end.attempt, now);
                 event(end.run, "CANCELLED", "job " + std::to_string(end.job) + " cancelled in Slurm (scancel) on " + end.cluster, evidence, now);

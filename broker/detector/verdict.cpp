@@ -259,7 +259,7 @@ void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first,
                 json::object how{{"how", "exited"}, {"node", end.node}};
                 if (end.code) how["exit_codes"] = json::array{*end.code};
                 if (end.signal) how["signal"] = *end.signal;
-                write_receipt(receipt::Kind::attempt_ended, end.run, end.attempt, std::move(how), {}, now);
+                receipts_.write_receipt(receipt::Kind::attempt_ended, end.run, end.attempt, std::move(how), {}, now);
                 store_state(end.run, RunState::failed, end.attempt, now);
                 event(end.run, "FAILED", cause, evidence, now);
             });

@@ -306,7 +306,7 @@ struct Service::Inbox {
                     }
                     s.store_->set_run_owner(d.run, user, as.uid);
                     s.store_->upsert_attempt(Store::AttemptRow{d.run, d.to, p.cluster, job, 0});
-                    s.note_attempt_start(d.run, d.to, p.cluster, job, p.nodes, cause_of(d.id, d.from, d.link, user, as.uid), d.link, now);
+                    s.receipts_.note_attempt_start(d.run, d.to, p.cluster, job, p.nodes, cause_of(d.id, d.from, d.link, user, as.uid), d.link, now);
                     s.store_->set_recovering(d.run, d.to, (long long)p.nodes.size());
                     for (const auto &seal : d.sealed) s.store_->put_carried_seal(carried::row_of(seal, d.run, now));
                     s.store_->keep_newest_carried(d.run, int(carried::kMaxSent));

@@ -261,7 +261,7 @@ void Service::record_attempt(const std::string &run, long long attempt, const st
     store_wait([&] {
         store_->transaction([&] {
             store_->upsert_attempt(Store::AttemptRow{run, attempt, cluster, job, 0});
-            note_attempt_start(run, attempt, cluster, job, nodes, cause, from, wall_now());
+            receipts_.note_attempt_start(run, attempt, cluster, job, nodes, cause, from, wall_now());
         });
         return 0;
     });

@@ -289,10 +289,10 @@ struct Service::Requeue {
                 s.transact([&] {
                     // The attempt leaves with the decision: its receipt's digest
                     // travels in it, so that the peer's chain goes on from it.
-                    const std::string digest = s.write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
+                    const std::string digest = s.receipts_.write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
                                                                json::object{{"how", "moved"}, {"moved_to", peer}, {"decision", id}}, {},
                                                                wall_now());
-                    if (!digest.empty()) payload["receipt"] = json::object{{"seq", s.last_receipt_link(fault.run).seq}, {"digest", digest}};
+                    if (!digest.empty()) payload["receipt"] = json::object{{"seq", s.receipts_.last_receipt_link(fault.run).seq}, {"digest", digest}};
                     // The run's newest seals go with it: the peer serves their
                     // digests to the resumed attempt (seals/carried.hpp).
                     std::vector<std::string> left_out;
