@@ -35,7 +35,7 @@
 #include "broker/federation/peer_link.hpp"
 #include "broker/slurm/job_allocations.hpp"
 #include "broker/slurm/slurm.hpp"
-#include "broker/inventory/placement.hpp"
+#include "broker/inventory/inventory_module.hpp"
 #include "broker/recovery/in_job_restarts.hpp"
 #include "broker/runs/registry.hpp"
 #include "broker/seals/list_cache.hpp"
@@ -152,13 +152,6 @@ private:
     struct PolicyPass;   // one summary's pass, step by step (policy/policy.cpp)
     void load_policies();
     double exposure_at_ = 0;   // store thread: when node-seconds were last counted
-    void put_node(const ApiRequest &req, const Reply &reply, double now);
-    void get_nodes(const std::string &host, const Reply &reply);
-
-    void list_clusters(const Reply &reply);
-    // GET /v1/health: ok, and each cluster whose Slurm answers cannot be read.
-    boost::json::object health() const;
-    boost::json::object slurm_read_errors() const;
     // Read-only joins for the dashboard (api/views.cpp).
     void runs_view(const std::string &id, const TokenEntry &who, const Reply &reply);
     // A moved run's onward story (federation/onward_api.cpp): GET
@@ -279,31 +272,6 @@ private:
     std::optional<Store::JobSpecRow> capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
                                                       long long job, const std::string &ckpt_dir, std::string *nodelist = nullptr,
                                                       std::string *batch_host = nullptr, const JobSays &says = {});
-    // With a job's options (in the site's names, name_map.hpp): each
-    // cluster's offer is what the job can have there (the idle nodes of its
-    // partitions; refused, with the reason, where a name has no match), and
-    // `fitted` gets the options in each cluster's own names.
-    struct FittedOptions { boost::json::object options; std::vector<std::string> mapped; };
-    std::vector<ClusterOffer> local_offers(const std::string &ckpt_dir, const boost::json::object *site_options = nullptr,
-                                           std::map<std::string, FittedOptions> *fitted = nullptr);
-    // Nodes the detector saw down, offered to no placement until the time
-    // kept (detector.quarantine_seconds); "cluster/node" keys.
-    // run and cause: what it faulted, remembered (inventory/bad_nodes.cpp).
-    void quarantine(const std::string &cluster, const std::string &node, double now, const std::string &run = "",
-                    const std::string &cause = "");
-    void load_bad_nodes(double now);
-    void list_bad_nodes(const Reply &reply);
-    void clear_bad_node(const std::string &cluster, const std::string &node, const Reply &reply);
-    std::set<std::string> quarantined(double now);   // "cluster/node" held now
-    std::mutex quarantine_mu_;
-    std::map<std::string, double> quarantine_;
-    std::map<std::string, std::pair<std::string, double>> last_fault_;   // "cluster/node" -> the run and time of its last fault
-    // Every probed node's offer, by host: parsed from the stored descriptors
-    // once, then kept up to date by POST /v1/nodes (store thread only).
-    std::shared_ptr<const std::map<std::string, NodeOffer>> node_offers();
-    std::map<std::string, NodeOffer> offers_;
-    bool offers_loaded_ = false;
-    std::shared_ptr<const std::map<std::string, NodeOffer>> offers_snapshot_;   // a copy of offers_, until it changes
     // sbatch of an attempt on a local cluster as the job's user; the new job
     // id, or 0 with err.
     struct SubmitAs { long long uid = -1, gid = -1; };
@@ -335,11 +303,6 @@ private:
 
     // POST /v1/runs/RUN/restarts (recovery/in_job_restarts.cpp): `shard launch`'s in-job restarts.
     void restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
-    // fan_out: also ask the peers (never for a peer's own question).
-    void capacity(const std::string &query, bool fan_out, const Reply &reply);
-    // GET /v1/capacity?local=1 at every peer at once: their rows, and one
-    // entry per peer (ok, or unknown with the reason).
-    void peer_capacity(const std::string &query, boost::json::array &rows, boost::json::array &peers);
     void receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply);
     struct IncomingDecision;   // a peer decision's body, checked (federation/inbox.cpp)
     struct Inbox;              // one applied, step by step
@@ -367,6 +330,7 @@ private:
     void backlog_page(const std::string &run, long long after, const std::shared_ptr<EventSink> &sink);
 
     Receipts receipts_;   // signed receipts, their log and API (receipts/receipts_module.hpp)
+    Inventory inventory_;   // nodes, offers, quarantined nodes, clusters, capacity (inventory/inventory_module.hpp)
     std::unique_ptr<OnwardViews> onward_;   // moved runs' stories, as their peers tell them
     std::mutex specs_mu_;
     std::unordered_set<std::string> specs_seen_;   // run/attempt whose job spec is kept

@@ -76,7 +76,7 @@ std::span<const Service::Route> Service::routes() {
         // The hot path first: one comparison of two segments.
         {{"POST", "/v1/heartbeats", r_worker | r_admin, "heartbeats need a worker or admin token"},
          [](Service &s, const Call &c) { s.heartbeats(c.req, c.who, c.reply, c.now); }},
-        {{"GET", "/v1/health", r_public, ""}, [](Service &s, const Call &c) { c.reply(ok_json(200, s.health())); }},
+        {{"GET", "/v1/health", r_public, ""}, [](Service &s, const Call &c) { c.reply(ok_json(200, s.inventory_.health())); }},
         {{"GET", "/metrics", r_public, ""},
          [](Service &s, const Call &c) { c.reply(ApiResponse{200, s.metrics(), "text/plain; version=0.0.4"}); }},
         // The inventory placement trusts: the site's probe token, not a job's
@@ -85,19 +85,19 @@ std::span<const Service::Route> Service::routes() {
          [](Service &s, const Call &c) {
              if (c.who.bound)
                  return c.reply(error_response(403, "forbidden", "node descriptors need the site's worker token (shardnet-probe) or an admin token"));
-             s.put_node(c.req, c.reply, c.now);
+             s.inventory_.put_node(c.req, c.reply, c.now);
          }},
-        {{"GET", "/v1/nodes", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.get_nodes("", c.reply); }},
+        {{"GET", "/v1/nodes", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.inventory_.get_nodes("", c.reply); }},
         {{"GET", "/v1/nodes/{host}", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.get_nodes(c.p(0), c.reply); }},
+         [](Service &s, const Call &c) { s.inventory_.get_nodes(c.p(0), c.reply); }},
         // Bad-node memory (inventory/bad_nodes.cpp): the site's to read and clear.
-        {{"GET", "/v1/bad-nodes", r_admin, "bad-node memory needs an admin token"}, [](Service &s, const Call &c) { s.list_bad_nodes(c.reply); }},
+        {{"GET", "/v1/bad-nodes", r_admin, "bad-node memory needs an admin token"}, [](Service &s, const Call &c) { s.inventory_.list_bad_nodes(c.reply); }},
         {{"POST", "/v1/bad-nodes/{cluster}/{node}/clear", r_admin, "bad-node memory needs an admin token"},
-         [](Service &s, const Call &c) { s.clear_bad_node(c.p(0), c.p(1), c.reply); }},
-        {{"GET", "/v1/clusters", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.list_clusters(c.reply); }},
+         [](Service &s, const Call &c) { s.inventory_.clear_bad_node(c.p(0), c.p(1), c.reply); }},
+        {{"GET", "/v1/clusters", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.inventory_.list_clusters(c.reply); }},
         // A peer asks for this broker's own clusters only (no fan-out).
         {{"GET", "/v1/capacity", r_user | r_peer | r_admin, "capacity needs a user, peer or admin token"},
-         [](Service &s, const Call &c) { s.capacity(c.query, c.who.scope != Scope::peer, c.reply); }},
+         [](Service &s, const Call &c) { s.inventory_.capacity(c.query, c.who.scope != Scope::peer, c.reply); }},
         {{"POST", "/v1/decisions", r_peer | r_admin, "decisions come from peer brokers (peer or admin token)"},
          [](Service &s, const Call &c) { s.receive_decision(c.req, c.who, c.reply); }},
         {{"POST", "/v1/runs", r_user | r_admin, "creating runs needs a user or admin token"},
@@ -187,36 +187,6 @@ unsigned scope_bit(Scope s) {
 }
 
 }  // namespace
-
-// Each cluster whose Slurm answers cannot be read (slurm/read_errors.hpp):
-// the broker is up, but judges none of its jobs until they can be.
-json::object Service::slurm_read_errors() const {
-    json::object out;
-    const auto errors = slurm_->read_errors.by_conf();
-    for (const auto &[name, conf] : cfg_.clusters)
-        if (auto it = errors.find(conf); it != errors.end())
-            out[name] = json::object{{"error", it->second.why}, {"since", it->second.since}, {"last", it->second.last},
-                                     {"count", it->second.count}};
-    return out;
-}
-
-json::object Service::health() const {
-    json::object errors = slurm_read_errors();
-    json::object out{{"ok", errors.empty()}};
-    if (!errors.empty()) out["slurm_unreadable"] = std::move(errors);
-    return out;
-}
-
-void Service::list_clusters(const Reply &reply) {
-    json::array cs;
-    const json::object errors = slurm_read_errors();
-    for (const auto &[name, conf] : cfg_.clusters) {
-        json::object c{{"name", name}, {"local", true}};
-        if (auto *e = errors.if_contains(name)) c["slurm_unreadable"] = *e;
-        cs.push_back(std::move(c));
-    }
-    reply(ok_json(200, json::object{{"broker_cluster", cfg_.cluster}, {"clusters", std::move(cs)}}));
-}
 
 void Service::handle(const ApiRequest &req, const Reply &reply) {
     count(c_requests);

@@ -79,13 +79,13 @@ void Service::confirm(Fault fault, double now) {
             if (is_spare(fault.run, fault.attempt, node)) return spare_lost(fault, node, down_why, std::move(ev));
             ev["no_worker_yet"] = true;
             ev["node_failure"] = true;
-            quarantine(fault.state.cluster, node, wall_now(), fault.run, "down before a worker reported: " + down_why);
+            inventory_.quarantine(fault.state.cluster, node, wall_now(), fault.run, "down before a worker reported: " + down_why);
             return raise_fault(fault, "(node " + node + " of job " + std::to_string(fault.state.job) +
                                "'s allocation, no worker there yet) down: " + down_why, ev, wall_now());
         }
         if (node_down) {
             ev["node_failure"] = true;
-            quarantine(fault.state.cluster, node, wall_now(), fault.run, fault.cause + "; " + down_why);
+            inventory_.quarantine(fault.state.cluster, node, wall_now(), fault.run, fault.cause + "; " + down_why);
             return raise_fault(fault, fault.cause + "; node " + node + " " + down_why, ev, wall_now());
         }
         if (fault.kind == FaultKind::stalled)  // node and job are fine: the trainer hangs

@@ -123,7 +123,7 @@ void Service::Judgment::classify() {
             ev["slurm_job_state"] = v.job_state;
             ev["slurm_node_state"] = v.node_state;
             ev["slurmd_answers"] = v.slurmd_answers;
-            s.quarantine(end.cluster, node, wall_now(), end.run, "died under the job (" + dead + ")");
+            s.inventory_.quarantine(end.cluster, node, wall_now(), end.run, "died under the job (" + dead + ")");
             Fault fault{end.run, key, end.attempt, fault_words(FaultKind::silent), w, FaultKind::silent};
             return s.raise_fault(fault, "lost: node " + node + " died (" + dead + "); " + end.what + " " +
                                  exit_words(end.code, end.signal) + " on " + end.node + " after it, which is not the verdict",

@@ -148,7 +148,7 @@ struct Service::Inbox {
     SubmitAs as;
     Placement p;
     json::array rejected;
-    std::map<std::string, FittedOptions> fitted;
+    std::map<std::string, Inventory::FittedOptions> fitted;
 
     Inbox(Service &svc, const IncomingDecision &dec, const Reply &r) : s(svc), d(dec), reply(r) {}
 
@@ -233,7 +233,7 @@ struct Service::Inbox {
                                      ? std::string(d.spec.at("ckpt_dir").as_string()) : "";
         json::object site_options;
         if (auto *o = d.spec.if_contains("options"); o && o->is_object()) site_options = o->as_object();
-        p = place(req, s.local_offers(ckpt, &site_options, &fitted), "");
+        p = place(req, s.inventory_.local_offers(ckpt, &site_options, &fitted), "");
         for (const auto &r : p.rejected) rejected.push_back(json::object{{"cluster", r.cluster}, {"reason", r.reason}});
     }
 

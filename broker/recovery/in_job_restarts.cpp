@@ -200,7 +200,7 @@ void Service::spare_lost(const Fault &fault, const std::string &node, const std:
     workers_.retire(fault.run, fault.node);
     ev["spare"] = true;
     const double now = wall_now();
-    quarantine(fault.state.cluster, node, now, fault.run, "spare node down: " + why);
+    inventory_.quarantine(fault.state.cluster, node, now, fault.run, "spare node down: " + why);
     write_event(fault.run, "SPARE_LOST", "spare node " + node + " of job " + std::to_string(fault.state.job) + " down (" + why +
                 "); no rank ran there: training goes on, one spare fewer", json::serialize(ev), now);
 }

@@ -49,7 +49,7 @@ struct Service::Requeue {
     long long spec_uid = -1, spec_nodes = 1;
     Requirements req;
     json::object site_options;
-    std::map<std::string, FittedOptions> fitted;
+    std::map<std::string, Inventory::FittedOptions> fitted;
 
     Requeue(Service &svc, const Fault &f, std::string pol, std::string man, std::string own, std::string every, long long uid, int t)
         : s(svc), fault(f), policy(std::move(pol)), manifest(std::move(man)), owner(std::move(own)), ckpt_every(std::move(every)),
@@ -250,7 +250,7 @@ struct Service::Requeue {
                                                                                        : fault.state.cluster;
         if (auto *o = spec.if_contains("options"); o && o->is_object()) site_options = o->as_object();
         if (auto it = s.cfg_.cluster_info.find(spec_cluster); it != s.cfg_.cluster_info.end()) site_names(it->second.names, site_options);
-        Placement p = place(req, s.local_offers(ckpt, &site_options, &fitted), fault.state.cluster, region, bad);
+        Placement p = place(req, s.inventory_.local_offers(ckpt, &site_options, &fitted), fault.state.cluster, region, bad);
         json::array rejected;
         for (const auto &r : p.rejected) {
             rejected.push_back(json::object{{"cluster", r.cluster}, {"reason", r.reason}});
