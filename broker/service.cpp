@@ -34,9 +34,8 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     : Core(cfg, std::move(store),
            ports.slurm ? std::move(ports.slurm) : std::make_unique<SlurmCalls>(cfg.slurm_cache_ms, cfg.slurm_max_per_second),
            ports.peers ? std::move(ports.peers) : std::make_shared<CurlPeerLink>()),
-      receipts_(*this), inventory_(*this),
+      receipts_(*this), policy_(*this), inventory_(*this),
       onward_(std::make_unique<OnwardViews>(*peers_)),
-      workers_(cfg.detector_misses, cfg.stall_seconds),
       list_gate_(std::make_shared<sealed_list::ListGate>(cfg.list_requests_per_token)) {
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
@@ -58,7 +57,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     for (auto &a : store_->load_attempts())
         if (auto it = runs.find(a.run); it != runs.end()) it->second.jobs[a.attempt] = AttemptJob{a.cluster, a.job, a.world};
     runs.unlock();
-    load_policies();
+    policy_.load_policies();
     inventory_.load_bad_nodes(wall_now());
     // The workers of live runs are watched again, with a deadline from now:
     // one that died while the broker was down (or as it stopped) still

@@ -40,7 +40,8 @@
 #include "broker/runs/registry.hpp"
 #include "broker/seals/list_cache.hpp"
 #include "broker/store/store.hpp"
-#include "broker/detector/workers.hpp"
+#include "broker/policy/policy_module.hpp"
+#include "broker/workers/workers.hpp"
 #include "broker/receipts/receipts.hpp"
 #include "broker/receipts/receipts_module.hpp"
 #include "common/receipt.hpp"
@@ -143,15 +144,6 @@ private:
     // POST /v1/runs/{id}/environment (recovery/environment_api.cpp): the
     // submitter's environment, kept root-only for the run's later attempts.
     void keep_environment(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply);
-    // Checkpoint policy (policy/policy.cpp): GET /v1/runs/{id}/policy, and
-    // on the store thread at every summary: exposure, recoveries' first
-    // steps, and each auto run's interval, recomputed.
-    void get_policy(const std::string &id, const TokenEntry &who, const Reply &reply);
-    struct WorkerSummary { std::string run, node; WorkerState w; };
-    void measure_policies(const std::vector<WorkerSummary> &workers, double now);
-    struct PolicyPass;   // one summary's pass, step by step (policy/policy.cpp)
-    void load_policies();
-    double exposure_at_ = 0;   // store thread: when node-seconds were last counted
     // Read-only joins for the dashboard (api/views.cpp).
     void runs_view(const std::string &id, const TokenEntry &who, const Reply &reply);
     // A moved run's onward story (federation/onward_api.cpp): GET
@@ -330,6 +322,7 @@ private:
     void backlog_page(const std::string &run, long long after, const std::shared_ptr<EventSink> &sink);
 
     Receipts receipts_;   // signed receipts, their log and API (receipts/receipts_module.hpp)
+    Policy policy_;   // checkpoint policies of auto runs (policy/policy_module.hpp)
     Inventory inventory_;   // nodes, offers, quarantined nodes, clusters, capacity (inventory/inventory_module.hpp)
     std::unique_ptr<OnwardViews> onward_;   // moved runs' stories, as their peers tell them
     std::mutex specs_mu_;
@@ -346,7 +339,6 @@ private:
     std::atomic<Auth *> auth_{nullptr};
     std::vector<std::unique_ptr<Auth>> auths_;
     std::mutex auths_mu_;
-    WorkerTable workers_;
     // Sealed lists as served, a few kept (a seal never changes); list
     // requests in flight per token.
     std::unique_ptr<sealed_list::Cache> lists_ = std::make_unique<sealed_list::Cache>(8, 250000);

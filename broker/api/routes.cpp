@@ -119,7 +119,7 @@ std::span<const Service::Route> Service::routes() {
         {{"GET", "/v1/runs/{id}/checkpoints/{name}/files", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) { s.sealed_files(c.p(0), c.p(1), c.query, c.who, c.reply); }},
         {{"GET", "/v1/runs/{id}/policy", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.get_policy(c.p(0), c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.policy_.get_policy(c.p(0), c.who, c.reply); }},
         {{"POST", "/v1/runs/{id}/checkpoints/{name}/commit", r_worker | r_admin, "commits need a worker or admin token"},
          [](Service &s, const Call &c) { s.commit(c.p(0), c.p(1), c.req, c.who, c.reply, c.now); }},
         {{"POST", "/v1/runs/{id}/ranks", r_worker | r_admin, "rank reports need a worker or admin token"},

@@ -25,6 +25,7 @@
 #include "broker/slurm/job_allocations.hpp"
 #include "broker/slurm/slurm.hpp"
 #include "broker/store/store.hpp"
+#include "broker/workers/workers.hpp"
 
 namespace shardnet::broker {
 
@@ -90,6 +91,7 @@ public:
     std::unique_ptr<Slurm> slurm_;
     std::shared_ptr<PeerLink> peers_;
     RunRegistry runs_;   // every run's record, behind its lock (runs/registry.hpp)
+    WorkerTable workers_;   // every worker's soft state and deadline (workers/workers.hpp)
     JobAllocations allocations_;   // Slurm's nodes and task count of the jobs that report
 
 private:

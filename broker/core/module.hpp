@@ -11,7 +11,7 @@ class Module {
 protected:
     explicit Module(Core &core)
         : core_(core), cfg_(core.cfg_), store_(core.store_), store_thread_(core.store_thread_), slurm_thread_(core.slurm_thread_),
-          query_pool_(core.query_pool_), slurm_(core.slurm_), peers_(core.peers_), runs_(core.runs_), allocations_(core.allocations_) {}
+          query_pool_(core.query_pool_), slurm_(core.slurm_), peers_(core.peers_), runs_(core.runs_), workers_(core.workers_), allocations_(core.allocations_) {}
 
     template <class F> auto store_wait(F fn) -> decltype(fn()) { return core_.store_wait(std::move(fn)); }
     void on_store(std::function<void()> job) { core_.on_store(std::move(job)); }
@@ -46,6 +46,7 @@ protected:
     std::unique_ptr<Slurm> &slurm_;
     std::shared_ptr<PeerLink> &peers_;
     RunRegistry &runs_;
+    WorkerTable &workers_;
     JobAllocations &allocations_;
 };
 

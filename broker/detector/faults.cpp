@@ -197,7 +197,7 @@ void Service::end_from_slurm(const Fault &fault, const std::string &job_state, d
 }
 
 void Service::summarise() {
-    std::vector<WorkerSummary> rows;
+    std::vector<Policy::WorkerSummary> rows;
     workers_.for_each([&](const std::string &run, const std::string &node, const WorkerState &w) { rows.push_back({run, node, w}); });
     on_store([this, rows = std::move(rows)] {
         transact([&] {
@@ -205,7 +205,7 @@ void Service::summarise() {
                 store_->upsert_worker(run, w.attempt, node, std::to_string(w.ranks), w.last_seen, w.step, w.interval,
                                       w.ended || w.faulted, w.watch_only, w.cluster, w.job);
         });
-        measure_policies(rows, wall_now());
+        policy_.measure_policies(rows, wall_now());
         // Bad-node memory keeps 30 days (inventory/bad_nodes.cpp); so do a
         // finished run's seals carried here from a peer (no resume needs them).
         try {
