@@ -38,8 +38,8 @@
 #include "broker/inventory/inventory_module.hpp"
 #include "broker/recovery/in_job_restarts.hpp"
 #include "broker/runs/registry.hpp"
-#include "broker/seals/list_cache.hpp"
 #include "broker/store/store.hpp"
+#include "broker/checkpoints/checkpoints_module.hpp"
 #include "broker/policy/policy_module.hpp"
 #include "broker/workers/workers.hpp"
 #include "broker/receipts/receipts.hpp"
@@ -124,22 +124,6 @@ private:
     void get_run(const std::string &id, const TokenEntry &who, const Reply &reply);
     void cancel_run(const std::string &id, const TokenEntry &who, const Reply &reply, double now);
     void list_events(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply);
-    void commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
-                const Reply &reply, double now);
-    void list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply);
-    // A sealed checkpoint's files of one rank, as committed (checkpoints/sealed_files.cpp).
-    void sealed_files(const std::string &id, const std::string &name, const std::string &query, const TokenEntry &who, const Reply &reply);
-    // Where a seal's list comes from (store thread): the answer's head, the
-    // cache key and how to build it.
-    struct SealedListSource {
-        boost::json::object head;
-        std::optional<Store::SealedListRow> recorded;
-        long long ranks = 0;
-        std::string key;
-        std::function<std::shared_ptr<const sealed_list::Built>()> build;
-    };
-    bool find_sealed_list(const std::string &id, const std::string &name, SealedListSource &src, const Reply &reply);
-    std::shared_ptr<const sealed_list::Built> sealed_list_of(const std::string &id, const std::string &name, const SealedListSource &src);
     std::shared_ptr<StreamBudget> streams_ = std::make_shared<StreamBudget>();
     // POST /v1/runs/{id}/environment (recovery/environment_api.cpp): the
     // submitter's environment, kept root-only for the run's later attempts.
@@ -322,6 +306,7 @@ private:
     void backlog_page(const std::string &run, long long after, const std::shared_ptr<EventSink> &sink);
 
     Receipts receipts_;   // signed receipts, their log and API (receipts/receipts_module.hpp)
+    Checkpoints checkpoints_;   // commits, seals, sealed files (checkpoints/checkpoints_module.hpp)
     Policy policy_;   // checkpoint policies of auto runs (policy/policy_module.hpp)
     Inventory inventory_;   // nodes, offers, quarantined nodes, clusters, capacity (inventory/inventory_module.hpp)
     std::unique_ptr<OnwardViews> onward_;   // moved runs' stories, as their peers tell them
@@ -339,10 +324,6 @@ private:
     std::atomic<Auth *> auth_{nullptr};
     std::vector<std::unique_ptr<Auth>> auths_;
     std::mutex auths_mu_;
-    // Sealed lists as served, a few kept (a seal never changes); list
-    // requests in flight per token.
-    std::unique_ptr<sealed_list::Cache> lists_ = std::make_unique<sealed_list::Cache>(8, 250000);
-    std::shared_ptr<sealed_list::ListGate> list_gate_;
     std::mutex admit_mu_;          // one new worker at a time is counted against its job's cap
 };
 

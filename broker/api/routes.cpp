@@ -114,14 +114,14 @@ std::span<const Service::Route> Service::routes() {
         {{"GET", "/v1/runs/{id}/story", r_peer | r_admin, "a run's story is for the peer brokers it crossed (peer or admin token)"},
          [](Service &s, const Call &c) { s.run_story(c.p(0), c.who, c.reply); }},
         {{"GET", "/v1/runs/{id}/checkpoints", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.list_checkpoints(c.p(0), c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.checkpoints_.list_checkpoints(c.p(0), c.who, c.reply); }},
         // What a resume checks each shard against (the trainer's reader token).
         {{"GET", "/v1/runs/{id}/checkpoints/{name}/files", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.sealed_files(c.p(0), c.p(1), c.query, c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.checkpoints_.sealed_files(c.p(0), c.p(1), c.query, c.who, c.reply); }},
         {{"GET", "/v1/runs/{id}/policy", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) { s.policy_.get_policy(c.p(0), c.who, c.reply); }},
         {{"POST", "/v1/runs/{id}/checkpoints/{name}/commit", r_worker | r_admin, "commits need a worker or admin token"},
-         [](Service &s, const Call &c) { s.commit(c.p(0), c.p(1), c.req, c.who, c.reply, c.now); }},
+         [](Service &s, const Call &c) { s.checkpoints_.commit(c.p(0), c.p(1), c.req, c.who, c.reply, c.now); }},
         {{"POST", "/v1/runs/{id}/ranks", r_worker | r_admin, "rank reports need a worker or admin token"},
          [](Service &s, const Call &c) { s.receipts_.report_ranks(c.p(0), c.req, c.who, c.reply, c.now); }},
         // `shard launch` in the batch step (its reader token; the dispatch lets it POST here only).
