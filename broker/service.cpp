@@ -125,8 +125,7 @@ bool Service::drain(std::chrono::steady_clock::time_point until) {
 }
 
 int Service::open_streams() const {
-    std::lock_guard<std::mutex> lock(streams_->mu);
-    return streams_->total;
+    return streams_->open();
 }
 
 void Service::reload(const BrokerConfig &cfg) {
@@ -173,10 +172,7 @@ std::string Service::metrics() const {
     line("shardnet_slurm_calls_total", "commands run against slurmctld", slurm_->calls());
     line("shardnet_slurm_cache_hits_total", "Slurm queries answered from the cache", slurm_->cache_hits());
     line("shardnet_workers_tracked", "workers in the failure detector", workers_.size(), "gauge");
-    {
-        std::lock_guard<std::mutex> lock(streams_->mu);
-        line("shardnet_event_streams", "event streams open (limits.sse_max_streams)", (unsigned long long)streams_->total, "gauge");
-    }
+    line("shardnet_event_streams", "event streams open (limits.sse_max_streams)", (unsigned long long)streams_->open(), "gauge");
     {
         auto runs = runs_.read();
         line("shardnet_runs", "runs known", runs.size(), "gauge");

@@ -25,6 +25,7 @@
 
 #include "broker/api/heartbeat_body.hpp"
 #include "broker/api/routes.hpp"
+#include "broker/api/stream_budget.hpp"
 #include "broker/trust/auth.hpp"
 #include "broker/trust/refusals.hpp"
 #include "broker/config/config.hpp"
@@ -37,6 +38,7 @@
 #include "broker/slurm/slurm.hpp"
 #include "broker/inventory/inventory_module.hpp"
 #include "broker/recovery/in_job_restarts.hpp"
+#include "broker/recovery/specs_seen.hpp"
 #include "broker/runs/registry.hpp"
 #include "broker/store/store.hpp"
 #include "broker/checkpoints/checkpoints_module.hpp"
@@ -48,13 +50,6 @@
 
 namespace shardnet::broker {
 
-// Open event streams, per token and in all (api/runs.cpp): shared with
-// each stream's slot, which may outlive the service by a moment.
-struct StreamBudget {
-    std::mutex mu;
-    std::map<std::string, int> by_token;
-    int total = 0;
-};
 
 // What the service talks to outside its process, each behind an interface
 // (tests give fakes). Null: the real one (Slurm's commands, libcurl).
@@ -310,8 +305,7 @@ private:
     Policy policy_;   // checkpoint policies of auto runs (policy/policy_module.hpp)
     Inventory inventory_;   // nodes, offers, quarantined nodes, clusters, capacity (inventory/inventory_module.hpp)
     std::unique_ptr<OnwardViews> onward_;   // moved runs' stories, as their peers tell them
-    std::mutex specs_mu_;
-    std::unordered_set<std::string> specs_seen_;   // run/attempt whose job spec is kept
+    SpecsSeen specs_seen_;   // attempts whose job spec is kept (recovery/specs_seen.hpp)
     std::mutex stale_mu_;
     std::unordered_set<std::string> stale_cancelled_;   // cluster/job, under stale_mu_
     std::thread forwarder_;

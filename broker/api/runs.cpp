@@ -52,7 +52,7 @@ std::optional<ApiResponse> Service::follow_events(const ApiRequest &req, std::sh
     // A job's derived tokens count as their user's: one user's jobs share one budget.
     const std::string key = who->bound ? "uid:" + std::to_string(who->uid) : who->name;
     {
-        std::lock_guard<std::mutex> lock(streams_->mu);
+        std::lock_guard<std::mutex> lock(streams_->streams_mu);
         if (streams_->total >= max_streams) {
             ApiResponse r = error_response(503, "too_many_streams", "the broker holds " + std::to_string(streams_->total) +
                                            " event streams (limits.sse_max_streams); try again later");
@@ -70,7 +70,7 @@ std::optional<ApiResponse> Service::follow_events(const ApiRequest &req, std::sh
         ++streams_->total;
     }
     sink->slot = std::shared_ptr<void>(static_cast<void *>(streams_.get()), [budget = streams_, key](void *) {
-        std::lock_guard<std::mutex> lock(budget->mu);
+        std::lock_guard<std::mutex> lock(budget->streams_mu);
         --budget->total;
         if (auto it = budget->by_token.find(key); it != budget->by_token.end() && --it->second <= 0) budget->by_token.erase(it);
     });

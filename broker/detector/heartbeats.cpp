@@ -219,12 +219,7 @@ void Service::Beat::after_beat() {
     // watched through its worker.
     if (new_worker && !jobstep.empty() && !batch) s.workers_.unwatch(run_key, std::string(node) + "/alloc", attempt);
     if (!batch || job <= 0 || ended || !s.cfg_.clusters.count(std::string(cluster))) return;
-    bool fresh;
-    {
-        std::lock_guard<std::mutex> lock(s.specs_mu_);
-        fresh = s.specs_seen_.insert(run_key + '\n' + std::to_string(attempt)).second;
-    }
-    if (!fresh) return;
+    if (!s.specs_seen_.claim(run_key, attempt)) return;
     std::vector<int> fatal;   // the job's --shardnet-fatal-exit, kept with its spec for the next attempt
     for (int c = 1; c <= 255; ++c)
         if (hb.fatal_exit.test(std::size_t(c))) fatal.push_back(c);

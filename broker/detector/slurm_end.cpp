@@ -208,10 +208,7 @@ void Service::slurm_requeued(const BatchEnd &end, const std::string &cause, cons
     // spec and watches its allocation anew (capture_spec: RESUMED).
     for (const auto &[key, w] : workers_.of_run(end.run, true))
         if (w.attempt == end.attempt && w.watch_only) workers_.unwatch(end.run, key, end.attempt);
-    {
-        std::lock_guard<std::mutex> lock(specs_mu_);
-        specs_seen_.erase(end.run + '\n' + std::to_string(end.attempt));
-    }
+    specs_seen_.release(end.run, end.attempt);
     on_store([this, end, cause, evidence, now] {
         try {
             transact([&] { event(end.run, "REQUEUED", cause, evidence, now); });

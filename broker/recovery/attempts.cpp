@@ -37,8 +37,7 @@ void Service::capture_spec(const std::string &run, long long attempt, const std:
     post_guarded(slurm_thread_, "capture job spec", [this, run, attempt, cluster, job, ckpt_dir, interval, says] {
         std::string nodelist, batch_host;
         if (!capture_spec_now(run, attempt, cluster, job, ckpt_dir, &nodelist, &batch_host, says)) {
-            std::lock_guard<std::mutex> lock(specs_mu_);  // try again at the next batch heartbeat
-            specs_seen_.erase(run + '\n' + std::to_string(attempt));
+            specs_seen_.release(run, attempt);  // try again at the next batch heartbeat
             return;
         }
         resumed_after_slurm_requeue(run, attempt, cluster, job, nodelist);
