@@ -34,6 +34,7 @@
 #include "broker/http/api_message.hpp"
 #include "broker/federation/onward.hpp"
 #include "broker/federation/peer_link.hpp"
+#include "broker/federation/stale_jobs.hpp"
 #include "broker/slurm/job_allocations.hpp"
 #include "broker/slurm/slurm.hpp"
 #include "broker/inventory/inventory_module.hpp"
@@ -281,9 +282,6 @@ private:
     // for uid, else why not.
     std::string peer_may_take(const std::string &run, long long to, long long uid, const std::string &sender,
                               const std::optional<Store::MovedRow> &moved) const;
-    // A fenced attempt's job that still runs: cancelled once, off the caller's
-    // thread (when a peer takes its successor, or when it shows up again).
-    void cancel_stale(const std::string &cluster, long long job);
     // Sends decisions in state 'forwarding' to their peer until one answers.
     void forward_loop();
     struct ForwardRetry {
@@ -306,8 +304,7 @@ private:
     Inventory inventory_;   // nodes, offers, quarantined nodes, clusters, capacity (inventory/inventory_module.hpp)
     std::unique_ptr<OnwardViews> onward_;   // moved runs' stories, as their peers tell them
     SpecsSeen specs_seen_;   // attempts whose job spec is kept (recovery/specs_seen.hpp)
-    std::mutex stale_mu_;
-    std::unordered_set<std::string> stale_cancelled_;   // cluster/job, under stale_mu_
+    StaleJobs stale_jobs_;   // fenced attempts' jobs cancelled (federation/stale_jobs.hpp)
     std::thread forwarder_;
     std::atomic<bool> witnessing_{false};   // a witness round is under way
     std::mutex forward_mu_;

@@ -157,7 +157,7 @@ std::optional<ApiResponse> Service::Beat::see_run() {
         const bool ours = rec != info->jobs.end() && rec->second.cluster == cluster && rec->second.job == job &&
                           !(now_rec != info->jobs.end() && now_rec->second.cluster == cluster && now_rec->second.job == job);
         runs.unlock();
-        if (ours || who.scope == Scope::admin) s.cancel_stale(std::string(cluster), job);
+        if (ours || who.scope == Scope::admin) s.stale_jobs_.cancel_stale(std::string(cluster), job);
         return error_response(409, "stale_attempt", "run " + run_key + " is at attempt " + std::to_string(current) +
                               "; attempt " + std::to_string(attempt) + " is fenced", "attempt");
     }

@@ -256,7 +256,7 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
     ev["peer"] = f.peer;
     if (answer.kind == PeerDecision::Kind::accepted) {
         // The successor has a place: the old attempt's job ends now.
-        if (!p.old_cluster.empty() && p.old_job > 0) cancel_stale(p.old_cluster, p.old_job);
+        if (!p.old_cluster.empty() && p.old_job > 0) stale_jobs_.cancel_stale(p.old_cluster, p.old_job);
         store_wait([&] {
             transact([&] {
                 store_->apply_decision(f.id, "delivered", answer.job);
