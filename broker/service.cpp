@@ -98,11 +98,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
 }
 
 Service::~Service() {
-    {
-        std::lock_guard<std::mutex> lock(forward_mu_);
-        stopping_ = true;
-    }
-    forward_cv_.notify_all();
+    forward_signal_.stop();
     if (forwarder_.joinable()) forwarder_.join();
     query_pool_.join();
     slurm_thread_.join();

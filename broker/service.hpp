@@ -34,6 +34,7 @@
 #include "broker/http/api_message.hpp"
 #include "broker/federation/onward.hpp"
 #include "broker/federation/peer_link.hpp"
+#include "broker/federation/forward_signal.hpp"
 #include "broker/federation/stale_jobs.hpp"
 #include "broker/slurm/job_allocations.hpp"
 #include "broker/slurm/slurm.hpp"
@@ -307,9 +308,7 @@ private:
     StaleJobs stale_jobs_;   // fenced attempts' jobs cancelled (federation/stale_jobs.hpp)
     std::thread forwarder_;
     std::atomic<bool> witnessing_{false};   // a witness round is under way
-    std::mutex forward_mu_;
-    std::condition_variable forward_cv_;
-    bool stopping_ = false;
+    ForwardSignal forward_signal_;   // wakes or stops the forwarder (federation/forward_signal.hpp)
     // Replaced whole on reload; retired ones are kept (reloads are rare and
     // connections may hold pointers into them).
     std::atomic<Auth *> auth_{nullptr};

@@ -93,11 +93,7 @@ void Service::forward_loop() {
     std::map<std::string, ForwardRetry> retries;   // by decision id
     double next_witness = wall_now() + 5;          // the peers' log heads (witness_api.cpp), soon after the start
     for (;;) {
-        {
-            std::unique_lock<std::mutex> lock(forward_mu_);
-            forward_cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; });
-            if (stopping_) return;
-        }
+        if (forward_signal_.wait(std::chrono::milliseconds(200))) return;
         // One round at a time, on the query pool (it waits on the peers).
         if (cfg_.witness_seconds > 0 && wall_now() >= next_witness) {
             next_witness = wall_now() + cfg_.witness_seconds;
