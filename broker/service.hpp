@@ -45,6 +45,7 @@
 #include "broker/store/store.hpp"
 #include "broker/checkpoints/checkpoints_module.hpp"
 #include "broker/policy/policy_module.hpp"
+#include "broker/workers/admission_lock.hpp"
 #include "broker/workers/workers.hpp"
 #include "broker/receipts/receipts.hpp"
 #include "broker/receipts/receipts_module.hpp"
@@ -314,7 +315,7 @@ private:
     std::atomic<Auth *> auth_{nullptr};
     std::vector<std::unique_ptr<Auth>> auths_;
     std::mutex auths_mu_;
-    std::mutex admit_mu_;          // one new worker at a time is counted against its job's cap
+    AdmissionLock admission_;   // one new worker at a time is counted against its job's cap (workers/admission_lock.hpp)
 };
 
 
