@@ -1,6 +1,6 @@
 #include "broker/service.hpp"
 
-#include "broker/api/store_answer.hpp"
+#include "broker/core/store_answer.hpp"
 
 #include "broker/slurm/slurm_calls.hpp"
 
@@ -14,7 +14,7 @@
 
 #include "broker/api/heartbeat_body.hpp"
 #include "common/parse_util.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 
 namespace shardnet::broker {
 
@@ -22,9 +22,6 @@ namespace json = boost::json;
 using namespace detail;
 using namespace std::literals;
 
-double wall_now() {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 ApiResponse error_response(unsigned status, const std::string &code, const std::string &message, const std::string &field) {
     json::object e{{"code", code}, {"message", message}};
@@ -34,12 +31,11 @@ ApiResponse error_response(unsigned status, const std::string &code, const std::
 
 
 Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServicePorts ports)
-    : cfg_(cfg), store_(std::move(store)), signer_(*store_, cfg.receipts),
-      slurm_(ports.slurm ? std::move(ports.slurm) : std::make_unique<SlurmCalls>(cfg.slurm_cache_ms, cfg.slurm_max_per_second)),
-      peers_(ports.peers ? std::move(ports.peers) : std::make_shared<CurlPeerLink>()),
-      onward_(std::make_unique<OnwardViews>(*peers_)),
-      workers_(cfg.detector_misses, cfg.stall_seconds),
-      list_gate_(std::make_shared<sealed_list::ListGate>(cfg.list_requests_per_token)) {
+    : Core(cfg, std::move(store),
+           ports.slurm ? std::move(ports.slurm) : std::make_unique<SlurmCalls>(cfg.slurm_cache_ms, cfg.slurm_max_per_second),
+           ports.peers ? std::move(ports.peers) : std::make_shared<CurlPeerLink>()),
+      receipts_(*this), checkpoints_(*this, receipts_), policy_(*this), inventory_(*this),
+      onward_(std::make_unique<OnwardViews>(*peers_)), stale_jobs_(*this) {
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
     auto runs = runs_.write();   // no other thread yet: one view for the load
@@ -60,8 +56,8 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     for (auto &a : store_->load_attempts())
         if (auto it = runs.find(a.run); it != runs.end()) it->second.jobs[a.attempt] = AttemptJob{a.cluster, a.job, a.world};
     runs.unlock();
-    load_policies();
-    load_bad_nodes(wall_now());
+    policy_.load_policies();
+    inventory_.load_bad_nodes(wall_now());
     // The workers of live runs are watched again, with a deadline from now:
     // one that died while the broker was down (or as it stopped) still
     // becomes a FAULT, confirmed with Slurm as ever. A worker that reports
@@ -107,56 +103,17 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
 }
 
 Service::~Service() {
-    {
-        std::lock_guard<std::mutex> lock(forward_mu_);
-        stopping_ = true;
-    }
-    forward_cv_.notify_all();
+    forward_signal_.stop();
     if (forwarder_.joinable()) forwarder_.join();
     query_pool_.join();
     slurm_thread_.join();
     store_thread_.join();
 }
 
-void Service::count(Counter c) {
-    static std::atomic<int> next{0};
-    thread_local int slot = next.fetch_add(1) % kSlots;
-    slots_[slot].c[c].fetch_add(1, std::memory_order_relaxed);
-}
 
-unsigned long long Service::total(Counter c) const {
-    unsigned long long n = 0;
-    for (const auto &s : slots_) n += s.c[c].load(std::memory_order_relaxed);
-    return n;
-}
 
-// An exception out of a job would end the store thread, and with it the
-// broker: the guard logs and counts it instead.
-// Each job is counted from its posting to its end, thrown or not: what a
-// drain cut short is said by number.
-namespace {
-struct Counted {
-    std::atomic<int> &n;
-    explicit Counted(std::atomic<int> &count) : n(count) {}
-    ~Counted() { n.fetch_sub(1, std::memory_order_relaxed); }
-};
-}  // namespace
 
-void Service::on_store(std::function<void()> job) {
-    store_jobs_.fetch_add(1, std::memory_order_relaxed);
-    post_guarded(store_thread_, "store", [this, job = std::move(job)] {
-        Counted c(store_jobs_);
-        job();
-    });
-}
 
-void Service::on_store(const Reply &reply, std::function<void(const Reply &)> job) {
-    store_jobs_.fetch_add(1, std::memory_order_relaxed);
-    post_answering(store_thread_, "store", reply, [this, job = std::move(job)](const Reply &r) {
-        Counted c(store_jobs_);
-        job(r);
-    });
-}
 
 bool Service::drain(std::chrono::steady_clock::time_point until) {
     // Not a counted job: it is the drain's own mark in the queue. Shared, so
@@ -169,8 +126,7 @@ bool Service::drain(std::chrono::steady_clock::time_point until) {
 }
 
 int Service::open_streams() const {
-    std::lock_guard<std::mutex> lock(streams_->mu);
-    return streams_->total;
+    return streams_->open();
 }
 
 void Service::reload(const BrokerConfig &cfg) {
@@ -185,76 +141,12 @@ void Service::reload(const BrokerConfig &cfg) {
                  json::object{{"receipts", cfg_.receipts.on() ? "on" : "off"}, {"reloaded_config", fresh.on() ? "on" : "off"}});
         return;
     }
-    if (fresh.on()) on_store([this, fresh] { signer_.rotate(fresh); });
+    if (fresh.on()) on_store([this, fresh] { receipts_.rotate(fresh); });
 }
 
-void Service::event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,
-                    double now) {
-    count(c_events);
-    EventRow e{0, run, now, kind, cause, evidence};
-    e.id = store_->insert_event(e);
-    pending_events_.push_back(std::move(e));
-}
 
-namespace detail {
-json::object event_object(const EventRow &e) {
-    json::error_code ec;
-    json::value ev = json::parse(e.evidence, ec);
-    return json::object{{"id", e.id}, {"time", e.time}, {"kind", e.kind}, {"cause", e.cause}, {"evidence", ec ? json::value(e.evidence) : ev}};
-}
 
-std::string sse_message(const EventRow &e) {
-    // The run second, as stream readers have always had it.
-    json::object o = event_object(e), data_o{{"id", e.id}, {"run", e.run}};
-    for (auto &kv : o)
-        if (kv.key() != "id") data_o[kv.key()] = std::move(kv.value());
-    std::string data = json::serialize(data_o);
-    return "id: " + std::to_string(e.id) + "\nevent: " + e.kind + "\ndata: " + data + "\n\n";
-}
-}  // namespace detail
 
-bool Service::write_event(const std::string &run, const std::string &kind, const std::string &cause, const std::string &evidence,
-                          double now) {
-    return store_wait([&] {
-        try {
-            transact([&] { event(run, kind, cause, evidence, now); });
-            return true;
-        } catch (const std::exception &e) {
-            log_warn(kind + " event not written", run, e.what());
-            return false;
-        }
-    });
-}
-
-void Service::transact(const std::function<void()> &fn) {
-    pending_events_.clear();
-    try {
-        store_->transaction(fn);
-    } catch (...) {
-        pending_events_.clear();
-        throw;
-    }
-    if (pending_events_.empty()) return;
-    auto runs = runs_.read();
-    std::lock_guard<std::mutex> lock(sinks_mu_);
-    for (const auto &e : pending_events_) {
-        auto [b, end] = sinks_.equal_range(e.run);
-        const auto run = runs.find(e.run);
-        for (auto it = b; it != end;) {
-            auto sink = it->second.lock();
-            // A follower that may no longer see the run (its owner changed)
-            // gets nothing more of it.
-            if (!sink || !sink->open || !may_see(sink->who, e.run, run == runs.end() ? nullptr : &run->second)) {
-                if (sink) sink->open = false;
-                it = sinks_.erase(it);
-                continue;
-            }
-            sink->push(sse_message(e));
-            ++it;
-        }
-    }
-    pending_events_.clear();
-}
 
 std::string Service::metrics() const {
     std::string s;
@@ -281,10 +173,7 @@ std::string Service::metrics() const {
     line("shardnet_slurm_calls_total", "commands run against slurmctld", slurm_->calls());
     line("shardnet_slurm_cache_hits_total", "Slurm queries answered from the cache", slurm_->cache_hits());
     line("shardnet_workers_tracked", "workers in the failure detector", workers_.size(), "gauge");
-    {
-        std::lock_guard<std::mutex> lock(streams_->mu);
-        line("shardnet_event_streams", "event streams open (limits.sse_max_streams)", (unsigned long long)streams_->total, "gauge");
-    }
+    line("shardnet_event_streams", "event streams open (limits.sse_max_streams)", (unsigned long long)streams_->open(), "gauge");
     {
         auto runs = runs_.read();
         line("shardnet_runs", "runs known", runs.size(), "gauge");

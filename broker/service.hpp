@@ -25,34 +25,34 @@
 
 #include "broker/api/heartbeat_body.hpp"
 #include "broker/api/routes.hpp"
+#include "broker/api/stream_budget.hpp"
 #include "broker/trust/auth.hpp"
 #include "broker/trust/refusals.hpp"
 #include "broker/config/config.hpp"
+#include "broker/core/core.hpp"
 #include "broker/federation/peer_answer.hpp"
 #include "broker/http/api_message.hpp"
 #include "broker/federation/onward.hpp"
 #include "broker/federation/peer_link.hpp"
+#include "broker/federation/forward_signal.hpp"
+#include "broker/federation/stale_jobs.hpp"
 #include "broker/slurm/job_allocations.hpp"
 #include "broker/slurm/slurm.hpp"
-#include "broker/inventory/placement.hpp"
+#include "broker/inventory/inventory_module.hpp"
 #include "broker/recovery/in_job_restarts.hpp"
+#include "broker/recovery/specs_seen.hpp"
 #include "broker/runs/registry.hpp"
-#include "broker/seals/list_cache.hpp"
 #include "broker/store/store.hpp"
-#include "broker/detector/workers.hpp"
+#include "broker/checkpoints/checkpoints_module.hpp"
+#include "broker/policy/policy_module.hpp"
+#include "broker/workers/admission_lock.hpp"
+#include "broker/workers/workers.hpp"
 #include "broker/receipts/receipts.hpp"
-#include "broker/receipts/signer.hpp"
+#include "broker/receipts/receipts_module.hpp"
 #include "common/receipt.hpp"
 
 namespace shardnet::broker {
 
-// Open event streams, per token and in all (api/runs.cpp): shared with
-// each stream's slot, which may outlive the service by a moment.
-struct StreamBudget {
-    std::mutex mu;
-    std::map<std::string, int> by_token;
-    int total = 0;
-};
 
 // What the service talks to outside its process, each behind an interface
 // (tests give fakes). Null: the real one (Slurm's commands, libcurl).
@@ -70,7 +70,8 @@ struct JobSays {
     bool requeue_timeout = false;  // --shardnet-on-timeout=requeue
 };
 
-class Service final : public ApiHandler {
+// The composition root: the core (core/core.hpp) and the modules it wires.
+class Service final : public ApiHandler, private Core {
 public:
     Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServicePorts ports = {});
     ~Service();
@@ -98,17 +99,6 @@ private:
 public:
     using AttemptJob = broker::AttemptJob;
     using RunInfo = broker::RunInfo;
-    // Why a derived worker token (who) may not report for attempt of a run,
-    // or "" (trust/refusals.hpp, with this broker's clusters).
-    std::string refuse_worker(const RunInfo *info, const std::string &run, const TokenEntry &who, long long attempt) const {
-        return broker::refuse_worker(info, run, who, attempt, cfg_);
-    }
-    // Who may write for an attempt of run id (a commit, a ranks' report):
-    // its own job's worker token or an admin, for the current attempt only;
-    // world becomes the attempt's ranks as the broker knows them for a
-    // worker token (an admin's body is taken). The refusal, or nullopt.
-    std::optional<ApiResponse> refuse_attempt_writer(const std::string &id, const TokenEntry &who, long long attempt, long long &world,
-                                                     const char *what);
 
 private:
     using Json = std::string;
@@ -132,42 +122,10 @@ private:
     void get_run(const std::string &id, const TokenEntry &who, const Reply &reply);
     void cancel_run(const std::string &id, const TokenEntry &who, const Reply &reply, double now);
     void list_events(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply);
-    void commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
-                const Reply &reply, double now);
-    void list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply);
-    // A sealed checkpoint's files of one rank, as committed (checkpoints/sealed_files.cpp).
-    void sealed_files(const std::string &id, const std::string &name, const std::string &query, const TokenEntry &who, const Reply &reply);
-    // Where a seal's list comes from (store thread): the answer's head, the
-    // cache key and how to build it.
-    struct SealedListSource {
-        boost::json::object head;
-        std::optional<Store::SealedListRow> recorded;
-        long long ranks = 0;
-        std::string key;
-        std::function<std::shared_ptr<const sealed_list::Built>()> build;
-    };
-    bool find_sealed_list(const std::string &id, const std::string &name, SealedListSource &src, const Reply &reply);
-    std::shared_ptr<const sealed_list::Built> sealed_list_of(const std::string &id, const std::string &name, const SealedListSource &src);
     std::shared_ptr<StreamBudget> streams_ = std::make_shared<StreamBudget>();
     // POST /v1/runs/{id}/environment (recovery/environment_api.cpp): the
     // submitter's environment, kept root-only for the run's later attempts.
     void keep_environment(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply);
-    // Checkpoint policy (policy/policy.cpp): GET /v1/runs/{id}/policy, and
-    // on the store thread at every summary: exposure, recoveries' first
-    // steps, and each auto run's interval, recomputed.
-    void get_policy(const std::string &id, const TokenEntry &who, const Reply &reply);
-    struct WorkerSummary { std::string run, node; WorkerState w; };
-    void measure_policies(const std::vector<WorkerSummary> &workers, double now);
-    struct PolicyPass;   // one summary's pass, step by step (policy/policy.cpp)
-    void load_policies();
-    double exposure_at_ = 0;   // store thread: when node-seconds were last counted
-    void put_node(const ApiRequest &req, const Reply &reply, double now);
-    void get_nodes(const std::string &host, const Reply &reply);
-
-    void list_clusters(const Reply &reply);
-    // GET /v1/health: ok, and each cluster whose Slurm answers cannot be read.
-    boost::json::object health() const;
-    boost::json::object slurm_read_errors() const;
     // Read-only joins for the dashboard (api/views.cpp).
     void runs_view(const std::string &id, const TokenEntry &who, const Reply &reply);
     // A moved run's onward story (federation/onward_api.cpp): GET
@@ -179,7 +137,6 @@ private:
     void reply_with_onward(const std::string &id, boost::json::object answer, const char *key, const Reply &reply, bool full = false);
     // GET /v1/witness: the peers' log heads witnessed here (federation/witness_api.cpp).
     void get_witness(const Reply &reply);
-    bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const;
     // The route table (api/routes.cpp): each API resource and its handler.
     struct Call;
     struct Route;
@@ -252,14 +209,6 @@ private:
     // The batch script's stderr tail for a run that had already ended
     // FAILED (a fatal exit, a spent budget): an event of its own.
     void note_stderr_tail(const BatchEnd &end, double now);
-    // Work to do again later (a store write that failed), run from tick().
-    void retry_later(double delay, const char *what, std::function<void()> fn);
-    // The same, unless work with this key waits already (false: not added).
-    bool retry_once(const std::string &key, double delay, const char *what, std::function<void()> fn);
-    void run_retries(double now);
-    struct Retry { double at; const char *what; std::function<void()> fn; std::string key; };
-    std::mutex retry_mu_;
-    std::vector<Retry> retries_;
     // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
     void requeue(const Fault &fault, int tries = 0);
     // A FAULT of an attempt `shard launch` supervises waits for its in-job
@@ -300,31 +249,6 @@ private:
     std::optional<Store::JobSpecRow> capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
                                                       long long job, const std::string &ckpt_dir, std::string *nodelist = nullptr,
                                                       std::string *batch_host = nullptr, const JobSays &says = {});
-    // With a job's options (in the site's names, name_map.hpp): each
-    // cluster's offer is what the job can have there (the idle nodes of its
-    // partitions; refused, with the reason, where a name has no match), and
-    // `fitted` gets the options in each cluster's own names.
-    struct FittedOptions { boost::json::object options; std::vector<std::string> mapped; };
-    std::vector<ClusterOffer> local_offers(const std::string &ckpt_dir, const boost::json::object *site_options = nullptr,
-                                           std::map<std::string, FittedOptions> *fitted = nullptr);
-    // Nodes the detector saw down, offered to no placement until the time
-    // kept (detector.quarantine_seconds); "cluster/node" keys.
-    // run and cause: what it faulted, remembered (inventory/bad_nodes.cpp).
-    void quarantine(const std::string &cluster, const std::string &node, double now, const std::string &run = "",
-                    const std::string &cause = "");
-    void load_bad_nodes(double now);
-    void list_bad_nodes(const Reply &reply);
-    void clear_bad_node(const std::string &cluster, const std::string &node, const Reply &reply);
-    std::set<std::string> quarantined(double now);   // "cluster/node" held now
-    std::mutex quarantine_mu_;
-    std::map<std::string, double> quarantine_;
-    std::map<std::string, std::pair<std::string, double>> last_fault_;   // "cluster/node" -> the run and time of its last fault
-    // Every probed node's offer, by host: parsed from the stored descriptors
-    // once, then kept up to date by POST /v1/nodes (store thread only).
-    std::shared_ptr<const std::map<std::string, NodeOffer>> node_offers();
-    std::map<std::string, NodeOffer> offers_;
-    bool offers_loaded_ = false;
-    std::shared_ptr<const std::map<std::string, NodeOffer>> offers_snapshot_;   // a copy of offers_, until it changes
     // sbatch of an attempt on a local cluster as the job's user; the new job
     // id, or 0 with err.
     struct SubmitAs { long long uid = -1, gid = -1; };
@@ -354,56 +278,8 @@ private:
                         const std::vector<std::string> &nodes = {}, const boost::json::object &cause = {},
                         const receipts::ChainLink &from = {});
 
-    // Signed receipts (receipts/receipts.cpp, doc/receipts.md): each is
-    // written inside the store transaction of the record it attests, on the
-    // store thread, and appended to the log in it; nothing when the config
-    // has no receipts key. The digest of the receipt written ("" when off).
-    // from: where the chain continues when its newest receipt is a peer's.
-    std::string write_receipt(receipt::Kind kind, const std::string &run, long long attempt, boost::json::object body,
-                              std::vector<receipt::Subject> subjects, double now, const receipts::ChainLink &from = {});
-    // What the broker knew when it made an attempt (its job, the planned
-    // nodes, the decision, where a peer's chain goes on), kept for the
-    // attempt's receipt, in the transaction of the attempt's job; replace
-    // false: unless it has one (an admin's heartbeat naming a job). cause may carry
-    // "user" and "uid": the owner as resolved for a peer's run, which is in
-    // memory only after the transaction (they move to "owner").
-    void note_attempt_start(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                            const std::vector<std::string> &nodes, const boost::json::object &cause, const receipts::ChainLink &from,
-                            double now, bool replace = true);
-    // The attempt-started receipt (once per attempt, once it has a job):
-    // owner, cluster and job, each rank's node and environment as reported
-    // (POST /v1/runs/RUN/ranks), the nodes with their descriptor hashes, the
-    // decision. when_complete: only once every rank has reported; else now,
-    // with what is known (something else of the attempt is being attested).
-    // world_hint: the ranks a report's sender knows of (an admin's word).
-    void attempt_started(const std::string &run, long long attempt, double now, bool when_complete, long long world_hint = 0);
-    // POST /v1/runs/RUN/ranks (receipts/ranks.cpp): an agent's ranks and
-    // what each runs with.
-    void report_ranks(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
     // POST /v1/runs/RUN/restarts (recovery/in_job_restarts.cpp): `shard launch`'s in-job restarts.
     void restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
-    // Slurm's list of a job's nodes (squeue, scontrol show hostnames), or
-    // nullopt with why (the slurm thread).
-    std::optional<std::set<std::string>> job_nodes(const std::string &cluster, long long job, std::string &why);
-    // Whether attempt is the run's current one (memory).
-    bool attempt_current(const std::string &run, long long attempt);
-    // A seal: every shard file of the ranks' commits is a subject.
-    void receipt_sealed(const std::string &run, long long attempt, const std::string &name, const std::string &parent, double now);
-    // The newest receipt of run here (seq and digest; empty: none, or off).
-    receipts::ChainLink last_receipt_link(const std::string &run);
-    // The API (receipts/receipts_api.cpp).
-    void get_keys(const Reply &reply);
-    // A page of a run's receipts (after=SEQ, limit=N); with proofs=1 each
-    // with its inclusion proof against one signed head (size=S, default the
-    // log's size now), so that a verifier asks once per page, not per receipt.
-    void get_receipts(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply);
-    void get_log_head(const Reply &reply);
-    void get_log_proof(bool inclusion, const std::string &query, const Reply &reply);
-    // fan_out: also ask the peers (never for a peer's own question).
-    void capacity(const std::string &query, bool fan_out, const Reply &reply);
-    // GET /v1/capacity?local=1 at every peer at once: their rows, and one
-    // entry per peer (ok, or unknown with the reason).
-    void peer_capacity(const std::string &query, boost::json::array &rows, boost::json::array &peers);
     void receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply);
     struct IncomingDecision;   // a peer decision's body, checked (federation/inbox.cpp)
     struct Inbox;              // one applied, step by step
@@ -411,9 +287,6 @@ private:
     // for uid, else why not.
     std::string peer_may_take(const std::string &run, long long to, long long uid, const std::string &sender,
                               const std::optional<Store::MovedRow> &moved) const;
-    // A fenced attempt's job that still runs: cancelled once, off the caller's
-    // thread (when a peer takes its successor, or when it shows up again).
-    void cancel_stale(const std::string &cluster, long long job);
     // Sends decisions in state 'forwarding' to their peer until one answers.
     void forward_loop();
     struct ForwardRetry {
@@ -426,83 +299,27 @@ private:
     void forwarded(const Store::Forwarding &f, const PeerDecision &answer);
     // An answer that cannot be read: an event and a retry, until the decision ends.
     void bad_answer(const Store::Forwarding &f, const PeerDecision &answer, ForwardRetry &retry);
-    // Runs fn on the store thread and waits for it.
-    template <class F> auto store_wait(F fn) -> decltype(fn());
-    // Jobs for the store thread, under the guard (guard.hpp); the second
-    // answers its request 500 if it throws before answering.
-    void on_store(std::function<void()> job);
-    void on_store(const Reply &reply, std::function<void(const Reply &)> job);
-    void event(const std::string &run, const std::string &kind, const std::string &cause, const Json &evidence,
-               double now);
-    // A store transaction whose events reach the live streams once committed.
-    void transact(const std::function<void()> &fn);
-    // One event alone, from any thread but the store's; one the store does
-    // not take is logged (false), not thrown.
-    bool write_event(const std::string &run, const std::string &kind, const std::string &cause, const std::string &evidence, double now);
-    std::vector<EventRow> pending_events_;   // store thread only
     // A stream's backlog after event id `after`, one page; the last page
     // registers it for live events (store thread: no gap, no repeat).
     void backlog_page(const std::string &run, long long after, const std::shared_ptr<EventSink> &sink);
-    std::mutex sinks_mu_;
-    std::unordered_multimap<std::string, std::weak_ptr<EventSink>> sinks_;
 
-    BrokerConfig cfg_;
-    std::unique_ptr<Store> store_;
-    receipts::Signer signer_;   // the receipts key and the head pin (store thread only; receipts/signer.hpp)
-    boost::asio::thread_pool store_thread_{1};
-    std::atomic<int> store_jobs_{0};   // posted to store_thread_ and not yet ended
-    boost::asio::thread_pool slurm_thread_{1};
-    boost::asio::thread_pool query_pool_{2};   // capacity searches (Slurm and peers)
-    std::unique_ptr<Slurm> slurm_;
-    std::shared_ptr<PeerLink> peers_;
+    Receipts receipts_;   // signed receipts, their log and API (receipts/receipts_module.hpp)
+    Checkpoints checkpoints_;   // commits, seals, sealed files (checkpoints/checkpoints_module.hpp)
+    Policy policy_;   // checkpoint policies of auto runs (policy/policy_module.hpp)
+    Inventory inventory_;   // nodes, offers, quarantined nodes, clusters, capacity (inventory/inventory_module.hpp)
     std::unique_ptr<OnwardViews> onward_;   // moved runs' stories, as their peers tell them
-    std::mutex specs_mu_;
-    std::unordered_set<std::string> specs_seen_;   // run/attempt whose job spec is kept
-    std::mutex stale_mu_;
-    std::unordered_set<std::string> stale_cancelled_;   // cluster/job, under stale_mu_
+    SpecsSeen specs_seen_;   // attempts whose job spec is kept (recovery/specs_seen.hpp)
+    StaleJobs stale_jobs_;   // fenced attempts' jobs cancelled (federation/stale_jobs.hpp)
     std::thread forwarder_;
     std::atomic<bool> witnessing_{false};   // a witness round is under way
-    std::mutex forward_mu_;
-    std::condition_variable forward_cv_;
-    bool stopping_ = false;
+    ForwardSignal forward_signal_;   // wakes or stops the forwarder (federation/forward_signal.hpp)
     // Replaced whole on reload; retired ones are kept (reloads are rare and
     // connections may hold pointers into them).
     std::atomic<Auth *> auth_{nullptr};
     std::vector<std::unique_ptr<Auth>> auths_;
     std::mutex auths_mu_;
-    RunRegistry runs_;   // every run's record, behind its lock (runs/registry.hpp)
-    WorkerTable workers_;
-    // Sealed lists as served, a few kept (a seal never changes); list
-    // requests in flight per token.
-    std::unique_ptr<sealed_list::Cache> lists_ = std::make_unique<sealed_list::Cache>(8, 250000);
-    std::shared_ptr<sealed_list::ListGate> list_gate_;
-    JobAllocations allocations_;   // Slurm's nodes and task count of the jobs that report
-    std::mutex admit_mu_;          // one new worker at a time is counted against its job's cap
-    // Counters, one padded slot per thread: the hot path never shares a
-    // cache line with another I/O thread.
-    enum Counter { c_requests, c_heartbeats, c_errors, c_faults, c_events, c_seals, c_rate_limited, c_auth_failures, c_refused, c_slurm_requeues,
-                   c_witness_conflicts, n_counters };
-    struct alignas(64) Slot { std::atomic<unsigned long long> c[n_counters]{}; };
-    static constexpr int kSlots = 16;
-    Slot slots_[kSlots];
-    void count(Counter c);
-    unsigned long long total(Counter c) const;
+    AdmissionLock admission_;   // one new worker at a time is counted against its job's cap (workers/admission_lock.hpp)
 };
 
-double wall_now();
-
-template <class F>
-auto Service::store_wait(F fn) -> decltype(fn()) {
-    std::packaged_task<decltype(fn())()> task(std::move(fn));
-    auto result = task.get_future();
-    // No guard needed: the task keeps what fn throws for result.get(),
-    // which rethrows it on the waiting thread (itself a guarded job).
-    store_jobs_.fetch_add(1, std::memory_order_relaxed);
-    boost::asio::post(store_thread_, [this, &task] {
-        task();
-        store_jobs_.fetch_sub(1, std::memory_order_relaxed);
-    });
-    return result.get();
-}
 
 }  // namespace shardnet::broker

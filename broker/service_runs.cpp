@@ -8,7 +8,7 @@
 
 #include "broker/recovery/job_environment.hpp"
 #include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_view.hpp"
 
 namespace shardnet::broker {
@@ -27,32 +27,11 @@ void Service::store_state(const std::string &run, RunState to, long long attempt
         if (const std::string dir = private_dir(cfg_.database, ignored); !dir.empty()) forget_environment_file(dir, run);
     }
     if (is_final(to) && cfg_.receipts.on() && !store_->has_receipt(run, attempt, "run-ended"))
-        write_receipt(receipt::Kind::run_ended, run, attempt, json::object{{"state", state_name(to)}}, {}, now);
+        receipts_.write_receipt(receipt::Kind::run_ended, run, attempt, json::object{{"state", state_name(to)}}, {}, now);
 }
 
-void Service::retry_later(double delay, const char *what, std::function<void()> fn) {
-    std::lock_guard<std::mutex> lock(retry_mu_);
-    retries_.push_back(Retry{wall_now() + delay, what, std::move(fn), {}});
-}
 
-bool Service::retry_once(const std::string &key, double delay, const char *what, std::function<void()> fn) {
-    std::lock_guard<std::mutex> lock(retry_mu_);
-    for (const auto &r : retries_)
-        if (r.key == key) return false;
-    retries_.push_back(Retry{wall_now() + delay, what, std::move(fn), key});
-    return true;
-}
 
-void Service::run_retries(double now) {
-    std::vector<Retry> due;
-    {
-        std::lock_guard<std::mutex> lock(retry_mu_);
-        for (auto it = retries_.begin(); it != retries_.end();)
-            if (it->at <= now) { due.push_back(std::move(*it)); it = retries_.erase(it); }
-            else ++it;
-    }
-    for (auto &r : due) guarded(r.what, r.fn);
-}
 
 void Service::back_to_degraded(const std::string &run) {
     auto runs = runs_.write();

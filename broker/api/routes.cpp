@@ -13,7 +13,7 @@
 
 #include "broker/api/heartbeat_body.hpp"
 #include "common/parse_util.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/web/static_files.hpp"
 
 namespace shardnet::broker {
@@ -76,7 +76,7 @@ std::span<const Service::Route> Service::routes() {
         // The hot path first: one comparison of two segments.
         {{"POST", "/v1/heartbeats", r_worker | r_admin, "heartbeats need a worker or admin token"},
          [](Service &s, const Call &c) { s.heartbeats(c.req, c.who, c.reply, c.now); }},
-        {{"GET", "/v1/health", r_public, ""}, [](Service &s, const Call &c) { c.reply(ok_json(200, s.health())); }},
+        {{"GET", "/v1/health", r_public, ""}, [](Service &s, const Call &c) { c.reply(ok_json(200, s.inventory_.health())); }},
         {{"GET", "/metrics", r_public, ""},
          [](Service &s, const Call &c) { c.reply(ApiResponse{200, s.metrics(), "text/plain; version=0.0.4"}); }},
         // The inventory placement trusts: the site's probe token, not a job's
@@ -85,19 +85,19 @@ std::span<const Service::Route> Service::routes() {
          [](Service &s, const Call &c) {
              if (c.who.bound)
                  return c.reply(error_response(403, "forbidden", "node descriptors need the site's worker token (shardnet-probe) or an admin token"));
-             s.put_node(c.req, c.reply, c.now);
+             s.inventory_.put_node(c.req, c.reply, c.now);
          }},
-        {{"GET", "/v1/nodes", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.get_nodes("", c.reply); }},
+        {{"GET", "/v1/nodes", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.inventory_.get_nodes("", c.reply); }},
         {{"GET", "/v1/nodes/{host}", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.get_nodes(c.p(0), c.reply); }},
+         [](Service &s, const Call &c) { s.inventory_.get_nodes(c.p(0), c.reply); }},
         // Bad-node memory (inventory/bad_nodes.cpp): the site's to read and clear.
-        {{"GET", "/v1/bad-nodes", r_admin, "bad-node memory needs an admin token"}, [](Service &s, const Call &c) { s.list_bad_nodes(c.reply); }},
+        {{"GET", "/v1/bad-nodes", r_admin, "bad-node memory needs an admin token"}, [](Service &s, const Call &c) { s.inventory_.list_bad_nodes(c.reply); }},
         {{"POST", "/v1/bad-nodes/{cluster}/{node}/clear", r_admin, "bad-node memory needs an admin token"},
-         [](Service &s, const Call &c) { s.clear_bad_node(c.p(0), c.p(1), c.reply); }},
-        {{"GET", "/v1/clusters", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.list_clusters(c.reply); }},
+         [](Service &s, const Call &c) { s.inventory_.clear_bad_node(c.p(0), c.p(1), c.reply); }},
+        {{"GET", "/v1/clusters", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.inventory_.list_clusters(c.reply); }},
         // A peer asks for this broker's own clusters only (no fan-out).
         {{"GET", "/v1/capacity", r_user | r_peer | r_admin, "capacity needs a user, peer or admin token"},
-         [](Service &s, const Call &c) { s.capacity(c.query, c.who.scope != Scope::peer, c.reply); }},
+         [](Service &s, const Call &c) { s.inventory_.capacity(c.query, c.who.scope != Scope::peer, c.reply); }},
         {{"POST", "/v1/decisions", r_peer | r_admin, "decisions come from peer brokers (peer or admin token)"},
          [](Service &s, const Call &c) { s.receive_decision(c.req, c.who, c.reply); }},
         {{"POST", "/v1/runs", r_user | r_admin, "creating runs needs a user or admin token"},
@@ -114,16 +114,16 @@ std::span<const Service::Route> Service::routes() {
         {{"GET", "/v1/runs/{id}/story", r_peer | r_admin, "a run's story is for the peer brokers it crossed (peer or admin token)"},
          [](Service &s, const Call &c) { s.run_story(c.p(0), c.who, c.reply); }},
         {{"GET", "/v1/runs/{id}/checkpoints", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.list_checkpoints(c.p(0), c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.checkpoints_.list_checkpoints(c.p(0), c.who, c.reply); }},
         // What a resume checks each shard against (the trainer's reader token).
         {{"GET", "/v1/runs/{id}/checkpoints/{name}/files", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.sealed_files(c.p(0), c.p(1), c.query, c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.checkpoints_.sealed_files(c.p(0), c.p(1), c.query, c.who, c.reply); }},
         {{"GET", "/v1/runs/{id}/policy", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.get_policy(c.p(0), c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.policy_.get_policy(c.p(0), c.who, c.reply); }},
         {{"POST", "/v1/runs/{id}/checkpoints/{name}/commit", r_worker | r_admin, "commits need a worker or admin token"},
-         [](Service &s, const Call &c) { s.commit(c.p(0), c.p(1), c.req, c.who, c.reply, c.now); }},
+         [](Service &s, const Call &c) { s.checkpoints_.commit(c.p(0), c.p(1), c.req, c.who, c.reply, c.now); }},
         {{"POST", "/v1/runs/{id}/ranks", r_worker | r_admin, "rank reports need a worker or admin token"},
-         [](Service &s, const Call &c) { s.report_ranks(c.p(0), c.req, c.who, c.reply, c.now); }},
+         [](Service &s, const Call &c) { s.receipts_.report_ranks(c.p(0), c.req, c.who, c.reply, c.now); }},
         // `shard launch` in the batch step (its reader token; the dispatch lets it POST here only).
         {{"POST", "/v1/runs/{id}/restarts", r_worker | r_admin, "restart reports need the job's token or an admin token"},
          [](Service &s, const Call &c) { s.restart_report(c.p(0), c.req, c.who, c.reply, c.now); }},
@@ -133,16 +133,16 @@ std::span<const Service::Route> Service::routes() {
         // prove nothing by themselves); a run's receipts are its owner's,
         // admins' and the peers' it moved to or from; the log's hashes any
         // token's (they name no run).
-        {{"GET", "/v1/keys", r_public, ""}, [](Service &s, const Call &c) { s.get_keys(c.reply); }},
+        {{"GET", "/v1/keys", r_public, ""}, [](Service &s, const Call &c) { s.receipts_.get_keys(c.reply); }},
         {{"GET", "/v1/runs/{id}/receipts", r_user | r_peer | r_admin, "a run's receipts need a user, peer or admin token"},
-         [](Service &s, const Call &c) { s.get_receipts(c.p(0), c.query, c.who, c.reply); }},
-        {{"GET", "/v1/log/head", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.get_log_head(c.reply); }},
+         [](Service &s, const Call &c) { s.receipts_.get_receipts(c.p(0), c.query, c.who, c.reply); }},
+        {{"GET", "/v1/log/head", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.receipts_.get_log_head(c.reply); }},
         // The peers' log heads this broker witnessed (federation/witness.hpp).
         {{"GET", "/v1/witness", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.get_witness(c.reply); }},
         {{"GET", "/v1/log/proof/inclusion", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.get_log_proof(true, c.query, c.reply); }},
+         [](Service &s, const Call &c) { s.receipts_.get_log_proof(true, c.query, c.reply); }},
         {{"GET", "/v1/log/proof/consistency", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.get_log_proof(false, c.query, c.reply); }},
+         [](Service &s, const Call &c) { s.receipts_.get_log_proof(false, c.query, c.reply); }},
         // The dashboard: its views of runs, then its files (web/, built into
         // the broker), last: no API request walks past them.
         // Signed in as a user or an admin only: a job's or a peer's token has
@@ -187,36 +187,6 @@ unsigned scope_bit(Scope s) {
 }
 
 }  // namespace
-
-// Each cluster whose Slurm answers cannot be read (slurm/read_errors.hpp):
-// the broker is up, but judges none of its jobs until they can be.
-json::object Service::slurm_read_errors() const {
-    json::object out;
-    const auto errors = slurm_->read_errors.by_conf();
-    for (const auto &[name, conf] : cfg_.clusters)
-        if (auto it = errors.find(conf); it != errors.end())
-            out[name] = json::object{{"error", it->second.why}, {"since", it->second.since}, {"last", it->second.last},
-                                     {"count", it->second.count}};
-    return out;
-}
-
-json::object Service::health() const {
-    json::object errors = slurm_read_errors();
-    json::object out{{"ok", errors.empty()}};
-    if (!errors.empty()) out["slurm_unreadable"] = std::move(errors);
-    return out;
-}
-
-void Service::list_clusters(const Reply &reply) {
-    json::array cs;
-    const json::object errors = slurm_read_errors();
-    for (const auto &[name, conf] : cfg_.clusters) {
-        json::object c{{"name", name}, {"local", true}};
-        if (auto *e = errors.if_contains(name)) c["slurm_unreadable"] = *e;
-        cs.push_back(std::move(c));
-    }
-    reply(ok_json(200, json::object{{"broker_cluster", cfg_.cluster}, {"clusters", std::move(cs)}}));
-}
 
 void Service::handle(const ApiRequest &req, const Reply &reply) {
     count(c_requests);

@@ -11,7 +11,7 @@
 
 #include "broker/api/heartbeat_body.hpp"
 #include "common/parse_util.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/runs/run_image.hpp"
 
 namespace shardnet::broker {
@@ -53,7 +53,7 @@ std::optional<ApiResponse> Service::follow_events(const ApiRequest &req, std::sh
     // A job's derived tokens count as their user's: one user's jobs share one budget.
     const std::string key = who->bound ? "uid:" + std::to_string(who->uid) : who->name;
     {
-        std::lock_guard<std::mutex> lock(streams_->mu);
+        std::lock_guard<std::mutex> lock(streams_->streams_mu);
         if (streams_->total >= max_streams) {
             ApiResponse r = error_response(503, "too_many_streams", "the broker holds " + std::to_string(streams_->total) +
                                            " event streams (limits.sse_max_streams); try again later");
@@ -71,7 +71,7 @@ std::optional<ApiResponse> Service::follow_events(const ApiRequest &req, std::sh
         ++streams_->total;
     }
     sink->slot = std::shared_ptr<void>(static_cast<void *>(streams_.get()), [budget = streams_, key](void *) {
-        std::lock_guard<std::mutex> lock(budget->mu);
+        std::lock_guard<std::mutex> lock(budget->streams_mu);
         --budget->total;
         if (auto it = budget->by_token.find(key); it != budget->by_token.end() && --it->second <= 0) budget->by_token.erase(it);
     });
@@ -97,62 +97,12 @@ void Service::backlog_page(const std::string &id, long long after, const std::sh
             if (bytes >= sink->page_bytes) break;
         }
         if (sent == rows.size() && rows.size() < std::size_t(kRows)) {   // all of it: live from here
-            std::lock_guard<std::mutex> lock(sinks_mu_);
-            sinks_.emplace(id, sink);
+            follow(id, sink);
             return;
         }
         if (sink->more)   // the next page once this one is written
             return sink->more([this, id, after, sink] { on_store([this, id, after, sink] { backlog_page(id, after, sink); }); });
     }
-}
-
-bool Service::may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) const {
-    switch (who.scope) {
-    case Scope::admin: return true;
-    case Scope::user: return info && !who.user.empty() && info->owner == who.user;
-    // A job's token sees its own run, and only while the run is its user's:
-    // naming someone else's run in --shardnet shows nothing of it.
-    case Scope::worker:
-        return !who.run.empty() && who.run == run && (!who.bound || !info || info->owner_uid < 0 || (unsigned long long)info->owner_uid == who.uid);
-    case Scope::peer: return false;
-    }
-    return false;
-}
-
-std::optional<ApiResponse> Service::refuse_attempt_writer(const std::string &id, const TokenEntry &who, long long attempt,
-                                                          long long &world, const char *what) {
-    if (!who.run.empty() && who.run != id) return error_response(403, "forbidden", std::string("this token may not send ") + what + " for run " + id);
-    if (who.attempt && who.attempt != (unsigned long long)attempt)
-        return error_response(403, "forbidden", "this token is for attempt " + std::to_string(who.attempt), "attempt");
-    if (!who.bound && who.scope != Scope::admin)
-        return error_response(403, "forbidden", std::string(what) + " need a per-job worker token (derived from a worker key) or an admin token");
-    auto runs = runs_.read();
-    auto it = runs.find(id);
-    // Another user's run answers as a missing one does, word for word: a
-    // job that names it in --shardnet learns nothing of whether it exists.
-    if (it == runs.end() || !may_see(who, id, &it->second)) return error_response(404, "no_run", "no run " + id);
-    if (who.bound) {
-        std::string why = refuse_worker(&it->second, id, who, attempt);
-        // Never a claim: only a job the broker already recorded for the
-        // attempt (its heartbeat came first) may write for it.
-        if (why.empty() && (it->second.owner_uid < 0 || !it->second.jobs.count(attempt)))
-            why = "run " + id + " has no job of this token's recorded for attempt " + std::to_string(attempt) + "; a heartbeat comes first";
-        if (!why.empty()) {
-            count(c_refused);
-            return error_response(403, "not_this_job", why, "attempt");
-        }
-    }
-    if (it->second.attempt != attempt)
-        return error_response(409, "stale_attempt", "run " + id + " is at attempt " + std::to_string(it->second.attempt) + "; " + what +
-                              " of attempt " + std::to_string(attempt) + " are refused", "attempt");
-    // The attempt's ranks as the broker knows them (the largest step its
-    // tokens named), never what the body says: one rank claiming
-    // world_size=1 seals nothing.
-    if (who.bound) {
-        auto rec = it->second.jobs.find(attempt);
-        world = std::max<long long>(rec != it->second.jobs.end() ? rec->second.world : 0, (long long)who.world);
-    }
-    return std::nullopt;
 }
 
 void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
@@ -276,7 +226,7 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
         try {
             transact([&] {
                 if (store_->has_receipt(id, attempt, "attempt-started"))   // a run cancelled before it ran had no attempt
-                    write_receipt(receipt::Kind::attempt_ended, id, attempt, json::object{{"how", "cancelled"}, {"by", by}}, {}, now);
+                    receipts_.write_receipt(receipt::Kind::attempt_ended, id, attempt, json::object{{"how", "cancelled"}, {"by", by}}, {}, now);
                 store_state(id, RunState::cancelled, attempt, now);
                 event(id, "CANCELLED", "cancelled by " + by, "{}", now);
             });

@@ -7,7 +7,7 @@
 #include <boost/json.hpp>
 
 #include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 
 namespace shardnet::broker {
 

@@ -9,8 +9,8 @@
 #include "common/file_list.hpp"
 #include "common/json_fields.hpp"
 #include "common/parse_util.hpp"
-#include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/checkpoints/checkpoints_module.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/seals/held_seal.hpp"
 #include "broker/seals/sealed_list.hpp"
 
@@ -46,7 +46,7 @@ std::optional<ApiResponse> files_error(const json::array &files, bool receipts) 
 
 }  // namespace
 
-void Service::commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
+void Checkpoints::commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
                      const Reply &reply, double now) {
     if (!is_safe_name(name, 128)) return reply(error_response(400, "bad_field", "checkpoint name: 1-128 of [A-Za-z0-9._-]", "name"));
     json::error_code ec;
@@ -98,7 +98,7 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
                     // The checkpoint took as long as its slowest rank.
                     store_->seal_checkpoint(CheckpointRow{id, name, attempt, world, parent, now,
                                                           store_->commit_write_seconds(id, attempt, name)});
-                    receipt_sealed(id, attempt, name, parent, now);   // the seal's receipt, in its transaction
+                    receipts_.receipt_sealed(id, attempt, name, parent, now);   // the seal's receipt, in its transaction
                     event(id, "SEALED", name + " committed by all " + std::to_string(world) + " ranks",
                           json::serialize(json::object{{"checkpoint", name}, {"attempt", attempt}, {"ranks", world},
                                                        {"parent", parent.empty() ? json::value(nullptr) : json::value(parent)}}),
@@ -123,7 +123,7 @@ void Service::commit(const std::string &id, const std::string &name, const ApiRe
     });
 }
 
-void Service::list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply) {
+void Checkpoints::list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply) {
     {
         auto runs = runs_.read();
         auto it = runs.find(id);

@@ -16,9 +16,9 @@
 // sender_receipt: the sender's claim, not one of this broker's receipts).
 #include <boost/json.hpp>
 
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/seals/sealed_list.hpp"
-#include "broker/service.hpp"
+#include "broker/checkpoints/checkpoints_module.hpp"
 #include "common/parse_util.hpp"
 
 namespace shardnet::broker {
@@ -46,7 +46,7 @@ struct Page { long long rank = -1, from = 0, limit = kPageDefault; bool by_rank 
 
 // Which seal (run, name) is, its answer's head and how to build its list:
 // false when there is none (reply answered).
-bool Service::find_sealed_list(const std::string &id, const std::string &name, SealedListSource &src, const Reply &reply) {
+bool Checkpoints::find_sealed_list(const std::string &id, const std::string &name, SealedListSource &src, const Reply &reply) {
     std::optional<CheckpointRow> sealed;
     for (auto &c : store_->list_checkpoints(id))
         if (c.name == name) sealed = std::move(c);
@@ -105,7 +105,7 @@ bool Service::find_sealed_list(const std::string &id, const std::string &name, S
     return false;
 }
 
-std::shared_ptr<const sealed_list::Built> Service::sealed_list_of(const std::string &id, const std::string &name, const SealedListSource &src) {
+std::shared_ptr<const sealed_list::Built> Checkpoints::sealed_list_of(const std::string &id, const std::string &name, const SealedListSource &src) {
     if (auto kept = lists_->find(src.key)) return kept;
     auto built = src.build();
     if (src.recorded && merkle::hex(built->summary.root) != src.recorded->root)
@@ -115,7 +115,7 @@ std::shared_ptr<const sealed_list::Built> Service::sealed_list_of(const std::str
     return built;
 }
 
-void Service::sealed_files(const std::string &id, const std::string &name, const std::string &query, const TokenEntry &who,
+void Checkpoints::sealed_files(const std::string &id, const std::string &name, const std::string &query, const TokenEntry &who,
                            const Reply &reply) {
     {
         auto runs = runs_.read();

@@ -8,7 +8,7 @@
 // the I/O threads; a known worker's heartbeat is never held up by it.
 #include <boost/asio/post.hpp>
 
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/service.hpp"
 
 namespace shardnet::broker {
@@ -66,7 +66,7 @@ Service::Admission Service::admit_worker(const ApiRequest &req, const TokenEntry
     // Its last report adds no worker that reports; a batch script's is one
     // per node of the job at most (NODE/batch), and is no task's.
     if (ended || is_batch_worker(worker)) return Admission::admitted;
-    hold = std::unique_lock<std::mutex>(admit_mu_);
+    hold = admission_.hold();
     // Ended workers of the attempt beyond a few per task are forgotten here.
     const auto live = workers_.live(std::string(run), attempt, who.cluster, (long long)who.job, std::size_t(a.tasks) * 4 + 16);
     if ((long long)live.count < a.tasks) return Admission::admitted;

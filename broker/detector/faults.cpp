@@ -5,7 +5,7 @@
 #include <boost/json.hpp>
 
 #include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_view.hpp"
 
 namespace shardnet::broker {
@@ -95,13 +95,13 @@ void Service::confirm(Fault fault, double now) {
             if (is_spare(fault.run, fault.attempt, node)) return spare_lost(fault, node, down_why, std::move(ev));
             ev["no_worker_yet"] = true;
             ev["node_failure"] = true;
-            quarantine(fault.state.cluster, node, wall_now(), fault.run, "down before a worker reported: " + down_why);
+            inventory_.quarantine(fault.state.cluster, node, wall_now(), fault.run, "down before a worker reported: " + down_why);
             return raise_fault(fault, "(node " + node + " of job " + std::to_string(fault.state.job) +
                                "'s allocation, no worker there yet) down: " + down_why, ev, wall_now());
         }
         if (node_down) {
             ev["node_failure"] = true;
-            quarantine(fault.state.cluster, node, wall_now(), fault.run, fault.cause + "; " + down_why);
+            inventory_.quarantine(fault.state.cluster, node, wall_now(), fault.run, fault.cause + "; " + down_why);
             return raise_fault(fault, fault.cause + "; node " + node + " " + down_why, ev, wall_now());
         }
         if (fault.kind == FaultKind::stalled)  // node and job are fine: the trainer hangs
@@ -159,7 +159,7 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
                 if (first && node_failure) store_->add_exposure(fault.state.cluster, 0, 1);
                 // The attempt ends at its first FAULT (later ones are the same end).
                 if (first)
-                    write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
+                    receipts_.write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
                                   json::object{{"how", "fault"}, {"cause", "worker " + fault.node + " " + cause}, {"evidence", evidence}}, {}, now);
             });
         } catch (const std::exception &e) {
@@ -198,7 +198,7 @@ void Service::end_from_slurm(const Fault &fault, const std::string &job_state, d
     on_store([this, fault, to = *to, cause, evidence, now, job_state] {
         try {
             transact([&] {
-                write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
+                receipts_.write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
                               json::object{{"how", "exited"}, {"slurm_job_state", job_state}, {"job", fault.state.job}}, {}, now);
                 store_state(fault.run, to, fault.attempt, now);
                 event(fault.run, state_name(to), cause, evidence, now);
@@ -213,7 +213,7 @@ void Service::end_from_slurm(const Fault &fault, const std::string &job_state, d
 }
 
 void Service::summarise() {
-    std::vector<WorkerSummary> rows;
+    std::vector<Policy::WorkerSummary> rows;
     workers_.for_each([&](const std::string &run, const std::string &node, const WorkerState &w) { rows.push_back({run, node, w}); });
     on_store([this, rows = std::move(rows)] {
         transact([&] {
@@ -221,7 +221,7 @@ void Service::summarise() {
                 store_->upsert_worker(run, w.attempt, node, std::to_string(w.ranks), w.last_seen, w.step, w.interval,
                                       w.ended || w.faulted, w.watch_only, w.cluster, w.job);
         });
-        measure_policies(rows, wall_now());
+        policy_.measure_policies(rows, wall_now());
         // Bad-node memory keeps 30 days (inventory/bad_nodes.cpp); so do a
         // finished run's seals carried here from a peer (no resume needs them).
         try {

@@ -23,7 +23,7 @@
 #include "broker/detector/stderr_tail.hpp"
 #include "common/job_options.hpp"
 #include "common/parse_util.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 
 namespace shardnet::broker {
 
@@ -157,7 +157,7 @@ std::optional<ApiResponse> Service::Beat::see_run() {
         const bool ours = rec != info->jobs.end() && rec->second.cluster == cluster && rec->second.job == job &&
                           !(now_rec != info->jobs.end() && now_rec->second.cluster == cluster && now_rec->second.job == job);
         runs.unlock();
-        if (ours || who.scope == Scope::admin) s.cancel_stale(std::string(cluster), job);
+        if (ours || who.scope == Scope::admin) s.stale_jobs_.cancel_stale(std::string(cluster), job);
         return error_response(409, "stale_attempt", "run " + run_key + " is at attempt " + std::to_string(current) +
                               "; attempt " + std::to_string(attempt) + " is fenced", "attempt");
     }
@@ -219,12 +219,7 @@ void Service::Beat::after_beat() {
     // watched through its worker.
     if (new_worker && !jobstep.empty() && !batch) s.workers_.unwatch(run_key, std::string(node) + "/alloc", attempt);
     if (!batch || job <= 0 || ended || !s.cfg_.clusters.count(std::string(cluster))) return;
-    bool fresh;
-    {
-        std::lock_guard<std::mutex> lock(s.specs_mu_);
-        fresh = s.specs_seen_.insert(run_key + '\n' + std::to_string(attempt)).second;
-    }
-    if (!fresh) return;
+    if (!s.specs_seen_.claim(run_key, attempt)) return;
     std::vector<int> fatal;   // the job's --shardnet-fatal-exit, kept with its spec for the next attempt
     for (int c = 1; c <= 255; ++c)
         if (hb.fatal_exit.test(std::size_t(c))) fatal.push_back(c);
@@ -338,12 +333,12 @@ void Service::Beat::write() {
                     s.event(run_key, "ATTEMPT", "attempt " + std::to_string(attempt) + " heartbeats; older attempts fenced",
                             json::serialize(json::object{{"attempt", attempt}}), now);
                 }
-                if (job_known) s.note_attempt_start(run_key, attempt, cluster, job, {}, {}, {}, now, false);
+                if (job_known) s.receipts_.note_attempt_start(run_key, attempt, cluster, job, {}, {}, {}, now, false);
                 if (final_state) {
                     json::object how{{"how", "exited"}, {"node", node}};
                     if (exit_code) how["exit_codes"] = json::array{*exit_code};
                     if (exit_signal) how["signal"] = *exit_signal;
-                    s.write_receipt(receipt::Kind::attempt_ended, run_key, attempt, std::move(how), {}, now);
+                    s.receipts_.write_receipt(receipt::Kind::attempt_ended, run_key, attempt, std::move(how), {}, now);
                     s.store_state(run_key, *final_state, attempt, now);
                     std::string cause = final_cause;
                     json::object ev{{"attempt", attempt}};

@@ -20,7 +20,7 @@
 #include <boost/json.hpp>
 
 #include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
 
@@ -205,10 +205,7 @@ void Service::slurm_requeued(const BatchEnd &end, const std::string &cause, cons
     // spec and watches its allocation anew (capture_spec: RESUMED).
     for (const auto &[key, w] : workers_.of_run(end.run, true))
         if (w.attempt == end.attempt && w.watch_only) workers_.unwatch(end.run, key, end.attempt);
-    {
-        std::lock_guard<std::mutex> lock(specs_mu_);
-        specs_seen_.erase(end.run + '\n' + std::to_string(end.attempt));
-    }
+    specs_seen_.release(end.run, end.attempt);
     on_store([this, end, cause, evidence, now] {
         try {
             transact([&] { event(end.run, "REQUEUED", cause, evidence, now); });
@@ -235,7 +232,7 @@ void Service::slurm_cancelled(const BatchEnd &end, const std::string &evidence, 
         }
         try {
             transact([&] {
-                write_receipt(receipt::Kind::attempt_ended, end.run, end.attempt,
+                receipts_.write_receipt(receipt::Kind::attempt_ended, end.run, end.attempt,
                               json::object{{"how", "cancelled"}, {"by", "slurm"}, {"job", end.job}}, {}, now);
                 store_state(end.run, RunState::cancelled, end.attempt, now);
                 event(end.run, "CANCELLED", "job " + std::to_string(end.job) + " cancelled in Slurm (scancel) on " + end.cluster, evidence, now);

@@ -17,7 +17,7 @@
 #include <map>
 
 #include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/detector/stderr_tail.hpp"
 #include "broker/slurm/slurm_view.hpp"
 
@@ -123,7 +123,7 @@ void Service::Judgment::classify() {
             ev["slurm_job_state"] = v.job_state;
             ev["slurm_node_state"] = v.node_state;
             ev["slurmd_answers"] = v.slurmd_answers;
-            s.quarantine(end.cluster, node, wall_now(), end.run, "died under the job (" + dead + ")");
+            s.inventory_.quarantine(end.cluster, node, wall_now(), end.run, "died under the job (" + dead + ")");
             Fault fault{end.run, key, end.attempt, fault_words(FaultKind::silent), w, FaultKind::silent};
             return s.raise_fault(fault, "lost: node " + node + " died (" + dead + "); " + end.what + " " +
                                  exit_words(end.code, end.signal) + " on " + end.node + " after it, which is not the verdict",
@@ -259,7 +259,7 @@ void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first,
                 json::object how{{"how", "exited"}, {"node", end.node}};
                 if (end.code) how["exit_codes"] = json::array{*end.code};
                 if (end.signal) how["signal"] = *end.signal;
-                write_receipt(receipt::Kind::attempt_ended, end.run, end.attempt, std::move(how), {}, now);
+                receipts_.write_receipt(receipt::Kind::attempt_ended, end.run, end.attempt, std::move(how), {}, now);
                 store_state(end.run, RunState::failed, end.attempt, now);
                 event(end.run, "FAILED", cause, evidence, now);
             });

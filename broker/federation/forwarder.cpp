@@ -21,7 +21,7 @@
 #include "broker/service.hpp"
 #include "broker/recovery/job_environment.hpp"
 #include "broker/util/log.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
 
@@ -93,11 +93,7 @@ void Service::forward_loop() {
     std::map<std::string, ForwardRetry> retries;   // by decision id
     double next_witness = wall_now() + 5;          // the peers' log heads (witness_api.cpp), soon after the start
     for (;;) {
-        {
-            std::unique_lock<std::mutex> lock(forward_mu_);
-            forward_cv_.wait_for(lock, std::chrono::milliseconds(200), [this] { return stopping_; });
-            if (stopping_) return;
-        }
+        if (forward_signal_.wait(std::chrono::milliseconds(200))) return;
         // One round at a time, on the query pool (it waits on the peers).
         if (cfg_.witness_seconds > 0 && wall_now() >= next_witness) {
             next_witness = wall_now() + cfg_.witness_seconds;
@@ -256,7 +252,7 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
     ev["peer"] = f.peer;
     if (answer.kind == PeerDecision::Kind::accepted) {
         // The successor has a place: the old attempt's job ends now.
-        if (!p.old_cluster.empty() && p.old_job > 0) cancel_stale(p.old_cluster, p.old_job);
+        if (!p.old_cluster.empty() && p.old_job > 0) stale_jobs_.cancel_stale(p.old_cluster, p.old_job);
         store_wait([&] {
             transact([&] {
                 store_->apply_decision(f.id, "delivered", answer.job);

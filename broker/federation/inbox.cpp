@@ -18,7 +18,7 @@
 #include "broker/service.hpp"
 #include "broker/seals/carried.hpp"
 #include "broker/recovery/job_environment.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
 
@@ -148,7 +148,7 @@ struct Service::Inbox {
     SubmitAs as;
     Placement p;
     json::array rejected;
-    std::map<std::string, FittedOptions> fitted;
+    std::map<std::string, Inventory::FittedOptions> fitted;
 
     Inbox(Service &svc, const IncomingDecision &dec, const Reply &r) : s(svc), d(dec), reply(r) {}
 
@@ -233,7 +233,7 @@ struct Service::Inbox {
                                      ? std::string(d.spec.at("ckpt_dir").as_string()) : "";
         json::object site_options;
         if (auto *o = d.spec.if_contains("options"); o && o->is_object()) site_options = o->as_object();
-        p = place(req, s.local_offers(ckpt, &site_options, &fitted), "");
+        p = place(req, s.inventory_.local_offers(ckpt, &site_options, &fitted), "");
         for (const auto &r : p.rejected) rejected.push_back(json::object{{"cluster", r.cluster}, {"reason", r.reason}});
     }
 
@@ -306,7 +306,7 @@ struct Service::Inbox {
                     }
                     s.store_->set_run_owner(d.run, user, as.uid);
                     s.store_->upsert_attempt(Store::AttemptRow{d.run, d.to, p.cluster, job, 0});
-                    s.note_attempt_start(d.run, d.to, p.cluster, job, p.nodes, cause_of(d.id, d.from, d.link, user, as.uid), d.link, now);
+                    s.receipts_.note_attempt_start(d.run, d.to, p.cluster, job, p.nodes, cause_of(d.id, d.from, d.link, user, as.uid), d.link, now);
                     s.store_->set_recovering(d.run, d.to, (long long)p.nodes.size());
                     for (const auto &seal : d.sealed) s.store_->put_carried_seal(carried::row_of(seal, d.run, now));
                     s.store_->keep_newest_carried(d.run, int(carried::kMaxSent));
@@ -378,19 +378,6 @@ std::string Service::peer_may_take(const std::string &run, long long to, long lo
         return "run " + run + " is at attempt " + std::to_string(it->second.attempt) + " here; attempt " + std::to_string(to) +
                " is not later";
     return "";
-}
-
-void Service::cancel_stale(const std::string &cluster, long long job) {
-    auto conf = cfg_.clusters.find(cluster);
-    if (job <= 0 || conf == cfg_.clusters.end()) return;
-    {
-        std::lock_guard<std::mutex> lock(stale_mu_);
-        if (!stale_cancelled_.insert(cluster + "/" + std::to_string(job)).second) return;
-    }
-    post_guarded(slurm_thread_, "cancel stale job", [this, slurm_conf = conf->second, job] {
-        std::string ignored;
-        slurm_->change(slurm_conf, {"scancel", std::to_string(job)}, ignored);
-    });
 }
 
 }  // namespace shardnet::broker

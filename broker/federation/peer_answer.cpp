@@ -12,7 +12,7 @@ using namespace peer_read;
 
 namespace {
 
-// One row of a peer's capacity, as this broker writes its own (Service::capacity).
+// One row of a peer's capacity, as this broker writes its own (Inventory::capacity).
 bool capacity_row(Reader &rd, const json::value &v, const std::string &path, json::object &out) {
     const json::object *o = v.if_object();
     if (!o) return rd.fail(path, "expected an object");

@@ -5,7 +5,7 @@
 #include <boost/json.hpp>
 
 #include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/federation/witness.hpp"
 #include "broker/util/log.hpp"
 

@@ -9,8 +9,8 @@
 #include <boost/json.hpp>
 #include <map>
 
-#include "broker/api/api_util.hpp"
-#include "broker/service.hpp"
+#include "broker/core/api_util.hpp"
+#include "broker/inventory/inventory_module.hpp"
 #include "broker/slurm/slurm_view.hpp"
 #include "common/parse_util.hpp"
 
@@ -33,7 +33,7 @@ std::string reason_text(const std::string &s) {
 }
 }  // namespace
 
-void Service::quarantine(const std::string &cluster, const std::string &node, double now, const std::string &run, const std::string &cause) {
+void Inventory::quarantine(const std::string &cluster, const std::string &node, double now, const std::string &run, const std::string &cause) {
     // Only a plain Slurm node name is remembered (a job names its workers' nodes).
     if (!is_safe_name(cluster, 128) || !is_safe_name(node, 128)) return;
     const std::string key = cluster + "/" + node;
@@ -81,7 +81,7 @@ void Service::quarantine(const std::string &cluster, const std::string &node, do
     });
 }
 
-void Service::load_bad_nodes(double now) {
+void Inventory::load_bad_nodes(double now) {
     store_->forget_node_faults(now - kKeptSeconds);
     if (cfg_.quarantine_seconds <= 0) return;
     std::lock_guard<std::mutex> lock(quarantine_mu_);
@@ -91,7 +91,7 @@ void Service::load_bad_nodes(double now) {
     }
 }
 
-void Service::list_bad_nodes(const Reply &reply) {
+void Inventory::list_bad_nodes(const Reply &reply) {
     on_store(reply, [this](const Reply &reply) {
         const double now = wall_now();
         std::map<std::pair<std::string, std::string>, json::object> nodes;
@@ -118,7 +118,7 @@ void Service::list_bad_nodes(const Reply &reply) {
     });
 }
 
-void Service::clear_bad_node(const std::string &cluster, const std::string &node, const Reply &reply) {
+void Inventory::clear_bad_node(const std::string &cluster, const std::string &node, const Reply &reply) {
     if (!is_safe_name(cluster, 128) || !is_safe_name(node, 128))
         return reply(error_response(400, "bad_field", "cluster and node: 1-128 of [A-Za-z0-9._-]"));
     on_store(reply, [this, cluster, node](const Reply &reply) {

@@ -17,8 +17,10 @@
 #include "common/http_client.hpp"
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
-#include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/inventory/inventory_module.hpp"
+#include "broker/federation/peer_answer.hpp"
+#include "broker/federation/peer_link.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
 #include "broker/slurm/name_map.hpp"
@@ -45,7 +47,7 @@ NodeOffer undescribed(const std::string &name) {
 
 }  // namespace
 
-std::shared_ptr<const std::map<std::string, NodeOffer>> Service::node_offers() {
+std::shared_ptr<const std::map<std::string, NodeOffer>> Inventory::node_offers() {
     return store_wait([this] {
         if (!offers_loaded_) {
             for (auto &n : store_->list_nodes("")) {
@@ -60,7 +62,7 @@ std::shared_ptr<const std::map<std::string, NodeOffer>> Service::node_offers() {
     });
 }
 
-std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir, const json::object *site_options,
+std::vector<ClusterOffer> Inventory::local_offers(const std::string &ckpt_dir, const json::object *site_options,
                                                 std::map<std::string, FittedOptions> *fitted) {
     const auto node_map = node_offers();
     const auto &described = *node_map;
@@ -144,7 +146,7 @@ std::vector<ClusterOffer> Service::local_offers(const std::string &ckpt_dir, con
     return offers;
 }
 
-std::set<std::string> Service::quarantined(double now) {
+std::set<std::string> Inventory::quarantined(double now) {
     std::lock_guard<std::mutex> lock(quarantine_mu_);
     std::set<std::string> held;
     for (auto it = quarantine_.begin(); it != quarantine_.end();)
@@ -153,7 +155,7 @@ std::set<std::string> Service::quarantined(double now) {
     return held;
 }
 
-void Service::capacity(const std::string &query, bool fan_out, const Reply &reply) {
+void Inventory::capacity(const std::string &query, bool fan_out, const Reply &reply) {
     post_answering(query_pool_, "capacity", reply, [this, query, fan_out](const Reply &reply) {
         Requirements req;
         const std::string cls = query_param(query, "class"), fabric = query_param(query, "fabric"),
@@ -248,7 +250,7 @@ void Service::capacity(const std::string &query, bool fan_out, const Reply &repl
     });
 }
 
-void Service::peer_capacity(const std::string &query, json::array &rows, json::array &peers) {
+void Inventory::peer_capacity(const std::string &query, json::array &rows, json::array &peers) {
     // Every peer at once, each with a deadline: a silent peer is unknown,
     // never available; so is one whose answer cannot be read.
     std::vector<std::future<HttpResponse>> answers;

@@ -2,15 +2,15 @@
 #include <boost/json.hpp>
 
 #include "common/parse_util.hpp"
-#include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/inventory/inventory_module.hpp"
+#include "broker/core/api_util.hpp"
 
 namespace shardnet::broker {
 
 namespace json = boost::json;
 using namespace detail;
 
-void Service::put_node(const ApiRequest &req, const Reply &reply, double now) {
+void Inventory::put_node(const ApiRequest &req, const Reply &reply, double now) {
     json::error_code ec;
     json::value v = json::parse(req.body, ec);
     if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
@@ -32,7 +32,7 @@ void Service::put_node(const ApiRequest &req, const Reply &reply, double now) {
     });
 }
 
-void Service::get_nodes(const std::string &host, const Reply &reply) {
+void Inventory::get_nodes(const std::string &host, const Reply &reply) {
     on_store(reply, [this, host](const Reply &reply) {
         json::array out;
         for (auto &n : store_->list_nodes(host)) {

@@ -7,8 +7,8 @@
 #include <set>
 
 #include "broker/policy/estimate.hpp"
-#include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/policy/policy_module.hpp"
+#include "broker/core/api_util.hpp"
 
 namespace shardnet::broker {
 
@@ -39,7 +39,7 @@ std::shared_ptr<const std::string> answer_json(long long version, long long step
 
 }  // namespace
 
-void Service::load_policies() {
+void Policy::load_policies() {
     auto runs = runs_.write();
     for (auto &p : store_->load_policies()) {
         auto it = runs.find(p.run);
@@ -54,8 +54,8 @@ void Service::load_policies() {
 
 // One summary's pass over the policies (store thread): node exposure, the
 // recoveries whose first step came, and each auto run's interval.
-struct Service::PolicyPass {
-    Service &s;
+struct Policy::PolicyPass {
+    Policy &s;
     const std::vector<WorkerSummary> &workers;
     const double now;
     // A run to look at, as memory has it now.
@@ -102,7 +102,7 @@ json::object policy_detail(const std::string &run, long long attempt, double now
 // 1. Node-seconds since the last count: each live node of a run once (a
 // batch script and its step on one node are one node). A gap longer than
 // two summaries (the broker was stopped) is not counted.
-void Service::PolicyPass::count_exposure() {
+void Policy::PolicyPass::count_exposure() {
     const double dt = s.exposure_at_ > 0 ? std::min(now - s.exposure_at_, 2.0 * s.cfg_.summary_seconds) : 0;
     s.exposure_at_ = now;
     // A run counts no more nodes than its attempt has ranks (its tokens say
@@ -132,7 +132,7 @@ void Service::PolicyPass::count_exposure() {
 }
 
 // 2. The runs to look at: false when there is none.
-bool Service::PolicyPass::gather() {
+bool Policy::PolicyPass::gather() {
     {
         auto runs = s.runs_.read();
         for (const auto &[id, info] : runs)
@@ -147,7 +147,7 @@ bool Service::PolicyPass::gather() {
 
 // 3. A recovery whose new attempt made its first step: its phases are
 // complete, and one more sample of R.
-void Service::PolicyPass::close_recoveries() {
+void Policy::PolicyPass::close_recoveries() {
     for (const auto &l : look) {
         if (l.clock.recovered_at <= 0 || l.clock.to != l.attempt) continue;
         double first = 0;
@@ -167,7 +167,7 @@ void Service::PolicyPass::close_recoveries() {
 }
 
 // 4. An auto run's interval from what is measured now.
-void Service::PolicyPass::recompute(const Look &l, const std::vector<policy::Phases> &phases, double node_seconds,
+void Policy::PolicyPass::recompute(const Look &l, const std::vector<policy::Phases> &phases, double node_seconds,
                                     long long interruptions, const json::array &tiers) {
     const auto &conf = s.cfg_.ckpt_policy;
     const ckpt::Bounds bounds = bounds_of(conf);
@@ -235,7 +235,7 @@ void Service::PolicyPass::recompute(const Look &l, const std::vector<policy::Pha
     }
 }
 
-void Service::measure_policies(const std::vector<WorkerSummary> &workers, double now) {
+void Policy::measure_policies(const std::vector<WorkerSummary> &workers, double now) {
     PolicyPass pass{*this, workers, now, {}, {}};
     pass.count_exposure();
     if (!pass.gather()) return;
@@ -250,7 +250,7 @@ void Service::measure_policies(const std::vector<WorkerSummary> &workers, double
         if (l.running) pass.recompute(l, phases, node_seconds, interruptions, tiers);
 }
 
-void Service::get_policy(const std::string &id, const TokenEntry &who, const Reply &reply) {
+void Policy::get_policy(const std::string &id, const TokenEntry &who, const Reply &reply) {
     std::shared_ptr<const std::string> detail;
     bool autom = false;
     {

@@ -5,8 +5,8 @@
 #include <boost/json.hpp>
 #include <set>
 
-#include "broker/api/api_util.hpp"
-#include "broker/service.hpp"
+#include "broker/core/api_util.hpp"
+#include "broker/receipts/receipts_module.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
 #include "common/json_fields.hpp"
@@ -23,7 +23,7 @@ namespace {
 constexpr std::size_t kMaxRanksPerReport = 1024;
 }  // namespace
 
-void Service::report_ranks(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
+void Receipts::report_ranks(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
     json::error_code ec;
     json::value v = json::parse(req.body, ec);
     if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
@@ -97,19 +97,10 @@ void Service::report_ranks(const std::string &id, const ApiRequest &req, const T
     });
 }
 
-bool Service::attempt_current(const std::string &run, long long attempt) {
+bool Receipts::attempt_current(const std::string &run, long long attempt) {
     auto runs = runs_.read();
     auto it = runs.find(run);
     return it != runs.end() && it->second.attempt == attempt;
-}
-
-std::optional<std::set<std::string>> Service::job_nodes(const std::string &cluster, long long job, std::string &why) {
-    Allocation a;
-    if (why = read_allocation(*slurm_, cfg_.clusters.at(cluster), job, a); !why.empty()) return std::nullopt;
-    a.at = wall_now();
-    std::set<std::string> nodes = a.nodes;
-    allocations_.put(cluster, job, std::move(a));   // what a new worker's heartbeat is checked against
-    return nodes;
 }
 
 }  // namespace shardnet::broker

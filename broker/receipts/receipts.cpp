@@ -12,12 +12,12 @@
 #include <set>
 #include <stdexcept>
 
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "common/digest.hpp"
 #include "common/json_fields.hpp"
 #include "common/parse_util.hpp"
 #include "broker/receipts/receipts.hpp"
-#include "broker/service.hpp"
+#include "broker/receipts/receipts_module.hpp"
 #include "broker/receipts/head_pin.hpp"
 #include "broker/seals/sealed_list.hpp"
 #include "common/file_list.hpp"
@@ -27,7 +27,7 @@ namespace shardnet::broker {
 namespace json = boost::json;
 using receipt::Kind;
 
-std::string Service::write_receipt(Kind kind, const std::string &run, long long attempt, json::object body,
+std::string Receipts::write_receipt(Kind kind, const std::string &run, long long attempt, json::object body,
                                    std::vector<receipt::Subject> subjects, double now, const receipts::ChainLink &from_in) {
     if (!cfg_.receipts.on()) return "";
     // Whatever attests an attempt comes after the attempt's own start: a
@@ -58,13 +58,13 @@ std::string Service::write_receipt(Kind kind, const std::string &run, long long 
     return digest;
 }
 
-receipts::ChainLink Service::last_receipt_link(const std::string &run) {
+receipts::ChainLink Receipts::last_receipt_link(const std::string &run) {
     if (!cfg_.receipts.on()) return {};
     auto last = store_->last_receipt(run);
     return last ? receipts::ChainLink{last->seq, last->digest} : receipts::ChainLink{};
 }
 
-void Service::note_attempt_start(const std::string &run, long long attempt, const std::string &cluster, long long job,
+void Receipts::note_attempt_start(const std::string &run, long long attempt, const std::string &cluster, long long job,
                                  const std::vector<std::string> &nodes, const json::object &cause, const receipts::ChainLink &from,
                                  double now, bool replace) {
     if (!cfg_.receipts.on()) return;
@@ -89,7 +89,7 @@ json::object parse_object(const std::string &text) {
 
 }  // namespace
 
-void Service::attempt_started(const std::string &run, long long attempt, double now, bool when_complete, long long world_hint) {
+void Receipts::attempt_started(const std::string &run, long long attempt, double now, bool when_complete, long long world_hint) {
     if (!cfg_.receipts.on() || store_->has_receipt(run, attempt, "attempt-started")) return;
     // Never after a later attempt's receipts: the chain goes forward in attempts.
     if (auto last = store_->last_receipt(run); last && last->attempt > attempt) return;
@@ -163,7 +163,7 @@ void Service::attempt_started(const std::string &run, long long attempt, double 
                   start ? receipts::ChainLink{start->from_seq, start->from_digest} : receipts::ChainLink{});
 }
 
-void Service::receipt_sealed(const std::string &run, long long attempt, const std::string &name, const std::string &parent, double now) {
+void Receipts::receipt_sealed(const std::string &run, long long attempt, const std::string &name, const std::string &parent, double now) {
     // The file list is committed as its Merkle root (common/file_list.hpp):
     // the receipt stays the same size however many files the checkpoint
     // has; the list itself is GET .../files, checked against the root.

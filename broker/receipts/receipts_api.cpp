@@ -6,9 +6,9 @@
 #include <boost/json.hpp>
 #include <set>
 
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/receipts/receipts.hpp"
-#include "broker/service.hpp"
+#include "broker/receipts/receipts_module.hpp"
 #include "broker/receipts/head_pin.hpp"
 #include "common/tree_head.hpp"
 
@@ -53,7 +53,7 @@ std::optional<long long> int_param(const std::string &query, const char *name, l
 
 }  // namespace
 
-void Service::get_keys(const Reply &reply) {
+void Receipts::get_keys(const Reply &reply) {
     if (!cfg_.receipts.on()) return reply(no_receipts());
     on_store(reply, [this](const Reply &reply) {
         std::map<std::string, Store::KeyUse> uses;
@@ -82,7 +82,7 @@ void Service::get_keys(const Reply &reply) {
     });
 }
 
-void Service::get_receipts(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply) {
+void Receipts::get_receipts(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply) {
     if (!cfg_.receipts.on()) return reply(no_receipts());
     ApiResponse bad;
     long long after = 0, limit = kReceiptsPage, size = 0;
@@ -167,7 +167,7 @@ void Service::get_receipts(const std::string &id, const std::string &query, cons
     });
 }
 
-void Service::get_log_head(const Reply &reply) {
+void Receipts::get_log_head(const Reply &reply) {
     if (!cfg_.receipts.on()) return reply(no_receipts());
     on_store(reply, [this](const Reply &reply) {
         const Store::TreeHeadRow h = signer_.current_head(wall_now());
@@ -176,7 +176,7 @@ void Service::get_log_head(const Reply &reply) {
     });
 }
 
-void Service::get_log_proof(bool inclusion, const std::string &query, const Reply &reply) {
+void Receipts::get_log_proof(bool inclusion, const std::string &query, const Reply &reply) {
     if (!cfg_.receipts.on()) return reply(no_receipts());
     ApiResponse bad;
     const char *a = inclusion ? "index" : "first", *b = inclusion ? "size" : "second";

@@ -20,7 +20,7 @@
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 #include "broker/service.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/recovery/job_environment.hpp"
 #include "broker/slurm/job_options.hpp"
 #include "broker/slurm/slurm_job.hpp"
@@ -37,8 +37,7 @@ void Service::capture_spec(const std::string &run, long long attempt, const std:
     post_guarded(slurm_thread_, "capture job spec", [this, run, attempt, cluster, job, ckpt_dir, interval, says] {
         std::string nodelist, batch_host;
         if (!capture_spec_now(run, attempt, cluster, job, ckpt_dir, &nodelist, &batch_host, says)) {
-            std::lock_guard<std::mutex> lock(specs_mu_);  // try again at the next batch heartbeat
-            specs_seen_.erase(run + '\n' + std::to_string(attempt));
+            specs_seen_.release(run, attempt);  // try again at the next batch heartbeat
             return;
         }
         resumed_after_slurm_requeue(run, attempt, cluster, job, nodelist);
@@ -261,7 +260,7 @@ void Service::record_attempt(const std::string &run, long long attempt, const st
     store_wait([&] {
         store_->transaction([&] {
             store_->upsert_attempt(Store::AttemptRow{run, attempt, cluster, job, 0});
-            note_attempt_start(run, attempt, cluster, job, nodes, cause, from, wall_now());
+            receipts_.note_attempt_start(run, attempt, cluster, job, nodes, cause, from, wall_now());
         });
         return 0;
     });

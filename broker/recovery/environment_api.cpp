@@ -6,7 +6,7 @@
 // and their digest, never a value.
 #include <boost/json.hpp>
 
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/recovery/job_environment.hpp"
 #include "broker/service.hpp"
 #include "common/digest.hpp"

@@ -7,7 +7,7 @@
 // job's nodes and the FAULT the broker raised.
 #include <boost/json.hpp>
 
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/recovery/in_job_restarts.hpp"
 #include "broker/service.hpp"
 #include "common/json_fields.hpp"
@@ -207,7 +207,7 @@ void Service::spare_lost(const Fault &fault, const std::string &node, const std:
     workers_.retire(fault.run, fault.node);
     ev["spare"] = true;
     const double now = wall_now();
-    quarantine(fault.state.cluster, node, now, fault.run, "spare node down: " + why);
+    inventory_.quarantine(fault.state.cluster, node, now, fault.run, "spare node down: " + why);
     write_event(fault.run, "SPARE_LOST", "spare node " + node + " of job " + std::to_string(fault.state.job) + " down (" + why +
                 "); no rank ran there: training goes on, one spare fewer", json::serialize(ev), now);
 }

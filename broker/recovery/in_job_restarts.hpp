@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/detector/workers.hpp"
+#include "broker/workers/workers.hpp"
 
 namespace shardnet::broker {
 

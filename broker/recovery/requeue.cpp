@@ -14,7 +14,7 @@
 #include "broker/seals/carried.hpp"
 #include "broker/service.hpp"
 #include "broker/slurm/slurm_job.hpp"
-#include "broker/api/api_util.hpp"
+#include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_view.hpp"
 #include "broker/slurm/name_map.hpp"
 
@@ -49,7 +49,7 @@ struct Service::Requeue {
     long long spec_uid = -1, spec_nodes = 1;
     Requirements req;
     json::object site_options;
-    std::map<std::string, FittedOptions> fitted;
+    std::map<std::string, Inventory::FittedOptions> fitted;
 
     Requeue(Service &svc, const Fault &f, std::string pol, std::string man, std::string own, std::string every, long long uid, int t)
         : s(svc), fault(f), policy(std::move(pol)), manifest(std::move(man)), owner(std::move(own)), ckpt_every(std::move(every)),
@@ -250,7 +250,7 @@ struct Service::Requeue {
                                                                                        : fault.state.cluster;
         if (auto *o = spec.if_contains("options"); o && o->is_object()) site_options = o->as_object();
         if (auto it = s.cfg_.cluster_info.find(spec_cluster); it != s.cfg_.cluster_info.end()) site_names(it->second.names, site_options);
-        Placement p = place(req, s.local_offers(ckpt, &site_options, &fitted), fault.state.cluster, region, bad);
+        Placement p = place(req, s.inventory_.local_offers(ckpt, &site_options, &fitted), fault.state.cluster, region, bad);
         json::array rejected;
         for (const auto &r : p.rejected) {
             rejected.push_back(json::object{{"cluster", r.cluster}, {"reason", r.reason}});
@@ -289,10 +289,10 @@ struct Service::Requeue {
                 s.transact([&] {
                     // The attempt leaves with the decision: its receipt's digest
                     // travels in it, so that the peer's chain goes on from it.
-                    const std::string digest = s.write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
+                    const std::string digest = s.receipts_.write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
                                                                json::object{{"how", "moved"}, {"moved_to", peer}, {"decision", id}}, {},
                                                                wall_now());
-                    if (!digest.empty()) payload["receipt"] = json::object{{"seq", s.last_receipt_link(fault.run).seq}, {"digest", digest}};
+                    if (!digest.empty()) payload["receipt"] = json::object{{"seq", s.receipts_.last_receipt_link(fault.run).seq}, {"digest", digest}};
                     // The run's newest seals go with it: the peer serves their
                     // digests to the resumed attempt (seals/carried.hpp).
                     std::vector<std::string> left_out;
@@ -315,7 +315,7 @@ struct Service::Requeue {
             auto it = runs.find(fault.run);
             if (it != runs.end() && runs.set_state(fault.run, it->second, RunState::recovering)) it->second.recover_to = to;
         }
-        s.forward_cv_.notify_all();
+        s.forward_signal_.wake();
     }
 
     void not_carried(std::string &words, const std::string &what) {

@@ -95,7 +95,7 @@ public:
         void unlock() { lock_.unlock(); }
 
     protected:
-        View(std::shared_mutex &mu, M &runs) : lock_(mu), runs_(&runs) {}
+        View(std::shared_mutex &m, M &runs) : lock_(m), runs_(&runs) {}
         Lock lock_;
         M *runs_;
         friend class RunRegistry;

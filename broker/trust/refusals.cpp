@@ -85,4 +85,17 @@ long long user_uid(const std::string &name, long long *gid) {
 
 }  // namespace detail
 
+bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info) {
+    switch (who.scope) {
+    case Scope::admin: return true;
+    case Scope::user: return info && !who.user.empty() && info->owner == who.user;
+    // A job's token sees its own run, and only while the run is its user's:
+    // naming someone else's run in --shardnet shows nothing of it.
+    case Scope::worker:
+        return !who.run.empty() && who.run == run && (!who.bound || !info || info->owner_uid < 0 || (unsigned long long)info->owner_uid == who.uid);
+    case Scope::peer: return false;
+    }
+    return false;
+}
+
 }  // namespace shardnet::broker

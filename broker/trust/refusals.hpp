@@ -17,6 +17,10 @@ std::string refuse_worker(const RunInfo *info, const std::string &run, const Tok
 // cfg's clusters).
 std::string reserved_run_id(const std::string &id, const BrokerConfig &cfg);
 
+// Whether who may see run (its record info, or null when there is none):
+// an admin, the run's owner, or the run's own job while it is its user's.
+bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info);
+
 namespace detail {
 // The account name of uid on this host ("uid:N" when it has none).
 std::string user_name(long long uid);

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "broker/detector/workers.hpp"
+#include "broker/workers/workers.hpp"
 
 using namespace shardnet::broker;
 

@@ -8,7 +8,7 @@
 #include <sqlite3.h>
 #include <stdexcept>
 
-#include "broker/api/store_answer.hpp"
+#include "broker/core/store_answer.hpp"
 #include "broker/store/store_error.hpp"
 #include "tests/unit/fakes/service_fixture.hpp"
 

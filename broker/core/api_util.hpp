@@ -9,12 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "broker/api/store_answer.hpp"
+#include "broker/core/store_answer.hpp"
 #include "broker/store/store_error.hpp"
 #include "broker/util/log.hpp"
 #include "broker/util/thread_guard.hpp"
 #include "common/parse_util.hpp"
-#include "broker/service.hpp"
+#include "broker/http/api_message.hpp"
+#include "broker/store/store.hpp"
 #include "broker/trust/refusals.hpp"
 
 namespace shardnet::broker::detail {

@@ -5,7 +5,8 @@
 #pragma once
 #include <exception>
 
-#include "broker/service.hpp"
+#include "broker/http/api_message.hpp"
+#include "broker/store/store.hpp"
 #include "broker/store/store_error.hpp"
 
 namespace shardnet::broker::detail {

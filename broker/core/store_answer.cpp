@@ -1,4 +1,4 @@
-#include "broker/api/store_answer.hpp"
+#include "broker/core/store_answer.hpp"
 
 #include "broker/store/store_error.hpp"
 

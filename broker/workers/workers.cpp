@@ -1,4 +1,4 @@
-#include "broker/detector/workers.hpp"
+#include "broker/workers/workers.hpp"
 
 #include <cmath>
 #include <cstring>
