@@ -20,9 +20,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <csignal>
 #include <fcntl.h>
 #include <string>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -30,13 +32,64 @@
 
 namespace {
 
-int run(std::vector<std::string> &args) {
+volatile sig_atomic_t g_signal = 0;
+
+void on_signal(int sig) { g_signal = sig; }
+
+[[noreturn]] void exec_args(std::vector<std::string> &args) {
     std::vector<char *> argv;
     for (auto &a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     ::execvp(argv[0], argv.data());
     std::fprintf(stderr, "shardnet-oci-run: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    return 127;
+    ::_exit(127);
+}
+
+// The runtime, watched. Slurm runs RunTimeRun through "/bin/sh -c", which a
+// cancelled step's SIGTERM ends at once: the runtime, reparented, is then no
+// descendant of slurmstepd for the SIGKILL that follows, and the container's
+// init (pid 1 of its namespace, which a signal without a handler does not
+// reach) keeps the step's output open: the step never ends and the node is
+// drained ("Kill task failed"). So the runtime runs as a child: a signal is
+// passed on to it (crun passes it to the container), and 3 s after a
+// SIGTERM, SIGINT or SIGHUP the container is killed (RUNTIME GLOBALS kill ID
+// SIGKILL); its exit status is ours.
+int run(std::vector<std::string> &args) {
+    size_t sub = 1;
+    while (sub < args.size() && args[sub] != "run") ++sub;
+    const pid_t child = ::fork();
+    if (child < 0) exec_args(args);   // no fork: as before, the runtime in our place
+    if (child == 0) exec_args(args);
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    ::sigemptyset(&sa.sa_mask);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT}) ::sigaction(sig, &sa, nullptr);
+    int status = 0, ticks = -1;   // ticks: tenths of a second until the container is killed; -1: not yet asked to end
+    for (;;) {
+        const pid_t r = ::waitpid(child, &status, WNOHANG);
+        if (r == child) break;
+        if (r < 0 && errno != EINTR) return 1;
+        if (const int sig = g_signal) {
+            g_signal = 0;
+            ::kill(child, sig);
+            if (ticks < 0 && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)) ticks = 30;
+        }
+        if (ticks == 0 && sub + 1 < args.size()) {
+            std::vector<std::string> kill(args.begin(), args.begin() + long(sub));
+            kill.insert(kill.end(), {"kill", args.back(), "SIGKILL"});
+            if (const pid_t k = ::fork(); k == 0) {
+                const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (null >= 0) ::dup2(null, 1), ::dup2(null, 2);
+                exec_args(kill);
+            } else if (k > 0) {
+                while (::waitpid(k, nullptr, 0) < 0 && errno == EINTR) {}
+            }
+            ticks = 30;   // again, until the runtime is gone
+        }
+        ::usleep(100000);
+        if (ticks > 0) --ticks;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 // A regular file (never through a symlink) of at most CAP bytes; when OWN,
@@ -89,10 +142,10 @@ int main(int argc, char **argv) {
     if (bundle.empty()) return warn("the runtime's arguments name no --bundle (oci.conf's RunTimeRun: --bundle %b)");
     std::string env_text, config_text;
     if (!read_file(env_path, 1u << 20, true, env_text)) return warn("cannot read " + env_path + " (SHARDNET_OCI_ENV): " + std::strerror(errno));
-    // Slurm's generated config.json is root's, readable by the job's group.
-    if (!read_file(bundle + "/config.json", 4u << 20, false, config_text)) return warn("cannot read " + bundle + "/config.json");
     auto env = shardnet::oci::split_env(env_text);
     if (env.empty()) return warn(env_path + " (SHARDNET_OCI_ENV) holds no NAME=VALUE entries");
+    // Slurm's generated config.json is root's, readable by the job's group.
+    if (!read_file(bundle + "/config.json", 4u << 20, false, config_text)) return warn("cannot read " + bundle + "/config.json");
     // A user's own bundle: its digest, as umoci recorded it (shard run's jobs have theirs).
     shardnet::oci::add_bundle_digest(env, [](const std::string &path) {
         std::string text;
