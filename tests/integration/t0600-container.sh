@@ -206,6 +206,19 @@ wait_job beta "$j" 60
 sed 's/^/  /' "$WORK/own-batch.out"
 grep -qx "run=own-batch attempt=1 digest=$FIRST content=first" "$WORK/own-batch.out" || fail "sbatch --container: $(cat "$WORK/own-batch.out")"
 ok "the user's own bundle: srun --container and sbatch --container see the contract and the digest umoci recorded"
+# A cancelled container step ends (the container's pid 1 ignores SIGTERM;
+# shardnet-oci-run kills it): no orphaned runtime holds the step, no node is
+# drained for "Kill task failed".
+printf 'while true; do echo x > "%s/cancel.seen"; sleep 0.5; done\n' "$WORK" > "$WORK/cancel.sh"; chmod 644 "$WORK/cancel.sh"
+j=$(as_user beta sbatch --parsable -N1 --shardnet=own-cancel -o /dev/null --wrap "srun --container=$WORK/own /bin/sh $WORK/cancel.sh")
+for _ in $(seq 100); do [ -f "$WORK/cancel.seen" ] && break; sleep 0.2; done
+[ -f "$WORK/cancel.seen" ] || fail "the container job to cancel never ran"
+slurm beta scancel "$j"
+for _ in $(seq 40); do q=$(slurm beta squeue -h -j "$j" 2>/dev/null) || break; [ -z "$q" ] && break; sleep 0.5; done
+[ -z "$q" ] || fail "the cancelled container job $j has not ended after 20 s: $q"
+! pgrep -f "crun.*\.$j\.0\.0\$" >/dev/null || fail "job $j's runtime outlived its step"
+slurm beta sinfo -h -o '%T' | grep -qi drain && fail "a node was drained: $(slurm beta sinfo -h -R)"
+ok "a cancelled container step ends within seconds, its runtime with it; no node drained"
 # A container task whose environment cannot reach it (here: over the
 # plugin's 768 KiB) is not started: it fails, saying why.
 big=$(head -c 120000 /dev/zero | tr '\0' x)
