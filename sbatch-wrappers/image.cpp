@@ -5,12 +5,15 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 #include "common/safe_path.hpp"
 #include "sbatch-wrappers/launch_slurm.hpp"
@@ -69,6 +72,72 @@ bool write_text(const std::string &path, const std::string &text) {
     return ok;
 }
 
+std::string last_line(std::string s);
+
+// A cache dir (or an entry in one) that only the caller can have put there:
+// a directory, not a symlink, the caller's, not writable by group or others.
+// "" or why not.
+std::string owned_dir(const std::string &path) {
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) return "cannot stat " + path + ": " + std::strerror(errno);
+    if (S_ISLNK(st.st_mode)) return path + " is a symlink";
+    if (!S_ISDIR(st.st_mode)) return path + " is not a directory";
+    if (st.st_uid != ::getuid()) return path + " belongs to uid " + std::to_string(st.st_uid) + ", not to you (uid " + std::to_string(::getuid()) + ")";
+    if (st.st_mode & 022) {
+        char m[8];
+        std::snprintf(m, sizeof m, "%04o", unsigned(st.st_mode & 07777));
+        return path + " is writable by group or others (mode " + m + ")";
+    }
+    return "";
+}
+
+// Where PATH finds TOOL, "" when nowhere.
+bool in_path(const std::string &tool) {
+    const char *p = std::getenv("PATH");
+    std::string path = p && *p ? p : "/usr/local/bin:/usr/bin:/bin";
+    for (size_t start = 0; start <= path.size();) {
+        size_t end = path.find(':', start);
+        if (end == std::string::npos) end = path.size();
+        const std::string dir = end > start ? path.substr(start, end - start) : ".";
+        if (::access((dir + "/" + tool).c_str(), X_OK) == 0) return true;
+        start = end + 1;
+    }
+    return false;
+}
+
+// TOOL's failure in words: not installed, or its last line.
+std::string tool_failed(const std::string &tool, int rc, const std::string &out) {
+    if (!in_path(tool)) return "cannot run " + tool + ": not found (install it: apt-get install " + tool + ")";
+    const std::string last = last_line(out);
+    return tool + (rc < 0 ? " was killed or could not start" : " failed (exit " + std::to_string(rc) + ")") + (last.empty() ? "" : ": " + last);
+}
+
+// Removes DIR and what is below it, as the caller: umoci's rootless unpack
+// leaves directories mode 0555 that rm -rf cannot empty.
+void remove_tree(const std::string &dir) {
+    struct stat st;
+    if (::lstat(dir.c_str(), &st) != 0) return;
+    std::string out;
+    if (S_ISDIR(st.st_mode)) run_capture({"chmod", "-R", "u+rwX", "--", dir}, out, 10 * 60 * 1000);
+    run_capture({"rm", "-rf", "--", dir}, out, 10 * 60 * 1000);
+}
+
+// A name for a docker:// repository in the image cache: letters, digits,
+// '.' and '-' as they are, anything else (the '/' of the path, '_') as _XX
+// (hex): two repositories never share a name.
+std::string cache_name(const std::string &repo) {
+    std::string out;
+    for (unsigned char c : repo) {
+        if (std::isalnum(c) || c == '.' || c == '-') out += char(c);
+        else {
+            char h[4];
+            std::snprintf(h, sizeof h, "_%02x", unsigned(c));
+            out += h;
+        }
+    }
+    return out;
+}
+
 std::string last_line(std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
     const auto nl = s.rfind('\n');
@@ -116,6 +185,15 @@ std::string parse(const std::string &text, Ref &r) {
         r.remote = text.substr(9);
         if (r.remote.empty() || r.remote[0] == '/' || r.remote.find("..") != std::string::npos)
             return "'" + text + "': expected docker://REGISTRY/NAME[:TAG|@sha256:HEX]";
+        std::string name = r.remote;
+        if (auto at = name.find('@'); at != std::string::npos) {
+            if (!valid_digest(name.substr(at + 1))) return "'" + text + "': expected a digest sha256:HEX (64 hex digits) after @";
+            name.resize(at);
+        } else if (auto colon = name.rfind(':'); colon != std::string::npos && name.find('/', colon) == std::string::npos) {
+            if (!valid_tag(name.substr(colon + 1))) return "'" + text + "': '" + name.substr(colon + 1) + "' is not a tag (letters, digits, '.', '_', '-')";
+            name.resize(colon);
+        }
+        if (name.empty() || name.back() == '/') return "'" + text + "': expected docker://REGISTRY/NAME[:TAG|@sha256:HEX]";
         return "";
     }
     if (text.rfind("oci:", 0) != 0)
@@ -172,17 +250,32 @@ std::string resolve(const std::string &text, std::string &pinned_ref, std::strin
     if (r.transport == "docker") {
         // The registry's image, copied into a layout of the image cache:
         // the job then needs no registry, and every attempt finds it there.
+        // A layout per repository (its name made injective), a tag per
+        // reference (a pinned one: the digest's).
         std::string name = r.remote, tag = "latest";
-        if (auto at = name.find('@'); at != std::string::npos) tag = "pinned-" + name.substr(at + 8, 12), name.resize(at);
+        bool by_digest = false;
+        if (auto at = name.find('@'); at != std::string::npos) tag = "sha256-" + name.substr(at + 8), name.resize(at), by_digest = true;
         else if (auto colon = name.rfind(':'); colon != std::string::npos && name.find('/', colon) == std::string::npos)
             tag = name.substr(colon + 1), name.resize(colon);
-        for (char &c : name)
-            if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-')) c = '_';
-        const std::string dir = image_cache() + "/" + name;
-        if (!mkdirs(image_cache())) return text + ": cannot make the image cache " + image_cache();
+        const std::string cache = image_cache(), dir = cache + "/" + cache_name(name);
+        if (!mkdirs(cache)) return text + ": cannot make the image cache " + cache;
+        if (auto err = owned_dir(cache); !err.empty()) return text + ": refusing the image cache: " + err;
+        if (struct stat st; ::lstat(dir.c_str(), &st) == 0)
+            if (auto err = owned_dir(dir); !err.empty()) return text + ": refusing the image cache: " + err;
+        // By digest: that very manifest (skopeo would otherwise convert a
+        // Docker manifest to OCI, under another digest).
+        std::vector<std::string> argv{"skopeo", "copy", "--quiet"};
+        if (by_digest) argv.push_back("--preserve-digests");
+        argv.push_back("docker://" + r.remote);
+        argv.push_back("oci:" + dir + ":" + tag);
         std::string out;
-        if (run_capture({"skopeo", "copy", "--quiet", "docker://" + r.remote, "oci:" + dir + ":" + tag}, out, 30 * 60 * 1000) != 0)
-            return text + ": skopeo copy failed: " + last_line(out);
+        if (int rc = run_capture(argv, out, 30 * 60 * 1000); rc != 0) {
+            std::string why = tool_failed("skopeo", rc, out);
+            if (by_digest && in_path("skopeo"))
+                why += " (a digest names that manifest as the registry has it; one skopeo would have to convert to OCI, a Docker "
+                       "manifest, cannot be pinned by it: pin by tag, or copy the image into an OCI layout and use oci:DIR@DIGEST)";
+            return text + ": skopeo copy: " + why;
+        }
         r = Ref{"oci", dir, tag, "", ""};
     }
     if (auto err = resolve_layout(r, digest); !err.empty()) return err;
@@ -197,14 +290,41 @@ std::string bundle(const std::string &pinned_ref, std::string &dir) {
     const std::string cache = bundle_cache(), hex = r.digest.substr(7);
     const std::string out_dir = cache + "/" + hex;
     struct stat st;
-    auto ready = [&] { return ::stat((out_dir + "/config.json").c_str(), &st) == 0 && ::stat((out_dir + "/rootfs").c_str(), &st) == 0; };
-    if (ready()) { dir = out_dir; return ""; }
+    // Only what the caller unpacked counts: in a cache others could write
+    // to, or an entry of someone else's, their rootfs would run as ours.
+    auto ready = [&](std::string &why) {
+        why.clear();
+        if (::lstat(out_dir.c_str(), &st) != 0) return false;
+        for (const std::string &p : {out_dir, out_dir + "/rootfs"})
+            if (why = owned_dir(p); !why.empty()) { why = "refusing the bundle " + out_dir + ": " + why; return false; }
+        if (::lstat((out_dir + "/config.json").c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid() || (st.st_mode & 022)) {
+            why = "refusing the bundle " + out_dir + ": its config.json is missing, not a regular file of yours, or writable by others";
+            return false;
+        }
+        return true;
+    };
+    std::string why;
     if (!mkdirs(cache)) return "cannot make the bundle cache " + cache;
+    if (auto err = owned_dir(cache); !err.empty()) return "refusing the bundle cache: " + err + " (set SHARDNET_BUNDLE_CACHE to a dir of your own)";
+    if (ready(why)) { dir = out_dir; return ""; }
+    if (!why.empty()) return why;
     // One unpack per digest: the others wait for it (nodes sharing the cache).
-    const int lock = ::open((cache + "/." + hex + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    const int lock = ::open((cache + "/." + hex + ".lock").c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (lock < 0 || ::flock(lock, LOCK_EX) != 0) { if (lock >= 0) ::close(lock); return "cannot lock the bundle cache " + cache; }
     struct Unlock { int fd; ~Unlock() { ::close(fd); } } unlock{lock};
-    if (ready()) { dir = out_dir; return ""; }
+    if (ready(why)) { dir = out_dir; return ""; }
+    if (!why.empty()) return why;
+    // What an unpack that died (a killed job, a node lost) left of this
+    // digest: nobody else works on it while we hold the lock.
+    if (DIR *d = ::opendir(cache.c_str())) {
+        std::vector<std::string> stale;
+        while (const dirent *e = ::readdir(d)) {
+            const std::string n = e->d_name;
+            if (n.rfind("." + hex + ".unpack.", 0) == 0 || n.rfind("." + hex + ".layout.", 0) == 0) stale.push_back(cache + "/" + n);
+        }
+        ::closedir(d);
+        for (const auto &p : stale) remove_tree(p);
+    }
     std::string digest;
     if (auto err = resolve_layout(r, digest); !err.empty()) return err;
     // A layout of our own that names only the pinned manifest (the blobs
@@ -212,8 +332,7 @@ std::string bundle(const std::string &pinned_ref, std::string &dir) {
     const std::string pid = std::to_string(::getpid());
     const std::string layout = cache + "/." + hex + ".layout." + pid, tmp = cache + "/." + hex + ".unpack." + pid;
     std::string out;
-    run_capture({"rm", "-rf", layout, tmp}, out);
-    if (::mkdir(layout.c_str(), 0700) != 0) return "cannot make " + layout;
+    if (::mkdir(layout.c_str(), 0700) != 0) return "cannot make " + layout + ": " + std::strerror(errno);
     ::stat((r.dir + "/blobs/sha256/" + hex).c_str(), &st);
     const json::object index{{"schemaVersion", 2},
                              {"manifests", json::array{json::object{{"mediaType", "application/vnd.oci.image.manifest.v1+json"},
@@ -223,11 +342,12 @@ std::string bundle(const std::string &pinned_ref, std::string &dir) {
     if (!write_text(layout + "/oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}") || !write_text(layout + "/index.json", json::serialize(index)) ||
         ::symlink((r.dir + "/blobs").c_str(), (layout + "/blobs").c_str()) != 0)
         err = "cannot write the layout " + layout;
-    else if (run_capture({"umoci", "unpack", "--rootless", "--image", layout + ":pinned", tmp}, out, 60 * 60 * 1000) != 0)
-        err = pinned_ref + ": umoci unpack failed: " + last_line(out);
+    else if (int rc = run_capture({"umoci", "unpack", "--rootless", "--image", layout + ":pinned", tmp}, out, 60 * 60 * 1000); rc != 0)
+        err = pinned_ref + ": umoci unpack: " + tool_failed("umoci", rc, out);
     else if (::rename(tmp.c_str(), out_dir.c_str()) != 0)
         err = "cannot move the bundle into " + out_dir + ": " + std::strerror(errno);
-    run_capture({"rm", "-rf", layout, tmp}, out);
+    remove_tree(layout);
+    remove_tree(tmp);
     if (!err.empty()) return err;
     dir = out_dir;
     return "";

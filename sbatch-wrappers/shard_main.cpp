@@ -443,7 +443,9 @@ int cmd_ckpt(CliConfig &cfg, const Args &a) {
 
 }  // namespace
 
-int main(int argc, char **argv) {
+namespace {
+
+int shard_main(int argc, char **argv) {
     // The batch script's step supervisor has options of its own, and
     // everything after -- is the step's command.
     if (argc >= 2 && std::string(argv[1]) == "launch") return launch_main(argc - 2, argv + 2);
@@ -547,4 +549,18 @@ int main(int argc, char **argv) {
         return show_receipts(cfg, a.pos[0], a.has("json"));
     }
     return cmd_simple(cfg, cmd, a);
+}
+
+}  // namespace
+
+// No input makes shard abort: whatever throws is said, with a nonzero exit.
+int main(int argc, char **argv) {
+    try {
+        return shard_main(argc, argv);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "shard: error: %s\n", e.what());
+    } catch (...) {
+        std::fprintf(stderr, "shard: error: an unexpected failure\n");
+    }
+    return 1;
 }

@@ -80,7 +80,20 @@ void add_bundle_digest(std::vector<std::string> &env, std::string (*read)(const 
     if (const std::string d = umoci_digest(read(bundle + "/umoci.json")); !d.empty()) env.push_back("SHARDNET_IMAGE_DIGEST=" + d);
 }
 
-std::string task_config(const std::string &config, const std::string &bundle, const std::vector<std::string> &env, std::string &err) {
+std::vector<std::string> config_env(const std::string &config) {
+    std::vector<std::string> out;
+    boost::system::error_code ec;
+    const json::value v = json::parse(config, ec);
+    const json::value *p = !ec && v.is_object() ? v.as_object().if_contains("process") : nullptr;
+    const json::value *e = p && p->is_object() ? p->as_object().if_contains("env") : nullptr;
+    if (e && e->is_array())
+        for (const auto &x : e->as_array())
+            if (x.is_string() && x.as_string().find('=') != json::string::npos && !x.as_string().starts_with("=")) out.emplace_back(x.as_string());
+    return out;
+}
+
+std::string task_config(const std::string &config, const std::string &bundle, const std::vector<std::string> &env, std::string &err,
+                        const std::vector<std::string> &image_env) {
     json::value v;
     boost::system::error_code ec;
     v = json::parse(config, ec);
@@ -88,15 +101,37 @@ std::string task_config(const std::string &config, const std::string &bundle, co
     auto &c = v.as_object();
     auto *proc = c.if_contains("process");
     if (!proc || !proc->is_object()) { err = "the bundle's config.json has no process"; return ""; }
+    // The bundle's own entries (the image's PATH, CUDA_HOME, ...) stay unless
+    // the task sets the same name; the task's win.
     json::array e;
-    for (const auto &x : env)
-        if (x.rfind("SHARDNET_OCI_ENV=", 0) != 0) e.emplace_back(x);
+    auto name_of = [](const std::string &x) { return x.substr(0, x.find('=')); };
+    std::vector<std::string> merged;
+    auto set = [&](const std::string &x) {
+        const std::string n = name_of(x);
+        auto same = std::find_if(merged.begin(), merged.end(), [&](const std::string &m) { return name_of(m) == n; });
+        if (same != merged.end()) *same = x;
+        else merged.push_back(x);
+    };
+    for (const auto &x : image_env) set(x);
+    for (const auto &x : config_env(config)) set(x);
+    for (const auto &x : env) {
+        if (x.rfind("SHARDNET_OCI_ENV=", 0) == 0) continue;
+        set(x);
+    }
+    for (auto &x : merged) e.emplace_back(x);
     proc->as_object()["env"] = std::move(e);
     const std::string cwd = clean_dir(value_of(env, "PWD"));
     if (usable_dir(cwd)) proc->as_object()["cwd"] = cwd;
-    if (auto *root = c.if_contains("root"); root && root->is_object())
+    if (auto *root = c.if_contains("root"); root && root->is_object()) {
         if (auto *p = root->as_object().if_contains("path"); p && p->is_string() && !p->as_string().starts_with("/"))
             *p = bundle + "/" + std::string(p->as_string());
+        // The rootfs is shared by every job, attempt and node that runs this
+        // digest: nothing a task writes may outlive it there.
+        root->as_object()["readonly"] = true;
+    } else {
+        err = "the bundle's config.json has no root";
+        return "";
+    }
     std::vector<std::string> dirs;
     const std::string progress = value_of(env, "SHARDNET_PROGRESS");
     for (const std::string &d : {cwd, clean_dir(value_of(env, "SHARDNET_CKPT_DIR")),
@@ -106,6 +141,20 @@ std::string task_config(const std::string &config, const std::string &bundle, co
     std::sort(dirs.begin(), dirs.end(), [](const std::string &a, const std::string &b) { return a.size() < b.size(); });
     auto *mounts = c.if_contains("mounts");
     if (!mounts || !mounts->is_array()) mounts = &(c["mounts"] = json::array());
+    // With the root read-only, scratch space of the task's own: a tmpfs at
+    // /tmp and /var/tmp, before anything mounted below them (Slurm's
+    // /tmp/slurm of a batch step), unless the bundle mounts something there.
+    size_t front = 0;
+    for (const char *t : {"/tmp", "/var/tmp"}) {
+        const bool taken = std::any_of(mounts->as_array().begin(), mounts->as_array().end(), [&](const json::value &m) {
+            auto *dst = m.is_object() ? m.as_object().if_contains("destination") : nullptr;
+            return dst && dst->is_string() && clean_dir(std::string(dst->as_string())) == t;
+        });
+        if (!taken)
+            mounts->as_array().insert(mounts->as_array().begin() + front++,
+                                      json::object{{"destination", t}, {"type", "tmpfs"}, {"source", "tmpfs"},
+                                                   {"options", json::array{"nosuid", "nodev", "mode=1777"}}});
+    }
     for (const auto &d : dirs) {
         const bool taken = std::any_of(mounts->as_array().begin(), mounts->as_array().end(), [&](const json::value &m) {
             auto *dst = m.is_object() ? m.as_object().if_contains("destination") : nullptr;

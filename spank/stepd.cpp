@@ -400,17 +400,25 @@ void save_job_environment(spank_t sp) {
 // starts from this very process with this process's own environment (not
 // the task's): shardnet-oci-run writes it into the task's own copy of the
 // bundle's config.json.
-void export_container_env(spank_t sp, uint32_t local) {
-    if (job_env(sp, "SLURM_CONTAINER").empty() || !g.progress_dir[0]) return;
+// False (the task fails, the reason on its stderr) when the step has a
+// container and its environment cannot go there: its ranks would all see
+// SLURM_PROCID=0 and no SHARDNET_RANK.
+bool export_container_env(spank_t sp, uint32_t local) {
+    if (job_env(sp, "SLURM_CONTAINER").empty()) return true;
     char **env = nullptr;
-    if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env) return;
     const std::string path = std::string(g.progress_dir) + "/oci-task-" + std::to_string(local) + ".env";
+    if (!g.progress_dir[0] || spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env) {
+        dprintf(2, "shardnet: error: no task environment for the container (no progress dir); the task is not started\n");
+        return false;
+    }
     ::unlink(path.c_str());   // a relaunched step's (shard launch): this task's is written anew
     if (!write_env_file(env, path)) {
-        dprintf(2, "shardnet: warning: the task environment for the container was not written; ShardNet's variables will be missing there\n");
-        return;
+        dprintf(2, "shardnet: error: the task's environment for its container could not be written to %s (over 768 KiB?); "
+                   "the task is not started\n", path.c_str());
+        return false;
     }
     ::setenv("SHARDNET_OCI_ENV", path.c_str(), 1);
+    return true;
 }
 
 int user_init_step(spank_t sp) {
@@ -526,8 +534,7 @@ int stepd_task_init(spank_t sp) {
         dprintf(1, "=== shardnet: attempt %u of %s on %s, job %u ===\n", g.attempt, g.run,
                 cluster_name(sp).empty() ? "this cluster" : cluster_name(sp).c_str(), item<uint32_t>(sp, S_JOB_ID, 0));
     if (batch) {
-        export_container_env(sp, 0);   // sbatch --container: the batch script runs in the image
-        return 0;
+        return export_container_env(sp, 0) ? 0 : -1;   // sbatch --container: the batch script runs in the image
     }
     StepLayout l;
     l.rank = rank;
@@ -547,8 +554,7 @@ int stepd_task_init(spank_t sp) {
         if (value.empty()) continue;   // MASTER_ADDR unknown: left to the job
         if (!set_env(sp, name, value)) return -1;
     }
-    export_container_env(sp, local);
-    return 0;
+    return export_container_env(sp, local) ? 0 : -1;
 }
 
 int stepd_task_post_fork(spank_t sp) {

@@ -116,18 +116,29 @@ CONF
 # crun, as the job's user, in the RunTimeRun form (crun's create/start form
 # hangs the step), behind shardnet-oci-run (the task's environment into its
 # container) and the harness's wrapper for this VM's hybrid cgroup
-# layout (crun-hybrid.sh). Each user's containers' state under oci/USER.
+# layout (crun-hybrid.sh). Every RunTime* command goes through
+# shardnet-oci-user: Query, Kill and Delete, which Slurm runs as root, run
+# as the job's user. Each user's containers' state under oci/USER, which
+# the Prolog (as root) makes and gives to the user; oci/ is root's, 0755.
 write_oci() {
     local scratch=$1 cluster=$2 dir=$1/$2 crun="$1/lib/crun-hybrid.sh" state="$1/oci/%u" id=%n.%u.%j.%s.%t
+    local as_user="$1/lib/shardnet-oci-user %u"
     command -v crun >/dev/null 2>&1 || { rm -f "$dir/oci.conf"; return 0; }
-    mkdir -p "$scratch/oci"; chmod 1777 "$scratch/oci"
+    mkdir -p "$scratch/oci"; chown root:root "$scratch/oci"; chmod 755 "$scratch/oci"
     cat > "$dir/oci.conf" <<CONF
-RunTimeQuery="$crun --rootless=true --root=$state state $id"
-RunTimeKill="$crun --rootless=true --root=$state kill -a $id SIGTERM"
-RunTimeDelete="$crun --rootless=true --root=$state delete --force $id"
-RunTimeRun="$scratch/lib/shardnet-oci-run $crun --rootless=true --root=$state run --bundle %b $id"
+RunTimeQuery="$as_user $crun --rootless=true --root=$state state $id"
+RunTimeKill="$as_user $crun --rootless=true --root=$state kill -a $id SIGTERM"
+RunTimeDelete="$as_user $crun --rootless=true --root=$state delete --force $id"
+RunTimeRun="$as_user $scratch/lib/shardnet-oci-run $crun --rootless=true --root=$state run --bundle %b $id"
 CONF
     chmod 644 "$dir/oci.conf"
+    cat > "$scratch/lib/oci-prolog.sh" <<SH
+#!/bin/sh
+# The job user's crun state dir, $scratch/oci/USER (doc/containers.md).
+exec $scratch/lib/shardnet-oci-user --prepare $scratch/oci "\$SLURM_JOB_USER"
+SH
+    chmod 755 "$scratch/lib/oci-prolog.sh"
+    echo "Prolog=$scratch/lib/oci-prolog.sh" >> "$dir/slurm.conf"
 }
 
 # Two GPUs per node, as Slurm's own test suite fakes them: device nodes
@@ -185,6 +196,7 @@ up() {
     install -m 755 "$build/spank/shardnet-agent" "$scratch/lib/shardnet-agent"
     install -m 755 "$HERE/crun-hybrid.sh" "$scratch/lib/crun-hybrid.sh"
     install -m 755 "$build/spank/shardnet-oci-run" "$scratch/lib/shardnet-oci-run"
+    install -m 755 "$build/spank/shardnet-oci-user" "$scratch/lib/shardnet-oci-user"
     : > "$scratch/pids"
     start_munge "$scratch"
     make_user

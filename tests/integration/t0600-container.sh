@@ -14,6 +14,35 @@
 . "$(dirname "$0")/lib.sh"
 command -v crun >/dev/null && command -v umoci >/dev/null || fail "crun and umoci are not installed (scripts/install-deps.sh installs them)"
 [ -f "$SCRATCH/alpha/oci.conf" ] && [ -f "$SCRATCH/beta/oci.conf" ] || fail "the harness wrote no oci.conf"
+
+# 0. crun's state is no user's to forge for root: the parent of the users'
+# state dirs is root's, 0755 (no user makes another's dir there), and the
+# RunTime* commands Slurm runs as root (Query, Kill, Delete) run the runtime
+# as the job's user, so a pid a user wrote into their state reaches only
+# their own processes.
+[ "$(stat -c '%U %a' "$SCRATCH/oci")" = "root 755" ] || fail "the crun state parent is $(stat -c '%U %a' "$SCRATCH/oci"), not root's 755"
+! runuser -u "$OTHER_USER" -- mkdir "$SCRATCH/oci/not-$OTHER_USER" 2>/dev/null || fail "$OTHER_USER made a state dir for another user"
+printf '#!/bin/sh\nid -u > %s/probe.uid\n' "$WORK" > "$WORK/probe-crun.sh"; chmod 755 "$WORK/probe-crun.sh"
+for key in RunTimeQuery RunTimeKill RunTimeDelete; do
+    line=$(sed -n "s/^$key=\"\(.*\)\"\$/\1/p" "$SCRATCH/beta/oci.conf")
+    [ -n "$line" ] || fail "no $key in oci.conf"
+    # As slurmstepd runs it: /bin/sh -c, as root, the patterns filled in.
+    cmd=$(sed -e "s#$SCRATCH/lib/crun-hybrid.sh#$WORK/probe-crun.sh#" -e "s/%u/$TEST_USER/g" -e 's/%n/beta1/g; s/%j/1/g; s/%s/0/g; s/%t/0/g' <<<"$line")
+    rm -f "$WORK/probe.uid"
+    /bin/sh -c "$cmd" >/dev/null 2>&1 || fail "$key as root: $(/bin/sh -c "$cmd" 2>&1)"
+    [ "$(cat "$WORK/probe.uid")" = "$(id -u "$TEST_USER")" ] || fail "$key ran the runtime as uid $(cat "$WORK/probe.uid"), not as $TEST_USER"
+done
+[ "$(stat -c '%U %a' "$SCRATCH/oci/$TEST_USER")" = "$TEST_USER 700" ] || fail "$TEST_USER's state dir: $(stat -c '%U %a' "$SCRATCH/oci/$TEST_USER")"
+ok "crun's state parent is root's 755; RunTimeQuery/Kill/Delete run the runtime as the job's user, in the user's 0700 state dir"
+
+# shardnet-oci-run never starts a task without the environment the plugin
+# meant it to have: an unreadable, empty or foreign env file ends it.
+: > "$WORK/empty.env"
+for f in "$WORK/none.env" "$WORK/empty.env"; do
+    rc=0; out=$(SHARDNET_OCI_ENV=$f "$SCRATCH/lib/shardnet-oci-run" /bin/echo RAN --bundle "$WORK" id 2>&1) || rc=$?
+    [ $rc = 1 ] && ! grep -q RAN <<<"$out" && grep -q "shardnet-oci-run: error: .*$f" <<<"$out" || fail "shardnet-oci-run with $f: exit $rc: $out"
+done
+ok "shardnet-oci-run refuses to start the runtime without the task's environment (exit 1, the reason said)"
 start_federation
 fed_receipts   # the attempts' receipts name the digest each rank ran
 L=$WORK/images
@@ -24,14 +53,15 @@ FIRST=$(digest_of train); SECOND=$(digest_of other)
 [ "$FIRST" != "$SECOND" ] || fail "the two images have one digest"
 
 # 1. A bad reference: refused at submit, named, nothing submitted.
-for ref in "oci:$L:nope" "oci:$WORK/no-such-layout:train" "ubuntu:22.04"; do
+for ref in "oci:$L:nope" "oci:$WORK/no-such-layout:train" "ubuntu:22.04" "docker://reg.example/foo@bar"; do
     printf 'name: bad\ncommand: /bin/true\nimage: %s\n' "$ref" > "$WORK/bad.yaml"; chmod 644 "$WORK/bad.yaml"
     rc=0; out=$(shard run "$WORK/bad.yaml" --cluster beta 2>&1) || rc=$?
     [ $rc = 2 ] || fail "image $ref: exit $rc, expected 2: $out"
     grep -qF "$ref" <<<"$out" || fail "the error does not name $ref: $out"
     echo "  $out"
 done
-grep -q . <(slurm alpha squeue -h; slurm beta squeue -h) && fail "a bad image reference submitted a job"
+queued=$(slurm alpha squeue -h && slurm beta squeue -h) || fail "squeue failed: cannot tell whether a bad image reference submitted a job"
+[ -z "$queued" ] || fail "a bad image reference submitted a job: $queued"
 [ "$(shard runs --json | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)["runs"]))')" = 0 ] || fail "a bad image reference created a run"
 printf 'name: bad\ncommand: /bin/true\nimage: oci:%s:train\ntasks_per_node: 2\n' "$L" > "$WORK/bad.yaml"
 rc=0; out=$(shard run "$WORK/bad.yaml" --cluster beta 2>&1) || rc=$?
@@ -45,6 +75,12 @@ echo "attempt=$SHARDNET_ATTEMPT rank=$SHARDNET_RANK/$SHARDNET_WORLD_SIZE procid=
 # What the Python library reports (shardnet.environment), by hand and, as
 # it does, whole at once: busybox has no python.
 printf '{"image_digest": "%s"}\n' "$SHARDNET_IMAGE_DIGEST" > "$SHARDNET_PROGRESS.env.tmp" && mv "$SHARDNET_PROGRESS.env.tmp" "$SHARDNET_PROGRESS.env"
+# The checkpoint dir, bind-mounted; the image's own environment; the shared
+# rootfs read-only, /tmp the task's own.
+echo "$SHARDNET_RANK" > "$SHARDNET_CKPT_DIR/from-container.$SHARDNET_ATTEMPT.$SHARDNET_RANK"
+{ echo "ckpt=$SHARDNET_CKPT_DIR image_env=$IMAGE_ONLY"
+  touch /written-by-a-task 2>/dev/null && echo root=rw || echo root=ro
+  echo x > "/tmp/scratch.$SHARDNET_RANK" && echo tmp=rw; } > "fs.$SHARDNET_ATTEMPT.$SHARDNET_RANK"
 n=600; [ "$SHARDNET_ATTEMPT" -gt 1 ] && n=6
 for s in $(seq 1 $n); do echo "$s" > "$SHARDNET_PROGRESS"; sleep 0.5; done
 SH
@@ -70,9 +106,20 @@ for r in 0 1; do
         || fail "rank $r of attempt 1 did not see its contract in the image: $(cat "$WORK/seen.1.$r")"
 done
 [ "$(stat -c %U "$WORK/seen.1.0")" = "$TEST_USER" ] || fail "the container's files are not the job user's"
+for r in 0 1; do
+    fs=$(cat "$WORK/fs.1.$r"); ckpt=$(sed -n '1s/^ckpt=\([^ ]*\) .*/\1/p' <<<"$fs")
+    echo "  rank $r: $(tr '\n' ' ' <<<"$fs")"
+    [ -n "$ckpt" ] && [ "$(cat "$ckpt/from-container.1.$r" 2>/dev/null)" = "$r" ] || fail "rank $r's write into SHARDNET_CKPT_DIR ($ckpt) is not on the host"
+    [ "$(stat -c %U "$ckpt/from-container.1.$r")" = "$TEST_USER" ] || fail "the checkpoint written in the container is not the job user's"
+    grep -qx "ckpt=$ckpt image_env=first" <<<"$fs" || fail "rank $r lost the image's own environment (IMAGE_ONLY): $fs"
+    grep -qx "root=ro" <<<"$fs" && grep -qx "tmp=rw" <<<"$fs" || fail "rank $r: the rootfs is not read-only or /tmp not writable: $fs"
+done
+bundle_root=$TEST_HOME/.shardnet/bundles/${FIRST#sha256:}/rootfs
+[ -d "$bundle_root" ] || fail "no bundle at $bundle_root"
+[ ! -e "$bundle_root/written-by-a-task" ] && [ ! -e "$bundle_root/tmp/scratch.0" ] || fail "a task wrote into the shared rootfs $bundle_root"
 fed_wait 30 'sum(1 for w in v["workers"] if w["role"] == "step" and w["health"] == "healthy") == 2' B "/v1/runs/$run" \
     || fail "the heartbeats of the container's ranks did not reach broker B: $(fed_get B "/v1/runs/$run")"
-ok "attempt 1 runs in $FIRST: each rank sees its own rank and SLURM_PROCID, the run, SHARDNET_IMAGE_DIGEST; its progress reaches the broker"
+ok "attempt 1 runs in $FIRST: each rank sees its own rank and SLURM_PROCID, the run, SHARDNET_IMAGE_DIGEST, the image's own env; its checkpoint dir and progress reach the host; the shared rootfs stays unwritten"
 
 # 3. The tag moves; a node dies; attempt 2 runs the first digest.
 umoci tag --image "$L:train" first || fail "umoci tag"   # the first image keeps a name for step 4
@@ -159,6 +206,27 @@ wait_job beta "$j" 60
 sed 's/^/  /' "$WORK/own-batch.out"
 grep -qx "run=own-batch attempt=1 digest=$FIRST content=first" "$WORK/own-batch.out" || fail "sbatch --container: $(cat "$WORK/own-batch.out")"
 ok "the user's own bundle: srun --container and sbatch --container see the contract and the digest umoci recorded"
+# A cancelled container step ends (the container's pid 1 ignores SIGTERM;
+# shardnet-oci-run kills it): no orphaned runtime holds the step, no node is
+# drained for "Kill task failed".
+printf 'while true; do echo x > "%s/cancel.seen"; sleep 0.5; done\n' "$WORK" > "$WORK/cancel.sh"; chmod 644 "$WORK/cancel.sh"
+j=$(as_user beta sbatch --parsable -N1 --shardnet=own-cancel -o /dev/null --wrap "srun --container=$WORK/own /bin/sh $WORK/cancel.sh")
+for _ in $(seq 100); do [ -f "$WORK/cancel.seen" ] && break; sleep 0.2; done
+[ -f "$WORK/cancel.seen" ] || fail "the container job to cancel never ran"
+slurm beta scancel "$j"
+for _ in $(seq 40); do q=$(slurm beta squeue -h -j "$j" 2>/dev/null) || break; [ -z "$q" ] && break; sleep 0.5; done
+[ -z "$q" ] || fail "the cancelled container job $j has not ended after 20 s: $q"
+! pgrep -f "crun.*\.$j\.0\.0\$" >/dev/null || fail "job $j's runtime outlived its step"
+slurm beta sinfo -h -o '%T' | grep -qi drain && fail "a node was drained: $(slurm beta sinfo -h -R)"
+ok "a cancelled container step ends within seconds, its runtime with it; no node drained"
+# A container task whose environment cannot reach it (here: over the
+# plugin's 768 KiB) is not started: it fails, saying why.
+big=$(head -c 120000 /dev/zero | tr '\0' x)
+rc=0; out=$(as_user beta env B1="$big" B2="$big" B3="$big" B4="$big" B5="$big" B6="$big" B7="$big" \
+    srun -N1 --shardnet=own-big --container="$WORK/own" /bin/sh -c 'echo STARTED' 2>&1) || rc=$?
+[ $rc != 0 ] && ! grep -q STARTED <<<"$out" && grep -q "shardnet: error: the task's environment for its container could not be written" <<<"$out" \
+    || fail "a container task without its environment: exit $rc: $(tail -c 600 <<<"$out")"
+ok "a container task whose environment could not be written fails, saying why"
 # The bundles this test unpacked (a digest per image build) leave the test user's cache.
 rm -rf "$TEST_HOME/.shardnet/bundles/${FIRST#sha256:}" "$TEST_HOME/.shardnet/bundles/${SECOND#sha256:}" \
     "$TEST_HOME/.shardnet/bundles/.${FIRST#sha256:}.lock" "$TEST_HOME/.shardnet/bundles/.${SECOND#sha256:}.lock"

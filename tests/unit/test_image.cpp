@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <fstream>
 #include <string>
 #include <sys/stat.h>
@@ -64,6 +66,155 @@ TEST_CASE("image references: oci:DIR[:TAG], oci:DIR@sha256:HEX, docker://REF; an
     CHECK(image::parse("oci:/images/../base:v1", r) != "");
     CHECK(image::parse("oci:", r) != "");
     CHECK(image::parse("docker://", r) != "");
+    // A digest after @ is checked here (it used to abort shard later).
+    CHECK(image::parse("docker://foo@bar", r).find("64 hex digits") != std::string::npos);
+    CHECK(image::parse("docker://reg/foo@", r).find("64 hex digits") != std::string::npos);
+    CHECK(image::parse("docker://reg/foo@sha256:" + kHexA, r) == "");
+    CHECK(image::parse("docker://@sha256:" + kHexA, r) != "");
+    CHECK(image::parse("docker://reg/foo:b@d!", r) != "");
+}
+
+namespace {
+
+// A PATH of stubs: TOOL scripts in a dir of their own, with chmod and rm
+// (what shard itself runs beside them) and nothing else.
+struct Stubs {
+    std::string dir, old_path, old_bundles, old_images;
+    Stubs() {
+        char t[] = "/tmp/test-image-stubs-XXXXXX";
+        dir = mkdtemp(t);
+        for (const char *tool : {"chmod", "rm", "mkdir", "cp", "sh", "dirname"})
+            for (const char *where : {"/usr/bin/", "/bin/"})
+                if (::access((std::string(where) + tool).c_str(), X_OK) == 0) {
+                    (void)!::symlink((std::string(where) + tool).c_str(), (dir + "/" + tool).c_str());
+                    break;
+                }
+        old_path = std::getenv("PATH");
+        const char *b = std::getenv("SHARDNET_BUNDLE_CACHE"), *i = std::getenv("SHARDNET_IMAGE_CACHE");
+        old_bundles = b ? b : "";
+        old_images = i ? i : "";
+        ::setenv("PATH", dir.c_str(), 1);
+        ::mkdir((dir + "/bundles").c_str(), 0700);
+        ::mkdir((dir + "/images").c_str(), 0700);
+        ::setenv("SHARDNET_BUNDLE_CACHE", (dir + "/bundles").c_str(), 1);
+        ::setenv("SHARDNET_IMAGE_CACHE", (dir + "/images").c_str(), 1);
+    }
+    void tool(const std::string &name, const std::string &body) {
+        write(dir + "/" + name, "#!/bin/sh\n" + body);
+        ::chmod((dir + "/" + name).c_str(), 0755);
+    }
+    std::string read(const std::string &name) const {
+        std::ifstream f(dir + "/" + name);
+        return std::string(std::istreambuf_iterator<char>(f), {});
+    }
+    ~Stubs() {
+        ::setenv("PATH", old_path.c_str(), 1);
+        if (old_bundles.empty()) ::unsetenv("SHARDNET_BUNDLE_CACHE"); else ::setenv("SHARDNET_BUNDLE_CACHE", old_bundles.c_str(), 1);
+        if (old_images.empty()) ::unsetenv("SHARDNET_IMAGE_CACHE"); else ::setenv("SHARDNET_IMAGE_CACHE", old_images.c_str(), 1);
+        (void)!std::system(("chmod -R u+rwX " + dir + "; rm -rf " + dir).c_str());
+    }
+};
+
+// umoci unpack --rootless --image LAYOUT:TAG DIR, as far as shard uses it:
+// a bundle in DIR whose dirs are 0555, as rootless umoci leaves them.
+const char *kUmoci = "echo \"$@\" >> \"$(dirname \"$0\")/umoci.calls\"\n"
+                     "for a; do out=$a; done\n"
+                     "mkdir -p \"$out/rootfs/etc\" && echo '{}' > \"$out/config.json\" && chmod 0555 \"$out/rootfs/etc\" \"$out/rootfs\"\n";
+
+}  // namespace
+
+TEST_CASE("shard bundle: unpacked once per digest, then used as it is; what a dead unpack left goes") {
+    Layout l;
+    Stubs s;
+    s.tool("umoci", kUmoci);
+    const std::string hex = l.da.substr(7), cache = s.dir + "/bundles";
+    // A killed unpack's leftovers, 0555 inside as umoci leaves them.
+    const std::string stale = cache + "/." + hex + ".unpack.99999", stale_layout = cache + "/." + hex + ".layout.99999";
+    ::mkdir(stale.c_str(), 0700);
+    ::mkdir((stale + "/rootfs").c_str(), 0555);
+    ::mkdir(stale_layout.c_str(), 0700);
+    ::chmod(stale.c_str(), 0555);
+    std::string dir;
+    REQUIRE(image::bundle("oci:" + l.dir + "@" + l.da, dir) == "");
+    CHECK(dir == cache + "/" + hex);
+    struct stat st;
+    CHECK(::stat((dir + "/config.json").c_str(), &st) == 0);
+    CHECK(::lstat(stale.c_str(), &st) != 0);
+    CHECK(::lstat(stale_layout.c_str(), &st) != 0);
+    CHECK(::lstat((cache + "/." + hex + ".unpack." + std::to_string(::getpid())).c_str(), &st) != 0);
+    CHECK(::lstat((cache + "/." + hex + ".layout." + std::to_string(::getpid())).c_str(), &st) != 0);
+    // Its layout named the pinned manifest only.
+    CHECK(s.read("umoci.calls").find("unpack --rootless --image " + cache + "/." + hex + ".layout.") == 0);
+    std::string again;
+    REQUIRE(image::bundle("oci:" + l.dir + "@" + l.da, again) == "");
+    CHECK(again == dir);
+    const std::string calls = s.read("umoci.calls");
+    CHECK(std::count(calls.begin(), calls.end(), '\n') == 1);   // the second found it unpacked
+    CHECK(image::bundle("oci:" + l.dir + ":v1", dir).find("expected a pinned reference") != std::string::npos);
+}
+
+TEST_CASE("shard bundle: a failed unpack leaves nothing behind, says why; no umoci says so") {
+    Layout l;
+    Stubs s;
+    s.tool("umoci", std::string(kUmoci) + "echo 'umoci: layer 3: no space left on device' >&2; exit 1\n");
+    const std::string hex = l.da.substr(7), cache = s.dir + "/bundles";
+    std::string dir;
+    const std::string err = image::bundle("oci:" + l.dir + "@" + l.da, dir);
+    CHECK(err.find("umoci unpack: umoci failed (exit 1): umoci: layer 3: no space left on device") != std::string::npos);
+    struct stat st;
+    CHECK(::lstat((cache + "/." + hex + ".unpack." + std::to_string(::getpid())).c_str(), &st) != 0);   // its 0555 dirs too
+    CHECK(::lstat((cache + "/" + hex).c_str(), &st) != 0);
+    ::unlink((s.dir + "/umoci").c_str());
+    CHECK(image::bundle("oci:" + l.dir + "@" + l.da, dir).find("cannot run umoci: not found (install it: apt-get install umoci)") != std::string::npos);
+}
+
+TEST_CASE("shard bundle: a cache others can write to, or an entry that is not the caller's, is refused") {
+    Layout l;
+    Stubs s;
+    s.tool("umoci", kUmoci);
+    const std::string hex = l.da.substr(7), cache = s.dir + "/bundles";
+    std::string dir;
+    ::chmod(cache.c_str(), 01777);
+    CHECK(image::bundle("oci:" + l.dir + "@" + l.da, dir).find("refusing the bundle cache: " + cache + " is writable by group or others (mode 1777)") == 0);
+    ::chmod(cache.c_str(), 0700);
+    // A bundle someone else put there (another user's rootfs, planted).
+    ::mkdir((cache + "/" + hex).c_str(), 0755);
+    ::mkdir((cache + "/" + hex + "/rootfs").c_str(), 0755);
+    write(cache + "/" + hex + "/config.json", "{}");
+    ::chmod((cache + "/" + hex + "/rootfs").c_str(), 0777);
+    CHECK(image::bundle("oci:" + l.dir + "@" + l.da, dir).find("refusing the bundle " + cache + "/" + hex + ": " + cache + "/" + hex + "/rootfs is writable by group or others") == 0);
+    ::chmod((cache + "/" + hex + "/rootfs").c_str(), 0755);
+    if (::getuid() == 0 && ::chown((cache + "/" + hex).c_str(), 12345, 12345) == 0)
+        CHECK(image::bundle("oci:" + l.dir + "@" + l.da, dir).find("belongs to uid 12345, not to you") != std::string::npos);
+    (void)!::chown((cache + "/" + hex).c_str(), ::getuid(), ::getgid());
+    CHECK(image::bundle("oci:" + l.dir + "@" + l.da, dir) == "");   // the caller's own: used as it is
+    CHECK(s.read("umoci.calls").empty());
+}
+
+TEST_CASE("docker:// references: copied by skopeo into a cache layout per repository, a digest kept as it is") {
+    Layout l;
+    Stubs s;
+    // skopeo copy [--preserve-digests] docker://REF oci:DIR:TAG -> the test layout at DIR, TAG naming image a.
+    s.tool("skopeo", "echo \"$@\" >> \"$(dirname \"$0\")/skopeo.calls\"\n"
+                     "for a; do dst=$a; done\ndst=${dst#oci:}; tag=${dst##*:}; dst=${dst%:*}\n"
+                     "mkdir -p \"$dst\" && cp -r " + l.dir + "/blobs " + l.dir + "/oci-layout \"$dst\"/ &&\n"
+                     "echo '{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"" + l.da +
+                     "\",\"size\":10,\"annotations\":{\"org.opencontainers.image.ref.name\":\"'$tag'\"}}]}' > \"$dst/index.json\"\n");
+    std::string pinned, digest;
+    REQUIRE(image::resolve("docker://reg.example/a_b:v1", pinned, digest) == "");
+    CHECK(digest == l.da);
+    REQUIRE(image::resolve("docker://reg.example/a/b@sha256:" + kHexA, pinned, digest) == "");
+    const std::string calls = s.read("skopeo.calls"), images = s.dir + "/images/";
+    CHECK(calls.find("copy --quiet docker://reg.example/a_b:v1 oci:" + images + "reg.example_2fa_5fb:v1\n") != std::string::npos);
+    CHECK(calls.find("copy --quiet --preserve-digests docker://reg.example/a/b@sha256:" + kHexA + " oci:" + images + "reg.example_2fa_2fb:sha256-" + kHexA + "\n") !=
+          std::string::npos);
+    CHECK(pinned == "oci:" + images + "reg.example_2fa_2fb@" + l.da);
+    s.tool("skopeo", "echo 'manifest unknown' >&2; exit 1\n");
+    CHECK(image::resolve("docker://reg.example/c:v1", pinned, digest) == "docker://reg.example/c:v1: skopeo copy: skopeo failed (exit 1): manifest unknown");
+    ::unlink((s.dir + "/skopeo").c_str());
+    CHECK(image::resolve("docker://reg.example/c:v1", pinned, digest).find("cannot run skopeo: not found") != std::string::npos);
+    ::chmod((s.dir + "/images").c_str(), 0777);
+    CHECK(image::resolve("docker://reg.example/c:v1", pinned, digest).find("refusing the image cache") != std::string::npos);
 }
 
 TEST_CASE("an oci: reference resolves to its manifest digest in the layout; a moved tag resolves anew, the pinned digest does not move") {

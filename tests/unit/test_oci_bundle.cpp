@@ -44,15 +44,62 @@ TEST_CASE("the task's bundle config: its environment, its cwd, its dirs bind-mou
     CHECK(p.at("cwd").as_string() == "/home/u/work");
     CHECK(c.at("root").at("path").as_string() == "/spool/oci-job1-0/rootfs");
     const auto &m = c.at("mounts").as_array();
-    REQUIRE(m.size() == 4);   // the checkpoint dir is mounted by the bundle already: left as it is
-    CHECK(m[1].at("source").as_string() == "/elsewhere");
-    CHECK(m[2].at("destination").as_string() == "/home/u/work");   // the shorter path first
-    CHECK(m[3].at("destination").as_string() == "/run/shardnet/a.1.0.n1.x");
-    CHECK(m[3].at("source").as_string() == "/run/shardnet/a.1.0.n1.x");
-    CHECK(m[3].at("type").as_string() == "bind");
+    REQUIRE(m.size() == 6);   // the checkpoint dir is mounted by the bundle already: left as it is
+    CHECK(m[0].at("destination").as_string() == "/tmp");   // the tmpfs mounts first
+    CHECK(m[1].at("destination").as_string() == "/var/tmp");
+    CHECK(m[3].at("source").as_string() == "/elsewhere");
+    CHECK(m[4].at("destination").as_string() == "/home/u/work");   // the shorter path first
+    CHECK(m[5].at("destination").as_string() == "/run/shardnet/a.1.0.n1.x");
+    CHECK(m[5].at("source").as_string() == "/run/shardnet/a.1.0.n1.x");
+    CHECK(m[5].at("type").as_string() == "bind");
     CHECK(task_config("not json", "/b", env, err) == "");
     CHECK(err != "");
     CHECK(task_config(R"({"root":{}})", "/b", env, err) == "");
+}
+
+TEST_CASE("the task's bundle config keeps the image's environment, the task's values winning by name") {
+    const std::string config = R"({"process":{"env":["PATH=/opt/conda/bin:/usr/bin","CUDA_HOME=/usr/local/cuda","PYTHONPATH=/app",)"
+                               R"("SLURM_PROCID=0","LD_LIBRARY_PATH=/usr/local/cuda/lib64"]},"root":{"path":"rootfs"}})";
+    const std::vector<std::string> env{"SLURM_PROCID=3", "SHARDNET_RANK=3", "PYTHONPATH=/mine", "SHARDNET_OCI_ENV=/x/oci-task-0.env"};
+    std::string err;
+    const json::object c = json::parse(task_config(config, "/b", env, err)).as_object();
+    REQUIRE(err == "");
+    std::vector<std::string> got;
+    for (const auto &x : c.at("process").at("env").as_array()) got.emplace_back(x.as_string());
+    CHECK(got == std::vector<std::string>{"PATH=/opt/conda/bin:/usr/bin", "CUDA_HOME=/usr/local/cuda", "PYTHONPATH=/mine", "SLURM_PROCID=3",
+                                          "LD_LIBRARY_PATH=/usr/local/cuda/lib64", "SHARDNET_RANK=3"});
+    // The image's own (the user's bundle's config.json), under what Slurm generated and the task's.
+    const auto image = config_env(R"({"process":{"env":["HF_HOME=/cache","PATH=/image/bin","=bad","noequals"]}})");
+    CHECK(image == std::vector<std::string>{"HF_HOME=/cache", "PATH=/image/bin"});
+    got.clear();
+    const json::value merged = json::parse(task_config(R"({"process":{"env":["PATH=/bin"]},"root":{"path":"r"}})", "/b", {"A=1"}, err, image));
+    for (const auto &x : merged.at("process").at("env").as_array()) got.emplace_back(x.as_string());
+    CHECK(got == std::vector<std::string>{"HF_HOME=/cache", "PATH=/bin", "A=1"});
+    CHECK(config_env("nope").empty());
+}
+
+TEST_CASE("the task's bundle config: the shared rootfs read-only, /tmp and /var/tmp the task's own tmpfs") {
+    std::string err;
+    const std::vector<std::string> env{"PWD=/tmp/work"};
+    const json::object c = json::parse(task_config(
+        R"({"process":{},"root":{"path":"/b/rootfs","readonly":false},"mounts":[{"destination":"/proc","type":"proc"},)"
+        R"({"destination":"/tmp/slurm/startup","type":"none","source":"/spool/script"}]})", "/b", env, err)).as_object();
+    REQUIRE(err == "");
+    CHECK(c.at("root").at("readonly").as_bool());
+    const auto &m = c.at("mounts").as_array();
+    REQUIRE(m.size() == 5);
+    CHECK(m[0].at("destination").as_string() == "/tmp");   // before Slurm's /tmp/slurm and the working dir under /tmp
+    CHECK(m[0].at("type").as_string() == "tmpfs");
+    CHECK(m[1].at("destination").as_string() == "/var/tmp");
+    CHECK(m[3].at("destination").as_string() == "/tmp/slurm/startup");
+    CHECK(m[4].at("destination").as_string() == "/tmp/work");
+    // The bundle's own /tmp mount stands.
+    const json::object own = json::parse(task_config(R"({"process":{},"root":{"path":"r"},"mounts":[{"destination":"/tmp/","type":"bind","source":"/scratch"}]})",
+                                                     "/b", {}, err)).as_object();
+    REQUIRE(own.at("mounts").as_array().size() == 2);
+    CHECK(own.at("mounts").as_array()[0].at("destination").as_string() == "/var/tmp");
+    CHECK(own.at("mounts").as_array()[1].at("source").as_string() == "/scratch");
+    CHECK(task_config(R"({"process":{}})", "/b", {}, err) == "");   // no root: no bundle config
 }
 
 TEST_CASE("a user's own umoci bundle: its manifest digest for SHARDNET_IMAGE_DIGEST, unless the task has one") {
