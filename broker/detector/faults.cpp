@@ -31,6 +31,9 @@ void Service::tick(double now) {
     }
     run_retries(now);
     auth_.load(std::memory_order_acquire)->sweep(now);
+    in_job_.prune(now, [this](const std::string &run, long long attempt) {
+        return runs_.with_run(run, [&](const RunInfo *r) { return r && !is_final(r->state) && r->attempt == attempt; });
+    });
 }
 
 void Service::confirm(Fault fault, double now) {

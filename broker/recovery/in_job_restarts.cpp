@@ -79,6 +79,23 @@ bool InJobRestarts::admit(const std::string &run, double now) {
     return true;
 }
 
+void InJobRestarts::prune(double now, const std::function<bool(const std::string &, long long)> &live) {
+    std::vector<std::pair<std::string, long long>> seen;
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        if (now - pruned_at < 60) return;
+        pruned_at = now;
+        for (const auto &[run, s] : by_run)
+            if (!s.held) seen.emplace_back(run, s.attempt);
+    }
+    std::vector<std::pair<std::string, long long>> over;
+    for (const auto &e : seen)
+        if (!live(e.first, e.second)) over.push_back(e);
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto &[run, attempt] : over)
+        if (auto it = by_run.find(run); it != by_run.end() && it->second.attempt == attempt && !it->second.held) by_run.erase(it);
+}
+
 void Service::restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
     RestartReport rep;
     if (auto why = read_restart_report(req.body, rep); !why.empty()) return reply(error_response(400, "bad_field", why));

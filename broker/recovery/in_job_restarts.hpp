@@ -13,6 +13,7 @@
 // which), so that the relaunch's report, sent again by shard launch while
 // the broker is away, still brings the run back.
 #pragma once
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -44,6 +45,12 @@ struct InJobRestarts {
     std::map<std::string, std::vector<double>> reports;   // run -> times in the last minute
     // Counts the report; false: over kReportsPerMinute (under mu).
     bool admit(const std::string &run, double now);
+    // Forgets, a minute apart at most, the supervisions that live() says
+    // are over (the run ended, or left that attempt) and hold no FAULT:
+    // by_run keeps live supervisions only. Takes mu itself; live() is
+    // called without it.
+    void prune(double now, const std::function<bool(const std::string &run, long long attempt)> &live);
+    double pruned_at = 0;
 };
 
 // A restart report, read strictly: "" and out filled, or what is wrong

@@ -27,3 +27,22 @@ TEST_CASE("a restart report is read strictly, each refusal naming its field") {
     for (int i = 0; i < 65; ++i) many += std::string(i ? "," : "") + "\"n" + std::to_string(i) + "\"";
     CHECK(read_restart_report(many + "]}", x).find("at most 64") != std::string::npos);
 }
+
+TEST_CASE("supervisions of runs that ended or moved on are forgotten; a held FAULT's is kept") {
+    InJobRestarts j;
+    j.by_run["ended"].attempt = 1;
+    j.by_run["moved-on"].attempt = 1;
+    j.by_run["live"].attempt = 2;
+    j.by_run["held"].attempt = 1;
+    j.by_run["held"].held = Fault{"held", "n1/0", 1, "missed heartbeats", WorkerState{}, FaultKind::silent};
+    auto live = [](const std::string &run, long long attempt) { return run == "live" && attempt == 2; };
+    j.prune(1000, live);
+    CHECK(j.by_run.size() == 2);
+    CHECK(j.by_run.count("live") == 1);
+    CHECK(j.by_run.count("held") == 1);   // its hold still answers, or requeues
+    j.by_run["later"].attempt = 1;
+    j.prune(1030, live);                   // a minute apart at most
+    CHECK(j.by_run.count("later") == 1);
+    j.prune(1061, live);
+    CHECK(j.by_run.count("later") == 0);
+}
