@@ -149,6 +149,12 @@ void Service::apply_restart_report(const std::string &id, const RestartReport &r
         if (rep.kind == "restarted" && rep.restart <= s.restarts)   // sent again (its answer lost): taken once
             return reply(ok_json(200, json::object{{"kind", "RESTARTED"}, {"already_reported", true}}));
         if (rep.kind == "restarted") {
+            // A relaunch answers a FAULT the broker holds for it; the names
+            // a job gives are not evidence of a death by themselves.
+            if (!s.held)
+                return reply(error_response(409, "no_fault_held", "no FAULT of attempt " + std::to_string(rep.attempt) + " of run " + id +
+                                            " waits for a relaunch (none raised, or its hold passed and the run is being requeued)",
+                                            "dead"));
             // The dead node must be the one the broker's FAULT named.
             if (s.held && std::find(rep.dead.begin(), rep.dead.end(), node_of_worker(s.held->node)) == rep.dead.end())
                 return reply(error_response(409, "not_the_fault", "the FAULT held for attempt " + std::to_string(rep.attempt) + " is node " +

@@ -1164,6 +1164,9 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         f.start();
         running_job(f);
         REQUIRE(report(f, supervising) == 200);
+        // A relaunch with no FAULT held for it: the job's word alone is no death.
+        CHECK(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"]})") == 409);
+        CHECK(f.events("r1").find("RESTARTED") == std::string::npos);
         kill_node(f, "n2");
         f.tick_ahead(10);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
