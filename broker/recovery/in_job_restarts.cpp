@@ -206,9 +206,15 @@ void Service::apply_restart_report(const std::string &id, const RestartReport &r
             }
             return reply(store_error_response(e));
         }
-        if (back) {
+        if (rep.kind == "restarted") {
             auto runs = runs_.write();
-            if (auto it = runs.find(id); it != runs.end() && it->second.attempt == rep.attempt) runs.set_state(id, it->second, RunState::running);
+            if (auto it = runs.find(id); it != runs.end() && it->second.attempt == rep.attempt) {
+                // The relaunched step starts over: the old step's ranks'
+                // failures (killed with it) are not its end's.
+                it->second.first_failure = {};
+                it->second.failed_nodes.clear();
+                if (back) runs.set_state(id, it->second, RunState::running);
+            }
         }
         reply(ok_json(200, json::object{{"kind", kind}, {"state_running", back}}));
         // Given up with a FAULT held: the requeue it waited for, now.

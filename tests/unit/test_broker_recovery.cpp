@@ -1188,6 +1188,32 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         CHECK(f.state("r1") == "RUNNING");
         CHECK(submitted(f) == 0);
     }
+    SUBCASE("relaunched, then the program's own error: FAILED naming the relaunched step's rank, not the old step's") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        running_job(f);
+        REQUIRE(report(f, supervising) == 200);
+        kill_node(f, "n2");
+        // The old step's survivor is killed with it (137).
+        REQUIRE(ended(f, "n1", "0", R"([{"rank":0,"exit":{"code":137,"signal":null,"time":1000.1}}])") == 204);
+        f.tick_ahead(10);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+        REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"],"spares":0})") == 200);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+        {   // Slurm drops the dead node from the job; the spare is in it.
+            std::lock_guard<std::mutex> lock(f.slurm->mu);
+            f.slurm->jobs[kConf][7].nodes = "n1,n3";
+            f.slurm->nodes[kConf]["n3"] = "ALLOCATED";
+        }
+        REQUIRE(ended(f, "n3", "1", R"([{"rank":1,"exit":{"code":3,"signal":null,"time":2000.2}}])") == 204);
+        REQUIRE(ended(f, "n1", "1", R"([{"rank":0,"exit":{"code":1,"signal":null,"time":2000.9}}])") == 204);
+        REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":1,"signal":null}}])") == 204);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED" || f.state("r1") == "RECOVERING"; }));
+        const std::string ev = f.events("r1");
+        INFO(ev);
+        CHECK(f.state("r1") == "FAILED");
+        CHECK(ev.find("FAILED: rank 1 on n3 exited 3") != std::string::npos);
+    }
     SUBCASE("gave up") {
         ServiceFixture f({{"c1", kConf}});
         f.start();
