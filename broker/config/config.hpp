@@ -111,7 +111,9 @@ struct BrokerConfig {
     std::map<std::string, std::string> clusters;
     // names: the site's partition/account/QOS names as this cluster calls
     // them (broker/slurm/name_map.hpp).
-    struct ClusterInfo { std::string region; std::vector<std::string> ckpt_roots; NameTable names; };
+    // containers: Slurm there runs OCI containers (oci.conf, doc/containers.md);
+    // false keeps a job that runs in an image off it.
+    struct ClusterInfo { std::string region; std::vector<std::string> ckpt_roots; NameTable names; bool containers = true; };
     std::map<std::string, ClusterInfo> cluster_info;   // optional, per cluster
     // Federation: this broker's name to its peers, and the peers.
     std::string broker_name;                 // default: the cluster name

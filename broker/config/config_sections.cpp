@@ -118,7 +118,7 @@ std::string parse_clusters(Ctx &c, const json::value *v, BrokerConfig &cfg) {
         std::string path = "clusters." + std::string(kv.key());
         if (!kv.value().is_object()) return path + ": expected {\"slurm_conf\": PATH}";
         const auto &co = kv.value().as_object();
-        if (!only_keys(c, path, co, {"slurm_conf", "region", "ckpt_roots", "names"})) return c.err;
+        if (!only_keys(c, path, co, {"slurm_conf", "region", "ckpt_roots", "names", "containers"})) return c.err;
         if (!co.contains("slurm_conf")) return path + ": needs slurm_conf";
         std::string conf;
         if (!get_str(c, path + ".slurm_conf", co.at("slurm_conf"), conf)) return c.err;
@@ -136,6 +136,10 @@ std::string parse_clusters(Ctx &c, const json::value *v, BrokerConfig &cfg) {
         }
         if (auto *r = co.if_contains("names"))
             if (std::string bad = parse_name_table(*r, path + ".names", info.names); !bad.empty()) return bad;
+        if (auto *r = co.if_contains("containers")) {
+            if (!r->is_bool()) return path + ".containers: expected true or false";
+            info.containers = r->as_bool();
+        }
         cfg.cluster_info[std::string(kv.key())] = std::move(info);
     }
     return "";

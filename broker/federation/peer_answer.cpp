@@ -20,13 +20,15 @@ bool capacity_row(Reader &rd, const json::value &v, const std::string &path, jso
     if (!rd.name(*o, "broker", path, broker) || !rd.name(*o, "cluster", path, cluster) || !rd.name(*o, "region", path, region, false) ||
         !rd.name(*o, "status", path, status))
         return false;
-    if (status == "unknown") {
+    // unknown: not asked or not answered; refused: the job cannot go there
+    // (containers=1 at a cluster that runs none).
+    if (status == "unknown" || status == "refused") {
         std::string reason;
         if (!rd.text(*o, "reason", path, reason, false)) return false;
-        out = json::object{{"broker", broker}, {"cluster", cluster}, {"region", region}, {"status", "unknown"}, {"reason", reason}};
+        out = json::object{{"broker", broker}, {"cluster", cluster}, {"region", region}, {"status", status}, {"reason", reason}};
         return true;
     }
-    if (status != "ok") return rd.fail(path + ".status", "expected ok or unknown");
+    if (status != "ok") return rd.fail(path + ".status", "expected ok, unknown or refused");
     std::string cls, fabric;
     long long gpn = 0, idle = 0, total = 0;
     if (!rd.name(*o, "accelerator_class", path, cls) || !rd.integer(*o, "gpus_per_node", path, 0, 1024, gpn) ||

@@ -74,6 +74,7 @@ std::vector<ClusterOffer> Inventory::local_offers(const std::string &ckpt_dir, c
         const auto info = cfg_.cluster_info.find(name);
         if (info != cfg_.cluster_info.end()) {
             c.region = info->second.region;
+            c.containers = info->second.containers;
             if (!info->second.ckpt_roots.empty() && !ckpt_dir.empty())
                 c.reads_checkpoint = std::any_of(info->second.ckpt_roots.begin(), info->second.ckpt_roots.end(),
                                                  [&](const std::string &r) { return under(ckpt_dir, r); });
@@ -184,6 +185,9 @@ void Inventory::capacity(const std::string &query, bool fan_out, const Reply &re
             if (!n) return reply(error_response(400, "bad_field", "gpus: expected 0..1000000", "gpus"));
             gpus = *n;
         }
+        // containers=1: the job runs in an OCI image; a cluster that runs
+        // none is listed with why, never chosen.
+        const bool containers = query_param(query, "containers") == "1";
         const double now = wall_now();
         // Node names and states for the dashboard's users and admins; a
         // peer (fan_out false) gets the rows only, never who is where.
@@ -196,6 +200,11 @@ void Inventory::capacity(const std::string &query, bool fan_out, const Reply &re
             std::string reg;
             if (auto it = cfg_.cluster_info.find(name); it != cfg_.cluster_info.end()) reg = it->second.region;
             if ((!cluster.empty() && cluster != name) || (!region.empty() && region != reg)) continue;
+            if (auto it = cfg_.cluster_info.find(name); containers && it != cfg_.cluster_info.end() && !it->second.containers) {
+                rows.push_back(json::object{{"broker", cfg_.broker_name}, {"cluster", name}, {"region", reg}, {"status", "refused"},
+                                            {"reason", "runs no containers (clusters." + name + ".containers is false)"}});
+                continue;
+            }
             std::string out;
             if (slurm_->query(conf, {"sinfo", "-h", "-N", "-o", "%N %T"}, out) != 0) {
                 rows.push_back(json::object{{"broker", cfg_.broker_name}, {"cluster", name}, {"region", reg},
@@ -240,7 +249,7 @@ void Inventory::capacity(const std::string &query, bool fan_out, const Reply &re
         // the caller's, so brokers can never ask each other in a circle.
         if (fan_out && query_param(query, "local") != "1") {
             std::string forwarded = "local=1";
-            for (const char *k : {"class", "fabric", "region", "cluster", "gpus_per_node", "gpu_memory_gb", "gpus"})
+            for (const char *k : {"class", "fabric", "region", "cluster", "gpus_per_node", "gpu_memory_gb", "gpus", "containers"})
                 if (auto v = query_param(query, k); !v.empty()) forwarded += std::string("&") + k + "=" + v;
             peer_capacity(forwarded, rows, peers);
         }

@@ -124,7 +124,7 @@ const char *fabric_name(unsigned f) {
 
 std::string requirements_from_json(const json::object &o, Requirements &r) {
     static const char *known[] = {"nodes", "accelerator_class", "gpus_per_node", "gpu_memory_gb", "fabric", "memory_gb",
-                                  "arch", "min_cuda", "clusters", "regions"};
+                                  "arch", "min_cuda", "clusters", "regions", "containers"};
     for (const auto &kv : o)
         if (std::none_of(std::begin(known), std::end(known), [&](const char *k) { return kv.key() == k; }))
             return "requires." + std::string(kv.key()) + ": unknown key";
@@ -154,6 +154,10 @@ std::string requirements_from_json(const json::object &o, Requirements &r) {
         }
         return "";
     };
+    if (auto *v = o.if_contains("containers")) {
+        if (!v->is_bool()) return "requires.containers: expected true or false";
+        r.containers = v->as_bool();
+    }
     double nodes = r.nodes, gpn = r.gpus_per_node;
     for (auto err : {num("nodes", 1, 100000, nodes), num("gpus_per_node", 0, 64, gpn), num("gpu_memory_gb", 0, 100000, r.gpu_memory_gb),
                      num("memory_gb", 0, 1e7, r.memory_gb), str("accelerator_class", r.accel_class), str("fabric", r.fabric),
@@ -179,6 +183,7 @@ json::object requirements_to_json(const Requirements &r) {
     if (!r.min_cuda.empty()) o["min_cuda"] = r.min_cuda;
     if (!r.clusters.empty()) o["clusters"] = json::value_from(r.clusters);
     if (!r.regions.empty()) o["regions"] = json::value_from(r.regions);
+    if (r.containers) o["containers"] = true;
     return o;
 }
 
@@ -269,6 +274,7 @@ Placement place(const Requirements &req, const std::vector<ClusterOffer> &cluste
         if (!listed(req.regions, c.region)) { reject("region " + (c.region.empty() ? std::string("(none)") : c.region) + " not allowed"); continue; }
         if (!c.reachable) { reject("slurmctld did not answer"); continue; }
         if (!c.reads_checkpoint) { reject("cannot read the checkpoint's storage"); continue; }
+        if (req.containers && !c.containers) { reject("runs no containers (clusters." + c.name + ".containers is false): the job's image cannot run there"); continue; }
         if (!c.refused.empty()) { reject(c.refused); continue; }
         std::array<int, n_reasons + 1> count{};
         ok.clear();

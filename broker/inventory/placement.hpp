@@ -29,6 +29,7 @@ struct Requirements {
     std::string min_cuda;               // "12.2": the CUDA driver version at least
     std::vector<std::string> clusters;  // allowed; empty: any
     std::vector<std::string> regions;   // allowed; empty: any
+    bool containers = false;            // runs in an OCI image: only clusters with container support
     bool needs_hardware() const;
 };
 
@@ -58,6 +59,7 @@ struct ClusterOffer {
     bool reads_checkpoint = true;       // the checkpoint's storage is mounted there
     std::vector<NodeOffer> idle;        // idle nodes, any order
     std::string refused;                // why the job cannot go there at all ("no partition for gpu"); "" when it can
+    bool containers = true;             // Slurm runs OCI containers there (clusters.NAME.containers)
 };
 
 struct Rejection { std::string cluster, reason; };

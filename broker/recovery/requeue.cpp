@@ -227,8 +227,11 @@ struct Service::Requeue {
         if (!ckpt_every.empty()) spec["ckpt_every"] = ckpt_every;   // a fixed interval stays fixed
         json::error_code ec;
         json::value mv = json::parse(manifest.empty() ? "{}" : manifest, ec);
-        if (!ec && mv.is_object())
+        if (!ec && mv.is_object()) {
             if (auto *r = mv.as_object().if_contains("requires"); r && r->is_object()) requirements_from_json(r->as_object(), req);
+            // Every attempt runs the image pinned at submit: only where containers run.
+            if (mv.as_object().contains("image_digest")) req.containers = true;
+        }
         const json::object *mreq = nullptr;
         if (const json::object *mo = mv.if_object())
             if (auto *r = mo->if_contains("requires")) mreq = r->if_object();

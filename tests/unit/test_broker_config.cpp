@@ -188,3 +188,12 @@ TEST_CASE("clusters.NAME.names: the site's partition/account/QOS names as the cl
     CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "names": {"partition": ["gpu"]}}})"), c) ==
           "clusters.beta.names.partition: expected an object of SITE_NAME: NAME_HERE (or null: none here)");
 }
+
+TEST_CASE("clusters.NAME.containers: whether Slurm there runs OCI containers (true unless said)") {
+    BrokerConfig c;
+    CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf"}, "gamma": {"slurm_conf": "/etc/g.conf", "containers": false}})"), c) == "");
+    CHECK(c.cluster_info.at("beta").containers);
+    CHECK_FALSE(c.cluster_info.at("gamma").containers);
+    CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "containers": "no"}})"), c) ==
+          "clusters.beta.containers: expected true or false");
+}

@@ -43,7 +43,7 @@ TEST_CASE("a peer's capacity of the wrong shape is an error naming the field, ne
     CHECK(capacity_error("<html>") .rfind("bad answer: body: not JSON", 0) == 0);
     CHECK(capacity_error("[1]") == "bad answer: body: expected an object");
     CHECK(capacity_error(R"({"clusters":[{"broker":"b","cluster":"c","status":"maybe"}]})") ==
-          "bad answer: clusters[0].status: expected ok or unknown");
+          "bad answer: clusters[0].status: expected ok, unknown or refused");
     CHECK(capacity_error(R"({"clusters":[{"broker":")" + std::string(300, 'x') + R"(","cluster":"c","status":"ok"}]})") ==
           "bad answer: clusters[0].broker: longer than 256 bytes");
     CHECK(parse_peer_capacity(answer(200, R"({"clusters":[5]})")).rows.empty());

@@ -104,6 +104,16 @@ TEST_CASE("clusters: allowed lists, regions, unreachable, checkpoint storage; fa
     CHECK(p.cluster.empty());
     REQUIRE(p.rejected.size() == 1);
     CHECK(p.rejected[0].reason == "no partition for gpu");
+    // A job in an OCI image: only where containers run.
+    ClusterOffer bare{"g", "eu", true, true, {nv("g1")}, "", false};
+    Requirements img = h100x8(1);
+    img.containers = true;
+    p = place(img, {bare}, "home");
+    CHECK(p.cluster.empty());
+    REQUIRE(p.rejected.size() == 1);
+    CHECK(p.rejected[0].reason.find("runs no containers (clusters.g.containers is false)") == 0);
+    CHECK(place(img, {bare, b}, "home").cluster == "b");
+    CHECK(place(h100x8(1), {bare}, "home").cluster == "g");   // no image: any cluster
 }
 
 TEST_CASE("offers come from real probe descriptors") {
@@ -135,4 +145,9 @@ TEST_CASE("requirements JSON: checked whole, errors name the key") {
     CHECK(requirements_from_json(json::parse(R"({"fabric":"carrier-pigeon"})").as_object(), r).find("requires.fabric") == 0);
     CHECK(requirements_from_json(json::parse(R"({"nodes":0})").as_object(), r).find("requires.nodes") == 0);
     CHECK(requirements_from_json(json::parse(R"({"clusters":"alpha"})").as_object(), r).find("requires.clusters") == 0);
+    CHECK(requirements_from_json(json::parse(R"({"containers":"yes"})").as_object(), r) == "requires.containers: expected true or false");
+    Requirements img;
+    CHECK(requirements_from_json(json::parse(R"({"containers":true})").as_object(), img).empty());
+    CHECK(img.containers);
+    CHECK(requirements_to_json(img).at("containers").as_bool());   // carried to a peer's placement
 }

@@ -1340,3 +1340,24 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
     }
 }
+
+TEST_CASE("a run in an OCI image is requeued only where containers run (clusters.NAME.containers), said in PLACEMENT") {
+    ServiceFixture f({{"c1", kConf}, {"c2", kConf2}});
+    f.cfg.cluster_info["c1"].containers = false;
+    f.start();
+    const std::string digest = "sha256:" + std::string(64, 'a');
+    REQUIRE(f.call("POST", "/v1/runs", R"({"id":"r1","manifest":{"name":"r1","image":"oci:/i:v1","image_digest":")" + digest + R"("}})")
+                .status == 201);
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf2] = {{"m1", "IDLE"}, {"m2", "IDLE"}};
+    }
+    running_job(f);   // n3, n4 idle on c1, the home cluster
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }));
+    const auto changes = f.slurm->changes();
+    auto s = std::find_if(changes.begin(), changes.end(), [](const auto &c) { return c.argv[0] == "sbatch"; });
+    CHECK(s->conf == kConf2);
+    CHECK(ServiceFixture::until([&] { return f.events("r1").find("c1 rejected: runs no containers (clusters.c1.containers is false)") != std::string::npos; }));
+}
