@@ -260,7 +260,7 @@ struct Supervision {
     bool supervised = false;   // a SUPERVISED event of the attempt, no RESTART_GAVE_UP after it
     long long spares = 0;
     std::vector<std::string> nodes;
-    std::optional<EventRow> fault;   // the newest FAULT of the attempt
+    std::optional<std::string> fault_node;   // the worker the newest FAULT of the attempt names ("n1/0")
     bool acted = false;              // something came of the FAULT (a placement, a restart, an end): it is no hold
 };
 
@@ -271,7 +271,7 @@ Supervision supervision_of(Store &store, const std::string &run, long long attem
         auto page = store.list_events(run, after, 1000);
         for (const auto &e : page) {
             after = e.id;
-            if (s.fault && e.kind != "SEALED" && e.kind != "FAULT") s.acted = true;
+            if (s.fault_node && e.kind != "SEALED" && e.kind != "FAULT") s.acted = true;
             if (e.kind != "SUPERVISED" && e.kind != "RESTART_GAVE_UP" && e.kind != "FAULT") continue;
             json::error_code ec;
             auto v = json::parse(e.evidence, ec);
@@ -279,7 +279,11 @@ Supervision supervision_of(Store &store, const std::string &run, long long attem
             const auto &o = v.as_object();
             const auto *a = o.if_contains("attempt");
             if (!a || !a->is_int64() || a->as_int64() != attempt) continue;
-            if (e.kind == "FAULT") { s.fault = e, s.acted = false; continue; }
+            if (e.kind == "FAULT") {
+                const auto *node = o.if_contains("node");
+                if (node && node->is_string()) s.fault_node = std::string(node->as_string()), s.acted = false;
+                continue;
+            }
             s.supervised = e.kind == "SUPERVISED";
             if (!s.supervised) continue;
             if (auto *n = o.if_contains("spares"); n && n->is_int64()) s.spares = n->as_int64();
@@ -304,12 +308,8 @@ void Service::resume_holds(const std::set<std::string> &decided) {
         // Only a supervised attempt's FAULT that nothing came of: another
         // DEGRADED run (requeue off, a recovery that found no place) stays.
         const Supervision sup = supervision_of(*store_, run, attempt);
-        if (!sup.supervised || !sup.fault || sup.acted) continue;
-        json::error_code ec;
-        const json::object ev = json::parse(sup.fault->evidence, ec).as_object();
-        const auto *node = ev.if_contains("node");
-        if (!node || !node->is_string()) continue;
-        Fault f{run, std::string(node->as_string()), attempt, "(a FAULT held for an in-job restart when the broker stopped)", WorkerState{},
+        if (!sup.supervised || !sup.fault_node || sup.acted) continue;
+        Fault f{run, *sup.fault_node, attempt, "(a FAULT held for an in-job restart when the broker stopped)", WorkerState{},
                 FaultKind::silent};
         f.state.attempt = attempt;
         // Its job as the workers restored at start know it (attempt 1's
