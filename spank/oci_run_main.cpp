@@ -9,7 +9,8 @@
 // and that file's path in SHARDNET_OCI_ENV. This writes the task's own copy
 // of the bundle beside that file: process.env the task's, its working dir
 // the task's, and the progress dir, the checkpoint dir and the working dir
-// bind-mounted at the same paths; then it execs RUNTIME with --bundle
+// bind-mounted at the same paths; it makes the mount points in the shared
+// rootfs (spank/oci_mounts.hpp); then it execs RUNTIME with --bundle
 // pointing there. A task with no SHARDNET_IMAGE_DIGEST whose bundle umoci
 // unpacked gets the digest umoci.json records. Without SHARDNET_OCI_ENV (no --shardnet, no plugin) it
 // execs RUNTIME ARGS unchanged. With it, any failure (the file unreadable or
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "spank/oci_bundle.hpp"
+#include "spank/oci_mounts.hpp"
 
 namespace {
 
@@ -168,6 +170,12 @@ int main(int argc, char **argv) {
     else dir += ".bundle";
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return warn("cannot make " + dir + ": " + std::strerror(errno));
     if (!write_file(dir + "/config.json", task_config)) return warn("cannot write " + dir + "/config.json: " + std::strerror(errno));
+    // The mount points, made before the runtime races another task for them
+    // in the shared rootfs. One that cannot be made (a user's read-only
+    // bundle) is left to the runtime, which says what is wrong.
+    std::string rootfs;
+    const auto points = shardnet::oci::mount_points(task_config, rootfs);
+    if (!rootfs.empty()) shardnet::oci::make_mount_points(rootfs, points);
     shardnet::oci::set_bundle_arg(args, at, dir);
     return run(args);
 }
