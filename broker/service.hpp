@@ -254,7 +254,7 @@ private:
     struct SubmitAs { long long uid = -1, gid = -1; };
     long long submit_attempt(const std::string &cluster, const boost::json::object &spec, const std::string &script,
                              const std::string &run, long long to, const std::string &resume,
-                             const std::vector<std::string> &nodes, const std::string &decision, const SubmitAs &as,
+                             const Placement &where, const std::string &decision, const SubmitAs &as,
                              std::string &err, std::vector<std::string> *not_carried = nullptr);
     // A job a decision already submitted, found by the comment it was
     // given ("shardnet-decision:ID:NONCE") on any local cluster: a comment is

@@ -269,7 +269,7 @@ struct Service::Inbox {
             // Another site's reservation is not one of ours.
             if (local_spec["options"].as_object().erase("reservation")) dropped.push_back("reservation (another site's)");
         }
-        const long long job = s.submit_attempt(p.cluster, local_spec, d.script, d.run, d.to, d.resume, p.nodes, d.id + ":" + nonce, as, err, &dropped);
+        const long long job = s.submit_attempt(p.cluster, local_spec, d.script, d.run, d.to, d.resume, p, d.id + ":" + nonce, as, err, &dropped);
         for (const auto &x : dropped) log_warn("a peer's job option is not carried", d.run, x);
         if (!job) return refuse(err);
         bool known = false;

@@ -63,7 +63,7 @@ std::shared_ptr<const std::map<std::string, NodeOffer>> Inventory::node_offers()
 }
 
 std::vector<ClusterOffer> Inventory::local_offers(const std::string &ckpt_dir, const json::object *site_options,
-                                                std::map<std::string, FittedOptions> *fitted) {
+                                                std::map<std::string, FittedOptions> *fitted, bool with_busy) {
     const auto node_map = node_offers();
     const auto &described = *node_map;
     std::vector<ClusterOffer> offers;
@@ -95,23 +95,35 @@ std::vector<ClusterOffer> Inventory::local_offers(const std::string &ckpt_dir, c
         auto has_types = [&](const std::string &gres) {
             return std::all_of(gpu_types.begin(), gpu_types.end(), [&](const std::string &t) { return node_has_gpu_type(gres, t); });
         };
+        for (const auto &h : held)
+            if (h.rfind(name + "/", 0) == 0) c.held.push_back(h.substr(name.size() + 1));
+        // The nodes of the job's partitions and GPU types, each once (a node
+        // in several partitions), none seen dead (Slurm may not know yet).
+        auto read_nodes = [&](const std::string &text, std::vector<NodeOffer> &into, std::set<std::string> &seen) {
+            std::istringstream lines(text);
+            for (std::string line; std::getline(lines, line);) {
+                std::istringstream is(line);
+                std::string n, partition, gres, state;
+                if (!(is >> n)) continue;
+                is >> partition >> gres >> state;
+                if (!partitions.empty() && !partitions.count(partition)) continue;
+                if (!has_types(gres)) continue;
+                // In use, and free when its jobs end: not draining, not silent.
+                if (&into == &c.busy && state != "alloc" && state != "mix" && state != "comp") continue;
+                if (!seen.insert(n).second) continue;
+                if (held.count(name + "/" + n)) continue;
+                auto d = described.find(n);
+                into.push_back(d != described.end() ? d->second : undescribed(n));
+            }
+        };
+        std::set<std::string> seen;
         if (slurm_->query(conf, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N %R %G"}, out) != 0) {
             c.reachable = false;
         } else {
-            std::istringstream lines(out);
-            std::set<std::string> seen;
-            for (std::string line; std::getline(lines, line);) {
-                std::istringstream is(line);
-                std::string n, partition, gres;
-                if (!(is >> n)) continue;
-                is >> partition >> gres;
-                if (!partitions.empty() && !partitions.count(partition)) continue;
-                if (!has_types(gres)) continue;
-                if (!seen.insert(n).second) continue;  // a node in several partitions
-                if (held.count(name + "/" + n)) continue;  // seen dead: Slurm may not know yet
-                auto d = described.find(n);
-                c.idle.push_back(d != described.end() ? d->second : undescribed(n));
-            }
+            read_nodes(out, c.idle, seen);
+            std::string busy;
+            if (with_busy && slurm_->query(conf, {"sinfo", "-h", "-N", "-t", "alloc,mix,comp", "-o", "%N %R %G %t"}, busy) == 0)
+                read_nodes(busy, c.busy, seen);
             // A partition this cluster has not (idle or not): no place for
             // the job, said so, rather than an sbatch that fails.
             if (!partitions.empty() && c.idle.empty()) {

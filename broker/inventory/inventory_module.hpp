@@ -33,10 +33,11 @@ public:
     // With a job's options (in the site's names, name_map.hpp): each
     // cluster's offer is what the job can have there (the idle nodes of its
     // partitions; refused, with the reason, where a name has no match), and
-    // `fitted` gets the options in each cluster's own names.
+    // `fitted` gets the options in each cluster's own names. With_busy: the
+    // nodes in use too (ClusterOffer::busy), where the job could wait.
     struct FittedOptions { boost::json::object options; std::vector<std::string> mapped; };
     std::vector<ClusterOffer> local_offers(const std::string &ckpt_dir, const boost::json::object *site_options = nullptr,
-                                           std::map<std::string, FittedOptions> *fitted = nullptr);
+                                           std::map<std::string, FittedOptions> *fitted = nullptr, bool with_busy = false);
     // Nodes the detector saw down, offered to no placement until the time
     // kept (detector.quarantine_seconds); "cluster/node" keys.
     // run and cause: what it faulted, remembered (inventory/bad_nodes.cpp).

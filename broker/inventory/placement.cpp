@@ -266,6 +266,9 @@ Placement place(const Requirements &req, const std::vector<ClusterOffer> &cluste
     const Checker checker(req);
     struct Fit { const ClusterOffer *c; std::vector<const NodeOffer *> nodes; unsigned fabric; };
     std::vector<Fit> fits;
+    // Where the job could wait: idle and busy nodes that fit are enough.
+    struct Wait { const ClusterOffer *c; int fit; std::vector<std::string> exclude; size_t rejection; };
+    std::vector<Wait> waits;
     Placement out;
     std::vector<const NodeOffer *> ok;
     for (const auto &c : clusters) {
@@ -292,7 +295,35 @@ Placement place(const Requirements &req, const std::vector<ClusterOffer> &cluste
                           " idle node(s) fit, " + std::to_string(req.nodes) + " needed";
         for (int r = 0; r < n_reasons; ++r)
             if (count[r] && r != r_excluded) why += "; " + std::to_string(count[r]) + ": " + checker.why(Reason(r));
+        if (!c.busy.empty()) {
+            Wait w{&c, int(ok.size()), c.held, out.rejected.size()};
+            auto skip = [&](const NodeOffer &n) {
+                const bool bad = (c.name == home_cluster && n.name == exclude) || checker.check(n) != n_reasons;
+                if (bad) w.exclude.push_back(n.name);
+                return bad;
+            };
+            for (const auto &n : c.idle) skip(n);
+            for (const auto &n : c.busy) w.fit += skip(n) ? 0 : 1;
+            if (c.name == home_cluster && !exclude.empty() && std::find(w.exclude.begin(), w.exclude.end(), exclude) == w.exclude.end())
+                w.exclude.push_back(exclude);
+            if (w.fit >= req.nodes) waits.push_back(std::move(w));
+            else why += "; " + std::to_string(w.fit) + " counting those in use";
+        }
         reject(why);
+    }
+    if (fits.empty() && !waits.empty()) {
+        // No idle room anywhere: the queue of the home cluster, else of the
+        // cluster with the most nodes that fit (then by name).
+        auto wait_key = [&](const Wait &w) { return std::make_tuple(w.c->name == home_cluster ? 0 : 1, -w.fit, w.c->name); };
+        auto best = std::min_element(waits.begin(), waits.end(), [&](const Wait &a, const Wait &b) { return wait_key(a) < wait_key(b); });
+        out.cluster = best->c->name;
+        out.queued = req.nodes;
+        out.exclude = best->exclude;
+        std::sort(out.exclude.begin(), out.exclude.end());
+        out.exclude.erase(std::unique(out.exclude.begin(), out.exclude.end()), out.exclude.end());
+        out.waits_because = out.rejected[best->rejection].reason;
+        out.rejected.erase(out.rejected.begin() + long(best->rejection));
+        return out;
     }
     if (fits.empty()) return out;
     auto key = [&](const Fit &f) {

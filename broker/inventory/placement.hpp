@@ -60,12 +60,23 @@ struct ClusterOffer {
     std::vector<NodeOffer> idle;        // idle nodes, any order
     std::string refused;                // why the job cannot go there at all ("no partition for gpu"); "" when it can
     bool containers = true;             // Slurm runs OCI containers there (clusters.NAME.containers)
+    // Nodes in use that free up when their jobs end (allocated, mixed,
+    // completing; responding, not draining): only when a requeue asks
+    // (local_offers' with_busy), for a new job that may wait in the queue.
+    std::vector<NodeOffer> busy{};
+    std::vector<std::string> held{};    // quarantined nodes (seen dead): never the job's
 };
 
 struct Rejection { std::string cluster, reason; };
 struct Placement {
     std::string cluster;                // "": nowhere
     std::vector<std::string> nodes;     // the chosen idle nodes, sorted
+    // No idle room anywhere, but CLUSTER's idle and busy nodes that fit are
+    // enough: the job waits in its queue for QUEUED nodes, never on EXCLUDE
+    // (the failed node, quarantined ones, those in use that do not fit).
+    int queued = 0;
+    std::vector<std::string> exclude;
+    std::string waits_because;          // CLUSTER's idle nodes that fit, too few (as a rejection says it)
     std::string fabric;                 // best fabric the chosen nodes share
     std::vector<Rejection> rejected;    // every other candidate, with why
 };
@@ -83,6 +94,8 @@ const char *fabric_name(unsigned bit);
 std::string node_misfit(const Requirements &req, const NodeOffer &n);
 
 // exclude: a node of the home cluster that must not be used (the failed one).
+// With no idle room anywhere, a cluster whose offer lists busy nodes may
+// still be chosen to wait in (Placement::queued): the home cluster first.
 Placement place(const Requirements &req, const std::vector<ClusterOffer> &clusters, const std::string &home_cluster,
                 const std::string &home_region = "", const std::string &exclude = "");
 

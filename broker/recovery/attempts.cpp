@@ -142,7 +142,7 @@ Service::Submitted Service::find_submitted(const std::string &decision, long lon
 
 long long Service::submit_attempt(const std::string &cluster, const json::object &spec, const std::string &script,
                                   const std::string &run, long long to, const std::string &resume,
-                                  const std::vector<std::string> &nodes, const std::string &decision, const SubmitAs &as,
+                                  const Placement &where, const std::string &decision, const SubmitAs &as,
                                   std::string &err, std::vector<std::string> *not_carried) {
     auto str = [&](const char *k) { auto *v = spec.if_contains(k); return v && v->is_string() ? std::string(v->as_string()) : ""; };
     auto num = [&](const char *k) { auto *v = spec.if_contains(k); return v && v->is_int64() ? v->as_int64() : 0LL; };
@@ -182,7 +182,14 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
     // judges every #SBATCH line of it with the user's rights, not root's.
     std::vector<std::string> argv{"sbatch", "--parsable"};
     argv.insert(argv.end(), job_options.begin(), job_options.end());
-    argv.insert(argv.end(), {"-N", std::to_string(nodes.size()), "--nodelist=" + join(nodes),
+    // On the chosen idle nodes, or (no idle room) queued for any that fit.
+    if (where.queued > 0) {
+        argv.insert(argv.end(), {"-N", std::to_string(where.queued)});
+        if (!where.exclude.empty()) argv.push_back("--exclude=" + join(where.exclude));
+    } else {
+        argv.insert(argv.end(), {"-N", std::to_string(where.nodes.size()), "--nodelist=" + join(where.nodes)});
+    }
+    argv.insert(argv.end(), {
                                   // ALL: with a bare --export=VAR the batch step would not see
                                   // its --shardnet options (Slurm passes them in the environment).
                                   "--export=ALL,SHARDNET_ATTEMPT=" + std::to_string(to), "--shardnet=" + run,

@@ -41,6 +41,7 @@ struct Service::Requeue {
     const double now = wall_now();
     std::string nonce = detail::random_id().substr(4);
     bool resumed = false;
+    bool unplaced_again = false;   // an unplaced decision, tried again
     json::object ev;
     long long recover_nodes = 0;   // RECOVERING: the new attempt's nodes, kept across a restart
     std::optional<Store::JobSpecRow> spec_row;
@@ -62,6 +63,11 @@ struct Service::Requeue {
         requirements();
         Placement p = place_here();
         if (p.cluster.empty()) return nowhere_here();
+        // No idle room here: a peer's idle nodes before a wait in this queue.
+        if (p.queued && policy == "federated" && !s.cfg_.peers.empty()) {
+            others = "; " + p.cluster + " rejected: " + p.waits_because + others;
+            return to_peer();
+        }
         submit(p);
     }
 
@@ -129,6 +135,12 @@ struct Service::Requeue {
         // is then taken up again; a job with its nonce is the one it made.
         if (!fresh) {
             auto d = s.store_wait([&] { return s.store_->get_decision(id); });
+            // Nowhere to go when last tried: this is its retry (tries > 0).
+            if (d && d->first == "unplaced" && tries > 0) {
+                nonce = d->second;
+                unplaced_again = true;
+                return true;
+            }
             if (!d || d->first != "written") return false;
             nonce = d->second;
             resumed = true;
@@ -253,7 +265,7 @@ struct Service::Requeue {
                                                                                        : fault.state.cluster;
         if (auto *o = spec.if_contains("options"); o && o->is_object()) site_options = o->as_object();
         if (auto it = s.cfg_.cluster_info.find(spec_cluster); it != s.cfg_.cluster_info.end()) site_names(it->second.names, site_options);
-        Placement p = place(req, s.inventory_.local_offers(ckpt, &site_options, &fitted), fault.state.cluster, region, bad);
+        Placement p = place(req, s.inventory_.local_offers(ckpt, &site_options, &fitted, true), fault.state.cluster, region, bad);
         json::array rejected;
         for (const auto &r : p.rejected) {
             rejected.push_back(json::object{{"cluster", r.cluster}, {"reason", r.reason}});
@@ -265,10 +277,16 @@ struct Service::Requeue {
 
     // 5. No local place: a peer broker (federated), else the run waits.
     // The old attempt ends once a peer accepts it.
+    // Unplaced, the run waits: tried again every 30 s for an hour (nodes
+    // come back, a partition is resumed), the history told once.
     void nowhere_here() {
         if (policy == "federated" && !s.cfg_.peers.empty()) return to_peer();
-        record("unplaced", 0, "PLACEMENT", "no placement for attempt " + std::to_string(to) + others +
-               (policy == "local" ? " (requeue=local: no peer brokers)" : s.cfg_.peers.empty() ? " (no peer brokers)" : ""));
+        if (!unplaced_again &&
+            !record("unplaced", 0, "PLACEMENT", "no placement for attempt " + std::to_string(to) + others +
+                    (policy == "local" ? " (requeue=local: no peer brokers)" : s.cfg_.peers.empty() ? " (no peer brokers)" : "") +
+                    "; tried again every 30 s for an hour"))
+            return;
+        if (tries < 120) s.retry_once("unplaced " + id, 30.0, "requeue: unplaced, tried again", [svc = &s, f = fault, t = tries] { svc->requeue(f, t + 1); });
     }
 
     void to_peer() {
@@ -361,21 +379,25 @@ struct Service::Requeue {
         cancel_old();
         std::string err;
         std::vector<std::string> dropped;   // options of the spec that are not used (malformed)
-        const long long new_job = s.submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p.nodes, comment, as, err, &dropped);
+        const long long new_job = s.submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p, comment, as, err, &dropped);
         for (const auto &d : dropped) not_carried(uncarried, d);
         ev["target"] = p.cluster;
         ev["nodes"] = json::value_from(p.nodes);
+        if (p.queued) ev["queued"] = p.queued, ev["exclude"] = json::value_from(p.exclude);
         ev["fabric"] = p.fabric;
         if (!new_job) {
             record("failed", 0, "PLACEMENT", "attempt " + std::to_string(to) + " on " + p.cluster + ": " + err);
             return;
         }
         ev["new_job"] = new_job;
-        recover_nodes = (long long)p.nodes.size();
+        recover_nodes = p.queued ? p.queued : (long long)p.nodes.size();
         s.record_attempt(fault.run, to, p.cluster, new_job, p.nodes, json::object{{"decision", id}});
         const std::string matched = req.needs_hardware() ? " (" + std::string(req.accel_class.empty() ? "" : "class, ") +
                                     (req.fabric.empty() ? "" : "fabric, ") + (req.memory_gb > 0 ? "memory, " : "") + "shape matched)" : "";
-        record("applied", new_job, "PLACEMENT", p.cluster + " " + join(p.nodes) + (p.cluster == fault.state.cluster && !bad.empty() ? " without " + bad : "") +
+        const std::string where = p.queued ? p.cluster + ", queued for " + std::to_string(p.queued) + " node(s): no idle room, the nodes that fit are in use" +
+                                             (p.exclude.empty() ? "" : " (never " + join(p.exclude) + ")")
+                                           : p.cluster + " " + join(p.nodes) + (p.cluster == fault.state.cluster && !bad.empty() ? " without " + bad : "");
+        record("applied", new_job, "PLACEMENT", where +
                ": job " + std::to_string(new_job) + ", attempt " + std::to_string(to) + matched + others + mapped_words +
                (uncarried.empty() ? "" : "; not carried: " + uncarried));
         const bool written = record("applied", new_job, "RECOVERING",
@@ -385,7 +407,7 @@ struct Service::Requeue {
         // Memory follows the database; the new attempt is recorded either way
         // (its job runs), so its heartbeats move the run on.
         if (it != runs.end() && written && runs.set_state(fault.run, it->second, RunState::recovering)) {
-            it->second.expected_nodes = (long long)p.nodes.size();
+            it->second.expected_nodes = recover_nodes;
             it->second.recover_to = to;
             auto &clock = it->second.clock;
             if (clock.to == to) clock.placed_at = wall_now(), clock.tier = p.cluster == fault.state.cluster ? "same_cluster" : "other_cluster";
@@ -399,7 +421,7 @@ void Service::requeue(const Fault &fault, int tries) {
     {
         auto runs = runs_.read();
         auto it = runs.find(fault.run);
-        if (it == runs.end() || it->second.attempt != fault.attempt) return;
+        if (it == runs.end() || it->second.attempt != fault.attempt || is_final(it->second.state)) return;
         policy = it->second.requeue;
         manifest = it->second.manifest;
         owner = it->second.owner;

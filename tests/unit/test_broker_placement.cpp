@@ -116,6 +116,42 @@ TEST_CASE("clusters: allowed lists, regions, unreachable, checkpoint storage; fa
     CHECK(place(h100x8(1), {bare}, "home").cluster == "g");   // no image: any cluster
 }
 
+TEST_CASE("no idle room anywhere: the job waits in a queue where idle and busy nodes that fit are enough, the home cluster first") {
+    auto h = [](const std::string &n) { return node(n, "H100-SXM", 8, 80, f_infiniband); };
+    ClusterOffer home{"home", "eu", true, true, {h("h1")}, ""};
+    home.busy = {h("h2"), node("h3", "A100", 8, 80, f_infiniband), h("h4")};
+    home.held = {"h9"};
+    ClusterOffer other{"other", "eu", true, true, {}, ""};
+    other.busy = {h("o1"), h("o2"), h("o3")};
+    // Idle room elsewhere still wins over a wait.
+    ClusterOffer roomy{"roomy", "eu", true, true, {h("r1"), h("r2")}, ""};
+    CHECK(place(h100x8(2), {home, roomy}, "home", "eu", "h4").cluster == "roomy");
+
+    auto p = place(h100x8(2), {home, other}, "home", "eu", "h4");
+    CHECK(p.cluster == "home");
+    CHECK(p.queued == 2);
+    CHECK(p.nodes.empty());
+    // The failed node, the quarantined one and a busy node of another class: never.
+    CHECK(p.exclude == std::vector<std::string>{"h3", "h4", "h9"});
+    REQUIRE(p.rejected.size() == 1);
+    CHECK(p.rejected[0].cluster == "other");
+    // Three needed: home has two that fit (h1 idle, h2 busy); other has three.
+    p = place(h100x8(3), {home, other}, "home", "eu", "h4");
+    CHECK(p.cluster == "other");
+    CHECK(p.queued == 3);
+    CHECK(p.exclude.empty());
+    REQUIRE(p.rejected.size() == 1);
+    CHECK(p.rejected[0].reason == "1 of 1 idle node(s) fit, 3 needed; 2 counting those in use");
+    // Not enough even with the busy ones: nowhere, said per cluster.
+    p = place(h100x8(4), {home, other}, "home", "eu", "h4");
+    CHECK(p.cluster.empty());
+    CHECK(p.queued == 0);
+    CHECK(p.rejected.size() == 2);
+    // Offers without busy nodes (a peer's decision, shard run's search): idle room only.
+    home.busy.clear();
+    CHECK(place(h100x8(2), {home}, "home", "eu", "h4").cluster.empty());
+}
+
 TEST_CASE("offers come from real probe descriptors") {
     std::ifstream f(std::string(FIXTURES) + "/probe/nvidiaDGX2.json");
     std::stringstream ss;

@@ -219,21 +219,75 @@ TEST_CASE("requeue=off: a FAULT and no new job") {
     CHECK(f.slurm->count("sbatch") == 0);
 }
 
-TEST_CASE("no room anywhere and no peers: PLACEMENT says why, the run stays DEGRADED") {
+TEST_CASE("no room anywhere and no peers: PLACEMENT says why, the run stays DEGRADED, tried again until a node is back") {
     ServiceFixture f({{"c1", kConf}});
     f.start();
     running_job(f);
     {
+        // n3 drained, n4 down: with n2 dead, only the job's own n1 is left.
         std::lock_guard<std::mutex> lock(f.slurm->mu);
-        f.slurm->nodes[kConf]["n3"] = "ALLOCATED";
+        f.slurm->nodes[kConf]["n3"] = "DRAINING";
+        f.slurm->nodes[kConf]["n4"] = "DOWN";
     }
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("PLACEMENT: no placement for attempt 2") != std::string::npos; }));
-    CHECK(f.events("r1").find("(no peer brokers)") != std::string::npos);
+    INFO(f.events("r1"));
+    CHECK(f.events("r1").find("c1 rejected: 0 of 0 idle node(s) fit, 2 needed; 1 counting those in use") != std::string::npos);
+    CHECK(f.events("r1").find("(no peer brokers); tried again every 30 s for an hour") != std::string::npos);
     CHECK(f.state("r1") == "DEGRADED");
     CHECK(f.slurm->count("sbatch") == 0);
     CHECK(f.slurm->count("scancel") == 0);   // the old job is only ended once its successor has a place
+    // Tried again, silently, while nothing changes.
+    f.tick_ahead(31);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(f.slurm->count("sbatch") == 0);
+    const std::string seen = f.events("r1");
+    size_t placements = 0;
+    for (size_t at = seen.find("PLACEMENT:"); at != std::string::npos; at = seen.find("PLACEMENT:", at + 1)) ++placements;
+    CHECK(placements == 1);
+    // n4 is back: the next try places the attempt there.
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf]["n4"] = "IDLE";
+    }
+    f.tick_ahead(62);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    CHECK(f.events("r1").find("PLACEMENT: c1, queued for 2 node(s)") != std::string::npos);
+    CHECK(f.slurm->count("sbatch") == 1);
+}
+
+TEST_CASE("no idle room, but nodes in use that fit: the new attempt waits in the home cluster's queue, never on the dead node") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    {
+        // Another user's job holds n3 and n4: the cluster is full.
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf]["n3"] = "ALLOCATED";
+        f.slurm->nodes[kConf]["n4"] = "MIXED";
+    }
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    INFO(f.events("r1"));
+    std::vector<FakeSlurm::Seen> sbatch;
+    for (const auto &c : f.slurm->changes())
+        if (c.argv[0] == "sbatch") sbatch.push_back(c);
+    REQUIRE(sbatch.size() == 1);
+    CHECK(has(sbatch[0].argv, "-N"));
+    CHECK(std::find(sbatch[0].argv.begin(), sbatch[0].argv.end(), "-N")[1] == "2");
+    CHECK(has(sbatch[0].argv, "--exclude=n2"));
+    CHECK(std::none_of(sbatch[0].argv.begin(), sbatch[0].argv.end(), [](const std::string &a) { return a.rfind("--nodelist", 0) == 0; }));
+    CHECK(f.events("r1").find("PLACEMENT: c1, queued for 2 node(s): no idle room, the nodes that fit are in use (never n2): job 100, attempt 2") !=
+          std::string::npos);
+    CHECK(f.slurm->count("scancel") == 1);   // the old job ends: its n1 is one the new job may get
+    // It recovers when all of its nodes heartbeat, wherever Slurm put it.
+    REQUIRE(f.beat("r1", 2, "n3", "batch", "c1", 100) == 204);
+    REQUIRE(f.beat("r1", 2, "n3", "0", "c1", 100) == 204);
+    CHECK(f.state("r1") == "RECOVERING");
+    REQUIRE(f.beat("r1", 2, "n1", "0", "c1", 100) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
 }
 
 TEST_CASE("sbatch refused: PLACEMENT names Slurm's reason, the run stays DEGRADED") {

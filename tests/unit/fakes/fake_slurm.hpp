@@ -146,6 +146,12 @@ private:
                 for (const auto &[n, st] : ns) out += gres_of(n) + "\n";
                 return 0;
             }
+            if (std::find(argv.begin(), argv.end(), "alloc,mix,comp") != argv.end()) {   // nodes in use, as %t
+                for (const auto &[n, st] : ns)
+                    if (st == "ALLOCATED" || st == "MIXED" || st == "DRAINING")
+                        out += n + " " + partition(n) + " " + gres_of(n) + " " + (st == "MIXED" ? "mix" : st == "DRAINING" ? "drng" : "alloc") + "\n";
+                return 0;
+            }
             for (const auto &[n, st] : ns)
                 if (!idle_only) out += n + " " + st + "\n";
                 else if (st == "IDLE") out += n + (format == "%N %R %G" ? " " + partition(n) + " " + gres_of(n) : "") + "\n";
