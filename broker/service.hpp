@@ -210,7 +210,9 @@ private:
     // FAILED (a fatal exit, a spent budget): an event of its own.
     void note_stderr_tail(const BatchEnd &end, double now);
     // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
-    void requeue(const Fault &fault, int tries = 0);
+    // local_only: no peer (every peer refused): this broker's clusters,
+    // their queues included.
+    void requeue(const Fault &fault, int tries = 0, bool local_only = false);
     // A FAULT of an attempt `shard launch` supervises waits for its in-job
     // restart or its giving up (recovery/in_job_restarts.cpp); else requeue().
     void requeue_or_hold(const Fault &fault, double now);

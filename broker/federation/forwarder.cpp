@@ -47,8 +47,8 @@ void back_off(double &next, double &delay) {
 // database) says; read without trusting its shape all the same.
 struct PayloadView {
     long long from = 0, to = 0;
-    std::string local_rejected, old_cluster;
-    long long old_job = 0;
+    std::string local_rejected, old_cluster, excluded;
+    long long old_job = 0, heartbeat = 0;
 };
 
 // A peer's default body limit (limits.body_bytes), less room for headers.
@@ -80,9 +80,11 @@ PayloadView read_payload(const std::string &text) {
     p.from = integer(*o, "from_attempt");
     if (p.from <= 0 && p.to > 1) p.from = p.to - 1;
     p.local_rejected = string(*o, "local_rejected");
+    p.excluded = string(*o, "excluded");
     if (const json::value *spec = o->if_contains("spec"); spec && spec->is_object()) {
         p.old_cluster = string(spec->get_object(), "cluster");
         p.old_job = integer(spec->get_object(), "job");
+        p.heartbeat = integer(spec->get_object(), "heartbeat");
     }
     return p;
 }
@@ -281,12 +283,22 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
                 store_->apply_decision(f.id, "unplaced", 0);
                 store_state(f.run, RunState::degraded, to - 1, now);
                 event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(to) + p.local_rejected + "; broker " + f.peer +
-                      " refused (" + why + ")", json::serialize(ev), now);
+                      " refused (" + why + "); this broker's own clusters again, their queues too", json::serialize(ev), now);
             }
         });
         return 0;
     });
-    if (!more) back_to_degraded(f.run);
+    if (more) return;
+    back_to_degraded(f.run);
+    // Every peer refused: the run may still wait in a queue of this
+    // broker's clusters (the decision taken up again, as an unplaced one's
+    // retry; never a peer again).
+    if (p.old_cluster.empty() || p.old_job <= 0 || p.from <= 0) return;
+    Fault fault{f.run, p.excluded, p.from, "", {}, FaultKind::silent};
+    fault.state.cluster = p.old_cluster;
+    fault.state.job = p.old_job;
+    fault.state.interval = int(p.heartbeat);
+    requeue(fault, 0, true);
 }
 
 }  // namespace shardnet::broker

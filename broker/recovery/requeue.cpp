@@ -34,6 +34,7 @@ struct Service::Requeue {
     const std::string policy, manifest, owner, ckpt_every;
     const long long owner_uid;
     const int tries;
+    const bool local_only;
     // The node to leave out: none when Slurm ended a healthy job itself.
     const std::string bad = fault.kind == FaultKind::ended_by_slurm ? "" : fault.node.substr(0, fault.node.find('/'));
     const long long to = fault.attempt + 1;
@@ -52,9 +53,10 @@ struct Service::Requeue {
     json::object site_options;
     std::map<std::string, Inventory::FittedOptions> fitted;
 
-    Requeue(Service &svc, const Fault &f, std::string pol, std::string man, std::string own, std::string every, long long uid, int t)
+    Requeue(Service &svc, const Fault &f, std::string pol, std::string man, std::string own, std::string every, long long uid, int t,
+            bool local)
         : s(svc), fault(f), policy(std::move(pol)), manifest(std::move(man)), owner(std::move(own)), ckpt_every(std::move(every)),
-          owner_uid(uid), tries(t), id(svc.cfg_.broker_name + ":" + f.run + "/attempt-" + std::to_string(f.attempt + 1)) {}
+          owner_uid(uid), tries(t), local_only(local), id(svc.cfg_.broker_name + ":" + f.run + "/attempt-" + std::to_string(f.attempt + 1)) {}
 
     void run() {
         if (!decide()) return;
@@ -64,7 +66,7 @@ struct Service::Requeue {
         Placement p = place_here();
         if (p.cluster.empty()) return nowhere_here();
         // No idle room here: a peer's idle nodes before a wait in this queue.
-        if (p.queued && policy == "federated" && !s.cfg_.peers.empty()) {
+        if (p.queued && to_peers()) {
             others = "; " + p.cluster + " rejected: " + p.waits_because + others;
             return to_peer();
         }
@@ -135,10 +137,11 @@ struct Service::Requeue {
         // is then taken up again; a job with its nonce is the one it made.
         if (!fresh) {
             auto d = s.store_wait([&] { return s.store_->get_decision(id); });
-            // Nowhere to go when last tried: this is its retry (tries > 0).
-            if (d && d->first == "unplaced" && tries > 0) {
+            // Nowhere to go when last tried: this is its retry (tries > 0),
+            // or every peer refused it (local_only, told once more).
+            if (d && d->first == "unplaced" && (tries > 0 || local_only)) {
                 nonce = d->second;
-                unplaced_again = true;
+                unplaced_again = tries > 0;
                 return true;
             }
             if (!d || d->first != "written") return false;
@@ -279,14 +282,17 @@ struct Service::Requeue {
     // The old attempt ends once a peer accepts it.
     // Unplaced, the run waits: tried again every 30 s for an hour (nodes
     // come back, a partition is resumed), the history told once.
+    bool to_peers() const { return policy == "federated" && !s.cfg_.peers.empty() && !local_only; }
+
     void nowhere_here() {
-        if (policy == "federated" && !s.cfg_.peers.empty()) return to_peer();
+        if (to_peers()) return to_peer();
         if (!unplaced_again &&
             !record("unplaced", 0, "PLACEMENT", "no placement for attempt " + std::to_string(to) + others +
-                    (policy == "local" ? " (requeue=local: no peer brokers)" : s.cfg_.peers.empty() ? " (no peer brokers)" : "") +
+                    (policy == "local" ? " (requeue=local: no peer brokers)" : s.cfg_.peers.empty() ? " (no peer brokers)"
+                     : local_only ? " (every peer broker refused)" : "") +
                     "; tried again every 30 s for an hour"))
             return;
-        if (tries < 120) s.retry_once("unplaced " + id, 30.0, "requeue: unplaced, tried again", [svc = &s, f = fault, t = tries] { svc->requeue(f, t + 1); });
+        if (tries < 120) s.retry_once("unplaced " + id, 30.0, "requeue: unplaced, tried again", [svc = &s, f = fault, t = tries, l = local_only] { svc->requeue(f, t + 1, l); });
     }
 
     void to_peer() {
@@ -296,7 +302,7 @@ struct Service::Requeue {
         json::object payload{{"id", id}, {"from_broker", s.cfg_.broker_name}, {"run", fault.run}, {"from_attempt", fault.attempt},
                              {"to_attempt", to}, {"spec", site_spec}, {"script", spec_row->script}, {"owner", owner},
                              {"resume", resume}, {"manifest", manifest}, {"requires", requirements_to_json(req)},
-                             {"local_rejected", others}};
+                             {"local_rejected", others}, {"excluded", bad}};
         {
             // When the failure was seen, for the peer's measure of the recovery (its R).
             auto runs = s.runs_.read();
@@ -415,7 +421,7 @@ struct Service::Requeue {
     }
 };
 
-void Service::requeue(const Fault &fault, int tries) {
+void Service::requeue(const Fault &fault, int tries, bool local_only) {
     std::string policy, manifest, owner, ckpt_every;
     long long owner_uid = -1;
     {
@@ -429,8 +435,8 @@ void Service::requeue(const Fault &fault, int tries) {
         ckpt_every = it->second.ckpt_every;
     }
     if (policy == "off" || !cfg_.clusters.count(fault.state.cluster) || fault.state.job <= 0) return;
-    detail::post_guarded(slurm_thread_, "requeue", [this, fault, policy, manifest, owner, owner_uid, ckpt_every, tries] {
-        Requeue(*this, fault, policy, manifest, owner, ckpt_every, owner_uid, tries).run();
+    detail::post_guarded(slurm_thread_, "requeue", [this, fault, policy, manifest, owner, owner_uid, ckpt_every, tries, local_only] {
+        Requeue(*this, fault, policy, manifest, owner, ckpt_every, owner_uid, tries, local_only).run();
     });
 }
 

@@ -112,16 +112,17 @@ slurm gamma scancel -u "$TEST_USER"
 "$HARNESS/clusters.sh" start-node "$SCRATCH" gamma "$victim" 9>&-
 for _ in $(seq 150); do [ "$(slurm gamma sinfo -h -t idle -o %D)" = 4 ] && break; sleep 0.2; done
 
-# Tier 1 on a full cluster (RECOVERY_TIERS_FULL=1): another user's job
-# holds the two free nodes for 40 s after the kill; the new job waits for
-# them. Off by default: seen at the end of the eleventh session, the requeue then wrote no
-# PLACEMENT within 90 s (issue 31's note).
-if [ "${RECOVERY_TIERS_FULL:-0}" = 1 ]; then
+# Tier 1 on a full cluster (RECOVERY_TIERS_FULL=0 leaves it out): another
+# user's job holds the two free nodes for 40 s after the kill; the new
+# attempt waits for them in gamma's queue.
+if [ "${RECOVERY_TIERS_FULL:-1}" = 1 ]; then
     j=$(as_user gamma sbatch --parsable -N2 "${COMMON[@]}" -o "$WORK/t1f-%j.out" --shardnet=tier1f --shardnet-requeue=local \
         --wrap "srun $TRAIN")
     wait_for 120 'sum(e["kind"] == "SEALED" for e in v["events"]) >= 2' /v1/runs/tier1f/events || fail "tier1f sealed nothing"
     victim=$(SLURM_CONF=$SCRATCH/gamma/slurm.conf scontrol show hostnames "$(slurm gamma squeue -h -j "$j" -o %N)" | head -1)
-    blocker=$(as_other gamma sbatch --parsable -N2 -o /dev/null --wrap "sleep 40")
+    mine=$(SLURM_CONF=$SCRATCH/gamma/slurm.conf scontrol show hostnames "$(slurm gamma squeue -h -j "$j" -o %N)")
+    others=$(slurm gamma sinfo -h -N -p main -o %N | grep -vxF "$mine" | paste -sd,)
+    blocker=$(as_other gamma sbatch --parsable -N2 -w "$others" --exclusive -o /dev/null --wrap "sleep 40")
     for _ in $(seq 100); do [ "$(job_state gamma "$blocker")" = RUNNING ] && break; sleep 0.2; done
     LOSSES1F=$TEST_HOME/.shardnet/checkpoints/tier1f.out/losses-rank0.tsv
     t0=$(now); "$HARNESS/clusters.sh" kill-node "$SCRATCH" gamma "$victim" 9>&-

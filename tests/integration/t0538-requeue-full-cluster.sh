@@ -34,10 +34,12 @@ j=$(as_user gamma sbatch --parsable -N2 --ntasks-per-node=1 -o "$WORK/full-%j.ou
 wait_for 60 'v["state"] == "RUNNING"' /v1/runs/full || fail "the run did not start: $(show_events full)"
 mine=$(SLURM_CONF=$SCRATCH/gamma/slurm.conf scontrol show hostnames "$(slurm gamma squeue -h -j "$j" -o %N)")
 victim=$(head -1 <<<"$mine")
-blocker=$(as_other gamma sbatch --parsable -N2 -o /dev/null --wrap "sleep 40")
+others=$(slurm gamma sinfo -h -N -p main -o %N | grep -vxF "$mine" | paste -sd,)
+blocker=$(as_other gamma sbatch --parsable -N2 -w "$others" --exclusive -o /dev/null --wrap "sleep 40")
 for _ in $(seq 100); do [ "$(job_state gamma "$blocker")" = RUNNING ] && break; sleep 0.2; done
 [ "$(job_state gamma "$blocker")" = RUNNING ] || fail "the other user's job did not start: $(slurm gamma squeue)"
-[ -z "$(slurm gamma sinfo -h -t idle -o %N)" ] || fail "gamma still has idle nodes: $(slurm gamma sinfo)"
+for _ in $(seq 50); do [ -z "$(slurm gamma sinfo -h -t idle -o %N)" ] && break; sleep 0.2; done
+[ -z "$(slurm gamma sinfo -h -t idle -o %N)" ] || fail "gamma still has idle nodes: $(slurm gamma sinfo; slurm gamma squeue)"
 t_block=$(date +%s)
 "$HARNESS/clusters.sh" kill-node "$SCRATCH" gamma "$victim"
 

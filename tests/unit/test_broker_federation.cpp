@@ -125,7 +125,7 @@ TEST_CASE("a peer that refuses: the next peer; a silent one is asked again until
     CHECK(f.peers->requests(kBeta).size() == 1);   // a refusal is final for that peer
 }
 
-TEST_CASE("every peer refuses: PLACEMENT names why and the run waits, DEGRADED") {
+TEST_CASE("every peer refuses: PLACEMENT names why; the run waits in its own cluster's queue, else DEGRADED") {
     ServiceFixture f({{"c1", kConf}}, two_peers());
     f.start();
     for (const auto &url : {kBeta, kGamma})
@@ -133,8 +133,43 @@ TEST_CASE("every peer refuses: PLACEMENT names why and the run waits, DEGRADED")
             return answer(409, json::object{{"error", json::object{{"code", "no_capacity"}, {"message", "full"}}}});
         });
     fault_without_room(f);
-    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED" && contains(f.events("r1"), "broker gamma refused"); }));
-    CHECK(contains(f.events("r1"), "PLACEMENT: no placement for attempt 2"));
+    // n1 (the job's survivor) and n3 (another job's) are in use: attempt 2
+    // waits for them in c1's queue, never on the dead n2.
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING" && f.slurm->count("sbatch") == 1; }));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(contains(ev, "PLACEMENT: no local capacity for attempt 2; c1 rejected: 0 of 0 idle node(s) fit, 2 needed; decision alpha:r1/attempt-2 goes to broker beta"));
+    CHECK(contains(ev, "PLACEMENT: no placement for attempt 2; c1 rejected:"));
+    CHECK(contains(ev, "broker gamma refused (full); this broker's own clusters again, their queues too"));
+    CHECK(contains(ev, "PLACEMENT: c1, queued for 2 node(s): no idle room, the nodes that fit are in use (never n2): job 100, attempt 2"));
+    for (const auto &c : f.slurm->changes())
+        if (c.argv[0] == "sbatch") CHECK(std::find(c.argv.begin(), c.argv.end(), "--exclude=n2") != c.argv.end());
+}
+
+TEST_CASE("every peer refuses and no node of this broker's could take it, even in use: the run waits DEGRADED, tried again") {
+    ServiceFixture f({{"c1", kConf}}, two_peers());
+    f.start();
+    for (const auto &url : {kBeta, kGamma})
+        f.peers->on(url, [](const HttpRequest &) {
+            return answer(409, json::object{{"error", json::object{{"code", "no_capacity"}, {"message", "full"}}}});
+        });
+    fault_without_room(f, [&] {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf]["n3"] = "DOWN";
+    });
+    const bool waits = ServiceFixture::until([&] { return contains(f.events("r1"), "(every peer broker refused); tried again every 30 s"); });
+    INFO(f.events("r1"));
+    REQUIRE(waits);
+    CHECK(f.state("r1") == "DEGRADED");
+    CHECK(f.slurm->count("sbatch") == 0);
+    CHECK(f.peers->requests(kBeta).size() == 1);   // never a peer again
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf]["n3"] = "IDLE";
+    }
+    f.tick_ahead(31);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING" && f.slurm->count("sbatch") == 1; }));
+    CHECK(f.peers->requests(kBeta).size() == 1);
 }
 
 TEST_CASE("unreadable answers: an event each, then the decision ends and the run is DEGRADED") {
