@@ -164,7 +164,9 @@ void serve(std::vector<std::unique_ptr<asio::io_context>> &ios, HttpServer &serv
         }
         log("info", "draining", {{"open_connections", server.open_sessions()}, {"requests_in_flight", server.busy_sessions()},
                                  {"streams", service.open_streams()}, {"store_jobs", service.store_jobs()},
-                                 {"drain_seconds", drain.seconds}});
+                                 {"drain_seconds", drain.seconds},
+                                 // Connections shed at max_connections since the start, by what they waited for.
+                                 {"shed_waiting_for_header", server.shed.load()}, {"shed_waiting_for_reader", server.shed_readers.load()}});
         server.stop();
         detector.cancel();
         summary.cancel();

@@ -28,6 +28,7 @@
 #include "broker/api/stream_budget.hpp"
 #include "broker/trust/auth.hpp"
 #include "broker/trust/refusals.hpp"
+#include "broker/util/token_gate.hpp"
 #include "broker/config/config.hpp"
 #include "broker/core/core.hpp"
 #include "broker/federation/peer_answer.hpp"
@@ -117,12 +118,17 @@ private:
     Admission admit_worker(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now, std::string_view run,
                            std::string_view node, std::string_view worker, long long attempt, bool ended, bool looked_up,
                            std::unique_lock<std::mutex> &hold);
+    // The job's workers that still report stay under tasks (from Slurm, or
+    // the token's step where Slurm cannot be asked).
+    Admission within_tasks(const Reply &reply, const TokenEntry &who, std::string_view run, std::string_view worker, long long attempt,
+                           bool ended, long long tasks, bool from_slurm, std::unique_lock<std::mutex> &hold);
     void create_run(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
     void list_runs(const TokenEntry &who, const Reply &reply);
     void get_run(const std::string &id, const TokenEntry &who, const Reply &reply);
     void cancel_run(const std::string &id, const TokenEntry &who, const Reply &reply, double now);
     void list_events(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply);
     std::shared_ptr<StreamBudget> streams_ = std::make_shared<StreamBudget>();
+    std::shared_ptr<TokenGate> requests_gate_ = std::make_shared<TokenGate>(cfg_.requests_per_token);
     // POST /v1/runs/{id}/environment (recovery/environment_api.cpp): the
     // submitter's environment, kept root-only for the run's later attempts.
     void keep_environment(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply);

@@ -234,4 +234,19 @@ std::vector<Failure> verify_checkpoint_list(const Verified &sealed, const std::s
     return out;
 }
 
+std::string verify_tree_head_in_time(const dsse::Envelope &env, const std::vector<SigningKey> &keys, const KeyRetirements &retired,
+                                     TreeHead &out) {
+    if (std::string err = verify_tree_head(env, keys, out); !err.empty()) return err;
+    std::string late;
+    for (const auto &k : keys) {
+        TreeHead h;
+        if (!verify_tree_head(env, {k}, h).empty()) continue;
+        const auto r = retired.find(k.keyid());
+        if (r == retired.end() || (is_utc_time(r->second) && compare_utc_times(out.timestamp, r->second) <= 0)) return "";
+        late = "signed by key " + k.keyid() + " at " + out.timestamp + ", after the key's valid_until " + r->second +
+               " (a retired key signs nothing later)";
+    }
+    return late;
+}
+
 }  // namespace shardnet::receipt

@@ -12,6 +12,7 @@
 #include "common/dsse.hpp"
 #include "common/file_list.hpp"
 #include "common/receipt.hpp"
+#include "common/tree_head.hpp"
 
 namespace shardnet::receipt {
 
@@ -56,6 +57,12 @@ using KeyRetirements = std::map<std::string, std::string>;
 // valid_until (retired) fails as well, naming both times.
 ChainResult verify_chain(const std::vector<dsse::Envelope> &envs, const std::vector<SigningKey> &keys, const PinnedKeys &pinned = {},
                          const KeyRetirements &retired = {});
+
+// verify_tree_head, and a key that signed it still in force at the head's
+// timestamp: a head signed by a retired key after its valid_until fails,
+// naming both times (what a leaked old key would make).
+std::string verify_tree_head_in_time(const dsse::Envelope &env, const std::vector<SigningKey> &keys, const KeyRetirements &retired,
+                                     TreeHead &out);
 
 // Re-hashes each shard a checkpoint-sealed receipt names, below dir: a
 // missing file, another size or another digest is a failure naming the shard.

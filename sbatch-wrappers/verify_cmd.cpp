@@ -98,8 +98,8 @@ std::string head_signer(const dsse::Envelope &env, const std::vector<SigningKey>
 }
 
 void check_head(const std::string &file, const std::string &text, const Input &in, const ChainResult &res,
-                const std::vector<SigningKey> &keys, const PinnedKeys &pinned, std::vector<std::string> &lines, json::object &report,
-                const std::set<std::size_t> *only = nullptr) {
+                const std::vector<SigningKey> &keys, const KeyRetirements &retired, const PinnedKeys &pinned, std::vector<std::string> &lines,
+                json::object &report, const std::set<std::size_t> *only = nullptr) {
     std::string err;
     json::error_code ec;
     json::value v = json::parse(text, ec);
@@ -110,7 +110,7 @@ void check_head(const std::string &file, const std::string &text, const Input &i
     if (bundle && !f.only({"head", "inclusion", "consistency"})) { lines.push_back("log head " + file + ": " + f.error()); return; }
     dsse::Envelope env;
     TreeHead head;
-    if (err = dsse::from_json_value(bundle ? v.as_object().at("head") : v, env); err.empty()) err = verify_tree_head(env, keys, head);
+    if (err = dsse::from_json_value(bundle ? v.as_object().at("head") : v, env); err.empty()) err = verify_tree_head_in_time(env, keys, retired, head);
     if (!err.empty()) { lines.push_back("log head " + file + ": " + err); return; }
     report["tree_size"] = head.tree_size;
     report["root_hash"] = merkle::hex(head.root_hash);
@@ -166,7 +166,7 @@ void check_head(const std::string &file, const std::string &text, const Input &i
     if (!c.only({"head", "path"}) || !c.get("head", true) || !(path = c.array("path"))) { lines.push_back("log head " + file + ": " + c.error()); return; }
     dsse::Envelope old_env;
     TreeHead old;
-    if (err = dsse::from_json_value(cons->at("head"), old_env); err.empty()) err = verify_tree_head(old_env, keys, old);
+    if (err = dsse::from_json_value(cons->at("head"), old_env); err.empty()) err = verify_tree_head_in_time(old_env, keys, retired, old);
     auto hs = err.empty() ? hashes(*path, err, "consistency.path") : std::vector<merkle::Hash>{};
     if (!err.empty()) { lines.push_back("log head " + file + ": earlier head: " + err); return; }
     if (!merkle::verify_consistency(old.tree_size, head.tree_size, old.root_hash, head.root_hash, hs))
@@ -389,7 +389,7 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
     if (!a.head_file.empty()) {
         std::string text, err;
         if (!read_file(a.head_file, text, err)) lines.push_back("log head: " + err);
-        else check_head(a.head_file, text, in, res, keys, pinned, lines, head_report);
+        else check_head(a.head_file, text, in, res, keys, retired, pinned, lines, head_report);
     }
     // A fetched run: each broker's head, over the receipts it listed.
     json::array head_reports;
@@ -398,14 +398,14 @@ int verify_receipts(const VerifyArgs &a, const ReceiptFetcher &fetch) {
         if (h.positions.empty()) continue;
         if (h.bundle.empty()) { lines.push_back(h.name + ": none given, so no receipt is shown to be in a log"); continue; }
         json::object r;
-        check_head(h.name, h.bundle, in, res, keys, pinned, lines, r, &h.positions);
+        check_head(h.name, h.bundle, in, res, keys, retired, pinned, lines, r, &h.positions);
         // A head whose signature verified (r has its size and root) is held
         // to the one kept from that broker, whatever else failed.
         if (!r.empty() && !a.heads_dir.empty() && h.log) keep_head(a, h, r, lines, forgotten);
         // --witness: the history the other brokers saw of this one.
         if (!r.empty() && a.witness && h.log) {
             const json::object shown = r;
-            for (auto &l : check_witnesses(*h.log, shown, keys, r)) lines.push_back(std::move(l));
+            for (auto &l : check_witnesses(*h.log, shown, keys, retired, r)) lines.push_back(std::move(l));
         }
         if (!r.empty()) head_reports.push_back(std::move(r));
     }

@@ -53,6 +53,7 @@ void fetch_witnesses(const CliConfig &cfg, FetchedLog &log) {
 }
 
 std::vector<std::string> check_witnesses(const FetchedLog &log, const json::object &head_report, const std::vector<SigningKey> &keys,
+                                         const receipt::KeyRetirements &retired,
                                          json::object &report) {
     std::vector<std::string> lines;
     const std::string who = "broker " + shown(log.broker);
@@ -74,7 +75,7 @@ std::vector<std::string> check_witnesses(const FetchedLog &log, const json::obje
         dsse::Envelope env;
         receipt::TreeHead seen;
         std::string err = dsse::from_json(w.head, env);
-        if (err.empty()) err = receipt::verify_tree_head(env, keys, seen);
+        if (err.empty()) err = receipt::verify_tree_head_in_time(env, keys, retired, seen);
         if (!err.empty()) {
             lines.push_back(by + "'s witnessed head of " + who + " does not verify with its keys: " + shown(err));
             continue;

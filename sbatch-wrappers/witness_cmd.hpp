@@ -24,6 +24,6 @@ void fetch_witnesses(const CliConfig &cfg, FetchedLog &log);
 // the head verified here ({tree_size, root_hash}); report gets "witnessed":
 // [{by, tree_size}] for those that agree.
 std::vector<std::string> check_witnesses(const FetchedLog &log, const boost::json::object &head_report, const std::vector<SigningKey> &keys,
-                                         boost::json::object &report);
+                                         const receipt::KeyRetirements &retired, boost::json::object &report);
 
 }  // namespace shardnet::cli

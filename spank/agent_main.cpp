@@ -232,7 +232,8 @@ private:
         req.ca_file = cfg_.ca_file;
         req.timeout_ms = timeout_ms;
         auto res = client_.send(req);
-        if (res.status == 0 || res.status >= 500) return false;
+        // Away, or busy (429: the job's requests in flight are many): again at the next heartbeat.
+        if (res.status == 0 || res.status == 429 || res.status >= 500) return false;
         r.reported = name;
         if (!res.ok()) { log("checkpoint " + name + " refused: HTTP " + std::to_string(res.status) + " " + res.body); return true; }
         // Sealed or not, the broker's list says which; on every node that

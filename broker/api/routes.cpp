@@ -227,8 +227,27 @@ void Service::handle(const ApiRequest &req, const Reply &reply) {
         // A job's tasks hold a reader token (the trainer's): it reads its run, and changes nothing.
         if (who->read_only && as != "GET"sv && route->spec.pattern != "/v1/runs/{id}/restarts"sv)
             return reply(error_response(403, "forbidden", "a reader token (a job's tasks') only reads; " + req.method + " needs the agent's token"));
-        const Call call{req, *who, reply, now, params, q == std::string_view::npos ? std::string() : std::string(target.substr(q + 1))};
-        return route->run(*this, call);
+        std::string query = q == std::string_view::npos ? std::string() : std::string(target.substr(q + 1));
+        // A heartbeat is answered on its I/O thread at once; anything else
+        // may wait on the store or on Slurm: limits.requests_per_token in
+        // flight per token, so that one token's flood on many connections
+        // neither fills the store's queue nor holds every connection (the
+        // ticket goes back when the answer is given or dropped).
+        if (route->spec.pattern == "/v1/heartbeats"sv) return route->run(*this, Call{req, *who, reply, now, params, std::move(query)});
+        // A job's tokens (its agents on every node, its ranks) share one
+        // budget, as large again as its tasks.
+        const int budget = requests_gate_->max() + (who->bound ? int(std::min<unsigned long long>(who->world, 1u << 20)) * 2 : 0);
+        auto ticket = requests_gate_->take(who->name, budget);
+        if (!ticket) {
+            count(c_rate_limited);
+            ApiResponse r = error_response(429, "too_many_requests", "this token has " + std::to_string(budget) +
+                                           " requests in flight (limits.requests_per_token" + (who->bound ? " and twice its job's tasks" : "") +
+                                           "); wait for their answers");
+            r.retry_after = 1;
+            return reply(std::move(r));
+        }
+        const Reply counted = [reply, ticket = std::move(ticket)](ApiResponse r) { reply(std::move(r)); };
+        return route->run(*this, Call{req, *who, counted, now, params, std::move(query)});
     }
     count(c_errors);
     const std::string p(path);

@@ -12,13 +12,14 @@
 #include "broker/core/module.hpp"
 #include "broker/receipts/receipts_module.hpp"
 #include "broker/seals/list_cache.hpp"
+#include "broker/util/token_gate.hpp"
 
 namespace shardnet::broker {
 
 class Checkpoints : Module {
 public:
     Checkpoints(Core &core, Receipts &receipts)
-        : Module(core), receipts_(receipts), list_gate_(std::make_shared<sealed_list::ListGate>(core.cfg_.list_requests_per_token)) {}
+        : Module(core), receipts_(receipts), list_gate_(std::make_shared<TokenGate>(core.cfg_.list_requests_per_token)) {}
 
     // POST /v1/runs/{id}/checkpoints/{name}/commit (checkpoints/commit.cpp).
     void commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
@@ -44,7 +45,7 @@ private:
     // Sealed lists as served, a few kept (a seal never changes); list
     // requests in flight per token.
     std::unique_ptr<sealed_list::Cache> lists_ = std::make_unique<sealed_list::Cache>(8, 250000);
-    std::shared_ptr<sealed_list::ListGate> list_gate_;
+    std::shared_ptr<TokenGate> list_gate_;
 };
 
 }  // namespace shardnet::broker

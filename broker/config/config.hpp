@@ -89,6 +89,10 @@ struct BrokerConfig {
     // Sealed file lists (GET .../files) in flight at once per token: each
     // is built and proved on the store thread.
     int list_requests_per_token = 2;
+    // Requests one token may have in flight, heartbeats aside (429 over it).
+    int requests_per_token = 64;
+    // Runs not ended one user may have (POST /v1/runs; 429 over it).
+    int runs_per_user = 10000;
     double rate_per_token = 100000;    // requests per second, per token
     double rate_burst = 200000;
     int detector_misses = 3;

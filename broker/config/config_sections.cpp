@@ -43,7 +43,7 @@ std::string parse_limits(Ctx &c, const json::value *v, BrokerConfig &cfg) {
     const auto &l = v->as_object();
     if (!only_keys(c, "limits", l, {"header_bytes", "body_bytes", "read_timeout_ms", "max_connections", "rate_per_token", "rate_burst",
                                    "sse_keepalive_ms", "store_busy_ms", "sse_buffer_bytes", "sse_max_streams", "sse_streams_per_token",
-                                   "list_requests_per_token", "drain_seconds"}))
+                                   "list_requests_per_token", "requests_per_token", "runs_per_user", "drain_seconds"}))
         return c.err;
     struct F { const char *k; long long lo, hi; std::function<void(long long)> set; };
     for (const F &f : {F{"header_bytes", 1024, 1 << 20, [&](long long x) { cfg.header_bytes = std::size_t(x); }},
@@ -58,6 +58,8 @@ std::string parse_limits(Ctx &c, const json::value *v, BrokerConfig &cfg) {
                        F{"sse_max_streams", 1, 1000000, [&](long long x) { cfg.sse_max_streams = int(x); }},
                        F{"sse_streams_per_token", 1, 100000, [&](long long x) { cfg.sse_streams_per_token = int(x); }},
                        F{"list_requests_per_token", 1, 10000, [&](long long x) { cfg.list_requests_per_token = int(x); }},
+                       F{"requests_per_token", 1, 100000, [&](long long x) { cfg.requests_per_token = int(x); }},
+                       F{"runs_per_user", 1, 100000000, [&](long long x) { cfg.runs_per_user = int(x); }},
                        F{"drain_seconds", 1, 3600, [&](long long x) { cfg.drain_seconds = int(x); }}})
         if (auto *x = l.if_contains(f.k)) {
             if (!get_int(c, std::string("limits.") + f.k, *x, f.lo, f.hi, n)) return c.err;

@@ -33,6 +33,10 @@ Service::Admission Service::admit_worker(const ApiRequest &req, const TokenEntry
                                          std::string_view run, std::string_view node, std::string_view worker, long long attempt,
                                          bool ended, bool looked_up, std::unique_lock<std::mutex> &hold) {
     const std::string node_name(node);
+    // A job of a cluster this broker does not run: Slurm cannot be asked,
+    // so the step's task count its token carries (slurmstepd's word) is
+    // the cap, and one batch script.
+    if (!cfg_.clusters.count(who.cluster)) return within_tasks(reply, who, run, worker, attempt, ended, (long long)who.world, false, hold);
     JobAllocations::Answer a = allocations_.judge(who.cluster, (long long)who.job, node_name, now);
     if (a.verdict == JobAllocations::Verdict::ask && looked_up)   // read a moment ago, and already forgotten: a flood of jobs
         a = {JobAllocations::Verdict::unavailable, 0, "the job's nodes were read and not kept"};
@@ -63,19 +67,29 @@ Service::Admission Service::admit_worker(const ApiRequest &req, const TokenEntry
                              "node"));
         return Admission::answered;
     }
-    // Its last report adds no worker that reports; a batch script's is one
-    // per node of the job at most (NODE/batch), and is no task's.
-    if (ended || is_batch_worker(worker)) return Admission::admitted;
+    return within_tasks(reply, who, run, worker, attempt, ended, a.tasks, true, hold);
+}
+
+// Its last report adds no worker that reports. A batch script's is no
+// task's: with Slurm, one per node of the job at most (NODE/batch);
+// without, one.
+Service::Admission Service::within_tasks(const Reply &reply, const TokenEntry &who, std::string_view run, std::string_view worker,
+                                         long long attempt, bool ended, long long tasks, bool from_slurm, std::unique_lock<std::mutex> &hold) {
+    const bool batch = is_batch_worker(worker);
+    if (ended || (batch && from_slurm)) return Admission::admitted;
+    const long long cap = batch ? 1 : tasks;
     hold = admission_.hold();
     // Ended workers of the attempt beyond a few per task are forgotten here.
-    const auto live = workers_.live(std::string(run), attempt, who.cluster, (long long)who.job, std::size_t(a.tasks) * 4 + 16);
-    if ((long long)live.count < a.tasks) return Admission::admitted;
+    const auto live = workers_.live(std::string(run), attempt, who.cluster, (long long)who.job, std::size_t(cap) * 4 + 16, batch);
+    if ((long long)live.count < cap) return Admission::admitted;
     hold.unlock();
     count(c_refused);
     std::string some;
     for (const auto &w : live.some) some += (some.empty() ? "" : ", ") + w;
-    reply(error_response(409, "too_many_workers", "job " + job_name(who) + " has " + std::to_string(a.tasks) + " task" + (a.tasks == 1 ? "" : "s") +
-                         " (Slurm); " + std::to_string(live.count) + " of its workers already report for attempt " + std::to_string(attempt) +
+    const std::string has = batch ? "has one batch script" : "has " + std::to_string(cap) + " task" + (cap == 1 ? "" : "s");
+    reply(error_response(409, "too_many_workers", "job " + job_name(who) + " " + has +
+                         (from_slurm ? " (Slurm)" : " (its token's step: cluster " + who.cluster + " is not one this broker runs)") + "; " +
+                         std::to_string(live.count) + " of its workers already report for attempt " + std::to_string(attempt) +
                          " of run " + std::string(run) + " (" + some + (live.count > live.some.size() ? ", ..." : "") + "); worker " +
                          std::string(worker) + " is refused", "node"));
     return Admission::answered;

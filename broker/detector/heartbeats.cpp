@@ -121,13 +121,14 @@ std::optional<ApiResponse> Service::Beat::read() {
 
 // A job's word on its node is Slurm's to confirm, once per worker
 // (detector/admission.cpp); a worker this connection reported as before,
-// or one the table knows, was admitted then. An admin's word is taken, and
-// so is a job's of a cluster this broker does not run. A heartbeat the run
+// or one the table knows, was admitted then. An admin's word is taken; a
+// job's of a cluster this broker does not run is held to its token's step
+// (no Slurm to ask). A heartbeat the run
 // refuses anyway (not this job's, or a fenced attempt, whose job is then
 // cancelled) is answered as before, in see_run. False: answered already.
 bool Service::Beat::admit() {
     if (who.bound && !(cc && cc->run_attempt == attempt && cc->worker == worker && cc->run == run) &&
-        s.cfg_.clusters.count(who.cluster) && !s.workers_.known(run, worker, attempt, who.cluster, (long long)who.job) &&
+        !s.workers_.known(run, worker, attempt, who.cluster, (long long)who.job) &&
         s.run_takes(run, who, attempt))
         return s.admit_worker(req, who, reply, now, run, node, worker, attempt, ended, looked_up, admitting) == Admission::admitted;
     return true;

@@ -64,13 +64,14 @@ void trim_after_stream(std::size_t peak) {
 }
 
 template <class Stream>
-class Session : public std::enable_shared_from_this<Session<Stream>>, public HeaderWait {
+class Session : public std::enable_shared_from_this<Session<Stream>>, public HeaderWait, public SlowWrite {
 public:
     template <class... Args>
     Session(HttpServer &srv, HttpServer::Counts &counts, Args &&...args)
         : srv_(srv), counts_(counts), stream_(std::forward<Args>(args)...) { ++counts_.open; }
     ~Session() {
         counts_.done(this);
+        counts_.writing.remove(this);
         --counts_.open;
         if (sink_) trim_after_stream(peak_queued_);
     }
@@ -81,6 +82,17 @@ public:
         counts_.done(this);
         srv_.shed.fetch_add(1, std::memory_order_relaxed);
         fail(asio::error::connection_aborted, "shed at max_connections (waited longest for a header)");
+        beast::error_code ignored;
+        beast::get_lowest_layer(stream_).close(ignored);
+        timer_.cancel();
+    }
+
+    // Over max_connections with none waiting for a header: this one's
+    // reader has gone longest without taking kProgressBytes of its answer.
+    void shed_writer() override {
+        counts_.writing.remove(this);
+        srv_.shed_readers.fetch_add(1, std::memory_order_relaxed);
+        fail(asio::error::connection_aborted, "shed at max_connections (its reader the slowest: longest without taking 16 KiB)");
         beast::error_code ignored;
         beast::get_lowest_layer(stream_).close(ignored);
         timer_.cancel();
@@ -163,7 +175,7 @@ private:
             if (parser_->is_done()) return on_read({});
             if (ec || used == 0) break;  // the rest of a header, or more body, is still to come
         }
-        if (listed && parser_->is_header_done()) counts_.done(this);
+        if (HeaderWait::listed && parser_->is_header_done()) counts_.done(this);
         // The header asked for a 100 before the body, and nothing refused it
         // (a Content-Length over body_bytes is a 413 already, without one).
         if (parser_->expect_continue && !continue_sent_ && parser_->version == 11 && parser_->is_header_done())
@@ -197,7 +209,7 @@ private:
     }
 
     void on_read(beast::error_code ec) {
-        if (listed) counts_.done(this);
+        if (HeaderWait::listed) counts_.done(this);
         if (ec == http::error::end_of_stream) return close();
         if (ec == http::error::body_limit)
             return refuse(413, "body_too_large", "request body exceeds " + std::to_string(srv_.limits.body_bytes) + " bytes");
@@ -284,17 +296,24 @@ private:
     // byte at a time to hold the connection is cut as well.
     static constexpr std::size_t kProgressBytes = 16u << 10;
     void write_rest(std::size_t written, bool keep, std::size_t since_arm = 0) {
+        counts_.writing.push(this);
         stream_.async_write_some(asio::buffer(out_) + written,
                                  [self = this->shared_from_this(), written, keep, since_arm](beast::error_code ec, std::size_t n) {
                                      if (ec) return self->sent(ec, keep);
                                      if (written + n >= self->out_.size()) return self->sent({}, keep);
                                      std::size_t moved = since_arm + n;
-                                     if (moved >= kProgressBytes && !self->linger_) self->arm_deadline(), moved = 0;
+                                     if (moved >= kProgressBytes && !self->linger_) {
+                                         self->arm_deadline(), moved = 0;
+                                         // Progress: the last to be shed for a new connection.
+                                         self->counts_.writing.remove(self.get());
+                                         self->counts_.writing.push(self.get());
+                                     }
                                      self->write_rest(written + n, keep, moved);
                                  });
     }
 
     void sent(beast::error_code ec, bool keep) {
+        counts_.writing.remove(this);
         --counts_.busy;
         if (!ec && linger_) return linger();
         if (ec || !keep) return close();
@@ -508,23 +527,6 @@ void start_session(HttpServer &srv, HttpServer::Counts &counts, Socket socket) {
 
 }  // namespace
 
-void HttpServer::Counts::wait(HeaderWait *w) {
-    if (w->listed) return;
-    w->listed = true;
-    w->prev = newest;
-    w->next = nullptr;
-    (newest ? newest->next : oldest) = w;
-    newest = w;
-}
-
-void HttpServer::Counts::done(HeaderWait *w) {
-    if (!w->listed) return;
-    w->listed = false;
-    (w->prev ? w->prev->next : oldest) = w->next;
-    (w->next ? w->next->prev : newest) = w->prev;
-    w->prev = w->next = nullptr;
-}
-
 HttpServer::HttpServer(std::vector<std::unique_ptr<asio::io_context>> &ios, const BrokerConfig &cfg, ApiHandler &svc)
     : service(svc),
       limits{cfg.header_bytes, cfg.body_bytes, cfg.read_timeout_ms, cfg.max_connections, cfg.sse_keepalive_ms,
@@ -593,16 +595,21 @@ void HttpServer::do_accept() {
             } else {
                 // Over the cap: on the new connection's thread, the
                 // connection that has waited longest for a header (a
-                // slowloris, or an idle keep-alive) makes room for it; with
-                // none waiting, the new one is refused rather than queued.
+                // slowloris, or an idle keep-alive) makes room for it, else
+                // the one that has waited longest for its reader; with
+                // neither, the new one is refused rather than queued.
                 asio::post(*ios_[i], [this, i, s = std::make_shared<Socket>(std::move(socket))]() mutable {
-                    if (!counts_[i].oldest) {
+                    Counts &c = counts_[i];
+                    if (c.waiting.oldest) {
+                        c.waiting.oldest->shed();
+                    } else if (c.writing.oldest) {
+                        c.writing.oldest->shed_writer();
+                    } else {
                         beast::error_code ignored;
                         s->close(ignored);
                         return;
                     }
-                    counts_[i].oldest->shed();
-                    start_session(*this, counts_[i], std::move(*s));
+                    start_session(*this, c, std::move(*s));
                 });
             }
         }

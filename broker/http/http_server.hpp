@@ -37,6 +37,41 @@ protected:
     ~HeaderWait() = default;
 };
 
+// A connection whose answer its socket did not take at once (a slow or
+// stalled reader): on its thread's second list, the one longest without
+// progress first. At max_connections with no connection waiting for a
+// header, that one is shed for the new connection, so that readers who
+// hold every connection cannot lock an agent out.
+struct SlowWrite {
+    SlowWrite *prev = nullptr, *next = nullptr;
+    bool listed = false;
+    virtual void shed_writer() = 0;
+protected:
+    ~SlowWrite() = default;
+};
+
+// Oldest-first intrusive lists of a thread's connections (no allocation;
+// only that thread touches them).
+template <class Node>
+struct Fifo {
+    Node *oldest = nullptr, *newest = nullptr;
+    void push(Node *w) {
+        if (w->listed) return;
+        w->listed = true;
+        w->prev = newest;
+        w->next = nullptr;
+        (newest ? newest->next : oldest) = w;
+        newest = w;
+    }
+    void remove(Node *w) {
+        if (!w->listed) return;
+        w->listed = false;
+        (w->prev ? w->prev->next : oldest) = w->next;
+        (w->next ? w->next->prev : newest) = w->prev;
+        w->prev = w->next = nullptr;
+    }
+};
+
 class HttpServer {
 public:
     // Binds now (throws with the address on failure); port 0 picks one.
@@ -57,12 +92,15 @@ public:
     struct alignas(64) Counts {
         std::atomic<int> open{0};
         std::atomic<int> busy{0};   // a request read and not yet answered
-        // Only ever touched on this thread: connections waiting for a header.
-        HeaderWait *oldest = nullptr, *newest = nullptr;
-        void wait(HeaderWait *w);
-        void done(HeaderWait *w);
+        // Only ever touched on this thread: connections waiting for a
+        // header, and those waiting for their reader.
+        Fifo<HeaderWait> waiting;
+        Fifo<SlowWrite> writing;
+        void wait(HeaderWait *w) { waiting.push(w); }
+        void done(HeaderWait *w) { waiting.remove(w); }
     };
-    std::atomic<unsigned long long> shed{0};   // connections shed at max_connections
+    std::atomic<unsigned long long> shed{0};           // connections shed at max_connections: waiting for a header
+    std::atomic<unsigned long long> shed_readers{0};   // ... waiting for their reader
     int open_sessions() const;
     int busy_sessions() const;
     std::unique_ptr<boost::asio::ssl::context> tls;

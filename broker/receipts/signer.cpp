@@ -62,12 +62,15 @@ Store::TreeHeadRow Signer::current_head(double now) {
         !err.empty())
         throw std::runtime_error("the log's head of size " + std::to_string(size) + " not signed: " + err);
     Store::TreeHeadRow row{size, std::string(reinterpret_cast<const char *>(root.data()), root.size()), dsse::to_json(env), now};
-    store_.transaction([&] { store_.insert_tree_head(row); });
     // Pinned outside the database before anyone sees it: a head once shown
-    // is never followed by a shorter log (head_pin.hpp).
+    // is never followed by a shorter log (head_pin.hpp). A head that cannot
+    // be pinned is not shown (the caller answers 500 with why).
     if (!head_pin_.empty())
-        if (std::string err = write_head_pin(head_pin_, HeadPin{size, merkle::hex(root)}); !err.empty())
-            log_json("error", "receipts: the log head not pinned", json::object{{"why", err}});
+        if (std::string err = write_head_pin(head_pin_, HeadPin{size, merkle::hex(root)}); !err.empty()) {
+            log_json("error", "receipts: the log head not pinned, so not served", json::object{{"why", err}});
+            throw std::runtime_error("the log's head of size " + std::to_string(size) + " not pinned: " + err);
+        }
+    store_.transaction([&] { store_.insert_tree_head(row); });
     return row;
 }
 

@@ -48,24 +48,4 @@ std::size_t Cache::files() const { std::lock_guard<std::mutex> lock(mu_); return
 unsigned long long Cache::hits() const { std::lock_guard<std::mutex> lock(mu_); return hits_; }
 unsigned long long Cache::builds() const { std::lock_guard<std::mutex> lock(mu_); return builds_; }
 
-std::shared_ptr<void> ListGate::take(const std::string &token) {
-    std::lock_guard<std::mutex> lock(mu_);
-    int &mine = by_token_[token];
-    if (mine >= max_) return nullptr;
-    ++mine;
-    std::weak_ptr<ListGate> gate = weak_from_this();
-    return std::shared_ptr<void>(static_cast<void *>(this), [gate, token](void *) {
-        if (auto g = gate.lock()) {
-            std::lock_guard<std::mutex> lock(g->mu_);
-            if (auto it = g->by_token_.find(token); it != g->by_token_.end() && --it->second <= 0) g->by_token_.erase(it);
-        }
-    });
-}
-
-int ListGate::held(const std::string &token) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_token_.find(token);
-    return it == by_token_.end() ? 0 : it->second;
-}
-
 }  // namespace shardnet::broker::sealed_list

@@ -4,7 +4,7 @@
 // request and kept, a few lists at most (least recently used goes), and
 // never re-read from the ranks' commits while kept. Requests for lists
 // are costly (the store thread builds them): each token may hold only a
-// few at once (ListGate), the rest answered 429 with Retry-After.
+// few at once (util/token_gate.hpp), the rest answered 429 with Retry-After.
 #pragma once
 #include <cstddef>
 #include <list>
@@ -53,21 +53,6 @@ private:
     std::unordered_map<std::string, Order::iterator> at_;
     std::size_t files_ = 0;
     unsigned long long hits_ = 0, builds_ = 0;
-};
-
-// How many list requests each token has in flight. take() gives a ticket
-// that gives its place back when it goes (whenever the answer is done, or
-// the request dropped), or none when the token holds max already.
-class ListGate : public std::enable_shared_from_this<ListGate> {
-public:
-    explicit ListGate(int max) : max_(max) {}
-    std::shared_ptr<void> take(const std::string &token);
-    int held(const std::string &token) const;
-
-private:
-    mutable std::mutex mu_;
-    const int max_;
-    std::map<std::string, int> by_token_;
 };
 
 }  // namespace shardnet::broker::sealed_list

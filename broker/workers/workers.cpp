@@ -197,13 +197,14 @@ bool WorkerTable::known(std::string_view run, std::string_view node, long long a
     return it != s.map.end() && it->second.attempt == attempt && !it->second.watch_only && it->second.job == job && it->second.cluster == cluster;
 }
 
-WorkerTable::Live WorkerTable::live(const std::string &run, long long attempt, const std::string &cluster, long long job, std::size_t keep_ended) {
+WorkerTable::Live WorkerTable::live(const std::string &run, long long attempt, const std::string &cluster, long long job, std::size_t keep_ended,
+                                    bool batch) {
     Live out;
     std::size_t ended = 0;
     const std::string prefix = run + '\n';
     auto mine = [&](const std::string &key, const WorkerState &w) {
         return key.compare(0, prefix.size(), prefix) == 0 && w.attempt == attempt && w.job == job && w.cluster == cluster && !w.watch_only &&
-               !is_batch_worker(key);
+               is_batch_worker(key) == batch;
     };
     for (auto &s : shards_) {
         std::lock_guard<std::mutex> lock(s.mu);

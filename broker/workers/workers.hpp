@@ -85,7 +85,8 @@ public:
     // keys. The job's ended ones there are forgotten once there are more
     // than keep_ended of them: a job that runs step after step grows nothing.
     struct Live { std::size_t count = 0; std::vector<std::string> some; };
-    Live live(const std::string &run, long long attempt, const std::string &cluster, long long job, std::size_t keep_ended);
+    // batch: its batch scripts' workers instead.
+    Live live(const std::string &run, long long attempt, const std::string &cluster, long long job, std::size_t keep_ended, bool batch = false);
     // Watch a node of an attempt's allocation that has no worker yet: from
     // now, checked every interval x misses until a worker there reports
     // (retire) or the job ends. Nothing if the key is known.

@@ -839,7 +839,47 @@ sed -i 's/"sse_keepalive_ms": 300}/"sse_keepalive_ms": 300, "max_connections": 2
 start
 /usr/bin/python3 "$(dirname "$0")/slowloris.py" "$P" > "$T/loris" \
     && ok "slowloris x400 at max_connections 200: $(cat "$T/loris")" || fail "slowloris at the cap: $(cat "$T/loris")"
+# Readers that hold every connection with answers they never take (230
+# connections, each with more of the dashboard's largest file asked for
+# than the socket buffers hold, against 200): a new connection sheds the
+# one whose reader has gone longest without taking 16 KiB, so /v1/health
+# probes (an agent's heartbeat) are answered, every one.
+/usr/bin/python3 - "$P" <<'PY' > "$T/slow-cap" && ok "slow readers x230 at max_connections 200: $(cat "$T/slow-cap")" || fail "slow readers at the cap: $(cat "$T/slow-cap")"
+import socket, sys, time, urllib.request
+port = int(sys.argv[1])
+req = b"GET /ui/run.js HTTP/1.1\r\nHost: b\r\n\r\n"
+one = socket.create_connection(("127.0.0.1", port))
+one.sendall(req[:-2] + b"Connection: close\r\n\r\n")
+size = 0
+while chunk := one.recv(1 << 20):
+    size += len(chunk)
+depth = (4 << 20) // size + 1
+held = []
+for _ in range(230):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.sendall(req * depth)
+    held.append(s)
+def probe():
+    try:
+        return b'"ok"' in urllib.request.urlopen("http://127.0.0.1:%d/v1/health" % port, timeout=3).read()
+    except OSError:
+        return False
+# (A request in flight is not shed: the first probe may come before every
+# connection has reached a write its reader does not take.)
+t0 = time.time()
+while not probe():
+    assert time.time() - t0 < 30, "no probe answered in 30 s"
+    time.sleep(0.2)
+answered = sum(probe() for _ in range(20))
+assert answered == 20, "%d of 20 probes answered" % answered
+print("20 of 20 probes answered; %d answers of %d bytes asked for on each connection" % (depth, size))
+for s in held: s.close()
+PY
 kill -TERM $PID; wait $PID; PID=""
+readers=$(grep '"msg":"draining"' "$T/log" | tail -1 | grep -o '"shed_waiting_for_reader":[0-9]*' | cut -d: -f2)
+[ "${readers:-0}" -gt 0 ] && ok "slow readers shed for new connections: $readers (the drain's count)" || fail "no slow reader shed: $(grep '"msg":"draining"' "$T/log" | tail -1)"
 
 # Slow SSE readers: 20 streams that never read follow a run of 12000
 # events. The backlog comes a page at a time, so they hold little; a

@@ -3,7 +3,8 @@
 # saved topology (`HWLOC_XMLFILE=FILE slurmd -C`) on CPUs, Boards,
 # SocketsPerBoard, CoresPerSocket and ThreadsPerCore.
 # usage: slurmd-geometry.sh PROBE FILE.xml...   prints one line per topology,
-# then "agree N of M"; exits 1 when any topology both can read disagrees,
+# then "agree N of M"; exits 1 when any topology both can read disagrees
+# or when none could be compared,
 # 77 (skip) when slurmd is not installed.
 set -uo pipefail
 PROBE=$1; shift
@@ -27,4 +28,6 @@ for f in "$@"; do
     else differ=$((differ + 1)); echo "DIFF $(basename "$f"): slurmd '$s' probe '$p'"; fi
 done
 echo "agree $agree of $total"
+# Nothing compared is no agreement: slurmd read none of the topologies.
+[ $total -gt 0 ] || { echo "FAIL: slurmd read none of the $# topologies: nothing was compared"; exit 1; }
 [ $differ = 0 ]

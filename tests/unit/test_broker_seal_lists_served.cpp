@@ -9,6 +9,7 @@
 
 #include "broker/config/config.hpp"
 #include "broker/seals/list_cache.hpp"
+#include "broker/util/token_gate.hpp"
 #include "common/file_list.hpp"
 #include "tests/unit/fakes/receipt_fixture.hpp"
 
@@ -90,7 +91,7 @@ TEST_CASE("the kept lists are bounded: the least recently used goes, one too big
 }
 
 TEST_CASE("list requests in flight per token: past the cap none is taken, given back when the answer goes") {
-    auto gate = std::make_shared<sealed_list::ListGate>(2);
+    auto gate = std::make_shared<TokenGate>(2);
     auto a = gate->take("alice"), b = gate->take("alice");
     REQUIRE(a);
     REQUIRE(b);

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <future>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include "broker/trust/auth.hpp"
@@ -554,6 +555,44 @@ TEST_CASE("event streams have a budget: per token 429, in all 503, both with Ret
     f.svc->drain();
     CHECK_FALSE(follow("admin-t", p2));
     CHECK(f.svc->metrics().find("shardnet_event_streams 3") != std::string::npos);
+}
+
+TEST_CASE("one token's requests in flight are capped (limits.requests_per_token): the next is 429 at once; heartbeats pass; answered, the place is back") {
+    Fixture f([](BrokerConfig &c) { c.requests_per_token = 2; c.store_busy_ms = 1500; });
+    REQUIRE(f.call("POST", "/v1/heartbeats", "admin-t", hb("hq", 1, "a1", 1)).status == 204);
+    // Another process holds the database: the store thread waits on it.
+    sqlite3 *db = nullptr;
+    REQUIRE(sqlite3_open((f.dir + "/b.db").c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) == SQLITE_OK);
+    std::promise<ApiResponse> p1, p2;
+    f.svc->handle(ApiRequest{"POST", "/v1/runs", "alice-t", R"({"id":"q1"})", nullptr}, [&p1](ApiResponse r) { p1.set_value(std::move(r)); });
+    f.svc->handle(ApiRequest{"POST", "/v1/runs", "alice-t", R"({"id":"q2"})", nullptr}, [&p2](ApiResponse r) { p2.set_value(std::move(r)); });
+    auto third = f.call("GET", "/v1/runs", "alice-t");
+    CHECK(third.status == 429);
+    CHECK(third.retry_after == 1);
+    CHECK(third.body.find("too_many_requests") != std::string::npos);
+    CHECK(third.body.find("this token has 2 requests in flight (limits.requests_per_token)") != std::string::npos);
+    CHECK(f.call("GET", "/v1/runs", "bob-t").status == 200);                         // another token's budget is its own
+    CHECK(f.call("POST", "/v1/heartbeats", "admin-t", hb("hq", 1, "a1", 2)).status == 204);   // a known run's heartbeats never wait on the store
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+    p1.get_future().get();
+    p2.get_future().get();
+    CHECK(f.call("GET", "/v1/runs", "alice-t").status == 200);
+}
+
+TEST_CASE("one user's runs not ended are capped (limits.runs_per_user): 429 with Retry-After; another user's are their own; an ended run frees its place") {
+    Fixture f([](BrokerConfig &c) { c.runs_per_user = 2; });
+    CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"a1"})").status == 201);
+    CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"a2"})").status == 201);
+    auto r = f.call("POST", "/v1/runs", "alice-t", R"({"id":"a3"})");
+    CHECK(r.status == 429);
+    CHECK(r.retry_after == 60);
+    CHECK(r.body.find("too_many_runs") != std::string::npos);
+    CHECK(r.body.find("user daemon has 2 runs not ended (limits.runs_per_user)") != std::string::npos);
+    CHECK(f.call("POST", "/v1/runs", "bob-t", R"({"id":"b1"})").status == 201);
+    CHECK(f.call("POST", "/v1/runs/a1/cancel", "alice-t").status == 200);
+    CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"a3"})").status == 201);
 }
 
 TEST_CASE("a sealed checkpoint's files, as committed, for the job's reader token; a reader token changes nothing") {

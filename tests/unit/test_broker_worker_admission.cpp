@@ -168,3 +168,24 @@ TEST_CASE("a fenced attempt's worker is answered stale_attempt, as before admiss
     }
     CHECK(f.slurm->count("squeue") == asked);
 }
+
+TEST_CASE("a job of a cluster this broker does not run: its workers are capped at its token's step, one batch script") {
+    AdmissionFixture f;
+    // Cluster "elsewhere" is not in the config: no Slurm to ask.
+    const std::string t = derive_worker_token(kKey, WorkerClaim{"re", 1, 2, 1, 9, "elsewhere"});
+    CHECK(f.call("POST", "/v1/heartbeats", beat("re", 1, "x1", "0"), t).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", beat("re", 1, "x2", "0"), t).status == 204);
+    auto r = f.call("POST", "/v1/heartbeats", beat("re", 1, "x3", "0"), t);
+    CHECK(r.status == 409);
+    CHECK(r.body.find("job elsewhere/9 has 2 tasks (its token's step: cluster elsewhere is not one this broker runs); 2 of its workers "
+                      "already report") != std::string::npos);
+    CHECK(f.call("POST", "/v1/heartbeats", beat("re", 1, "x1", "batch"), t).status == 204);
+    r = f.call("POST", "/v1/heartbeats", beat("re", 1, "x2", "batch"), t);
+    CHECK(r.status == 409);
+    CHECK(r.body.find("job elsewhere/9 has one batch script (its token's step") != std::string::npos);
+    // Whatever names it makes up, the table does not grow.
+    int taken = 0;
+    for (int i = 0; i < 203; ++i) taken += f.call("POST", "/v1/heartbeats", beat("re", 1, "y" + std::to_string(i), "0"), t).status == 204;
+    CHECK(taken == 0);
+    CHECK(f.workers("re") == 3);
+}

@@ -240,3 +240,19 @@ TEST_CASE("a signed tree head reads back, and is refused when altered or unknown
     env.payload.replace(env.payload.find("\"tree_size\":3"), 13, "\"tree_size\":4");
     CHECK(verify_tree_head(env, {k}, back).find("bad signature") != std::string::npos);
 }
+
+TEST_CASE("a log head signed by a retired key after its valid_until is refused, naming both times") {
+    const SigningKey k = key('h'), fresh = key('f');
+    TreeHead h{3, merkle::leaf_hash("x"), utc_time(1.7e9 + 10)};
+    dsse::Envelope env;
+    REQUIRE(sign_tree_head(k, h, env) == "");
+    TreeHead back;
+    CHECK(verify_tree_head_in_time(env, {k}, {}, back) == "");
+    CHECK(verify_tree_head_in_time(env, {k}, {{k.keyid(), utc_time(1.7e9 + 10)}}, back) == "");   // up to the instant
+    CHECK(verify_tree_head_in_time(env, {k, fresh}, {{fresh.keyid(), utc_time(1.7e9)}}, back) == "");
+    CHECK(verify_tree_head_in_time(env, {k}, {{k.keyid(), utc_time(1.7e9 + 9)}}, back) ==
+          "signed by key " + k.keyid() + " at " + utc_time(1.7e9 + 10) + ", after the key's valid_until " + utc_time(1.7e9 + 9) +
+              " (a retired key signs nothing later)");
+    CHECK(verify_tree_head_in_time(env, {k}, {{k.keyid(), "soon"}}, back).find("after the key's valid_until soon") != std::string::npos);
+    CHECK(verify_tree_head_in_time(env, {fresh}, {}, back).find("unknown key") != std::string::npos);
+}

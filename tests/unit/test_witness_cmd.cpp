@@ -57,18 +57,18 @@ TEST_CASE("shard verify --witness: an older or a newer witnessed head of the sam
     FetchedLog f = fetched(log);
     f.witnessed = {{"alpha-broker", log.head(k, 7), ""}, {"gamma-broker", log.head(k, 12), ""}};
     json::object report;
-    CHECK(check_witnesses(f, shown(log, 10), {k}, report).empty());
+    CHECK(check_witnesses(f, shown(log, 10), {k}, {}, report).empty());
     REQUIRE(report.at("witnessed").as_array().size() == 2);
     CHECK(report.at("witnessed").at(0).at("tree_size").to_number<long long>() == 7);
 
     Log other(12, "b");   // what beta showed alpha: another history
     f.witnessed = {{"alpha-broker", other.head(k, 7), ""}};
-    auto lines = check_witnesses(f, shown(log, 10), {k}, report);
+    auto lines = check_witnesses(f, shown(log, 10), {k}, {}, report);
     REQUIRE(lines.size() == 1);
     CHECK(lines[0] == "broker beta-broker showed broker alpha-broker a log of size 7 and you one of size 10 that are not one history "
                       "(the consistency proof fails): a second history");
     f.witnessed = {{"alpha-broker", other.head(k, 10), ""}};
-    lines = check_witnesses(f, shown(log, 10), {k}, report);
+    lines = check_witnesses(f, shown(log, 10), {k}, {}, report);
     CHECK(lines == std::vector<std::string>{"broker beta-broker showed broker alpha-broker another root for size 10: a second history"});
 }
 
@@ -78,15 +78,15 @@ TEST_CASE("shard verify --witness: a conflict the witness kept, a head not signe
     FetchedLog f = fetched(log);
     json::object report;
     f.witnessed = {{"alpha-broker", log.head(k, 6), "fork: two roots for size 9 (1406..., now 409a...)"}};
-    CHECK(check_witnesses(f, shown(log, 6), {k}, report) ==
+    CHECK(check_witnesses(f, shown(log, 6), {k}, {}, report) ==
           std::vector<std::string>{"broker alpha-broker saw broker beta-broker show another history: fork: two roots for size 9 (1406..., now 409a...)"});
     f.witnessed = {{"alpha-broker", log.head(other, 6), ""}};
-    auto lines = check_witnesses(f, shown(log, 6), {k}, report);
+    auto lines = check_witnesses(f, shown(log, 6), {k}, {}, report);
     REQUIRE(lines.size() == 1);
     CHECK(lines[0].rfind("broker alpha-broker's witnessed head of broker beta-broker does not verify with its keys", 0) == 0);
     f.witnessed.clear();
     f.witness_errors = {"broker alpha-broker: HTTP 401"};
-    lines = check_witnesses(f, shown(log, 6), {k}, report);
+    lines = check_witnesses(f, shown(log, 6), {k}, {}, report);
     REQUIRE(lines.size() == 1);
     CHECK(lines[0] == "broker beta-broker: no other broker witnessed its log (--witness asks the config's other brokers, GET /v1/witness); "
                       "broker alpha-broker: HTTP 401");
