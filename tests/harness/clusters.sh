@@ -317,6 +317,9 @@ add_cluster() {
     NODES=$4 ACCOUNTING=0
     write_conf "$scratch" "$cluster"
     write_plugstack "$scratch" "$cluster" ""
+    # A cluster added again (each test that adds gamma) starts empty: no job
+    # of an earlier test comes back from slurmctld's saved state.
+    rm -rf "${scratch:?}/$cluster/state"; mkdir -p "$scratch/$cluster/state"
     start_cluster "$scratch" "$cluster"
     wait_idle "$scratch" "$cluster"
     echo "$cluster" >> "$scratch/clusters"

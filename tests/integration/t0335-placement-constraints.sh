@@ -41,9 +41,14 @@ fed_get B /v1/runs/ib-run/events | /usr/bin/python3 -c '
 import json, sys, time
 for e in json.load(sys.stdin)["events"]:
     print("   ", time.strftime("%H:%M:%S", time.localtime(e["time"])), "%-10s" % e["kind"], e["cause"][:300])'
-why=$(fed_get B /v1/runs/ib-run/events | /usr/bin/python3 -c 'import json,sys; print([e["cause"] for e in json.load(sys.stdin)["events"] if e["kind"] == "PLACEMENT"][-1])')
+# The peer's refusal names its reasons; then B's own clusters, queues too,
+# are tried again (beta's one healthy node cannot take 2): the run waits.
+placements=$(fed_get B /v1/runs/ib-run/events | /usr/bin/python3 -c 'import json,sys; [print(e["cause"]) for e in json.load(sys.stdin)["events"] if e["kind"] == "PLACEMENT"]')
+why=$(grep "broker alpha-broker refused (" <<<"$placements" | tail -1)
 grep -q "beta rejected: 0 of 0 idle node(s) fit, 2 needed" <<<"$why" || fail "beta's reason missing: $why"
 grep -q "alpha rejected: 0 of 2 idle node(s) fit, 2 needed; 2: no infiniband fabric" <<<"$why" || fail "alpha's reason missing: $why"
+tail -1 <<<"$placements" | grep -q "1 counting those in use (every peer broker refused); tried again every 30 s" \
+    || fail "after the refusal, B's own queue not tried, or not said: $(tail -1 <<<"$placements")"
 [ -z "$(slurm alpha squeue -h)" ] || fail "a job was submitted on alpha: $(slurm alpha squeue -h)"
 fed_get B /v1/runs/ib-run | grep -q '"state":"DEGRADED"' || fail "ib-run should be DEGRADED: $(fed_get B /v1/runs/ib-run)"
 ok "no compatible capacity: nothing submitted, run DEGRADED, each reason named"
