@@ -21,6 +21,10 @@ install-test:
 	./tests/packages/t-install.sh $(DIST)
 else
 
+# A failed unit suite prints its failed tests' logs (automake keeps them in
+# test-suite.log), so that a CI log says why, not only which.
+SHOW_FAILED = { tail -n 200 $(BUILD)/tests/test-suite.log; exit 1; }
+
 .PHONY: all deps configured check unit integration soak demo bench fuzz install clean distclean deb install-test
 all: configured
 	$(MAKE) -C $(BUILD) -j$(JOBS)
@@ -39,11 +43,11 @@ $(BUILD)/Makefile: configure
 
 # Unit tests, then the integration tests on real local Slurm clusters.
 check: all
-	if [ "$$(id -u)" = 0 ]; then export SHARDNET_NO_SKIP=1; fi; $(MAKE) -C $(BUILD) check
+	if [ "$$(id -u)" = 0 ]; then export SHARDNET_NO_SKIP=1; fi; $(MAKE) -C $(BUILD) check || $(SHOW_FAILED)
 	./tests/run-integration.sh $(BUILD)
 
 unit: all
-	$(MAKE) -C $(BUILD) check
+	$(MAKE) -C $(BUILD) check || $(SHOW_FAILED)
 
 # TESTS="tests/integration/tXXXX.sh ...": only those.
 integration: all

@@ -474,14 +474,40 @@ class KilledSave(Env):
         self.assertIn("rank-0.pt", self.kill_mid_save("manifest", rewrite=True))
 
 
-TWO_RANKS = textwrap.dedent("""
-    import os, sys, torch, torch.distributed as dist, shardnet
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + sys.argv[1],
+# Two ranks over gloo. Neither calls destroy_process_group(): Debian 13's
+# torch 2.6 hangs in it at times (2 runs of 10 on a 2-core machine, the rank
+# whose peer had already gone), and teardown is not what these tests test.
+TWO_RANKS_INIT = textwrap.dedent("""
+    import datetime, os, sys, torch, torch.distributed as dist, shardnet
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + sys.argv[1], timeout=datetime.timedelta(seconds=60),
                             rank=int(os.environ["SHARDNET_RANK"]), world_size=2)
-    c = shardnet.load()
-    print(c.name, c.state["rank"], ",".join(n for n, _ in c.rejected))
-    dist.destroy_process_group()
 """)
+
+TWO_RANKS = TWO_RANKS_INIT + textwrap.dedent("""
+    c = shardnet.load()
+    print(c.name, c.state["rank"], ",".join(n for n, _ in c.rejected), flush=True)
+""")
+
+
+def run_two_ranks(code, env_of_rank):
+    """Rank 0 and rank 1 of code, each with os.environ and env_of_rank(r):
+    their (stdout, stderr). A rank still running after 120 s is killed and
+    its output so far is in the failure."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0)); port = str(s.getsockname()[1])
+    procs = [subprocess.Popen([PY, "-c", code, port], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, PYTHONPATH=LIB, SHARDNET_RANK=str(r), GLOO_SOCKET_IFNAME="lo", **env_of_rank(r)))
+             for r in (0, 1)]
+    outs = []
+    for r, p in enumerate(procs):
+        try:
+            outs.append(p.communicate(timeout=120))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            out, err = p.communicate()
+            raise AssertionError(f"rank {r} still running after 120 s; its output: {out!r}, its errors: {err[-2000:]}")
+    return outs
 
 
 class TwoRanks(Env):
@@ -495,24 +521,14 @@ class TwoRanks(Env):
             seal(os.path.join(ck, shardnet.checkpoint_name(step)))
         bad = os.path.join(ck, "checkpoint-00000020", "rank-1.pt")
         b = bytearray(open(bad, "rb").read()); b[-30] ^= 0xff; open(bad, "wb").write(b)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0)); port = str(s.getsockname()[1])
-        procs = [subprocess.Popen([PY, "-c", TWO_RANKS, port], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  env=dict(os.environ, PYTHONPATH=LIB, SHARDNET_RANK=str(r), GLOO_SOCKET_IFNAME="lo",
-                                           SHARDNET_RESUME_FROM=os.path.join(ck, "checkpoint-00000020")))
-                 for r in (0, 1)]
-        outs = [p.communicate(timeout=120) for p in procs]
+        outs = run_two_ranks(TWO_RANKS, lambda r: {"SHARDNET_RESUME_FROM": os.path.join(ck, "checkpoint-00000020")})
         for r, (out, err) in enumerate(outs):
             self.assertEqual(out.split(), ["checkpoint-00000010", str(r), "checkpoint-00000020"], f"rank {r}: {err}")
 
 
-TWO_RANKS_POLICY = textwrap.dedent("""
-    import os, sys, torch, torch.distributed as dist, shardnet
-    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:" + sys.argv[1],
-                            rank=int(os.environ["SHARDNET_RANK"]), world_size=2)
+TWO_RANKS_POLICY = TWO_RANKS_INIT + textwrap.dedent("""
     due = [s for s in range(1, 40) if shardnet.should_checkpoint(s)]
-    print(",".join(map(str, due)), shardnet.checkpoint_interval(), shardnet.policy.policy_version())
-    dist.destroy_process_group()
+    print(",".join(map(str, due)), shardnet.checkpoint_interval(), shardnet.policy.policy_version(), flush=True)
 """)
 
 
@@ -525,13 +541,7 @@ class TwoRanksPolicy(Env):
         for f, text in zip(files, ("every_steps=4 version=2 seconds=1\n", "every_steps=6 version=3 seconds=1\n")):
             with open(f, "w") as out:
                 out.write(text)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0)); port = str(s.getsockname()[1])
-        procs = [subprocess.Popen([PY, "-c", TWO_RANKS_POLICY, port], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  env=dict(os.environ, PYTHONPATH=LIB, SHARDNET_RANK=str(r), GLOO_SOCKET_IFNAME="lo",
-                                           SHARDNET_CKPT_POLICY=files[r]))
-                 for r in (0, 1)]
-        outs = [p.communicate(timeout=120) for p in procs]
+        outs = run_two_ranks(TWO_RANKS_POLICY, lambda r: {"SHARDNET_CKPT_POLICY": files[r]})
         for r, (out, err) in enumerate(outs):
             self.assertEqual(out.split(), ["10,12,18,24,30,36", "6", "3"], f"rank {r}: {err}")
 
