@@ -166,7 +166,8 @@ void serve(std::vector<std::unique_ptr<asio::io_context>> &ios, HttpServer &serv
                                  {"streams", service.open_streams()}, {"store_jobs", service.store_jobs()},
                                  {"drain_seconds", drain.seconds},
                                  // Connections shed at max_connections since the start, by what they waited for.
-                                 {"shed_waiting_for_header", server.shed.load()}, {"shed_waiting_for_reader", server.shed_readers.load()}});
+                                 {"shed_waiting_for_header", server.shed.load()}, {"shed_waiting_for_reader", server.shed_readers.load()},
+                                 {"refused_at_max_connections", server.refused.load()}});
         server.stop();
         detector.cancel();
         summary.cancel();

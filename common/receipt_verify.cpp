@@ -242,7 +242,15 @@ std::string verify_tree_head_in_time(const dsse::Envelope &env, const std::vecto
         TreeHead h;
         if (!verify_tree_head(env, {k}, h).empty()) continue;
         const auto r = retired.find(k.keyid());
-        if (r == retired.end() || (is_utc_time(r->second) && compare_utc_times(out.timestamp, r->second) <= 0)) return "";
+        if (r == retired.end()) return "";
+        // A retired key's head must say when it was signed: an empty or
+        // malformed timestamp compares before any date.
+        if (!is_utc_time(out.timestamp)) {
+            late = "signed by retired key " + k.keyid() + " with timestamp '" + out.timestamp +
+                   "', not a UTC time (YYYY-MM-DDTHH:MM:SSZ): a retired key's head must say when it was signed";
+            continue;
+        }
+        if (is_utc_time(r->second) && compare_utc_times(out.timestamp, r->second) <= 0) return "";
         late = "signed by key " + k.keyid() + " at " + out.timestamp + ", after the key's valid_until " + r->second +
                " (a retired key signs nothing later)";
     }

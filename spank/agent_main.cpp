@@ -34,6 +34,10 @@ using namespace shardnet;
 
 namespace {
 
+// A report to send again at the next heartbeat: the broker away, or busy
+// (429: the job's requests in flight are many, limits.requests_per_token).
+bool again_later(const HttpResponse &res) { return res.status == 0 || res.status == 429 || res.status >= 500; }
+
 // The reason in a broker's error answer ({"error":{"message":...}}), on one
 // line and bounded, for the log: a refusal names what was wrong.
 std::string broker_says(const std::string &body) {
@@ -232,8 +236,7 @@ private:
         req.ca_file = cfg_.ca_file;
         req.timeout_ms = timeout_ms;
         auto res = client_.send(req);
-        // Away, or busy (429: the job's requests in flight are many): again at the next heartbeat.
-        if (res.status == 0 || res.status == 429 || res.status >= 500) return false;
+        if (again_later(res)) return false;
         r.reported = name;
         if (!res.ok()) { log("checkpoint " + name + " refused: HTTP " + std::to_string(res.status) + " " + res.body); return true; }
         // Sealed or not, the broker's list says which; on every node that
@@ -359,7 +362,7 @@ private:
         req.timeout_ms = timeout_ms;
         req.body = ranks_report_json(cfg_, ranks_);
         auto res = client_.send(req);
-        if (res.status == 0 || res.status >= 500) return;
+        if (again_later(res)) return;
         if (!res.ok()) log("the ranks' report was refused: HTTP " + std::to_string(res.status) + broker_says(res.body));
         ranks_reported_ = true;
     }
@@ -390,7 +393,7 @@ private:
         req.timeout_ms = timeout_ms;
         req.body = boost::json::serialize(boost::json::object{{"attempt", cfg_.attempt}, {"environment", std::move(list)}});
         auto res = client_.send(req);
-        if (res.status == 0 || res.status >= 500) return;
+        if (again_later(res)) return;
         if (!res.ok()) log("the job's environment was refused: HTTP " + std::to_string(res.status) + broker_says(res.body));
         if (skipped) log(std::to_string(skipped) + " variable(s) of the job's environment are not UTF-8: a requeued attempt will not get them");
         env_reported_ = true;

@@ -232,12 +232,18 @@ void Service::handle(const ApiRequest &req, const Reply &reply) {
         // may wait on the store or on Slurm: limits.requests_per_token in
         // flight per token, so that one token's flood on many connections
         // neither fills the store's queue nor holds every connection (the
-        // ticket goes back when the answer is given or dropped).
-        if (route->spec.pattern == "/v1/heartbeats"sv) return route->run(*this, Call{req, *who, reply, now, params, std::move(query)});
-        // A job's tokens (its agents on every node, its ranks) share one
-        // budget, as large again as its tasks.
+        // ticket goes back when the answer is given or dropped). Public
+        // routes are not counted: every caller without a token would share
+        // one budget, and one of them could have /v1/health answered 429
+        // for all (max_connections bounds them).
+        if (route->spec.pattern == "/v1/heartbeats"sv || route->spec.scopes == r_public)
+            return route->run(*this, Call{req, *who, reply, now, params, std::move(query)});
+        // A job's tokens (its agents on every node, its ranks' reader token)
+        // share one budget, as large again as its tasks.
         const int budget = requests_gate_->max() + (who->bound ? int(std::min<unsigned long long>(who->world, 1u << 20)) * 2 : 0);
-        auto ticket = requests_gate_->take(who->name, budget);
+        std::string_view key = who->name;
+        if (who->read_only && key.ends_with("/reader")) key.remove_suffix(7);
+        auto ticket = requests_gate_->take(std::string(key), budget);
         if (!ticket) {
             count(c_rate_limited);
             ApiResponse r = error_response(429, "too_many_requests", "this token has " + std::to_string(budget) +

@@ -81,7 +81,7 @@ public:
     void shed() override {
         counts_.done(this);
         srv_.shed.fetch_add(1, std::memory_order_relaxed);
-        fail(asio::error::connection_aborted, "shed at max_connections (waited longest for a header)");
+        fail(asio::error::connection_aborted, "shed at max_connections (waited longest for its request)");
         beast::error_code ignored;
         beast::get_lowest_layer(stream_).close(ignored);
         timer_.cancel();
@@ -160,7 +160,7 @@ private:
         parser_->body_limit(srv_.limits.body_bytes);
         continue_sent_ = false;
         arm_deadline();
-        counts_.wait(this);   // until the header is whole
+        counts_.wait(this);   // until the request is whole (a body trickled in holds a place as a slow header does)
         parse_buffered();
     }
 
@@ -175,7 +175,6 @@ private:
             if (parser_->is_done()) return on_read({});
             if (ec || used == 0) break;  // the rest of a header, or more body, is still to come
         }
-        if (HeaderWait::listed && parser_->is_header_done()) counts_.done(this);
         // The header asked for a 100 before the body, and nothing refused it
         // (a Content-Length over body_bytes is a 413 already, without one).
         if (parser_->expect_continue && !continue_sent_ && parser_->version == 11 && parser_->is_header_done())
@@ -594,17 +593,20 @@ void HttpServer::do_accept() {
                 start_session(*this, counts_[i], std::move(socket));
             } else {
                 // Over the cap: on the new connection's thread, the
-                // connection that has waited longest for a header (a
-                // slowloris, or an idle keep-alive) makes room for it, else
-                // the one that has waited longest for its reader; with
-                // neither, the new one is refused rather than queued.
+                // connection that has waited longest for its request (a
+                // slowloris, an idle keep-alive) makes room for it, else the
+                // one that has waited longest for its reader, once stalled
+                // a quarter of read_timeout_ms; with neither, the new one
+                // is refused rather than queued.
                 asio::post(*ios_[i], [this, i, s = std::make_shared<Socket>(std::move(socket))]() mutable {
                     Counts &c = counts_[i];
+                    const auto stalled = std::chrono::milliseconds(std::max(limits.read_timeout_ms / 4, 1));
                     if (c.waiting.oldest) {
                         c.waiting.oldest->shed();
-                    } else if (c.writing.oldest) {
+                    } else if (c.writing.oldest && std::chrono::steady_clock::now() - c.writing.oldest->since >= stalled) {
                         c.writing.oldest->shed_writer();
                     } else {
+                        refused.fetch_add(1, std::memory_order_relaxed);
                         beast::error_code ignored;
                         s->close(ignored);
                         return;

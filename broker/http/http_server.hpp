@@ -5,6 +5,7 @@
 // connection cap, one request in flight per connection (pipelined requests
 // wait their turn in the read buffer, never in an unbounded queue).
 #pragma once
+#include <chrono>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -25,10 +26,11 @@ struct Limits {
     std::size_t sse_buffer_bytes;   // per event stream, queued beyond the socket: a slower reader is dropped
 };
 
-// A connection waiting for a request's header (a new one, or a kept-alive
-// one between requests): on its I/O thread's list, oldest first, so that a
-// new connection over max_connections sheds the oldest of them, which is
-// what a slowloris holds, rather than being refused itself.
+// A connection waiting for a request (a new one, a kept-alive one between
+// requests, one whose header or body is still coming in): on its I/O
+// thread's list, oldest first, so that a new connection over
+// max_connections sheds the oldest of them, which is what a slowloris holds
+// (with its header or its body), rather than being refused itself.
 struct HeaderWait {
     HeaderWait *prev = nullptr, *next = nullptr;
     bool listed = false;
@@ -45,6 +47,10 @@ protected:
 struct SlowWrite {
     SlowWrite *prev = nullptr, *next = nullptr;
     bool listed = false;
+    // When it was listed (its last progress): a writer is shed only once it
+    // has gone a quarter of read_timeout_ms without taking 16 KiB, never
+    // one that keeps up.
+    std::chrono::steady_clock::time_point since;
     virtual void shed_writer() = 0;
 protected:
     ~SlowWrite() = default;
@@ -58,6 +64,7 @@ struct Fifo {
     void push(Node *w) {
         if (w->listed) return;
         w->listed = true;
+        if constexpr (requires { w->since; }) w->since = std::chrono::steady_clock::now();
         w->prev = newest;
         w->next = nullptr;
         (newest ? newest->next : oldest) = w;
@@ -101,6 +108,7 @@ public:
     };
     std::atomic<unsigned long long> shed{0};           // connections shed at max_connections: waiting for a header
     std::atomic<unsigned long long> shed_readers{0};   // ... waiting for their reader
+    std::atomic<unsigned long long> refused{0};        // new connections refused there: none to shed
     int open_sessions() const;
     int busy_sessions() const;
     std::unique_ptr<boost::asio::ssl::context> tls;

@@ -560,6 +560,8 @@ TEST_CASE("event streams have a budget: per token 429, in all 503, both with Ret
 TEST_CASE("one token's requests in flight are capped (limits.requests_per_token): the next is 429 at once; heartbeats pass; answered, the place is back") {
     Fixture f([](BrokerConfig &c) { c.requests_per_token = 2; c.store_busy_ms = 1500; });
     REQUIRE(f.call("POST", "/v1/heartbeats", "admin-t", hb("hq", 1, "a1", 1)).status == 204);
+    const std::string agent = wt("rq", 1), reader = shardnet::derive_reader_token(kWorkerKey, shardnet::WorkerClaim{"rq", 1, 1, 1001, 42, "alpha"});
+    REQUIRE(f.call("POST", "/v1/heartbeats", agent, hb("rq", 1, "a1", 1)).status == 204);
     // Another process holds the database: the store thread waits on it.
     sqlite3 *db = nullptr;
     REQUIRE(sqlite3_open((f.dir + "/b.db").c_str(), &db) == SQLITE_OK);
@@ -574,10 +576,27 @@ TEST_CASE("one token's requests in flight are capped (limits.requests_per_token)
     CHECK(third.body.find("this token has 2 requests in flight (limits.requests_per_token)") != std::string::npos);
     CHECK(f.call("GET", "/v1/runs", "bob-t").status == 200);                         // another token's budget is its own
     CHECK(f.call("POST", "/v1/heartbeats", "admin-t", hb("hq", 1, "a1", 2)).status == 204);   // a known run's heartbeats never wait on the store
+    // Callers without a token are not one budget: two of them waiting on
+    // the store leave /v1/health answered for the next.
+    std::promise<ApiResponse> k1, k2;
+    f.svc->handle(ApiRequest{"GET", "/v1/keys", "", "", nullptr}, [&k1](ApiResponse r) { k1.set_value(std::move(r)); });
+    f.svc->handle(ApiRequest{"GET", "/v1/keys", "", "", nullptr}, [&k2](ApiResponse r) { k2.set_value(std::move(r)); });
+    CHECK(f.call("GET", "/v1/health", "").status == 200);
+    // A job's reader token (its ranks') shares its agents' budget: 2 and
+    // twice its one task, all taken by the agent's commits.
+    std::vector<std::promise<ApiResponse>> commits(4);
+    for (auto &p : commits)
+        f.svc->handle(ApiRequest{"POST", "/v1/runs/rq/checkpoints/c1/commit", agent, commit(1, 0, 1), nullptr}, [&p](ApiResponse r) { p.set_value(std::move(r)); });
+    auto ranks = f.call("GET", "/v1/runs/rq/checkpoints/c1/files?rank=0", reader);
+    CHECK(ranks.status == 429);
+    CHECK(ranks.body.find("this token has 4 requests in flight") != std::string::npos);
     sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
     sqlite3_close(db);
     p1.get_future().get();
     p2.get_future().get();
+    k1.get_future().get();
+    k2.get_future().get();
+    for (auto &p : commits) p.get_future().get();
     CHECK(f.call("GET", "/v1/runs", "alice-t").status == 200);
 }
 

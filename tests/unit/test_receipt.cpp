@@ -255,4 +255,14 @@ TEST_CASE("a log head signed by a retired key after its valid_until is refused, 
               " (a retired key signs nothing later)");
     CHECK(verify_tree_head_in_time(env, {k}, {{k.keyid(), "soon"}}, back).find("after the key's valid_until soon") != std::string::npos);
     CHECK(verify_tree_head_in_time(env, {fresh}, {}, back).find("unknown key") != std::string::npos);
+    // A retired key's head with no time, or one that is not a UTC time, is
+    // refused (it compared before every date); an unretired key's is not judged by it.
+    for (const std::string when : {"", "0", "2019-12-31"}) {
+        dsse::Envelope undated;
+        REQUIRE(sign_tree_head(k, TreeHead{3, merkle::leaf_hash("x"), when}, undated) == "");
+        CHECK(verify_tree_head_in_time(undated, {k}, {}, back) == "");
+        CHECK(verify_tree_head_in_time(undated, {k}, {{k.keyid(), utc_time(1.7e9 + 9)}}, back) ==
+              "signed by retired key " + k.keyid() + " with timestamp '" + when +
+                  "', not a UTC time (YYYY-MM-DDTHH:MM:SSZ): a retired key's head must say when it was signed");
+    }
 }
