@@ -53,14 +53,14 @@ std::string Receipts::write_receipt(Kind kind, const std::string &run, long long
     const std::string bytes = dsse::to_json(env);
     const std::string digest = receipt::envelope_digest(env);
     const long long index = receipts::log_append(*store_, merkle::leaf_hash(bytes));
-    store_->insert_receipt(Store::ReceiptRow{run, r.seq, attempt, receipt::kind_name(kind), now, bytes, digest, index,
+    store_->receipts().insert_receipt(Store::ReceiptRow{run, r.seq, attempt, receipt::kind_name(kind), now, bytes, digest, index,
                                              signer_.key().keyid()});
     return digest;
 }
 
 receipts::ChainLink Receipts::last_receipt_link(const std::string &run) {
     if (!cfg_.receipts.on()) return {};
-    auto last = store_->last_receipt(run);
+    auto last = store_->receipts().last_receipt(run);
     return last ? receipts::ChainLink{last->seq, last->digest} : receipts::ChainLink{};
 }
 
@@ -90,9 +90,9 @@ json::object parse_object(const std::string &text) {
 }  // namespace
 
 void Receipts::attempt_started(const std::string &run, long long attempt, double now, bool when_complete, long long world_hint) {
-    if (!cfg_.receipts.on() || store_->has_receipt(run, attempt, "attempt-started")) return;
+    if (!cfg_.receipts.on() || store_->receipts().has_receipt(run, attempt, "attempt-started")) return;
     // Never after a later attempt's receipts: the chain goes forward in attempts.
-    if (auto last = store_->last_receipt(run); last && last->attempt > attempt) return;
+    if (auto last = store_->receipts().last_receipt(run); last && last->attempt > attempt) return;
     const auto start = store_->attempt_start(run, attempt);
     // The job: as recorded for the attempt, else as the broker noted it (an admin's word).
     auto job = store_->attempt_job(run, attempt);

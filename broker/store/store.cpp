@@ -262,6 +262,11 @@ void Store::migrate() {
 
 sqlite3_stmt *Store::stmt(const char *name) { return prepared_.at(name); }
 
+sqlite3_stmt *StorePart::stmt(const char *name) { return store_.stmt(name); }
+bool StorePart::row(sqlite3_stmt *s) { return store_.row(s); }
+void StorePart::fail(const std::string &what, int rc) { store_.fail(what, rc); }
+sqlite3 *StorePart::db() { return store_.db_; }
+
 void Store::transaction(const std::function<void()> &fn) {
     auto rollback = [this] {
         Done d{stmt("rollback")};

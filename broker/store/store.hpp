@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/store/receipt_store.hpp"
 #include "broker/store/store_error.hpp"
 
 struct sqlite3;
@@ -49,6 +50,13 @@ public:
     // lock held too long, that cause and the database's path first.
     explicit Store(const std::string &path, int busy_ms = 2000);
     ~Store();
+
+    // The store's parts, one per area, each with its SQL in its own file.
+    ReceiptStore &receipts() { return receipts_; }
+    // Their rows, under the names they had as the Store's own.
+    using ReceiptRow = ReceiptStore::ReceiptRow;
+    using TreeHeadRow = ReceiptStore::TreeHeadRow;
+    using KeyUse = ReceiptStore::KeyUse;
 
     std::vector<RunRow> load_runs();
     // A run's created and updated times (one row by its key), or none.
@@ -158,38 +166,6 @@ public:
     void forget_node_faults(double before);
     long long node_fault_runs(const std::string &cluster, const std::string &node, double since);   // distinct runs
 
-    // Signed receipts and their log (store/receipt_store.cpp; doc/receipts.md).
-    // Each call belongs inside the transaction of the record it attests.
-    struct ReceiptRow {
-        std::string run;
-        long long seq = 0, attempt = 0;
-        std::string kind;
-        double time = 0;
-        std::string envelope, digest;   // the envelope's JSON bytes and their hex SHA-256
-        long long log_index = 0;
-        std::string keyid;
-    };
-    std::optional<ReceiptRow> last_receipt(const std::string &run);
-    bool has_receipt(const std::string &run, long long attempt, const std::string &kind);
-    void insert_receipt(const ReceiptRow &r);
-    // In chain order, from the first seq above after, at most limit (-1: all).
-    std::vector<ReceiptRow> list_receipts(const std::string &run, long long after = 0, long long limit = -1);
-    // The log: its size (leaves), and perfect subtree (level, index) as 32
-    // raw bytes ("" when not stored: not complete yet, or past the end).
-    long long log_size();
-    std::string log_node(int level, long long index);
-    void put_log_node(int level, long long index, const std::string &hash);
-    struct TreeHeadRow { long long size = 0; std::string root, envelope; double time = 0; };
-    std::optional<TreeHeadRow> last_tree_head();
-    std::optional<TreeHeadRow> tree_head(long long size);
-    void insert_tree_head(const TreeHeadRow &h);
-    // Which keys signed receipts here, when first and last, and each one's
-    // public half (GET /v1/keys lists a key rotated away from it).
-    struct KeyUse { std::string keyid; double first = 0, last = 0; long long receipts = 0; std::string pem; };
-    std::vector<KeyUse> key_uses();
-    // A signing key's public half, kept from when it is configured (before
-    // it signs anything), so that a key rotated away stays listed.
-    void record_key(const std::string &keyid, const std::string &pem);
     // Whether run went to (a decision forwarded to) or came from (a decision
     // received from) the broker called peer: that peer may read its receipts.
     bool run_crossed(const std::string &run, const std::string &peer);
@@ -268,6 +244,8 @@ public:
     long long limit_pages(long long pages);
 
 private:
+    friend class StorePart;   // the parts run their SQL through stmt, row and fail
+
     sqlite3_stmt *stmt(const char *name);
     void exec(const char *sql);
     void migrate();
@@ -279,6 +257,7 @@ private:
     int busy_ms_;
     sqlite3 *db_ = nullptr;
     std::map<std::string, sqlite3_stmt *> prepared_;
+    ReceiptStore receipts_{*this};
 };
 
 }  // namespace shardnet::broker
