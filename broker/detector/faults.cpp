@@ -221,7 +221,7 @@ void Service::summarise() {
     on_store([this, rows = std::move(rows)] {
         transact([&] {
             for (const auto &[run, node, w] : rows)
-                store_->upsert_worker(run, w.attempt, node, std::to_string(w.ranks), w.last_seen, w.step, w.interval,
+                store_->attempts().upsert_worker(run, w.attempt, node, std::to_string(w.ranks), w.last_seen, w.step, w.interval,
                                       w.ended || w.faulted, w.watch_only, w.cluster, w.job);
         });
         policy_.measure_policies(rows, wall_now());

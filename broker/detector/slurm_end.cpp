@@ -148,7 +148,7 @@ void Service::note_prelimit(std::string_view run, long long attempt, double now)
 }
 
 std::string Service::sealed_after_prelimit(const BatchEnd &end, std::string &no) {
-    auto spec = store_wait([&] { return store_->get_job_spec(end.run, end.attempt); });
+    auto spec = store_wait([&] { return store_->attempts().get_job_spec(end.run, end.attempt); });
     json::error_code ec;
     json::value sv = spec ? json::parse(spec->spec, ec) : json::value();
     const json::object *so = !ec ? sv.if_object() : nullptr;

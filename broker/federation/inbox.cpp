@@ -305,7 +305,7 @@ struct Service::Inbox {
                         s.store_->insert_run(RunRow{d.run, user, "RECOVERING", manifest, d.to, 0, now, now, as.uid, 0, 0, d.policy});
                     }
                     s.store_->set_run_owner(d.run, user, as.uid);
-                    s.store_->upsert_attempt(Store::AttemptRow{d.run, d.to, p.cluster, job, 0});
+                    s.store_->attempts().upsert_attempt(Store::AttemptRow{d.run, d.to, p.cluster, job, 0});
                     s.receipts_.note_attempt_start(d.run, d.to, p.cluster, job, p.nodes, cause_of(d.id, d.from, d.link, user, as.uid), d.link, now);
                     s.store_->set_recovering(d.run, d.to, (long long)p.nodes.size());
                     for (const auto &seal : d.sealed) s.store_->put_carried_seal(carried::row_of(seal, d.run, now));

@@ -35,7 +35,7 @@ std::string Receipts::write_receipt(Kind kind, const std::string &run, long long
     if (kind != Kind::attempt_started) attempt_started(run, attempt, now, false);
     receipts::ChainLink from = from_in;
     if (from.empty())
-        if (auto st = store_->attempt_start(run, attempt)) from = receipts::ChainLink{st->from_seq, st->from_digest};
+        if (auto st = store_->attempts().attempt_start(run, attempt)) from = receipts::ChainLink{st->from_seq, st->from_digest};
     receipts::ChainLink prev = last_receipt_link(run);
     // A run back from a peer: its chain went on there (the newer link wins).
     if (!from.empty() && from.seq > prev.seq) prev = from;
@@ -70,7 +70,7 @@ void Receipts::note_attempt_start(const std::string &run, long long attempt, con
     if (!cfg_.receipts.on()) return;
     json::array ns;
     for (const auto &n : nodes) ns.push_back(json::value(n));
-    store_->put_attempt_start(run, attempt, Store::AttemptStartRow{cluster, job, json::serialize(ns), json::serialize(cause), from.seq, from.digest},
+    store_->attempts().put_attempt_start(run, attempt, Store::AttemptStartRow{cluster, job, json::serialize(ns), json::serialize(cause), from.seq, from.digest},
                               replace);
     attempt_started(run, attempt, now, true);
 }
@@ -93,12 +93,12 @@ void Receipts::attempt_started(const std::string &run, long long attempt, double
     if (!cfg_.receipts.on() || store_->receipts().has_receipt(run, attempt, "attempt-started")) return;
     // Never after a later attempt's receipts: the chain goes forward in attempts.
     if (auto last = store_->receipts().last_receipt(run); last && last->attempt > attempt) return;
-    const auto start = store_->attempt_start(run, attempt);
+    const auto start = store_->attempts().attempt_start(run, attempt);
     // The job: as recorded for the attempt, else as the broker noted it (an admin's word).
-    auto job = store_->attempt_job(run, attempt);
+    auto job = store_->attempts().attempt_job(run, attempt);
     if ((!job || job->job <= 0) && start && start->job > 0) job = Store::AttemptRow{run, attempt, start->cluster, start->job, 0};
     if (!job || job->job <= 0 || job->cluster.empty()) return;   // no job yet: nothing to attest
-    const auto ranks = store_->attempt_ranks(run, attempt);
+    const auto ranks = store_->attempts().attempt_ranks(run, attempt);
     long long world = std::max(job->world, world_hint);
     std::string user;
     long long uid = -1;

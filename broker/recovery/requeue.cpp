@@ -155,7 +155,7 @@ struct Service::Requeue {
     // 2. What the failed attempt's job was: kept when it started, so that a
     // cluster whose slurmctld is gone can still be left.
     bool load_spec() {
-        spec_row = s.store_wait([&] { return s.store_->get_job_spec(fault.run, fault.attempt); });
+        spec_row = s.store_wait([&] { return s.store_->attempts().get_job_spec(fault.run, fault.attempt); });
         if (!spec_row) spec_row = s.capture_spec_now(fault.run, fault.attempt, fault.state.cluster, fault.state.job, "");
         if (!spec_row) {
             record("failed", 0, "PLACEMENT", "cannot requeue attempt " + std::to_string(fault.attempt) + ": the job's spec was not "

@@ -37,15 +37,6 @@ std::span<const Sql> receipt_statements() {
         {"run_crossed", "SELECT 1 FROM decisions WHERE run = ?1 AND peer = ?2 UNION ALL "
                         "SELECT 1 FROM received_decisions WHERE run = ?1 AND from_broker = ?2 AND state = 'applied' LIMIT 1"},
         {"commit_files", "SELECT rank, files FROM commits WHERE run = ? AND attempt = ? AND name = ? ORDER BY rank"},
-        {"insert_rank", "INSERT OR IGNORE INTO attempt_ranks (run, attempt, rank, node, environment) VALUES (?,?,?,?,?)"},
-        {"count_ranks", "SELECT count(*) FROM attempt_ranks WHERE run = ? AND attempt = ?"},
-        {"attempt_ranks", "SELECT rank, node, environment FROM attempt_ranks WHERE run = ? AND attempt = ? ORDER BY rank"},
-        {"put_attempt_start", "INSERT OR REPLACE INTO attempt_starts (run, attempt, cluster, job, nodes, cause, from_seq, from_digest) "
-                               "VALUES (?,?,?,?,?,?,?,?)"},
-        {"add_attempt_start", "INSERT OR IGNORE INTO attempt_starts (run, attempt, cluster, job, nodes, cause, from_seq, from_digest) "
-                              "VALUES (?,?,?,?,?,?,?,?)"},
-        {"attempt_start", "SELECT cluster, job, nodes, cause, from_seq, from_digest FROM attempt_starts WHERE run = ? AND attempt = ?"},
-        {"attempt_job", "SELECT cluster, job, world FROM attempts WHERE run = ? AND attempt = ?"},
     };
     return table;
 }
@@ -178,52 +169,6 @@ std::vector<std::pair<long long, std::string>> Store::commit_files(const std::st
     std::vector<std::pair<long long, std::string>> out;
     while (row(s)) out.emplace_back(sqlite3_column_int64(s, 0), col_text(s, 1));
     return out;
-}
-
-long long Store::insert_ranks(const std::string &run, long long attempt, const std::vector<RankRow> &rows) {
-    for (const auto &r : rows) {
-        auto *s = stmt("insert_rank");
-        Done done{s};
-        Binder(s).text(run).integer(attempt).integer(r.rank).text(r.node).text(r.environment);
-        if (int rc = sqlite3_step(s); rc != SQLITE_DONE)
-            fail("storing rank " + std::to_string(r.rank) + " of run " + run + " attempt " + std::to_string(attempt), rc);
-    }
-    auto *s = stmt("count_ranks");
-    Done done{s};
-    Binder(s).text(run).integer(attempt);
-    return row(s) ? sqlite3_column_int64(s, 0) : 0;
-}
-
-std::vector<Store::RankRow> Store::attempt_ranks(const std::string &run, long long attempt) {
-    auto *s = stmt("attempt_ranks");
-    Done done{s};
-    Binder(s).text(run).integer(attempt);
-    std::vector<RankRow> out;
-    while (row(s)) out.push_back(RankRow{sqlite3_column_int64(s, 0), col_text(s, 1), col_text(s, 2)});
-    return out;
-}
-
-void Store::put_attempt_start(const std::string &run, long long attempt, const AttemptStartRow &a, bool replace) {
-    auto *s = stmt(replace ? "put_attempt_start" : "add_attempt_start");
-    Done done{s};
-    Binder(s).text(run).integer(attempt).text(a.cluster).integer(a.job).text(a.nodes).text(a.cause).integer(a.from_seq).text(a.from_digest);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing the start of run " + run + " attempt " + std::to_string(attempt), rc);
-}
-
-std::optional<Store::AttemptStartRow> Store::attempt_start(const std::string &run, long long attempt) {
-    auto *s = stmt("attempt_start");
-    Done done{s};
-    Binder(s).text(run).integer(attempt);
-    if (!row(s)) return std::nullopt;
-    return AttemptStartRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), col_text(s, 3), sqlite3_column_int64(s, 4), col_text(s, 5)};
-}
-
-std::optional<Store::AttemptRow> Store::attempt_job(const std::string &run, long long attempt) {
-    auto *s = stmt("attempt_job");
-    Done done{s};
-    Binder(s).text(run).integer(attempt);
-    if (!row(s)) return std::nullopt;
-    return AttemptRow{run, attempt, col_text(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2)};
 }
 
 }  // namespace shardnet::broker

@@ -13,6 +13,8 @@ struct Sql { const char *name; const char *text; };
 // The receipt log's statements (store/receipt_store.cpp), prepared with
 // the store's own when the database opens.
 std::span<const Sql> receipt_statements();
+// Attempts' (store/attempt_store.cpp), likewise.
+std::span<const Sql> attempt_statements();
 // The checkpoint policy's (store/policy_store.cpp), likewise.
 std::span<const Sql> policy_statements();
 // Bad-node memory's (store/node_fault_store.cpp), likewise.

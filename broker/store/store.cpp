@@ -133,9 +133,6 @@ const Sql kStatements[] = {
     {"insert_run", "INSERT INTO runs (id, owner, state, attempt, manifest, world_size, created, updated, owner_uid, requeue) "
                    "VALUES (?,?,?,?,?,?,?,?,?,?)"},
     {"set_owner", "UPDATE runs SET owner = ?, owner_uid = ? WHERE id = ?"},
-    {"upsert_attempt", "INSERT INTO attempts (run, attempt, cluster, job, world) VALUES (?,?,?,?,?) "
-                       "ON CONFLICT (run, attempt) DO UPDATE SET cluster = excluded.cluster, job = excluded.job, world = excluded.world"},
-    {"load_attempts", "SELECT run, attempt, cluster, job, world FROM attempts"},
     {"update_run", "UPDATE runs SET state = ?, attempt = ?, updated = ? WHERE id = ?"},
     {"insert_event", "INSERT INTO events (run, time, kind, cause, evidence) VALUES (?,?,?,?,?)"},
     {"list_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? AND id > ? ORDER BY id LIMIT ?"},
@@ -150,12 +147,6 @@ const Sql kStatements[] = {
     {"list_checkpoints", "SELECT run, name, attempt, ranks, parent, sealed_at FROM checkpoints WHERE run = ? ORDER BY sealed_at"},
     {"last_checkpoint", "SELECT name FROM checkpoints WHERE run = ? ORDER BY sealed_at DESC LIMIT 1"},
     {"run_times", "SELECT created, updated FROM runs WHERE id = ?"},
-    {"upsert_worker", "INSERT INTO workers (run, attempt, node, ranks, last_seen, last_step, interval, ended, watch_only, cluster, job) "
-                      "VALUES (?,?,?,?,?,?,?,?,?,?,?) "
-                      "ON CONFLICT (run, attempt, node) DO UPDATE SET ranks = excluded.ranks, "
-                      "last_seen = excluded.last_seen, last_step = excluded.last_step, interval = excluded.interval, "
-                      "ended = excluded.ended, watch_only = excluded.watch_only, cluster = excluded.cluster, job = excluded.job"},
-    {"load_workers", "SELECT run, attempt, node, interval, watch_only, cluster, job FROM workers WHERE ended = 0 AND interval > 0"},
     {"insert_decision", "INSERT OR IGNORE INTO decisions (id, run, from_attempt, to_attempt, cluster, exclude, old_job, state, created, nonce) "
                         "VALUES (?,?,?,?,?,?,?,'written',?,?)"},
     {"get_decision", "SELECT state, nonce FROM decisions WHERE id = ?"},
@@ -163,8 +154,6 @@ const Sql kStatements[] = {
     {"apply_decision", "UPDATE decisions SET state = ?, new_job = ? WHERE id = ?"},
     {"forward_decision", "UPDATE decisions SET state = 'forwarding', peer = ?, payload = ? WHERE id = ?"},
     {"forwarding_decisions", "SELECT id, run, peer, payload FROM decisions WHERE state = 'forwarding' ORDER BY created"},
-    {"upsert_job_spec", "INSERT OR REPLACE INTO job_specs (run, attempt, cluster, job, spec, script) VALUES (?,?,?,?,?,?)"},
-    {"get_job_spec", "SELECT cluster, job, spec, script FROM job_specs WHERE run = ? AND attempt = ?"},
     {"update_manifest", "UPDATE runs SET manifest = ?, owner = ? WHERE id = ?"},
     {"begin", "BEGIN IMMEDIATE"},
     {"commit", "COMMIT"},
@@ -195,6 +184,7 @@ Store::Store(const std::string &path, int busy_ms) : path_(path), busy_ms_(busy_
     };
     for (const auto &s : kStatements) prepare(s);
     for (const auto &s : sql::receipt_statements()) prepare(s);
+    for (const auto &s : sql::attempt_statements()) prepare(s);
     for (const auto &s : sql::policy_statements()) prepare(s);
     for (const auto &s : sql::node_fault_statements()) prepare(s);
     for (const auto &s : sql::federation_statements()) prepare(s);
@@ -327,25 +317,6 @@ void Store::set_run_owner(const std::string &id, const std::string &owner, long 
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("setting the owner of run " + id, rc);
 }
 
-void Store::upsert_attempt(const AttemptRow &a) {
-    auto *s = stmt("upsert_attempt");
-    Done done{s};
-    Binder(s).text(a.run).integer(a.attempt).text(a.cluster).integer(a.job).integer(a.world);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("recording attempt " + std::to_string(a.attempt) + " of run " + a.run, rc);
-}
-
-std::vector<Store::AttemptRow> Store::load_attempts() {
-    auto *s = stmt("load_attempts");
-    Done done{s};
-    Binder b(s);
-    std::vector<AttemptRow> out;
-    while (row(s))
-        out.push_back(AttemptRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), sqlite3_column_int64(s, 3),
-                                 sqlite3_column_int64(s, 4)});
-    sqlite3_reset(s);
-    return out;
-}
-
 void Store::insert_run(const RunRow &r) {
     auto *s = stmt("insert_run");
     Done done{s};
@@ -467,27 +438,6 @@ std::vector<CheckpointRow> Store::list_checkpoints(const std::string &run) {
     return out;
 }
 
-void Store::upsert_worker(const std::string &run, long long attempt, const std::string &node, const std::string &ranks,
-                          double last_seen, long long last_step, long long interval, bool ended, bool watch_only,
-                          const std::string &cluster, long long job) {
-    auto *s = stmt("upsert_worker");
-    Done done{s};
-    Binder(s).text(run).integer(attempt).text(node).text(ranks).real(last_seen).integer(last_step).integer(interval)
-        .integer(ended ? 1 : 0).integer(watch_only ? 1 : 0).text(cluster).integer(job);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing worker summary", rc);
-}
-
-std::vector<Store::WorkerRow> Store::load_workers() {
-    auto *s = stmt("load_workers");
-    Done done{s};
-    Binder b(s);
-    std::vector<WorkerRow> out;
-    while (sqlite3_step(s) == SQLITE_ROW)
-        out.push_back(WorkerRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), sqlite3_column_int64(s, 3),
-                                sqlite3_column_int64(s, 4) != 0, col_text(s, 5), sqlite3_column_int64(s, 6)});
-    return out;
-}
-
 bool Store::insert_decision(const std::string &id, const std::string &run, long long from, long long to,
                             const std::string &cluster, const std::string &exclude, long long old_job, double now,
                             const std::string &nonce) {
@@ -538,21 +488,6 @@ std::vector<Store::Forwarding> Store::forwarding_decisions() {
     std::vector<Forwarding> out;
     while (row(s)) out.push_back({col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3)});
     return out;
-}
-
-void Store::upsert_job_spec(const std::string &run, long long attempt, const JobSpecRow &j) {
-    auto *s = stmt("upsert_job_spec");
-    Done done{s};
-    Binder(s).text(run).integer(attempt).text(j.cluster).integer(j.job).text(j.spec).text(j.script);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing the job of " + run, rc);
-}
-
-std::optional<Store::JobSpecRow> Store::get_job_spec(const std::string &run, long long attempt) {
-    auto *s = stmt("get_job_spec");
-    Done done{s};
-    Binder(s).text(run).integer(attempt);
-    if (!row(s)) return std::nullopt;
-    return JobSpecRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), col_text(s, 3)};
 }
 
 void Store::update_manifest(const std::string &run, const std::string &manifest, const std::string &owner) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/store/attempt_store.hpp"
 #include "broker/store/receipt_store.hpp"
 #include "broker/store/store_error.hpp"
 
@@ -53,10 +54,16 @@ public:
 
     // The store's parts, one per area, each with its SQL in its own file.
     ReceiptStore &receipts() { return receipts_; }
+    AttemptStore &attempts() { return attempts_; }
     // Their rows, under the names they had as the Store's own.
     using ReceiptRow = ReceiptStore::ReceiptRow;
     using TreeHeadRow = ReceiptStore::TreeHeadRow;
     using KeyUse = ReceiptStore::KeyUse;
+    using AttemptRow = AttemptStore::AttemptRow;
+    using JobSpecRow = AttemptStore::JobSpecRow;
+    using RankRow = AttemptStore::RankRow;
+    using AttemptStartRow = AttemptStore::AttemptStartRow;
+    using WorkerRow = AttemptStore::WorkerRow;
 
     std::vector<RunRow> load_runs();
     // A run's created and updated times (one row by its key), or none.
@@ -79,20 +86,6 @@ public:
     std::vector<CheckpointRow> list_checkpoints(const std::string &run);
     // The run's newest sealed checkpoint's name ("" when none).
     std::string last_checkpoint(const std::string &run);
-    void upsert_worker(const std::string &run, long long attempt, const std::string &node, const std::string &ranks,
-                       double last_seen, long long last_step, long long interval = 0, bool ended = false, bool watch_only = false,
-                       const std::string &cluster = "", long long job = 0);
-    // Workers that had not ended (nor faulted) at the last summary.
-    struct WorkerRow {
-        std::string run;
-        long long attempt = 0;
-        std::string node;
-        long long interval = 0;
-        bool watch_only = false;
-        std::string cluster;
-        long long job = 0;
-    };
-    std::vector<WorkerRow> load_workers();
     std::string integrity_check();
     // A requeue decision, written before it is acted on. False when a
     // decision with this id exists already (it is applied at most once).
@@ -111,10 +104,6 @@ public:
     void forward_decision(const std::string &id, const std::string &peer, const std::string &payload);
     struct Forwarding { std::string id, run, peer, payload; };
     std::vector<Forwarding> forwarding_decisions();
-    // What an attempt's job was: its Slurm spec (JSON) and batch script.
-    struct JobSpecRow { std::string cluster; long long job = 0; std::string spec, script; };
-    void upsert_job_spec(const std::string &run, long long attempt, const JobSpecRow &j);
-    std::optional<JobSpecRow> get_job_spec(const std::string &run, long long attempt);
     // Decisions from peer brokers: false when this id was received before.
     // result holds, until the decision is answered, what the broker will
     // mark its job with (a nonce in its comment).
@@ -129,11 +118,6 @@ public:
     // many nodes (0, 0: no wait here).
     void set_recovering(const std::string &id, long long attempt, long long nodes);
     void set_requeue(const std::string &id, const std::string &requeue);
-    // The job that runs an attempt, as this broker recorded it (the first
-    // job of attempt 1; the job it submitted for every later one).
-    struct AttemptRow { std::string run; long long attempt = 0; std::string cluster; long long job = 0, world = 0; };
-    void upsert_attempt(const AttemptRow &a);
-    std::vector<AttemptRow> load_attempts();
 
     // What the checkpoint policy measures (doc/checkpoint-policy.md).
     // The write times of the run's newest sealed checkpoints, newest first.
@@ -213,28 +197,6 @@ public:
     long long forget_carried_seals(double finished_before);
     // The ranks' commits of a checkpoint: rank and its files (JSON text).
     std::vector<std::pair<long long, std::string>> commit_files(const std::string &run, long long attempt, const std::string &name);
-    // An attempt's ranks as their agents reported them (POST
-    // /v1/runs/RUN/ranks): node and environment (JSON object text, "null":
-    // none reported). A rank's first report stands; insert_ranks answers how
-    // many ranks of the attempt are in.
-    struct RankRow { long long rank = 0; std::string node, environment; };
-    long long insert_ranks(const std::string &run, long long attempt, const std::vector<RankRow> &rows);
-    std::vector<RankRow> attempt_ranks(const std::string &run, long long attempt);
-    // What the broker knew when it made an attempt, kept for its receipt
-    // (written once the ranks are in): its job, the planned nodes (JSON
-    // array), the decision (JSON object) and where a peer's chain goes on.
-    // replace false: only when the attempt has none yet.
-    struct AttemptStartRow {
-        std::string cluster;
-        long long job = 0;
-        std::string nodes = "[]", cause = "{}";
-        long long from_seq = 0;
-        std::string from_digest;
-    };
-    void put_attempt_start(const std::string &run, long long attempt, const AttemptStartRow &a, bool replace = true);
-    std::optional<AttemptStartRow> attempt_start(const std::string &run, long long attempt);
-    // The attempt's recorded job: cluster, Slurm job id, ranks.
-    std::optional<AttemptRow> attempt_job(const std::string &run, long long attempt);
 
     // Runs fn inside one transaction (all or nothing).
     void transaction(const std::function<void()> &fn);
@@ -258,6 +220,7 @@ private:
     sqlite3 *db_ = nullptr;
     std::map<std::string, sqlite3_stmt *> prepared_;
     ReceiptStore receipts_{*this};
+    AttemptStore attempts_{*this};
 };
 
 }  // namespace shardnet::broker
