@@ -230,7 +230,7 @@ void Service::summarise() {
         try {
             transact([&] {
                 store_->forget_node_faults(wall_now() - 30 * 86400.0);
-                store_->forget_carried_seals(wall_now() - 30 * 86400.0);
+                store_->seals().forget_carried_seals(wall_now() - 30 * 86400.0);
             });
         } catch (const std::exception &) {}
     });

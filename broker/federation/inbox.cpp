@@ -214,8 +214,8 @@ struct Service::Inbox {
         json::object res{{"accepted", true}, {"cluster", found.cluster}, {"job", found.job}, {"redelivered", true}};
         s.store_wait([&] {
             s.transact([&] {
-                for (const auto &seal : d.sealed) s.store_->put_carried_seal(carried::row_of(seal, d.run, now));
-                s.store_->keep_newest_carried(d.run, int(carried::kMaxSent));
+                for (const auto &seal : d.sealed) s.store_->seals().put_carried_seal(carried::row_of(seal, d.run, now));
+                s.store_->seals().keep_newest_carried(d.run, int(carried::kMaxSent));
                 s.store_->finish_received(d.id, "applied", json::serialize(res));
             });
             return 0;
@@ -308,8 +308,8 @@ struct Service::Inbox {
                     s.store_->attempts().upsert_attempt(Store::AttemptRow{d.run, d.to, p.cluster, job, 0});
                     s.receipts_.note_attempt_start(d.run, d.to, p.cluster, job, p.nodes, cause_of(d.id, d.from, d.link, user, as.uid), d.link, now);
                     s.store_->set_recovering(d.run, d.to, (long long)p.nodes.size());
-                    for (const auto &seal : d.sealed) s.store_->put_carried_seal(carried::row_of(seal, d.run, now));
-                    s.store_->keep_newest_carried(d.run, int(carried::kMaxSent));
+                    for (const auto &seal : d.sealed) s.store_->seals().put_carried_seal(carried::row_of(seal, d.run, now));
+                    s.store_->seals().keep_newest_carried(d.run, int(carried::kMaxSent));
                     const std::string evidence = json::serialize(ev);
                     s.event(d.run, "RECEIVED", "decision " + d.id + " from broker " + d.from + " (peer " + d.by + ")", evidence, now);
                     s.event(d.run, "PLACEMENT", p.cluster + " " + join(p.nodes) + ": job " + std::to_string(job) + ", attempt " +

@@ -51,7 +51,7 @@ void Service::run_story(const std::string &id, const TokenEntry &who, const Repl
             if (!o.at("evidence").is_object()) o["evidence"] = json::object{};
             events.push_back(std::move(o));
         }
-        const std::string sealed = store_->last_checkpoint(id);
+        const std::string sealed = store_->seals().last_checkpoint(id);
         run["last_sealed"] = sealed.empty() ? json::value(nullptr) : json::value(sealed);
         const auto t = store_->run_times(id);
         run["updated"] = t ? json::value(t->second) : json::value(nullptr);

@@ -190,7 +190,7 @@ void Receipts::receipt_sealed(const std::string &run, long long attempt, const s
         row.receipt_digest = write_receipt(Kind::checkpoint_sealed, run, attempt, std::move(body), std::move(subjects), now);
         row.receipt_seq = last_receipt_link(run).seq;
     }
-    store_->put_sealed_list(run, name, row);
+    store_->seals().put_sealed_list(run, name, row);
 }
 
 }  // namespace shardnet::broker

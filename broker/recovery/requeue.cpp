@@ -253,7 +253,7 @@ struct Service::Requeue {
         if (auto *n = spec.if_contains("nodes"); n && n->is_int64() && n->as_int64() > 0 && !(mreq && mreq->contains("nodes")))
             req.nodes = int(n->as_int64());
         ckpt = spec.contains("ckpt_dir") && spec.at("ckpt_dir").is_string() ? std::string(spec.at("ckpt_dir").as_string()) : "";
-        const std::string last = s.store_wait([&] { return s.store_->last_checkpoint(fault.run); });
+        const std::string last = s.store_wait([&] { return s.store_->seals().last_checkpoint(fault.run); });
         resume = last.empty() ? "latest" : last;
         ev["requires"] = requirements_to_json(req);
         ev["resume"] = resume;

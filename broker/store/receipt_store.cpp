@@ -36,7 +36,6 @@ std::span<const Sql> receipt_statements() {
                        "pem = CASE WHEN pem = '' THEN ?2 ELSE pem END"},
         {"run_crossed", "SELECT 1 FROM decisions WHERE run = ?1 AND peer = ?2 UNION ALL "
                         "SELECT 1 FROM received_decisions WHERE run = ?1 AND from_broker = ?2 AND state = 'applied' LIMIT 1"},
-        {"commit_files", "SELECT rank, files FROM commits WHERE run = ? AND attempt = ? AND name = ? ORDER BY rank"},
     };
     return table;
 }
@@ -160,15 +159,6 @@ bool Store::run_crossed(const std::string &run, const std::string &peer) {
     Done done{s};
     Binder(s).text(run).text(peer);
     return row(s);
-}
-
-std::vector<std::pair<long long, std::string>> Store::commit_files(const std::string &run, long long attempt, const std::string &name) {
-    auto *s = stmt("commit_files");
-    Done done{s};
-    Binder(s).text(run).integer(attempt).text(name);
-    std::vector<std::pair<long long, std::string>> out;
-    while (row(s)) out.emplace_back(sqlite3_column_int64(s, 0), col_text(s, 1));
-    return out;
 }
 
 }  // namespace shardnet::broker

@@ -21,7 +21,7 @@ std::span<const Sql> policy_statements();
 std::span<const Sql> node_fault_statements();
 // Federation reads' (store/federation_store.cpp), likewise.
 std::span<const Sql> federation_statements();
-// Sealed file lists' and carried seals' (store/seal_store.cpp), likewise.
+// Commits', seals', sealed file lists' and carried seals' (store/seal_store.cpp), likewise.
 std::span<const Sql> seal_statements();
 
 // Resets a statement when it goes out of scope: a SELECT stepped to its

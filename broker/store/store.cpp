@@ -139,13 +139,6 @@ const Sql kStatements[] = {
     {"upsert_node", "INSERT INTO nodes (host, hash, descriptor, updated) VALUES (?,?,?,?) "
                     "ON CONFLICT (host) DO UPDATE SET hash = excluded.hash, descriptor = excluded.descriptor, updated = excluded.updated"},
     {"list_nodes", "SELECT host, hash, descriptor, updated FROM nodes WHERE ?1 = '' OR host = ?1 ORDER BY host"},
-    {"insert_commit", "INSERT OR REPLACE INTO commits (run, attempt, name, rank, files, time, write_seconds) VALUES (?,?,?,?,?,?,?)"},
-    {"commit_write_seconds", "SELECT max(write_seconds) FROM commits WHERE run = ? AND attempt = ? AND name = ?"},
-    {"count_commits", "SELECT count(*) FROM commits WHERE run = ? AND attempt = ? AND name = ?"},
-    {"is_sealed", "SELECT 1 FROM checkpoints WHERE run = ? AND name = ?"},
-    {"seal", "INSERT INTO checkpoints (run, name, attempt, ranks, parent, sealed_at, write_seconds) VALUES (?,?,?,?,?,?,?)"},
-    {"list_checkpoints", "SELECT run, name, attempt, ranks, parent, sealed_at FROM checkpoints WHERE run = ? ORDER BY sealed_at"},
-    {"last_checkpoint", "SELECT name FROM checkpoints WHERE run = ? ORDER BY sealed_at DESC LIMIT 1"},
     {"run_times", "SELECT created, updated FROM runs WHERE id = ?"},
     {"insert_decision", "INSERT OR IGNORE INTO decisions (id, run, from_attempt, to_attempt, cluster, exclude, old_job, state, created, nonce) "
                         "VALUES (?,?,?,?,?,?,?,'written',?,?)"},
@@ -375,67 +368,12 @@ std::vector<Store::NodeRow> Store::list_nodes(const std::string &host) {
     return out;
 }
 
-long long Store::insert_commit(const std::string &run, long long attempt, const std::string &name, long long rank,
-                               const std::string &files, double now, double write_seconds) {
-    auto *s = stmt("insert_commit");
-    Done done{s};
-    Binder b(s);
-    b.text(run).integer(attempt).text(name).integer(rank).text(files).real(now);
-    if (write_seconds >= 0) b.real(write_seconds);   // else NULL: not measured
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing commit", rc);
-    auto *c = stmt("count_commits");
-    Done done_c{c};
-    Binder(c).text(run).integer(attempt).text(name);
-    return row(c) ? sqlite3_column_int64(c, 0) : 0;
-}
-
 std::optional<std::pair<double, double>> Store::run_times(const std::string &run) {
     auto *s = stmt("run_times");
     Done done{s};
     Binder(s).text(run);
     if (!row(s)) return std::nullopt;
     return std::pair{sqlite3_column_double(s, 0), sqlite3_column_double(s, 1)};
-}
-
-std::string Store::last_checkpoint(const std::string &run) {
-    auto *s = stmt("last_checkpoint");
-    Done done{s};
-    Binder(s).text(run);
-    return row(s) ? col_text(s, 0) : "";
-}
-
-bool Store::checkpoint_sealed(const std::string &run, const std::string &name) {
-    auto *s = stmt("is_sealed");
-    Done done{s};
-    Binder(s).text(run).text(name);
-    return row(s);
-}
-
-void Store::seal_checkpoint(const CheckpointRow &c) {
-    auto *s = stmt("seal");
-    Done done{s};
-    Binder b(s);
-    b.text(c.run).text(c.name).integer(c.attempt).integer(c.ranks).text(c.parent).real(c.sealed_at);
-    if (c.write_seconds >= 0) b.real(c.write_seconds);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("sealing " + c.name, rc);
-}
-
-double Store::commit_write_seconds(const std::string &run, long long attempt, const std::string &name) {
-    auto *s = stmt("commit_write_seconds");
-    Done done{s};
-    Binder(s).text(run).integer(attempt).text(name);
-    return row(s) && sqlite3_column_type(s, 0) != SQLITE_NULL ? sqlite3_column_double(s, 0) : -1;
-}
-
-std::vector<CheckpointRow> Store::list_checkpoints(const std::string &run) {
-    auto *s = stmt("list_checkpoints");
-    Done done{s};
-    Binder(s).text(run);
-    std::vector<CheckpointRow> out;
-    while (row(s))
-        out.push_back(CheckpointRow{col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3),
-                                    col_text(s, 4), sqlite3_column_double(s, 5)});
-    return out;
 }
 
 bool Store::insert_decision(const std::string &id, const std::string &run, long long from, long long to,

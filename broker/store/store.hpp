@@ -11,6 +11,7 @@
 
 #include "broker/store/attempt_store.hpp"
 #include "broker/store/receipt_store.hpp"
+#include "broker/store/seal_store.hpp"
 #include "broker/store/store_error.hpp"
 
 struct sqlite3;
@@ -35,14 +36,6 @@ struct EventRow {
     std::string kind, cause, evidence;  // evidence: JSON text
 };
 
-struct CheckpointRow {
-    std::string run, name;
-    long long attempt = 0, ranks = 0;
-    std::string parent;
-    double sealed_at = 0;
-    double write_seconds = -1;   // the slowest rank's write, -1: not measured
-};
-
 class Store {
 public:
     // Opens (creating and migrating) the database. Every failure, here and
@@ -55,6 +48,7 @@ public:
     // The store's parts, one per area, each with its SQL in its own file.
     ReceiptStore &receipts() { return receipts_; }
     AttemptStore &attempts() { return attempts_; }
+    SealStore &seals() { return seals_; }
     // Their rows, under the names they had as the Store's own.
     using ReceiptRow = ReceiptStore::ReceiptRow;
     using TreeHeadRow = ReceiptStore::TreeHeadRow;
@@ -64,6 +58,8 @@ public:
     using RankRow = AttemptStore::RankRow;
     using AttemptStartRow = AttemptStore::AttemptStartRow;
     using WorkerRow = AttemptStore::WorkerRow;
+    using SealedListRow = SealStore::SealedListRow;
+    using CarriedSealRow = SealStore::CarriedSealRow;
 
     std::vector<RunRow> load_runs();
     // A run's created and updated times (one row by its key), or none.
@@ -75,17 +71,6 @@ public:
     void upsert_node(const std::string &host, const std::string &hash, const std::string &descriptor, double now);
     struct NodeRow { std::string host, hash, descriptor; double updated = 0; };
     std::vector<NodeRow> list_nodes(const std::string &host = "");
-    // Returns how many ranks of (run, attempt, name) have committed now.
-    // write_seconds: the rank's "checkpointing" to "committed" (-1: not measured).
-    long long insert_commit(const std::string &run, long long attempt, const std::string &name, long long rank,
-                            const std::string &files, double now, double write_seconds = -1);
-    // The slowest write of the ranks' commits of a checkpoint (-1: none measured).
-    double commit_write_seconds(const std::string &run, long long attempt, const std::string &name);
-    bool checkpoint_sealed(const std::string &run, const std::string &name);
-    void seal_checkpoint(const CheckpointRow &c);
-    std::vector<CheckpointRow> list_checkpoints(const std::string &run);
-    // The run's newest sealed checkpoint's name ("" when none).
-    std::string last_checkpoint(const std::string &run);
     std::string integrity_check();
     // A requeue decision, written before it is acted on. False when a
     // decision with this id exists already (it is applied at most once).
@@ -170,33 +155,6 @@ public:
     std::vector<WitnessedRow> witnessed_heads();
     void put_witnessed_head(const WitnessedRow &r);   // keeps a conflict noted before
     void witness_conflict(const std::string &peer, const std::string &evidence);   // the first one stays
-    // A seal's file list as its receipt commits to it (file_list.hpp): the
-    // root (hex), count, bytes and the receipt (seq 0: none signed).
-    struct SealedListRow { std::string root; long long count = 0, bytes = 0, receipt_seq = 0; std::string receipt_digest; };
-    void put_sealed_list(const std::string &run, const std::string &name, const SealedListRow &r);
-    std::optional<SealedListRow> sealed_list(const std::string &run, const std::string &name);
-    // A seal a peer's decision carried with the run (seals/carried.hpp):
-    // files is the JSON array [{path, sha256, bytes, rank}], checked on arrival.
-    struct CarriedSealRow {
-        std::string run, name;
-        long long attempt = 0, ranks = 0;
-        std::string parent, sealed_by;
-        SealedListRow list;
-        std::string files;
-        double received = 0;
-    };
-    void put_carried_seal(const CarriedSealRow &r);
-    std::optional<CarriedSealRow> carried_seal(const std::string &run, const std::string &name);
-    // The run's carried seals, the newest (by received, then name) first.
-    std::vector<CarriedSealRow> carried_seals(const std::string &run, int limit);
-    // Drops all but the run's newest keep carried seals (as carried_seals
-    // orders them): what a sender carries is its newest two.
-    void keep_newest_carried(const std::string &run, int keep);
-    // Drops the carried seals of runs that ended (SUCCEEDED, FAILED,
-    // CANCELLED) before finished_before; how many went.
-    long long forget_carried_seals(double finished_before);
-    // The ranks' commits of a checkpoint: rank and its files (JSON text).
-    std::vector<std::pair<long long, std::string>> commit_files(const std::string &run, long long attempt, const std::string &name);
 
     // Runs fn inside one transaction (all or nothing).
     void transaction(const std::function<void()> &fn);
@@ -221,6 +179,7 @@ private:
     std::map<std::string, sqlite3_stmt *> prepared_;
     ReceiptStore receipts_{*this};
     AttemptStore attempts_{*this};
+    SealStore seals_{*this};
 };
 
 }  // namespace shardnet::broker
