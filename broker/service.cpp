@@ -80,7 +80,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     // are taken up again: requeue() finds a job already submitted for one
     // by its nonce, and submits only where there is none.
     std::set<std::string> decided;
-    for (const auto &d : store_->written_decisions()) {
+    for (const auto &d : store_->decisions().written_decisions()) {
         decided.insert(d.run);
         if (runs_.with_run(d.run, [&](const RunInfo *r) {
                 return !r || r->attempt != d.from_attempt || r->state != RunState::degraded;

@@ -96,7 +96,7 @@ bool Checkpoints::find_sealed_list(const std::string &id, const std::string &nam
     // A run that moved between brokers had its earlier checkpoints sealed
     // at the other one: this broker cannot say either way.
     for (const auto &peer : cfg_.peers)
-        if (store_->run_crossed(id, peer.name)) {
+        if (store_->decisions().run_crossed(id, peer.name)) {
             reply(error_response(404, "sealed_elsewhere", "run " + id + " moved between this broker and broker " + peer.name +
                                  "; this broker holds no seal of " + name + " (it may be the other's)"));
             return false;

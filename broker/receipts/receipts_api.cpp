@@ -118,7 +118,7 @@ void Receipts::get_receipts(const std::string &id, const std::string &query, con
     }
     on_store(reply, [this, id, after, limit, size, with_proofs = !proofs.empty(),
                      peer = who.scope == Scope::peer ? who.name : std::string()](const Reply &reply) {
-        if (!peer.empty() && !store_->run_crossed(id, peer)) return reply(error_response(404, "no_run", "no run " + id));
+        if (!peer.empty() && !store_->decisions().run_crossed(id, peer)) return reply(error_response(404, "no_run", "no run " + id));
         // One more than the page: whether another follows.
         auto rows = store_->receipts().list_receipts(id, after, limit + 1);
         const bool more = (long long)rows.size() > limit;

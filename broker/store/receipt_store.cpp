@@ -34,8 +34,6 @@ std::span<const Sql> receipt_statements() {
                     "first = CASE WHEN receipts = 0 THEN ?2 ELSE min(first, ?2) END, last = max(last, ?2), receipts = receipts + 1"},
         {"record_key", "INSERT INTO receipt_keys (keyid, first, last, receipts, pem) VALUES (?1, 0, 0, 0, ?2) ON CONFLICT (keyid) DO UPDATE SET "
                        "pem = CASE WHEN pem = '' THEN ?2 ELSE pem END"},
-        {"run_crossed", "SELECT 1 FROM decisions WHERE run = ?1 AND peer = ?2 UNION ALL "
-                        "SELECT 1 FROM received_decisions WHERE run = ?1 AND from_broker = ?2 AND state = 'applied' LIMIT 1"},
     };
     return table;
 }
@@ -152,13 +150,6 @@ void ReceiptStore::record_key(const std::string &keyid, const std::string &pem) 
     Done done{s};
     Binder(s).text(keyid).text(pem);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("recording signing key " + keyid, rc);
-}
-
-bool Store::run_crossed(const std::string &run, const std::string &peer) {
-    auto *s = stmt("run_crossed");
-    Done done{s};
-    Binder(s).text(run).text(peer);
-    return row(s);
 }
 
 }  // namespace shardnet::broker

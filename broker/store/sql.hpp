@@ -19,8 +19,8 @@ std::span<const Sql> attempt_statements();
 std::span<const Sql> policy_statements();
 // Bad-node memory's (store/node_fault_store.cpp), likewise.
 std::span<const Sql> node_fault_statements();
-// Federation reads' (store/federation_store.cpp), likewise.
-std::span<const Sql> federation_statements();
+// Decisions' and federation reads' (store/decision_store.cpp), likewise.
+std::span<const Sql> decision_statements();
 // Commits', seals', sealed file lists' and carried seals' (store/seal_store.cpp), likewise.
 std::span<const Sql> seal_statements();
 

@@ -1,5 +1,6 @@
 #include "broker/store/store.hpp"
 
+#include <algorithm>
 #include <sqlite3.h>
 
 #include "broker/store/sql.hpp"
@@ -136,17 +137,12 @@ const Sql kStatements[] = {
     {"update_run", "UPDATE runs SET state = ?, attempt = ?, updated = ? WHERE id = ?"},
     {"insert_event", "INSERT INTO events (run, time, kind, cause, evidence) VALUES (?,?,?,?,?)"},
     {"list_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? AND id > ? ORDER BY id LIMIT ?"},
+    {"last_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? ORDER BY id DESC LIMIT ?"},
+    {"count_events", "SELECT count(*) FROM events WHERE run = ?"},
     {"upsert_node", "INSERT INTO nodes (host, hash, descriptor, updated) VALUES (?,?,?,?) "
                     "ON CONFLICT (host) DO UPDATE SET hash = excluded.hash, descriptor = excluded.descriptor, updated = excluded.updated"},
     {"list_nodes", "SELECT host, hash, descriptor, updated FROM nodes WHERE ?1 = '' OR host = ?1 ORDER BY host"},
     {"run_times", "SELECT created, updated FROM runs WHERE id = ?"},
-    {"insert_decision", "INSERT OR IGNORE INTO decisions (id, run, from_attempt, to_attempt, cluster, exclude, old_job, state, created, nonce) "
-                        "VALUES (?,?,?,?,?,?,?,'written',?,?)"},
-    {"get_decision", "SELECT state, nonce FROM decisions WHERE id = ?"},
-    {"written_decisions", "SELECT id, run, from_attempt, cluster, exclude, old_job FROM decisions WHERE state = 'written' ORDER BY created"},
-    {"apply_decision", "UPDATE decisions SET state = ?, new_job = ? WHERE id = ?"},
-    {"forward_decision", "UPDATE decisions SET state = 'forwarding', peer = ?, payload = ? WHERE id = ?"},
-    {"forwarding_decisions", "SELECT id, run, peer, payload FROM decisions WHERE state = 'forwarding' ORDER BY created"},
     {"update_manifest", "UPDATE runs SET manifest = ?, owner = ? WHERE id = ?"},
     {"begin", "BEGIN IMMEDIATE"},
     {"commit", "COMMIT"},
@@ -180,7 +176,7 @@ Store::Store(const std::string &path, int busy_ms) : path_(path), busy_ms_(busy_
     for (const auto &s : sql::attempt_statements()) prepare(s);
     for (const auto &s : sql::policy_statements()) prepare(s);
     for (const auto &s : sql::node_fault_statements()) prepare(s);
-    for (const auto &s : sql::federation_statements()) prepare(s);
+    for (const auto &s : sql::decision_statements()) prepare(s);
     for (const auto &s : sql::seal_statements()) prepare(s);
 }
 
@@ -351,6 +347,25 @@ std::vector<EventRow> Store::list_events(const std::string &run, long long after
     return out;
 }
 
+std::vector<EventRow> Store::last_events(const std::string &run, int n) {
+    auto *s = stmt("last_events");
+    Done done{s};
+    Binder(s).text(run).integer(n);
+    std::vector<EventRow> out;
+    while (row(s))
+        out.push_back(EventRow{sqlite3_column_int64(s, 0), col_text(s, 1), sqlite3_column_double(s, 2), col_text(s, 3), col_text(s, 4),
+                               col_text(s, 5)});
+    std::reverse(out.begin(), out.end());
+    return out;
+}
+
+long long Store::count_events(const std::string &run) {
+    auto *s = stmt("count_events");
+    Done done{s};
+    Binder(s).text(run);
+    return row(s) ? sqlite3_column_int64(s, 0) : 0;
+}
+
 void Store::upsert_node(const std::string &host, const std::string &hash, const std::string &descriptor, double now) {
     auto *s = stmt("upsert_node");
     Done done{s};
@@ -374,58 +389,6 @@ std::optional<std::pair<double, double>> Store::run_times(const std::string &run
     Binder(s).text(run);
     if (!row(s)) return std::nullopt;
     return std::pair{sqlite3_column_double(s, 0), sqlite3_column_double(s, 1)};
-}
-
-bool Store::insert_decision(const std::string &id, const std::string &run, long long from, long long to,
-                            const std::string &cluster, const std::string &exclude, long long old_job, double now,
-                            const std::string &nonce) {
-    auto *s = stmt("insert_decision");
-    Done done{s};
-    Binder(s).text(id).text(run).integer(from).integer(to).text(cluster).text(exclude).integer(old_job).real(now).text(nonce);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("writing decision " + id, rc);
-    return sqlite3_changes(db_) == 1;
-}
-
-std::optional<std::pair<std::string, std::string>> Store::get_decision(const std::string &id) {
-    auto *s = stmt("get_decision");
-    Done done{s};
-    Binder(s).text(id);
-    if (!row(s)) return std::nullopt;
-    return std::make_pair(col_text(s, 0), col_text(s, 1));
-}
-
-std::vector<Store::WrittenDecision> Store::written_decisions() {
-    auto *s = stmt("written_decisions");
-    Done done{s};
-    Binder b(s);
-    std::vector<WrittenDecision> out;
-    while (row(s))
-        out.push_back(WrittenDecision{col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), col_text(s, 3), col_text(s, 4),
-                                      sqlite3_column_int64(s, 5)});
-    return out;
-}
-
-void Store::apply_decision(const std::string &id, const std::string &state, long long new_job) {
-    auto *s = stmt("apply_decision");
-    Done done{s};
-    Binder(s).text(state).integer(new_job).text(id);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating decision " + id, rc);
-}
-
-void Store::forward_decision(const std::string &id, const std::string &peer, const std::string &payload) {
-    auto *s = stmt("forward_decision");
-    Done done{s};
-    Binder(s).text(peer).text(payload).text(id);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating decision " + id, rc);
-}
-
-std::vector<Store::Forwarding> Store::forwarding_decisions() {
-    auto *s = stmt("forwarding_decisions");
-    Done done{s};
-    Binder b(s);
-    std::vector<Forwarding> out;
-    while (row(s)) out.push_back({col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3)});
-    return out;
 }
 
 void Store::update_manifest(const std::string &run, const std::string &manifest, const std::string &owner) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "broker/store/attempt_store.hpp"
+#include "broker/store/decision_store.hpp"
 #include "broker/store/receipt_store.hpp"
 #include "broker/store/seal_store.hpp"
 #include "broker/store/store_error.hpp"
@@ -49,6 +50,7 @@ public:
     ReceiptStore &receipts() { return receipts_; }
     AttemptStore &attempts() { return attempts_; }
     SealStore &seals() { return seals_; }
+    DecisionStore &decisions() { return decisions_; }
     // Their rows, under the names they had as the Store's own.
     using ReceiptRow = ReceiptStore::ReceiptRow;
     using TreeHeadRow = ReceiptStore::TreeHeadRow;
@@ -60,6 +62,11 @@ public:
     using WorkerRow = AttemptStore::WorkerRow;
     using SealedListRow = SealStore::SealedListRow;
     using CarriedSealRow = SealStore::CarriedSealRow;
+    using WrittenDecision = DecisionStore::WrittenDecision;
+    using Forwarding = DecisionStore::Forwarding;
+    using Received = DecisionStore::Received;
+    using MovedRow = DecisionStore::MovedRow;
+    using WitnessedRow = DecisionStore::WitnessedRow;
 
     std::vector<RunRow> load_runs();
     // A run's created and updated times (one row by its key), or none.
@@ -68,35 +75,13 @@ public:
     void update_run(const std::string &id, const std::string &state, long long attempt, double now);
     long long insert_event(const EventRow &e);
     std::vector<EventRow> list_events(const std::string &run, long long after_id, int limit);
+    // A run's newest n events, oldest first; how many it has.
+    std::vector<EventRow> last_events(const std::string &run, int n);
+    long long count_events(const std::string &run);
     void upsert_node(const std::string &host, const std::string &hash, const std::string &descriptor, double now);
     struct NodeRow { std::string host, hash, descriptor; double updated = 0; };
     std::vector<NodeRow> list_nodes(const std::string &host = "");
     std::string integrity_check();
-    // A requeue decision, written before it is acted on. False when a
-    // decision with this id exists already (it is applied at most once).
-    // nonce goes into the comment of the job the decision submits.
-    bool insert_decision(const std::string &id, const std::string &run, long long from, long long to,
-                         const std::string &cluster, const std::string &exclude, long long old_job, double now,
-                         const std::string &nonce = "");
-    // Local decisions written but never acted on (the broker stopped): taken up at start.
-    struct WrittenDecision { std::string id, run; long long from_attempt; std::string cluster, exclude; long long old_job; };
-    std::vector<WrittenDecision> written_decisions();
-    // A decision's state ('written' until acted on) and nonce, or none.
-    std::optional<std::pair<std::string, std::string>> get_decision(const std::string &id);
-    void apply_decision(const std::string &id, const std::string &state, long long new_job);
-    // A decision handed to a peer broker: kept 'forwarding' with what was
-    // sent until the peer acknowledges it (then apply_decision 'delivered').
-    void forward_decision(const std::string &id, const std::string &peer, const std::string &payload);
-    struct Forwarding { std::string id, run, peer, payload; };
-    std::vector<Forwarding> forwarding_decisions();
-    // Decisions from peer brokers: false when this id was received before.
-    // result holds, until the decision is answered, what the broker will
-    // mark its job with (a nonce in its comment).
-    bool insert_received(const std::string &id, const std::string &from, const std::string &run, long long to, double now,
-                         const std::string &result = "{}");
-    struct Received { std::string state, result, from, run; long long to = 0; };   // result: JSON
-    std::optional<Received> get_received(const std::string &id);
-    void finish_received(const std::string &id, const std::string &state, const std::string &result);
     void update_manifest(const std::string &run, const std::string &manifest, const std::string &owner);
     void set_run_owner(const std::string &id, const std::string &owner, long long owner_uid);
     // A RECOVERING run's wait: the attempt that must heartbeat, from how
@@ -135,26 +120,6 @@ public:
     void forget_node_faults(double before);
     long long node_fault_runs(const std::string &cluster, const std::string &node, double since);   // distinct runs
 
-    // Whether run went to (a decision forwarded to) or came from (a decision
-    // received from) the broker called peer: that peer may read its receipts.
-    bool run_crossed(const std::string &run, const std::string &peer);
-    // The peer this broker's last accepted decision for run sent it to,
-    // the attempt it runs there and the peer's job; none: it never moved.
-    struct MovedRow { std::string peer; long long attempt = 0, job = 0; };
-    std::optional<MovedRow> moved_to(const std::string &run);
-    // A run's newest n events, oldest first; how many it has.
-    std::vector<EventRow> last_events(const std::string &run, int n);
-    long long count_events(const std::string &run);
-    // Whether peer took run (accepted a decision of ours) or handed it here
-    // (a decision we applied): it may read the run's story.
-    bool story_peer(const std::string &run, const std::string &peer);
-    // The peers' log heads witnessed here (federation/witness.hpp): the last
-    // consistent one of each, and the first conflict since (JSON; "": none).
-    struct WitnessedRow { std::string peer; long long size = 0; std::string root, envelope; double seen = 0; std::string conflict; };
-    std::optional<WitnessedRow> witnessed_head(const std::string &peer);
-    std::vector<WitnessedRow> witnessed_heads();
-    void put_witnessed_head(const WitnessedRow &r);   // keeps a conflict noted before
-    void witness_conflict(const std::string &peer, const std::string &evidence);   // the first one stays
 
     // Runs fn inside one transaction (all or nothing).
     void transaction(const std::function<void()> &fn);
@@ -180,6 +145,7 @@ private:
     ReceiptStore receipts_{*this};
     AttemptStore attempts_{*this};
     SealStore seals_{*this};
+    DecisionStore decisions_{*this};
 };
 
 }  // namespace shardnet::broker
