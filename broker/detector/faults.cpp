@@ -159,7 +159,7 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
             transact([&] {
                 store_state(fault.run, RunState::degraded, fault.attempt, now);
                 event(fault.run, "FAULT", "worker " + fault.node + " " + cause, json::serialize(evidence), now);
-                if (first && node_failure) store_->add_exposure(fault.state.cluster, 0, 1);
+                if (first && node_failure) store_->policy().add_exposure(fault.state.cluster, 0, 1);
                 // The attempt ends at its first FAULT (later ones are the same end).
                 if (first)
                     receipts_.write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,

@@ -11,6 +11,7 @@
 
 #include "broker/store/attempt_store.hpp"
 #include "broker/store/decision_store.hpp"
+#include "broker/store/policy_store.hpp"
 #include "broker/store/receipt_store.hpp"
 #include "broker/store/seal_store.hpp"
 #include "broker/store/store_error.hpp"
@@ -51,6 +52,7 @@ public:
     AttemptStore &attempts() { return attempts_; }
     SealStore &seals() { return seals_; }
     DecisionStore &decisions() { return decisions_; }
+    PolicyStore &policy() { return policy_; }
     // Their rows, under the names they had as the Store's own.
     using ReceiptRow = ReceiptStore::ReceiptRow;
     using TreeHeadRow = ReceiptStore::TreeHeadRow;
@@ -67,6 +69,9 @@ public:
     using Received = DecisionStore::Received;
     using MovedRow = DecisionStore::MovedRow;
     using WitnessedRow = DecisionStore::WitnessedRow;
+    using ExposureRow = PolicyStore::ExposureRow;
+    using RecoveryRow = PolicyStore::RecoveryRow;
+    using PolicyRow = PolicyStore::PolicyRow;
 
     std::vector<RunRow> load_runs();
     // A run's created and updated times (one row by its key), or none.
@@ -89,29 +94,6 @@ public:
     void set_recovering(const std::string &id, long long attempt, long long nodes);
     void set_requeue(const std::string &id, const std::string &requeue);
 
-    // What the checkpoint policy measures (doc/checkpoint-policy.md).
-    // The write times of the run's newest sealed checkpoints, newest first.
-    std::vector<double> write_samples(const std::string &run, int limit);
-    // Node-seconds of workers observed, and interruptions (an attempt's
-    // first FAULT), per cluster; added to.
-    void add_exposure(const std::string &cluster, double node_seconds, long long interruptions);
-    struct ExposureRow { std::string cluster; double node_seconds = 0; long long interruptions = 0; };
-    std::vector<ExposureRow> exposure();
-    // One recovery's phases in seconds: detect (last heartbeat to FAULT),
-    // place (FAULT to the new job), start (to RECOVERED), restore (to the
-    // first new step). tier: same_cluster, other_cluster or peer.
-    struct RecoveryRow {
-        std::string run;
-        long long attempt = 0;
-        std::string tier;
-        double detect = 0, place = 0, start = 0, restore = 0, at = 0;
-    };
-    void insert_recovery(const RecoveryRow &r);
-    std::vector<RecoveryRow> recoveries(int limit);   // the newest first, every run
-    // The interval in force for a run, with what it was computed from (JSON).
-    struct PolicyRow { std::string run; long long version = 0, every_steps = 0; double seconds = 0; std::string detail; double updated = 0; };
-    void upsert_policy(const PolicyRow &p);
-    std::vector<PolicyRow> load_policies();
     // Bad-node memory (store/node_fault_store.cpp): one row per node fault.
     struct NodeFaultRow { std::string cluster, node; double time = 0; std::string run, cause; };
     void add_node_fault(const NodeFaultRow &r);
@@ -146,6 +128,7 @@ private:
     AttemptStore attempts_{*this};
     SealStore seals_{*this};
     DecisionStore decisions_{*this};
+    PolicyStore policy_{*this};
 };
 
 }  // namespace shardnet::broker
