@@ -229,7 +229,7 @@ void Service::summarise() {
         // finished run's seals carried here from a peer (no resume needs them).
         try {
             transact([&] {
-                store_->forget_node_faults(wall_now() - 30 * 86400.0);
+                store_->nodes().forget_node_faults(wall_now() - 30 * 86400.0);
                 store_->seals().forget_carried_seals(wall_now() - 30 * 86400.0);
             });
         } catch (const std::exception &) {}

@@ -143,7 +143,7 @@ void Receipts::attempt_started(const std::string &run, long long attempt, double
     // Each node with the probe's descriptor hash, when the inventory has one.
     json::array ns;
     for (const auto &n : nodes) {
-        const auto rows = store_->list_nodes(n);
+        const auto rows = store_->nodes().list_nodes(n);
         ns.push_back(json::object{{"name", n}, {"descriptor_sha256", rows.empty() ? json::value(nullptr) : json::value(rows[0].hash)}});
     }
     json::array envs;

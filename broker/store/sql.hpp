@@ -17,8 +17,8 @@ std::span<const Sql> receipt_statements();
 std::span<const Sql> attempt_statements();
 // The checkpoint policy's (store/policy_store.cpp), likewise.
 std::span<const Sql> policy_statements();
-// Bad-node memory's (store/node_fault_store.cpp), likewise.
-std::span<const Sql> node_fault_statements();
+// Nodes' and bad-node memory's (store/node_store.cpp), likewise.
+std::span<const Sql> node_statements();
 // Decisions' and federation reads' (store/decision_store.cpp), likewise.
 std::span<const Sql> decision_statements();
 // Commits', seals', sealed file lists' and carried seals' (store/seal_store.cpp), likewise.

@@ -139,9 +139,6 @@ const Sql kStatements[] = {
     {"list_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? AND id > ? ORDER BY id LIMIT ?"},
     {"last_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? ORDER BY id DESC LIMIT ?"},
     {"count_events", "SELECT count(*) FROM events WHERE run = ?"},
-    {"upsert_node", "INSERT INTO nodes (host, hash, descriptor, updated) VALUES (?,?,?,?) "
-                    "ON CONFLICT (host) DO UPDATE SET hash = excluded.hash, descriptor = excluded.descriptor, updated = excluded.updated"},
-    {"list_nodes", "SELECT host, hash, descriptor, updated FROM nodes WHERE ?1 = '' OR host = ?1 ORDER BY host"},
     {"run_times", "SELECT created, updated FROM runs WHERE id = ?"},
     {"update_manifest", "UPDATE runs SET manifest = ?, owner = ? WHERE id = ?"},
     {"begin", "BEGIN IMMEDIATE"},
@@ -175,7 +172,7 @@ Store::Store(const std::string &path, int busy_ms) : path_(path), busy_ms_(busy_
     for (const auto &s : sql::receipt_statements()) prepare(s);
     for (const auto &s : sql::attempt_statements()) prepare(s);
     for (const auto &s : sql::policy_statements()) prepare(s);
-    for (const auto &s : sql::node_fault_statements()) prepare(s);
+    for (const auto &s : sql::node_statements()) prepare(s);
     for (const auto &s : sql::decision_statements()) prepare(s);
     for (const auto &s : sql::seal_statements()) prepare(s);
 }
@@ -364,23 +361,6 @@ long long Store::count_events(const std::string &run) {
     Done done{s};
     Binder(s).text(run);
     return row(s) ? sqlite3_column_int64(s, 0) : 0;
-}
-
-void Store::upsert_node(const std::string &host, const std::string &hash, const std::string &descriptor, double now) {
-    auto *s = stmt("upsert_node");
-    Done done{s};
-    Binder(s).text(host).text(hash).text(descriptor).real(now);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing node " + host, rc);
-}
-
-std::vector<Store::NodeRow> Store::list_nodes(const std::string &host) {
-    auto *s = stmt("list_nodes");
-    Done done{s};
-    Binder(s).text(host);
-    std::vector<NodeRow> out;
-    while (row(s))
-        out.push_back(NodeRow{col_text(s, 0), col_text(s, 1), col_text(s, 2), sqlite3_column_double(s, 3)});
-    return out;
 }
 
 std::optional<std::pair<double, double>> Store::run_times(const std::string &run) {

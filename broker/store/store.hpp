@@ -11,6 +11,7 @@
 
 #include "broker/store/attempt_store.hpp"
 #include "broker/store/decision_store.hpp"
+#include "broker/store/node_store.hpp"
 #include "broker/store/policy_store.hpp"
 #include "broker/store/receipt_store.hpp"
 #include "broker/store/seal_store.hpp"
@@ -53,6 +54,7 @@ public:
     SealStore &seals() { return seals_; }
     DecisionStore &decisions() { return decisions_; }
     PolicyStore &policy() { return policy_; }
+    NodeStore &nodes() { return nodes_; }
     // Their rows, under the names they had as the Store's own.
     using ReceiptRow = ReceiptStore::ReceiptRow;
     using TreeHeadRow = ReceiptStore::TreeHeadRow;
@@ -72,6 +74,8 @@ public:
     using ExposureRow = PolicyStore::ExposureRow;
     using RecoveryRow = PolicyStore::RecoveryRow;
     using PolicyRow = PolicyStore::PolicyRow;
+    using NodeRow = NodeStore::NodeRow;
+    using NodeFaultRow = NodeStore::NodeFaultRow;
 
     std::vector<RunRow> load_runs();
     // A run's created and updated times (one row by its key), or none.
@@ -83,9 +87,6 @@ public:
     // A run's newest n events, oldest first; how many it has.
     std::vector<EventRow> last_events(const std::string &run, int n);
     long long count_events(const std::string &run);
-    void upsert_node(const std::string &host, const std::string &hash, const std::string &descriptor, double now);
-    struct NodeRow { std::string host, hash, descriptor; double updated = 0; };
-    std::vector<NodeRow> list_nodes(const std::string &host = "");
     std::string integrity_check();
     void update_manifest(const std::string &run, const std::string &manifest, const std::string &owner);
     void set_run_owner(const std::string &id, const std::string &owner, long long owner_uid);
@@ -93,15 +94,6 @@ public:
     // many nodes (0, 0: no wait here).
     void set_recovering(const std::string &id, long long attempt, long long nodes);
     void set_requeue(const std::string &id, const std::string &requeue);
-
-    // Bad-node memory (store/node_fault_store.cpp): one row per node fault.
-    struct NodeFaultRow { std::string cluster, node; double time = 0; std::string run, cause; };
-    void add_node_fault(const NodeFaultRow &r);
-    std::vector<NodeFaultRow> node_faults(double since);   // by cluster, node, time
-    long long clear_node_faults(const std::string &cluster, const std::string &node);
-    void forget_node_faults(double before);
-    long long node_fault_runs(const std::string &cluster, const std::string &node, double since);   // distinct runs
-
 
     // Runs fn inside one transaction (all or nothing).
     void transaction(const std::function<void()> &fn);
@@ -129,6 +121,7 @@ private:
     SealStore seals_{*this};
     DecisionStore decisions_{*this};
     PolicyStore policy_{*this};
+    NodeStore nodes_{*this};
 };
 
 }  // namespace shardnet::broker
