@@ -53,7 +53,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
         }
         runs[r.id] = std::move(info);
     }
-    for (auto &a : store_->load_attempts())
+    for (auto &a : store_->attempts().load_attempts())
         if (auto it = runs.find(a.run); it != runs.end()) it->second.jobs[a.attempt] = AttemptJob{a.cluster, a.job, a.world};
     runs.unlock();
     policy_.load_policies();
@@ -63,7 +63,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     // becomes a FAULT, confirmed with Slurm as ever. A worker that reports
     // goes on as before; an allocation's node without a worker stays watch-only.
     const double started = wall_now();
-    for (const auto &w : store_->load_workers()) {
+    for (const auto &w : store_->attempts().load_workers()) {
         if (runs_.with_run(w.run, [&](const RunInfo *r) {
                 return !r || is_final(r->state) || r->state == RunState::moved || r->attempt != w.attempt;
             }))
@@ -80,7 +80,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     // are taken up again: requeue() finds a job already submitted for one
     // by its nonce, and submits only where there is none.
     std::set<std::string> decided;
-    for (const auto &d : store_->written_decisions()) {
+    for (const auto &d : store_->decisions().written_decisions()) {
         decided.insert(d.run);
         if (runs_.with_run(d.run, [&](const RunInfo *r) {
                 return !r || r->attempt != d.from_attempt || r->state != RunState::degraded;

@@ -26,7 +26,7 @@ void Service::store_state(const std::string &run, RunState to, long long attempt
         std::string ignored;
         if (const std::string dir = private_dir(cfg_.database, ignored); !dir.empty()) forget_environment_file(dir, run);
     }
-    if (is_final(to) && cfg_.receipts.on() && !store_->has_receipt(run, attempt, "run-ended"))
+    if (is_final(to) && cfg_.receipts.on() && !store_->receipts().has_receipt(run, attempt, "run-ended"))
         receipts_.write_receipt(receipt::Kind::run_ended, run, attempt, json::object{{"state", state_name(to)}}, {}, now);
 }
 

@@ -238,7 +238,7 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
         }
         try {
             transact([&] {
-                if (store_->has_receipt(id, attempt, "attempt-started"))   // a run cancelled before it ran had no attempt
+                if (store_->receipts().has_receipt(id, attempt, "attempt-started"))   // a run cancelled before it ran had no attempt
                     receipts_.write_receipt(receipt::Kind::attempt_ended, id, attempt, json::object{{"how", "cancelled"}, {"by", by}}, {}, now);
                 store_state(id, RunState::cancelled, attempt, now);
                 event(id, "CANCELLED", "cancelled by " + by, "{}", now);

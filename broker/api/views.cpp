@@ -74,7 +74,7 @@ void Service::runs_view(const std::string &id, const TokenEntry &who, const Repl
         for (auto &v : out) {
             auto &r = v.as_object();
             const std::string rid(r.at("id").as_string());
-            const std::string sealed = store_->last_checkpoint(rid);
+            const std::string sealed = store_->seals().last_checkpoint(rid);
             r["last_sealed"] = sealed.empty() ? json::value(nullptr) : json::value(sealed);
             const auto t = store_->run_times(rid);
             r["created"] = t ? json::value(t->first) : json::value(nullptr);

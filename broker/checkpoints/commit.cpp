@@ -81,7 +81,7 @@ void Checkpoints::commit(const std::string &id, const std::string &name, const A
             transact([&] {
                 // A name sealed already (here, or carried here with the run):
                 // the same files are answered with that seal, other files refused.
-                if (store_->checkpoint_sealed(id, name) || store_->carried_seal(id, name)) {
+                if (store_->seals().checkpoint_sealed(id, name) || store_->seals().carried_seal(id, name)) {
                     held = sealed_list::held_seal(*store_, id, name, rank, cfg_.broker_name);
                     if (held) {
                         if (std::string diff = sealed_list::difference(held->rank_files, json::parse(files_text).as_array()); !diff.empty())
@@ -92,12 +92,12 @@ void Checkpoints::commit(const std::string &id, const std::string &name, const A
                         return;
                     }
                 }
-                count = store_->insert_commit(id, attempt, name, rank, files_text, now, write_seconds);
+                count = store_->seals().insert_commit(id, attempt, name, rank, files_text, now, write_seconds);
                 if (count >= world) {
-                    const std::string parent = store_->last_checkpoint(id);
+                    const std::string parent = store_->seals().last_checkpoint(id);
                     // The checkpoint took as long as its slowest rank.
-                    store_->seal_checkpoint(CheckpointRow{id, name, attempt, world, parent, now,
-                                                          store_->commit_write_seconds(id, attempt, name)});
+                    store_->seals().seal_checkpoint(CheckpointRow{id, name, attempt, world, parent, now,
+                                                          store_->seals().commit_write_seconds(id, attempt, name)});
                     receipts_.receipt_sealed(id, attempt, name, parent, now);   // the seal's receipt, in its transaction
                     event(id, "SEALED", name + " committed by all " + std::to_string(world) + " ranks",
                           json::serialize(json::object{{"checkpoint", name}, {"attempt", attempt}, {"ranks", world},
@@ -131,7 +131,7 @@ void Checkpoints::list_checkpoints(const std::string &id, const TokenEntry &who,
     }
     on_store(reply, [this, id](const Reply &reply) {
         json::array out;
-        for (const auto &c : store_->list_checkpoints(id))
+        for (const auto &c : store_->seals().list_checkpoints(id))
             out.push_back(json::object{{"name", c.name}, {"attempt", c.attempt}, {"ranks", c.ranks},
                                        {"parent", c.parent.empty() ? json::value(nullptr) : json::value(c.parent)},
                                        {"sealed_at", c.sealed_at}});

@@ -48,11 +48,11 @@ struct Page { long long rank = -1, from = 0, limit = kPageDefault; bool by_rank 
 // false when there is none (reply answered).
 bool Checkpoints::find_sealed_list(const std::string &id, const std::string &name, SealedListSource &src, const Reply &reply) {
     std::optional<CheckpointRow> sealed;
-    for (auto &c : store_->list_checkpoints(id))
+    for (auto &c : store_->seals().list_checkpoints(id))
         if (c.name == name) sealed = std::move(c);
     src.head = json::object{{"run", id}, {"checkpoint", name}};
     if (sealed) {
-        src.recorded = store_->sealed_list(id, name);
+        src.recorded = store_->seals().sealed_list(id, name);
         src.ranks = sealed->ranks;
         src.head["attempt"] = sealed->attempt, src.head["sealed_at"] = sealed->sealed_at, src.head["sealed_by"] = cfg_.broker_name;
         src.head["list"] = list_json(src.recorded);
@@ -65,7 +65,7 @@ bool Checkpoints::find_sealed_list(const std::string &id, const std::string &nam
         };
         return true;
     }
-    if (auto carried = store_->carried_seal(id, name)) {
+    if (auto carried = store_->seals().carried_seal(id, name)) {
         src.recorded = carried->list;
         src.ranks = carried->ranks;
         src.head["attempt"] = carried->attempt, src.head["sealed_by"] = carried->sealed_by, src.head["carried"] = true;
@@ -96,7 +96,7 @@ bool Checkpoints::find_sealed_list(const std::string &id, const std::string &nam
     // A run that moved between brokers had its earlier checkpoints sealed
     // at the other one: this broker cannot say either way.
     for (const auto &peer : cfg_.peers)
-        if (store_->run_crossed(id, peer.name)) {
+        if (store_->decisions().run_crossed(id, peer.name)) {
             reply(error_response(404, "sealed_elsewhere", "run " + id + " moved between this broker and broker " + peer.name +
                                  "; this broker holds no seal of " + name + " (it may be the other's)"));
             return false;

@@ -159,7 +159,7 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
             transact([&] {
                 store_state(fault.run, RunState::degraded, fault.attempt, now);
                 event(fault.run, "FAULT", "worker " + fault.node + " " + cause, json::serialize(evidence), now);
-                if (first && node_failure) store_->add_exposure(fault.state.cluster, 0, 1);
+                if (first && node_failure) store_->policy().add_exposure(fault.state.cluster, 0, 1);
                 // The attempt ends at its first FAULT (later ones are the same end).
                 if (first)
                     receipts_.write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
@@ -221,7 +221,7 @@ void Service::summarise() {
     on_store([this, rows = std::move(rows)] {
         transact([&] {
             for (const auto &[run, node, w] : rows)
-                store_->upsert_worker(run, w.attempt, node, std::to_string(w.ranks), w.last_seen, w.step, w.interval,
+                store_->attempts().upsert_worker(run, w.attempt, node, std::to_string(w.ranks), w.last_seen, w.step, w.interval,
                                       w.ended || w.faulted, w.watch_only, w.cluster, w.job);
         });
         policy_.measure_policies(rows, wall_now());
@@ -229,8 +229,8 @@ void Service::summarise() {
         // finished run's seals carried here from a peer (no resume needs them).
         try {
             transact([&] {
-                store_->forget_node_faults(wall_now() - 30 * 86400.0);
-                store_->forget_carried_seals(wall_now() - 30 * 86400.0);
+                store_->nodes().forget_node_faults(wall_now() - 30 * 86400.0);
+                store_->seals().forget_carried_seals(wall_now() - 30 * 86400.0);
             });
         } catch (const std::exception &) {}
     });

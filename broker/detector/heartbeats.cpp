@@ -324,7 +324,7 @@ void Service::Beat::write() {
                 } else if (claimed) {
                     s.store_->set_run_owner(run_key, owner_name, owner_uid);
                 }
-                if (recorded) s.store_->upsert_attempt(attempt_row);
+                if (recorded) s.store_->attempts().upsert_attempt(attempt_row);
                 if (started) {
                     s.store_state(run_key, RunState::running, attempt, now);
                     s.store_->set_requeue(run_key, policy);

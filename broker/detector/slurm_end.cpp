@@ -148,7 +148,7 @@ void Service::note_prelimit(std::string_view run, long long attempt, double now)
 }
 
 std::string Service::sealed_after_prelimit(const BatchEnd &end, std::string &no) {
-    auto spec = store_wait([&] { return store_->get_job_spec(end.run, end.attempt); });
+    auto spec = store_wait([&] { return store_->attempts().get_job_spec(end.run, end.attempt); });
     json::error_code ec;
     json::value sv = spec ? json::parse(spec->spec, ec) : json::value();
     const json::object *so = !ec ? sv.if_object() : nullptr;
@@ -178,7 +178,7 @@ std::string Service::sealed_after_prelimit(const BatchEnd &end, std::string &no)
         no = "--shardnet-on-timeout=requeue, but no pre-limit signal was reported (the site's plugstack prelimit=SIG@SECONDS)";
         return "";
     }
-    const auto cps = store_wait([&] { return store_->list_checkpoints(end.run); });
+    const auto cps = store_wait([&] { return store_->seals().list_checkpoints(end.run); });
     for (auto it = cps.rbegin(); it != cps.rend(); ++it)
         if (it->attempt == end.attempt && it->sealed_at >= signalled) return it->name;
     no = "--shardnet-on-timeout=requeue, but attempt " + std::to_string(end.attempt) + " sealed no checkpoint after its pre-limit signal";

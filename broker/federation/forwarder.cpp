@@ -106,7 +106,7 @@ void Service::forward_loop() {
                 });
         }
         std::vector<Store::Forwarding> pending;
-        if (!guarded("forwarder: reading decisions", [&] { pending = store_wait([this] { return store_->forwarding_decisions(); }); }))
+        if (!guarded("forwarder: reading decisions", [&] { pending = store_wait([this] { return store_->decisions().forwarding_decisions(); }); }))
             continue;
         std::set<std::string> ids;
         for (const auto &f : pending) {
@@ -234,7 +234,7 @@ void Service::bad_answer(const Store::Forwarding &f, const PeerDecision &answer,
     // The database first (a store_wait that throws leaves memory alone).
     store_wait([&] {
         transact([&] {
-            store_->apply_decision(f.id, "failed", 0);
+            store_->decisions().apply_decision(f.id, "failed", 0);
             if (attempt > 0) store_state(f.run, RunState::degraded, attempt, now);
             event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(p.to) + ": broker " + f.peer + " answered decision " +
                   f.id + " unreadably " + std::to_string(n) + " times (last: " + answer.error + "); the decision ends",
@@ -257,7 +257,7 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
         if (!p.old_cluster.empty() && p.old_job > 0) stale_jobs_.cancel_stale(p.old_cluster, p.old_job);
         store_wait([&] {
             transact([&] {
-                store_->apply_decision(f.id, "delivered", answer.job);
+                store_->decisions().apply_decision(f.id, "delivered", answer.job);
                 store_state(f.run, RunState::moved, to, now);
                 event(f.run, "MOVED", "run handed to broker " + f.peer + ": attempt " + std::to_string(to) + " runs as job " +
                       std::to_string(answer.job) + " on " + answer.cluster, json::serialize(ev), now);
@@ -276,11 +276,11 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
     store_wait([&] {
         transact([&] {
             if (more) {
-                store_->forward_decision(f.id, std::next(it)->name, f.payload);
+                store_->decisions().forward_decision(f.id, std::next(it)->name, f.payload);
                 event(f.run, "PLACEMENT", "broker " + f.peer + " refused (" + why + "); trying broker " + std::next(it)->name,
                       json::serialize(ev), now);
             } else {
-                store_->apply_decision(f.id, "unplaced", 0);
+                store_->decisions().apply_decision(f.id, "unplaced", 0);
                 store_state(f.run, RunState::degraded, to - 1, now);
                 event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(to) + p.local_rejected + "; broker " + f.peer +
                       " refused (" + why + "); this broker's own clusters again, their queues too", json::serialize(ev), now);

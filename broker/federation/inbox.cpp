@@ -162,7 +162,7 @@ struct Service::Inbox {
         if (as.uid < 0) return refuse("user '" + user + "' of the decision is not known on this broker's host");
         if (!d.peer_users.empty() && std::find(d.peer_users.begin(), d.peer_users.end(), user) == d.peer_users.end())
             return refuse("peer " + d.by + " may not submit for user '" + user + "' here (tokens[].users)");
-        const auto moved = s.store_wait([&] { return s.store_->moved_to(d.run); });
+        const auto moved = s.store_wait([&] { return s.store_->decisions().moved_to(d.run); });
         if (std::string why = s.peer_may_take(d.run, d.to, as.uid, d.sender, moved); !why.empty())
             return refuse(why, why.find("was moved to broker") != std::string::npos ? "not_moved_to_sender" : "no_capacity");
         if (p.cluster.empty()) return refuse("no compatible capacity at broker " + s.cfg_.broker_name);
@@ -176,10 +176,10 @@ struct Service::Inbox {
     // not theirs to know). True: answered (again) from what was done.
     bool answered_before() {
         const bool fresh = s.store_wait([&] {
-            return s.store_->insert_received(d.id, d.sender, d.run, d.to, now, json::serialize(json::object{{"nonce", nonce}}));
+            return s.store_->decisions().insert_received(d.id, d.sender, d.run, d.to, now, json::serialize(json::object{{"nonce", nonce}}));
         });
         if (fresh) return false;
-        auto prev = s.store_wait([&] { return s.store_->get_received(d.id); });
+        auto prev = s.store_wait([&] { return s.store_->decisions().get_received(d.id); });
         // The id is the sender's: a decision resent by another broker, or
         // for another run or attempt, is not the one received.
         if (prev && (prev->from != d.sender || prev->run != d.run || prev->to != d.to)) {
@@ -214,9 +214,9 @@ struct Service::Inbox {
         json::object res{{"accepted", true}, {"cluster", found.cluster}, {"job", found.job}, {"redelivered", true}};
         s.store_wait([&] {
             s.transact([&] {
-                for (const auto &seal : d.sealed) s.store_->put_carried_seal(carried::row_of(seal, d.run, now));
-                s.store_->keep_newest_carried(d.run, int(carried::kMaxSent));
-                s.store_->finish_received(d.id, "applied", json::serialize(res));
+                for (const auto &seal : d.sealed) s.store_->seals().put_carried_seal(carried::row_of(seal, d.run, now));
+                s.store_->seals().keep_newest_carried(d.run, int(carried::kMaxSent));
+                s.store_->decisions().finish_received(d.id, "applied", json::serialize(res));
             });
             return 0;
         });
@@ -239,7 +239,7 @@ struct Service::Inbox {
 
     void refuse(const std::string &why, const char *code = "no_capacity") {
         json::object res{{"error", json::object{{"code", code}, {"message", why}}}, {"rejected", rejected}};
-        s.store_wait([&] { s.store_->finish_received(d.id, "refused", json::serialize(res)); return 0; });
+        s.store_wait([&] { s.store_->decisions().finish_received(d.id, "refused", json::serialize(res)); return 0; });
         reply(ApiResponse{409, json::serialize(res), "application/json"});
     }
 
@@ -305,18 +305,18 @@ struct Service::Inbox {
                         s.store_->insert_run(RunRow{d.run, user, "RECOVERING", manifest, d.to, 0, now, now, as.uid, 0, 0, d.policy});
                     }
                     s.store_->set_run_owner(d.run, user, as.uid);
-                    s.store_->upsert_attempt(Store::AttemptRow{d.run, d.to, p.cluster, job, 0});
+                    s.store_->attempts().upsert_attempt(Store::AttemptRow{d.run, d.to, p.cluster, job, 0});
                     s.receipts_.note_attempt_start(d.run, d.to, p.cluster, job, p.nodes, cause_of(d.id, d.from, d.link, user, as.uid), d.link, now);
                     s.store_->set_recovering(d.run, d.to, (long long)p.nodes.size());
-                    for (const auto &seal : d.sealed) s.store_->put_carried_seal(carried::row_of(seal, d.run, now));
-                    s.store_->keep_newest_carried(d.run, int(carried::kMaxSent));
+                    for (const auto &seal : d.sealed) s.store_->seals().put_carried_seal(carried::row_of(seal, d.run, now));
+                    s.store_->seals().keep_newest_carried(d.run, int(carried::kMaxSent));
                     const std::string evidence = json::serialize(ev);
                     s.event(d.run, "RECEIVED", "decision " + d.id + " from broker " + d.from + " (peer " + d.by + ")", evidence, now);
                     s.event(d.run, "PLACEMENT", p.cluster + " " + join(p.nodes) + ": job " + std::to_string(job) + ", attempt " +
                             std::to_string(d.to) + " (fabric " + p.fabric + ")" + (mapped.empty() ? "" : "; names: " + join(mapped, ", ")) +
                             (dropped.empty() ? "" : "; not carried: " + join(dropped, ", ")), evidence, now);
                     s.event(d.run, "RECOVERING", "attempt " + std::to_string(d.to) + " submitted with --shardnet-resume=" + d.resume, evidence, now);
-                    s.store_->finish_received(d.id, "applied", json::serialize(res));
+                    s.store_->decisions().finish_received(d.id, "applied", json::serialize(res));
                 });
             } catch (const std::exception &e) {
                 // The job runs; the peer's resend finds it by its nonce.

@@ -34,7 +34,7 @@ void Service::run_story(const std::string &id, const TokenEntry &who, const Repl
     // A peer reads only runs it took from this broker or handed to it; a
     // run that is missing takes the same path to the same 404.
     on_store(reply, [this, id, exists, run = std::move(run), peer = who.scope == Scope::peer ? who.name : std::string()](const Reply &reply) mutable {
-        const bool may = peer.empty() || store_->story_peer(id, peer);
+        const bool may = peer.empty() || store_->decisions().story_peer(id, peer);
         if (!may || !exists) return reply(error_response(404, "no_run", "no run " + id));
         // The first events (the recovery that brought the run) and the newest.
         const long long all = store_->count_events(id);
@@ -51,7 +51,7 @@ void Service::run_story(const std::string &id, const TokenEntry &who, const Repl
             if (!o.at("evidence").is_object()) o["evidence"] = json::object{};
             events.push_back(std::move(o));
         }
-        const std::string sealed = store_->last_checkpoint(id);
+        const std::string sealed = store_->seals().last_checkpoint(id);
         run["last_sealed"] = sealed.empty() ? json::value(nullptr) : json::value(sealed);
         const auto t = store_->run_times(id);
         run["updated"] = t ? json::value(t->second) : json::value(nullptr);
@@ -69,7 +69,7 @@ void Service::reply_with_onward(const std::string &id, json::object answer, cons
     // Where it went is the store's; what became of it, the peer's as last
     // read (never waited for: onward.hpp).
     on_store(reply, [this, id, answer = std::move(answer), key, full](const Reply &reply) mutable {
-        auto moved = store_->moved_to(id);
+        auto moved = store_->decisions().moved_to(id);
         if (!moved) return reply(ok_json(200, answer));
         post_answering(query_pool_, "onward", reply, [this, id, answer = std::move(answer), key, full, moved = *moved](const Reply &reply) mutable {
             auto p = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &x) { return x.name == moved.peer; });

@@ -28,7 +28,7 @@ void Service::witness_round(double now) {
         const HttpResponse head = get("/v1/log/head");
         if (head.status == 501) continue;   // the peer signs no receipts: no log to witness
         const HttpResponse keys = get("/v1/keys");
-        const auto kept = store_wait([&] { return store_->witnessed_head(peer.name); });
+        const auto kept = store_wait([&] { return store_->decisions().witnessed_head(peer.name); });
         std::optional<WitnessedHead> last;
         if (kept) last = WitnessedHead{kept->size, kept->root};
         const WitnessCheck c = check_peer_head(head, keys, last, [&](long long first, long long second, std::string &err) {
@@ -52,7 +52,7 @@ void Service::witness_round(double now) {
             if (!kept || kept->size != c.size || kept->root != c.root_hex)
                 store_wait([&] {
                     try {
-                        store_->put_witnessed_head(Store::WitnessedRow{peer.name, c.size, c.root_hex, c.envelope, now, ""});
+                        store_->decisions().put_witnessed_head(Store::WitnessedRow{peer.name, c.size, c.root_hex, c.envelope, now, ""});
                     } catch (const std::exception &e) {
                         log_json("warn", "a peer's log head witnessed but not kept", {{"peer", peer.name}, {"why", e.what()}});
                     }
@@ -66,7 +66,7 @@ void Service::witness_round(double now) {
                                                                       {"head", json::parse(c.envelope)}, {"seen_at", now}});
             store_wait([&] {
                 try {
-                    store_->witness_conflict(peer.name, evidence);
+                    store_->decisions().witness_conflict(peer.name, evidence);
                 } catch (const std::exception &e) {
                     log_json("warn", "a witnessed conflict not kept", {{"peer", peer.name}, {"why", e.what()}});
                 }
@@ -81,7 +81,7 @@ void Service::witness_round(double now) {
 void Service::get_witness(const Reply &reply) {
     on_store(reply, [this](const Reply &reply) {
         json::array heads;
-        for (const auto &w : store_->witnessed_heads()) {
+        for (const auto &w : store_->decisions().witnessed_heads()) {
             json::error_code ec;
             json::value env = json::parse(w.envelope, ec), conflict = w.conflict.empty() ? json::value(nullptr) : json::parse(w.conflict, ec);
             heads.push_back(json::object{{"peer", w.peer}, {"tree_size", w.size}, {"root_hash", w.root}, {"head", std::move(env)},

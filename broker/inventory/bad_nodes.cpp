@@ -1,7 +1,7 @@
 // Bad-node memory. A node that faulted a run (Slurm or its slurmd said it
 // was down) is left out of every placement for detector.quarantine_seconds,
 // whichever run asks, and the broker remembers it across its restarts: each
-// fault is a row (store/node_fault_store.cpp). After drain_faults faults
+// fault is a row (store/node_store.cpp). After drain_faults faults
 // within drain_window_seconds the broker drains the node in Slurm, with a
 // reason that says so (detector.drain_bad_nodes, off by default). Admins
 // list the memory and clear a node from it (GET /v1/bad-nodes,
@@ -52,11 +52,11 @@ void Inventory::quarantine(const std::string &cluster, const std::string &node, 
     on_store([this, row = Store::NodeFaultRow{cluster, node, now, run, cause.substr(0, 500)}] {
         long long recent = 0;
         try {
-            transact([&] { store_->add_node_fault(row); });
+            transact([&] { store_->nodes().add_node_fault(row); });
             if (!cfg_.drain_bad_nodes) return;
             // Faults of distinct runs: one run's death of a node counts once,
             // a broker restart's second look at it too.
-            recent = store_->node_fault_runs(row.cluster, row.node, row.time - cfg_.drain_window_seconds);
+            recent = store_->nodes().node_fault_runs(row.cluster, row.node, row.time - cfg_.drain_window_seconds);
         } catch (const std::exception &e) {
             log_warn("node fault not remembered: the store refused it", row.run, row.cluster + "/" + row.node + ": " + e.what());
             return;
@@ -82,10 +82,10 @@ void Inventory::quarantine(const std::string &cluster, const std::string &node, 
 }
 
 void Inventory::load_bad_nodes(double now) {
-    store_->forget_node_faults(now - kKeptSeconds);
+    store_->nodes().forget_node_faults(now - kKeptSeconds);
     if (cfg_.quarantine_seconds <= 0) return;
     std::lock_guard<std::mutex> lock(quarantine_mu_);
-    for (const auto &f : store_->node_faults(now - cfg_.quarantine_seconds)) {
+    for (const auto &f : store_->nodes().node_faults(now - cfg_.quarantine_seconds)) {
         double &until = quarantine_[f.cluster + "/" + f.node];
         until = std::max(until, f.time + cfg_.quarantine_seconds);
     }
@@ -95,7 +95,7 @@ void Inventory::list_bad_nodes(const Reply &reply) {
     on_store(reply, [this](const Reply &reply) {
         const double now = wall_now();
         std::map<std::pair<std::string, std::string>, json::object> nodes;
-        for (const auto &f : store_->node_faults(now - kKeptSeconds)) {
+        for (const auto &f : store_->nodes().node_faults(now - kKeptSeconds)) {
             auto &o = nodes[{f.cluster, f.node}];
             const long long n = o.contains("faults") ? o["faults"].as_int64() + 1 : 1;
             const long long recent = (o.contains("recent_faults") ? o["recent_faults"].as_int64() : 0) +
@@ -124,7 +124,7 @@ void Inventory::clear_bad_node(const std::string &cluster, const std::string &no
     on_store(reply, [this, cluster, node](const Reply &reply) {
         long long n = 0;
         try {
-            transact([&] { n = store_->clear_node_faults(cluster, node); });
+            transact([&] { n = store_->nodes().clear_node_faults(cluster, node); });
         } catch (const std::exception &e) {
             return reply(store_error_response(e));
         }

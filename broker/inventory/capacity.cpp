@@ -50,7 +50,7 @@ NodeOffer undescribed(const std::string &name) {
 std::shared_ptr<const std::map<std::string, NodeOffer>> Inventory::node_offers() {
     return store_wait([this] {
         if (!offers_loaded_) {
-            for (auto &n : store_->list_nodes("")) {
+            for (auto &n : store_->nodes().list_nodes("")) {
                 json::error_code ec;
                 auto v = json::parse(n.descriptor, ec);
                 if (!ec && v.is_object()) offers_.emplace(n.host, offer_from_descriptor(n.host, v.as_object()));

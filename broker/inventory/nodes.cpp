@@ -23,7 +23,7 @@ void Inventory::put_node(const ApiRequest &req, const Reply &reply, double now) 
     if (auto why = descriptor_shape_error(v.as_object(), field); !why.empty())
         return reply(error_response(400, "bad_field", why, field));
     on_store(reply, [this, host, hash, body = req.body, now, offer = offer_from_descriptor(host, v.as_object())](const Reply &reply) {
-        store_->upsert_node(host, hash, body, now);
+        store_->nodes().upsert_node(host, hash, body, now);
         if (offers_loaded_) {
             offers_[host] = offer;
             offers_snapshot_.reset();
@@ -35,7 +35,7 @@ void Inventory::put_node(const ApiRequest &req, const Reply &reply, double now) 
 void Inventory::get_nodes(const std::string &host, const Reply &reply) {
     on_store(reply, [this, host](const Reply &reply) {
         json::array out;
-        for (auto &n : store_->list_nodes(host)) {
+        for (auto &n : store_->nodes().list_nodes(host)) {
             json::error_code ec;
             json::value d = json::parse(n.descriptor, ec);
             if (ec) continue;

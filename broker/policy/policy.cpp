@@ -41,7 +41,7 @@ std::shared_ptr<const std::string> answer_json(long long version, long long step
 
 void Policy::load_policies() {
     auto runs = runs_.write();
-    for (auto &p : store_->load_policies()) {
+    for (auto &p : store_->policy().load_policies()) {
         auto it = runs.find(p.run);
         if (it == runs.end()) continue;
         RunInfo &info = it->second;
@@ -127,7 +127,7 @@ void Policy::PolicyPass::count_exposure() {
     }
     if (dt > 0)
         s.transact([&] {
-            for (const auto &[cluster, nodes] : live) s.store_->add_exposure(cluster, dt * double(nodes.size()), 0);
+            for (const auto &[cluster, nodes] : live) s.store_->policy().add_exposure(cluster, dt * double(nodes.size()), 0);
         });
 }
 
@@ -159,7 +159,7 @@ void Policy::PolicyPass::close_recoveries() {
             Store::RecoveryRow row{l.run, l.attempt, l.clock.tier, std::max(0.0, l.clock.fault_at - l.clock.last_seen),
                                    std::max(0.0, l.clock.placed_at - l.clock.fault_at), std::max(0.0, l.clock.recovered_at - l.clock.placed_at),
                                    std::max(0.0, first - l.clock.recovered_at), now};
-            s.transact([&] { s.store_->insert_recovery(row); });
+            s.transact([&] { s.store_->policy().insert_recovery(row); });
         }
         auto runs = s.runs_.write();
         if (auto it = runs.find(l.run); it != runs.end() && it->second.clock.to == l.clock.to) it->second.clock = {};
@@ -172,7 +172,7 @@ void Policy::PolicyPass::recompute(const Look &l, const std::vector<policy::Phas
     const auto &conf = s.cfg_.ckpt_policy;
     const ckpt::Bounds bounds = bounds_of(conf);
     policy::Inputs in;
-    in.write = policy::write_cost(s.store_->write_samples(l.run, 9));
+    in.write = policy::write_cost(s.store_->policy().write_samples(l.run, 9));
     std::vector<policy::Progress> progress;
     std::set<std::string> nodes, batch_nodes;
     for (const auto *ws : of_run[l.run]) {
@@ -209,7 +209,7 @@ void Policy::PolicyPass::recompute(const Look &l, const std::vector<policy::Phas
         answer = answer_json(version, result->steps, result->seconds);
         try {
             s.transact([&] {
-                s.store_->upsert_policy(Store::PolicyRow{l.run, version, result->steps, result->seconds, *text, now});
+                s.store_->policy().upsert_policy(Store::PolicyRow{l.run, version, result->steps, result->seconds, *text, now});
                 s.event(l.run, "POLICY", std::string(detail.at("line").as_string()) + (l.version ? " (was " + std::to_string(l.steps) + ")" : ""),
                         json::serialize(json::object{{"version", version}, {"every_steps", result->steps}, {"seconds", result->seconds},
                                                      {"write_seconds", in.write->value}, {"step_seconds", in.step->value},
@@ -242,9 +242,9 @@ void Policy::measure_policies(const std::vector<WorkerSummary> &workers, double 
     pass.close_recoveries();
     double node_seconds = 0;
     long long interruptions = 0;
-    for (const auto &e : store_->exposure()) node_seconds += e.node_seconds, interruptions += e.interruptions;
+    for (const auto &e : store_->policy().exposure()) node_seconds += e.node_seconds, interruptions += e.interruptions;
     std::vector<policy::Phases> phases;
-    for (const auto &r : store_->recoveries(100)) phases.push_back(policy::Phases{r.tier, r.detect, r.place, r.start, r.restore});
+    for (const auto &r : store_->policy().recoveries(100)) phases.push_back(policy::Phases{r.tier, r.detect, r.place, r.start, r.restore});
     const json::array tiers = tiers_json(phases);
     for (const auto &l : pass.look)
         if (l.running) pass.recompute(l, phases, node_seconds, interruptions, tiers);

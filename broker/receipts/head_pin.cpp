@@ -53,7 +53,7 @@ std::string check_head_pin(Store &store, const std::string &path) {
     const auto pin = read_head_pin(path, err);
     if (!err.empty()) return err;
     if (!pin || pin->size == 0) return "";
-    const long long size = store.log_size();
+    const long long size = store.receipts().log_size();
     if (size < pin->size)
         return "the receipt log in the database holds " + std::to_string(size) + " receipts, fewer than the " + std::to_string(pin->size) +
                " of the last head this broker signed (" + path + "): the database was rolled back or replaced. Refusing to start: "

@@ -21,7 +21,7 @@ std::optional<merkle::Hash> hash_of(const std::string &b) {
 }
 
 merkle::Hash must_read(Store &store, int level, long long index) {
-    auto h = hash_of(store.log_node(level, index));
+    auto h = hash_of(store.receipts().log_node(level, index));
     if (!h)
         throw std::runtime_error("receipt log damaged: node " + std::to_string(level) + "/" + std::to_string(index) +
                                  " is missing from log_nodes");
@@ -31,14 +31,14 @@ merkle::Hash must_read(Store &store, int level, long long index) {
 }  // namespace
 
 long long log_append(Store &store, const merkle::Hash &leaf) {
-    const long long n = store.log_size();
-    store.put_log_node(0, n, bytes(leaf));
+    const long long n = store.receipts().log_size();
+    store.receipts().put_log_node(0, n, bytes(leaf));
     merkle::Hash right = leaf;
     for (int level = 1; level < 63 && ((n + 1) & ((1LL << level) - 1)) == 0; ++level) {
         const long long index = ((n + 1) >> level) - 1;
         const merkle::Hash left = must_read(store, level - 1, 2 * index);
         right = merkle::node_hash(left, right);
-        store.put_log_node(level, index, bytes(right));
+        store.receipts().put_log_node(level, index, bytes(right));
     }
     return n;
 }

@@ -71,8 +71,8 @@ void Receipts::report_ranks(const std::string &id, const ApiRequest &req, const 
                 // Once the attempt's start is signed its ranks are settled; and
                 // an attempt no longer current (a report that waited in line
                 // behind the next attempt's job) changes nothing.
-                if (store_->has_receipt(id, attempt, "attempt-started") || !attempt_current(id, attempt)) return;
-                in = store_->insert_ranks(id, attempt, rows);
+                if (store_->receipts().has_receipt(id, attempt, "attempt-started") || !attempt_current(id, attempt)) return;
+                in = store_->attempts().insert_ranks(id, attempt, rows);
                 if (in >= world) attempt_started(id, attempt, now, true, world);   // the last rank: the attempt's receipt
             });
             reply(ok_json(200, json::object{{"ranks", in}, {"of", world}}));

@@ -35,7 +35,7 @@ std::string Receipts::write_receipt(Kind kind, const std::string &run, long long
     if (kind != Kind::attempt_started) attempt_started(run, attempt, now, false);
     receipts::ChainLink from = from_in;
     if (from.empty())
-        if (auto st = store_->attempt_start(run, attempt)) from = receipts::ChainLink{st->from_seq, st->from_digest};
+        if (auto st = store_->attempts().attempt_start(run, attempt)) from = receipts::ChainLink{st->from_seq, st->from_digest};
     receipts::ChainLink prev = last_receipt_link(run);
     // A run back from a peer: its chain went on there (the newer link wins).
     if (!from.empty() && from.seq > prev.seq) prev = from;
@@ -53,14 +53,14 @@ std::string Receipts::write_receipt(Kind kind, const std::string &run, long long
     const std::string bytes = dsse::to_json(env);
     const std::string digest = receipt::envelope_digest(env);
     const long long index = receipts::log_append(*store_, merkle::leaf_hash(bytes));
-    store_->insert_receipt(Store::ReceiptRow{run, r.seq, attempt, receipt::kind_name(kind), now, bytes, digest, index,
+    store_->receipts().insert_receipt(Store::ReceiptRow{run, r.seq, attempt, receipt::kind_name(kind), now, bytes, digest, index,
                                              signer_.key().keyid()});
     return digest;
 }
 
 receipts::ChainLink Receipts::last_receipt_link(const std::string &run) {
     if (!cfg_.receipts.on()) return {};
-    auto last = store_->last_receipt(run);
+    auto last = store_->receipts().last_receipt(run);
     return last ? receipts::ChainLink{last->seq, last->digest} : receipts::ChainLink{};
 }
 
@@ -70,7 +70,7 @@ void Receipts::note_attempt_start(const std::string &run, long long attempt, con
     if (!cfg_.receipts.on()) return;
     json::array ns;
     for (const auto &n : nodes) ns.push_back(json::value(n));
-    store_->put_attempt_start(run, attempt, Store::AttemptStartRow{cluster, job, json::serialize(ns), json::serialize(cause), from.seq, from.digest},
+    store_->attempts().put_attempt_start(run, attempt, Store::AttemptStartRow{cluster, job, json::serialize(ns), json::serialize(cause), from.seq, from.digest},
                               replace);
     attempt_started(run, attempt, now, true);
 }
@@ -90,15 +90,15 @@ json::object parse_object(const std::string &text) {
 }  // namespace
 
 void Receipts::attempt_started(const std::string &run, long long attempt, double now, bool when_complete, long long world_hint) {
-    if (!cfg_.receipts.on() || store_->has_receipt(run, attempt, "attempt-started")) return;
+    if (!cfg_.receipts.on() || store_->receipts().has_receipt(run, attempt, "attempt-started")) return;
     // Never after a later attempt's receipts: the chain goes forward in attempts.
-    if (auto last = store_->last_receipt(run); last && last->attempt > attempt) return;
-    const auto start = store_->attempt_start(run, attempt);
+    if (auto last = store_->receipts().last_receipt(run); last && last->attempt > attempt) return;
+    const auto start = store_->attempts().attempt_start(run, attempt);
     // The job: as recorded for the attempt, else as the broker noted it (an admin's word).
-    auto job = store_->attempt_job(run, attempt);
+    auto job = store_->attempts().attempt_job(run, attempt);
     if ((!job || job->job <= 0) && start && start->job > 0) job = Store::AttemptRow{run, attempt, start->cluster, start->job, 0};
     if (!job || job->job <= 0 || job->cluster.empty()) return;   // no job yet: nothing to attest
-    const auto ranks = store_->attempt_ranks(run, attempt);
+    const auto ranks = store_->attempts().attempt_ranks(run, attempt);
     long long world = std::max(job->world, world_hint);
     std::string user;
     long long uid = -1;
@@ -143,7 +143,7 @@ void Receipts::attempt_started(const std::string &run, long long attempt, double
     // Each node with the probe's descriptor hash, when the inventory has one.
     json::array ns;
     for (const auto &n : nodes) {
-        const auto rows = store_->list_nodes(n);
+        const auto rows = store_->nodes().list_nodes(n);
         ns.push_back(json::object{{"name", n}, {"descriptor_sha256", rows.empty() ? json::value(nullptr) : json::value(rows[0].hash)}});
     }
     json::array envs;
@@ -190,7 +190,7 @@ void Receipts::receipt_sealed(const std::string &run, long long attempt, const s
         row.receipt_digest = write_receipt(Kind::checkpoint_sealed, run, attempt, std::move(body), std::move(subjects), now);
         row.receipt_seq = last_receipt_link(run).seq;
     }
-    store_->put_sealed_list(run, name, row);
+    store_->seals().put_sealed_list(run, name, row);
 }
 
 }  // namespace shardnet::broker

@@ -57,7 +57,7 @@ void Receipts::get_keys(const Reply &reply) {
     if (!cfg_.receipts.on()) return reply(no_receipts());
     on_store(reply, [this](const Reply &reply) {
         std::map<std::string, Store::KeyUse> uses;
-        for (auto &u : store_->key_uses()) uses[u.keyid] = u;
+        for (auto &u : store_->receipts().key_uses()) uses[u.keyid] = u;
         json::array keys;
         auto add = [&](const SigningKey &k, bool current) {
             const auto it = uses.find(k.keyid());
@@ -118,9 +118,9 @@ void Receipts::get_receipts(const std::string &id, const std::string &query, con
     }
     on_store(reply, [this, id, after, limit, size, with_proofs = !proofs.empty(),
                      peer = who.scope == Scope::peer ? who.name : std::string()](const Reply &reply) {
-        if (!peer.empty() && !store_->run_crossed(id, peer)) return reply(error_response(404, "no_run", "no run " + id));
+        if (!peer.empty() && !store_->decisions().run_crossed(id, peer)) return reply(error_response(404, "no_run", "no run " + id));
         // One more than the page: whether another follows.
-        auto rows = store_->list_receipts(id, after, limit + 1);
+        auto rows = store_->receipts().list_receipts(id, after, limit + 1);
         const bool more = (long long)rows.size() > limit;
         if (more) rows.pop_back();
         json::object answer{{"run", id}, {"broker", cfg_.broker_name}};
@@ -131,9 +131,9 @@ void Receipts::get_receipts(const std::string &id, const std::string &query, con
             // for (signed when an earlier page was), else the log's now.
             std::optional<Store::TreeHeadRow> h;
             if (size > 0) {
-                if (size > store_->log_size())
+                if (size > store_->receipts().log_size())
                     return reply(error_response(400, "bad_field", "size: " + std::to_string(size) + " is past the log's size", "size"));
-                h = store_->tree_head(size);
+                h = store_->receipts().tree_head(size);
                 if (!h) return reply(error_response(400, "bad_field", "size: no head of size " + std::to_string(size) + " was signed", "size"));
             } else {
                 h = signer_.current_head(wall_now());
@@ -188,13 +188,13 @@ void Receipts::get_log_proof(bool inclusion, const std::string &query, const Rep
         return reply(error_response(400, "bad_field", std::string(a) + ": " + std::to_string(*x) + (inclusion ? " is not below " : " is above ") +
                                                           b + " " + std::to_string(*n), a));
     on_store(reply, [this, inclusion, x = *x, n = *n, b](const Reply &reply) {
-        const long long size = store_->log_size();
+        const long long size = store_->receipts().log_size();
         if (n > size)
             return reply(error_response(400, "bad_field", std::string(b) + ": " + std::to_string(n) + " is past the log's size " + std::to_string(size), b));
         const merkle::NodeSource src = receipts::log_source(*store_);
         json::object out;
         // The signed head of that size, when one was signed.
-        auto head_of = [&](long long s) { auto h = store_->tree_head(s); return h ? json::parse(h->envelope) : json::value(nullptr); };
+        auto head_of = [&](long long s) { auto h = store_->receipts().tree_head(s); return h ? json::parse(h->envelope) : json::value(nullptr); };
         if (inclusion) {
             out = json::object{{"leaf_index", x}, {"tree_size", n}, {"leaf_hash", merkle::hex(src.leaf(uint64_t(x)))},
                                {"path", hex_array(merkle::inclusion_proof(uint64_t(x), uint64_t(n), src))}, {"head", head_of(n)}};

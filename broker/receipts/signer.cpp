@@ -16,7 +16,7 @@ namespace shardnet::broker::receipts {
 namespace json = boost::json;
 
 Signer::Signer(Store &store, const ReceiptKeys &keys) : store_(store), key_(keys.key), retired_(keys.retired) {
-    if (keys.on()) store_.transaction([&] { store_.record_key(key_.keyid(), key_.public_pem()); });
+    if (keys.on()) store_.transaction([&] { store_.receipts().record_key(key_.keyid(), key_.public_pem()); });
     if (keys.on() && !keys.key_file.empty()) {
         head_pin_ = head_pin_path(keys.key_file);
         if (std::string why = check_head_pin(store_, head_pin_); !why.empty()) throw std::runtime_error(why);
@@ -26,8 +26,8 @@ Signer::Signer(Store &store, const ReceiptKeys &keys) : store_(store), key_(keys
 void Signer::rotate(const ReceiptKeys &fresh) {
     try {
         store_.transaction([&] {
-            store_.record_key(key_.keyid(), key_.public_pem());
-            store_.record_key(fresh.key.keyid(), fresh.key.public_pem());
+            store_.receipts().record_key(key_.keyid(), key_.public_pem());
+            store_.receipts().record_key(fresh.key.keyid(), fresh.key.public_pem());
         });
     } catch (const std::exception &e) {
         log_json("warn", "receipts: the signing keys' public halves not recorded", json::object{{"why", e.what()}});
@@ -48,10 +48,10 @@ void Signer::rotate(const ReceiptKeys &fresh) {
 }
 
 Store::TreeHeadRow Signer::current_head(double now) {
-    const long long size = store_.log_size();
+    const long long size = store_.receipts().log_size();
     // Heads are signed by the key in force: a stored one another key signed
     // (a rotation since) is signed again.
-    if (auto last = store_.last_tree_head(); last && last->size == size) {
+    if (auto last = store_.receipts().last_tree_head(); last && last->size == size) {
         dsse::Envelope env;
         if (dsse::from_json(last->envelope, env).empty() && !env.signatures.empty() && env.signatures[0].keyid == key_.keyid())
             return *last;
@@ -70,7 +70,7 @@ Store::TreeHeadRow Signer::current_head(double now) {
             log_json("error", "receipts: the log head not pinned, so not served", json::object{{"why", err}});
             throw std::runtime_error("the log's head of size " + std::to_string(size) + " not pinned: " + err);
         }
-    store_.transaction([&] { store_.insert_tree_head(row); });
+    store_.transaction([&] { store_.receipts().insert_tree_head(row); });
     return row;
 }
 

@@ -113,7 +113,7 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
     unlink(path.c_str());
     if (!err.empty()) { log_warn("job spec not captured", run, err); return std::nullopt; }
     Store::JobSpecRow row{cluster, job, json::serialize(spec), script};
-    store_wait([&] { store_->upsert_job_spec(run, attempt, row); return 0; });
+    store_wait([&] { store_->attempts().upsert_job_spec(run, attempt, row); return 0; });
     return row;
 }
 
@@ -266,7 +266,7 @@ void Service::record_attempt(const std::string &run, long long attempt, const st
     // The job and what the attempt's receipt is to say of it, together.
     store_wait([&] {
         store_->transaction([&] {
-            store_->upsert_attempt(Store::AttemptRow{run, attempt, cluster, job, 0});
+            store_->attempts().upsert_attempt(Store::AttemptRow{run, attempt, cluster, job, 0});
             receipts_.note_attempt_start(run, attempt, cluster, job, nodes, cause, from, wall_now());
         });
         return 0;

@@ -79,7 +79,7 @@ struct Service::Requeue {
         return s.store_wait([&] {
             try {
                 s.transact([&] {
-                    s.store_->apply_decision(id, state, new_job);
+                    s.store_->decisions().apply_decision(id, state, new_job);
                     s.event(fault.run, kind, cause, json::serialize(ev), wall_now());
                     if (run_state) s.store_state(fault.run, *run_state, fault.attempt, wall_now());
                     if (run_state == RunState::recovering) s.store_->set_recovering(fault.run, to, recover_nodes);
@@ -105,7 +105,7 @@ struct Service::Requeue {
             bool inserted = false;
             try {
                 s.store_->transaction([&] {
-                    inserted = s.store_->insert_decision(id, fault.run, fault.attempt, to, fault.state.cluster, bad, fault.state.job, now, nonce);
+                    inserted = s.store_->decisions().insert_decision(id, fault.run, fault.attempt, to, fault.state.cluster, bad, fault.state.job, now, nonce);
                 });
             } catch (const std::exception &e) {
                 store_error = e.what();
@@ -136,7 +136,7 @@ struct Service::Requeue {
         // unless the broker stopped between writing it and acting on it. It
         // is then taken up again; a job with its nonce is the one it made.
         if (!fresh) {
-            auto d = s.store_wait([&] { return s.store_->get_decision(id); });
+            auto d = s.store_wait([&] { return s.store_->decisions().get_decision(id); });
             // Nowhere to go when last tried: this is its retry (tries > 0),
             // or every peer refused it (local_only, told once more).
             if (d && d->first == "unplaced" && (tries > 0 || local_only)) {
@@ -155,7 +155,7 @@ struct Service::Requeue {
     // 2. What the failed attempt's job was: kept when it started, so that a
     // cluster whose slurmctld is gone can still be left.
     bool load_spec() {
-        spec_row = s.store_wait([&] { return s.store_->get_job_spec(fault.run, fault.attempt); });
+        spec_row = s.store_wait([&] { return s.store_->attempts().get_job_spec(fault.run, fault.attempt); });
         if (!spec_row) spec_row = s.capture_spec_now(fault.run, fault.attempt, fault.state.cluster, fault.state.job, "");
         if (!spec_row) {
             record("failed", 0, "PLACEMENT", "cannot requeue attempt " + std::to_string(fault.attempt) + ": the job's spec was not "
@@ -253,7 +253,7 @@ struct Service::Requeue {
         if (auto *n = spec.if_contains("nodes"); n && n->is_int64() && n->as_int64() > 0 && !(mreq && mreq->contains("nodes")))
             req.nodes = int(n->as_int64());
         ckpt = spec.contains("ckpt_dir") && spec.at("ckpt_dir").is_string() ? std::string(spec.at("ckpt_dir").as_string()) : "";
-        const std::string last = s.store_wait([&] { return s.store_->last_checkpoint(fault.run); });
+        const std::string last = s.store_wait([&] { return s.store_->seals().last_checkpoint(fault.run); });
         resume = last.empty() ? "latest" : last;
         ev["requires"] = requirements_to_json(req);
         ev["resume"] = resume;
@@ -325,7 +325,7 @@ struct Service::Requeue {
                     std::vector<std::string> left_out;
                     payload["sealed"] = carried::outgoing(*s.store_, fault.run, s.cfg_.broker_name, left_out);
                     for (const auto &why : left_out) log_warn("a sealed checkpoint does not go with the decision", fault.run, why);
-                    s.store_->forward_decision(id, peer, json::serialize(payload));
+                    s.store_->decisions().forward_decision(id, peer, json::serialize(payload));
                     s.store_state(fault.run, RunState::recovering, fault.attempt, wall_now());
                     s.event(fault.run, "PLACEMENT", "no local capacity for attempt " + std::to_string(to) + others + "; decision " + id +
                             " goes to broker " + peer, json::serialize(ev), wall_now());

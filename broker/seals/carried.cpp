@@ -39,7 +39,7 @@ std::optional<Seal> local_seal(Store &store, const CheckpointRow &c, const std::
     std::vector<file_list::Entry> leaves = s.files;
     file_list::sort(leaves);
     s.list = file_list::summarize(leaves);
-    if (auto l = store.sealed_list(c.run, c.name)) {
+    if (auto l = store.seals().sealed_list(c.run, c.name)) {
         // The commits must still make the root the seal recorded (and its
         // receipt signed): a store changed since is not passed on as sealed.
         if (l->root != merkle::hex(s.list.root)) return std::nullopt;
@@ -125,9 +125,9 @@ json::array outgoing(Store &store, const std::string &run, const std::string &br
     struct Candidate { double when; std::optional<CheckpointRow> local; std::optional<Store::CarriedSealRow> carried; };
     std::vector<Candidate> all;
     // Newest first, ties too (a run's seals are listed oldest first).
-    auto local = store.list_checkpoints(run);
+    auto local = store.seals().list_checkpoints(run);
     for (auto it = local.rbegin(); it != local.rend(); ++it) all.push_back(Candidate{it->sealed_at, std::move(*it), std::nullopt});
-    for (auto &c : store.carried_seals(run, int(kMaxSent))) all.push_back(Candidate{c.received, std::nullopt, std::move(c)});
+    for (auto &c : store.seals().carried_seals(run, int(kMaxSent))) all.push_back(Candidate{c.received, std::nullopt, std::move(c)});
     std::stable_sort(all.begin(), all.end(), [](const Candidate &a, const Candidate &b) { return a.when > b.when; });
     json::array out;
     std::size_t files = 0, bytes = 0;
@@ -140,7 +140,7 @@ json::array outgoing(Store &store, const std::string &run, const std::string &br
         const std::string name = c.local ? c.local->name : c.carried->name;
         if (!names.insert(name).second) continue;   // each name once, the newer record
         // A seal too big to go is known from its record, before its commits are read.
-        const long long recorded = c.local ? (store.sealed_list(run, name) ? store.sealed_list(run, name)->count : 0) : c.carried->list.count;
+        const long long recorded = c.local ? (store.seals().sealed_list(run, name) ? store.seals().sealed_list(run, name)->count : 0) : c.carried->list.count;
         if (files + std::size_t(recorded) > kMaxSentFiles) { too_many(name, std::size_t(recorded)); continue; }
         std::optional<Seal> s = c.local ? local_seal(store, *c.local, broker_name) : carried_seal(*c.carried);
         if (!s) {

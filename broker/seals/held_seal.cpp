@@ -13,7 +13,7 @@ namespace json = boost::json;
 
 std::optional<HeldSeal> held_seal(Store &store, const std::string &run, const std::string &name, long long rank,
                                   const std::string &broker_name) {
-    for (const auto &c : store.list_checkpoints(run)) {
+    for (const auto &c : store.seals().list_checkpoints(run)) {
         if (c.name != name) continue;
         HeldSeal h{c.attempt, c.ranks, broker_name, false, {}};
         Committed committed;
@@ -23,7 +23,7 @@ std::optional<HeldSeal> held_seal(Store &store, const std::string &run, const st
                 if (e.rank == rank) h.rank_files.push_back(std::move(e));
         return h;
     }
-    auto carried = store.carried_seal(run, name);
+    auto carried = store.seals().carried_seal(run, name);
     if (!carried) return std::nullopt;
     HeldSeal h{carried->attempt, carried->ranks, carried->sealed_by, true, {}};
     // Checked on arrival (seals/carried.cpp): one entry per rank and file.

@@ -12,7 +12,7 @@ namespace json = boost::json;
 void read_commits(Store &store, const std::string &run, long long attempt, const std::string &name, Committed &out) {
     // The commits were read as {path, sha256, bytes} objects when they came
     // in (checkpoints/commit.cpp); anything else here is a damaged row.
-    for (const auto &[rank, text] : store.commit_files(run, attempt, name)) {
+    for (const auto &[rank, text] : store.seals().commit_files(run, attempt, name)) {
         json::error_code ec;
         json::value v = json::parse(text, ec);
         if (ec || !v.is_array()) throw std::runtime_error("commit of rank " + std::to_string(rank) + " to " + name + " is not a file list");

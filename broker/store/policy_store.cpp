@@ -3,8 +3,8 @@
 // recovery's phases, and the interval in force per run (migration 10).
 #include <sqlite3.h>
 
+#include "broker/store/policy_store.hpp"
 #include "broker/store/sql.hpp"
-#include "broker/store/store.hpp"
 
 namespace shardnet::broker {
 
@@ -28,7 +28,7 @@ std::span<const Sql> policy_statements() {
 
 }  // namespace sql
 
-std::vector<double> Store::write_samples(const std::string &run, int limit) {
+std::vector<double> PolicyStore::write_samples(const std::string &run, int limit) {
     auto *s = stmt("write_samples");
     Done done{s};
     Binder(s).text(run).integer(limit);
@@ -37,14 +37,14 @@ std::vector<double> Store::write_samples(const std::string &run, int limit) {
     return out;
 }
 
-void Store::add_exposure(const std::string &cluster, double node_seconds, long long interruptions) {
+void PolicyStore::add_exposure(const std::string &cluster, double node_seconds, long long interruptions) {
     auto *s = stmt("add_exposure");
     Done done{s};
     Binder(s).text(cluster).real(node_seconds).integer(interruptions);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing node exposure", rc);
 }
 
-std::vector<Store::ExposureRow> Store::exposure() {
+std::vector<PolicyStore::ExposureRow> PolicyStore::exposure() {
     auto *s = stmt("exposure");
     Done done{s};
     std::vector<ExposureRow> out;
@@ -52,14 +52,14 @@ std::vector<Store::ExposureRow> Store::exposure() {
     return out;
 }
 
-void Store::insert_recovery(const RecoveryRow &r) {
+void PolicyStore::insert_recovery(const RecoveryRow &r) {
     auto *s = stmt("insert_recovery");
     Done done{s};
     Binder(s).text(r.run).integer(r.attempt).text(r.tier).real(r.detect).real(r.place).real(r.start).real(r.restore).real(r.at);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing a recovery's phases", rc);
 }
 
-std::vector<Store::RecoveryRow> Store::recoveries(int limit) {
+std::vector<PolicyStore::RecoveryRow> PolicyStore::recoveries(int limit) {
     auto *s = stmt("recoveries");
     Done done{s};
     Binder(s).integer(limit);
@@ -71,14 +71,14 @@ std::vector<Store::RecoveryRow> Store::recoveries(int limit) {
     return out;
 }
 
-void Store::upsert_policy(const PolicyRow &p) {
+void PolicyStore::upsert_policy(const PolicyRow &p) {
     auto *s = stmt("upsert_policy");
     Done done{s};
     Binder(s).text(p.run).integer(p.version).integer(p.every_steps).real(p.seconds).text(p.detail).real(p.updated);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing the checkpoint policy", rc);
 }
 
-std::vector<Store::PolicyRow> Store::load_policies() {
+std::vector<PolicyStore::PolicyRow> PolicyStore::load_policies() {
     auto *s = stmt("load_policies");
     Done done{s};
     std::vector<PolicyRow> out;

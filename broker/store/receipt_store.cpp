@@ -34,18 +34,6 @@ std::span<const Sql> receipt_statements() {
                     "first = CASE WHEN receipts = 0 THEN ?2 ELSE min(first, ?2) END, last = max(last, ?2), receipts = receipts + 1"},
         {"record_key", "INSERT INTO receipt_keys (keyid, first, last, receipts, pem) VALUES (?1, 0, 0, 0, ?2) ON CONFLICT (keyid) DO UPDATE SET "
                        "pem = CASE WHEN pem = '' THEN ?2 ELSE pem END"},
-        {"run_crossed", "SELECT 1 FROM decisions WHERE run = ?1 AND peer = ?2 UNION ALL "
-                        "SELECT 1 FROM received_decisions WHERE run = ?1 AND from_broker = ?2 AND state = 'applied' LIMIT 1"},
-        {"commit_files", "SELECT rank, files FROM commits WHERE run = ? AND attempt = ? AND name = ? ORDER BY rank"},
-        {"insert_rank", "INSERT OR IGNORE INTO attempt_ranks (run, attempt, rank, node, environment) VALUES (?,?,?,?,?)"},
-        {"count_ranks", "SELECT count(*) FROM attempt_ranks WHERE run = ? AND attempt = ?"},
-        {"attempt_ranks", "SELECT rank, node, environment FROM attempt_ranks WHERE run = ? AND attempt = ? ORDER BY rank"},
-        {"put_attempt_start", "INSERT OR REPLACE INTO attempt_starts (run, attempt, cluster, job, nodes, cause, from_seq, from_digest) "
-                               "VALUES (?,?,?,?,?,?,?,?)"},
-        {"add_attempt_start", "INSERT OR IGNORE INTO attempt_starts (run, attempt, cluster, job, nodes, cause, from_seq, from_digest) "
-                              "VALUES (?,?,?,?,?,?,?,?)"},
-        {"attempt_start", "SELECT cluster, job, nodes, cause, from_seq, from_digest FROM attempt_starts WHERE run = ? AND attempt = ?"},
-        {"attempt_job", "SELECT cluster, job, world FROM attempts WHERE run = ? AND attempt = ?"},
     };
     return table;
 }
@@ -54,18 +42,18 @@ std::span<const Sql> receipt_statements() {
 
 namespace {
 
-Store::ReceiptRow receipt_row(sqlite3_stmt *s) {
-    return Store::ReceiptRow{col_text(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2), col_text(s, 3),
+ReceiptStore::ReceiptRow receipt_row(sqlite3_stmt *s) {
+    return ReceiptStore::ReceiptRow{col_text(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2), col_text(s, 3),
                              sqlite3_column_double(s, 4), col_text(s, 5), col_text(s, 6), sqlite3_column_int64(s, 7), col_text(s, 8)};
 }
 
-Store::TreeHeadRow head_row(sqlite3_stmt *s) {
-    return Store::TreeHeadRow{sqlite3_column_int64(s, 0), col_blob(s, 1), col_text(s, 2), sqlite3_column_double(s, 3)};
+ReceiptStore::TreeHeadRow head_row(sqlite3_stmt *s) {
+    return ReceiptStore::TreeHeadRow{sqlite3_column_int64(s, 0), col_blob(s, 1), col_text(s, 2), sqlite3_column_double(s, 3)};
 }
 
 }  // namespace
 
-std::optional<Store::ReceiptRow> Store::last_receipt(const std::string &run) {
+std::optional<ReceiptStore::ReceiptRow> ReceiptStore::last_receipt(const std::string &run) {
     auto *s = stmt("last_receipt");
     Done done{s};
     Binder(s).text(run);
@@ -73,14 +61,14 @@ std::optional<Store::ReceiptRow> Store::last_receipt(const std::string &run) {
     return receipt_row(s);
 }
 
-bool Store::has_receipt(const std::string &run, long long attempt, const std::string &kind) {
+bool ReceiptStore::has_receipt(const std::string &run, long long attempt, const std::string &kind) {
     auto *s = stmt("has_receipt");
     Done done{s};
     Binder(s).text(run).integer(attempt).text(kind);
     return row(s);
 }
 
-void Store::insert_receipt(const ReceiptRow &r) {
+void ReceiptStore::insert_receipt(const ReceiptRow &r) {
     auto *s = stmt("insert_receipt");
     Done done{s};
     Binder(s).text(r.run).integer(r.seq).integer(r.attempt).text(r.kind).real(r.time).text(r.envelope).text(r.digest)
@@ -93,7 +81,7 @@ void Store::insert_receipt(const ReceiptRow &r) {
     if (int rc = sqlite3_step(k); rc != SQLITE_DONE) fail("recording the use of signing key " + r.keyid, rc);
 }
 
-std::vector<Store::ReceiptRow> Store::list_receipts(const std::string &run, long long after, long long limit) {
+std::vector<ReceiptStore::ReceiptRow> ReceiptStore::list_receipts(const std::string &run, long long after, long long limit) {
     auto *s = stmt("list_receipts");
     Done done{s};
     Binder(s).text(run).integer(after).integer(limit);
@@ -102,21 +90,21 @@ std::vector<Store::ReceiptRow> Store::list_receipts(const std::string &run, long
     return out;
 }
 
-long long Store::log_size() {
+long long ReceiptStore::log_size() {
     auto *s = stmt("log_size");
     Done done{s};
     Binder b(s);
     return row(s) ? sqlite3_column_int64(s, 0) + 1 : 0;
 }
 
-std::string Store::log_node(int level, long long index) {
+std::string ReceiptStore::log_node(int level, long long index) {
     auto *s = stmt("log_node");
     Done done{s};
     Binder(s).integer(level).integer(index);
     return row(s) ? col_blob(s, 0) : "";
 }
 
-void Store::put_log_node(int level, long long index, const std::string &hash) {
+void ReceiptStore::put_log_node(int level, long long index, const std::string &hash) {
     auto *s = stmt("put_log_node");
     Done done{s};
     Binder(s).integer(level).integer(index).blob(hash);
@@ -124,7 +112,7 @@ void Store::put_log_node(int level, long long index, const std::string &hash) {
         fail("storing log node " + std::to_string(level) + "/" + std::to_string(index), rc);
 }
 
-std::optional<Store::TreeHeadRow> Store::last_tree_head() {
+std::optional<ReceiptStore::TreeHeadRow> ReceiptStore::last_tree_head() {
     auto *s = stmt("last_tree_head");
     Done done{s};
     Binder b(s);
@@ -132,7 +120,7 @@ std::optional<Store::TreeHeadRow> Store::last_tree_head() {
     return head_row(s);
 }
 
-std::optional<Store::TreeHeadRow> Store::tree_head(long long size) {
+std::optional<ReceiptStore::TreeHeadRow> ReceiptStore::tree_head(long long size) {
     auto *s = stmt("tree_head");
     Done done{s};
     Binder(s).integer(size);
@@ -140,14 +128,14 @@ std::optional<Store::TreeHeadRow> Store::tree_head(long long size) {
     return head_row(s);
 }
 
-void Store::insert_tree_head(const TreeHeadRow &h) {
+void ReceiptStore::insert_tree_head(const TreeHeadRow &h) {
     auto *s = stmt("insert_tree_head");
     Done done{s};
     Binder(s).integer(h.size).blob(h.root).text(h.envelope).real(h.time);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing the log's tree head of size " + std::to_string(h.size), rc);
 }
 
-std::vector<Store::KeyUse> Store::key_uses() {
+std::vector<ReceiptStore::KeyUse> ReceiptStore::key_uses() {
     auto *s = stmt("key_uses");
     Done done{s};
     Binder b(s);
@@ -157,73 +145,11 @@ std::vector<Store::KeyUse> Store::key_uses() {
     return out;
 }
 
-void Store::record_key(const std::string &keyid, const std::string &pem) {
+void ReceiptStore::record_key(const std::string &keyid, const std::string &pem) {
     auto *s = stmt("record_key");
     Done done{s};
     Binder(s).text(keyid).text(pem);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("recording signing key " + keyid, rc);
-}
-
-bool Store::run_crossed(const std::string &run, const std::string &peer) {
-    auto *s = stmt("run_crossed");
-    Done done{s};
-    Binder(s).text(run).text(peer);
-    return row(s);
-}
-
-std::vector<std::pair<long long, std::string>> Store::commit_files(const std::string &run, long long attempt, const std::string &name) {
-    auto *s = stmt("commit_files");
-    Done done{s};
-    Binder(s).text(run).integer(attempt).text(name);
-    std::vector<std::pair<long long, std::string>> out;
-    while (row(s)) out.emplace_back(sqlite3_column_int64(s, 0), col_text(s, 1));
-    return out;
-}
-
-long long Store::insert_ranks(const std::string &run, long long attempt, const std::vector<RankRow> &rows) {
-    for (const auto &r : rows) {
-        auto *s = stmt("insert_rank");
-        Done done{s};
-        Binder(s).text(run).integer(attempt).integer(r.rank).text(r.node).text(r.environment);
-        if (int rc = sqlite3_step(s); rc != SQLITE_DONE)
-            fail("storing rank " + std::to_string(r.rank) + " of run " + run + " attempt " + std::to_string(attempt), rc);
-    }
-    auto *s = stmt("count_ranks");
-    Done done{s};
-    Binder(s).text(run).integer(attempt);
-    return row(s) ? sqlite3_column_int64(s, 0) : 0;
-}
-
-std::vector<Store::RankRow> Store::attempt_ranks(const std::string &run, long long attempt) {
-    auto *s = stmt("attempt_ranks");
-    Done done{s};
-    Binder(s).text(run).integer(attempt);
-    std::vector<RankRow> out;
-    while (row(s)) out.push_back(RankRow{sqlite3_column_int64(s, 0), col_text(s, 1), col_text(s, 2)});
-    return out;
-}
-
-void Store::put_attempt_start(const std::string &run, long long attempt, const AttemptStartRow &a, bool replace) {
-    auto *s = stmt(replace ? "put_attempt_start" : "add_attempt_start");
-    Done done{s};
-    Binder(s).text(run).integer(attempt).text(a.cluster).integer(a.job).text(a.nodes).text(a.cause).integer(a.from_seq).text(a.from_digest);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing the start of run " + run + " attempt " + std::to_string(attempt), rc);
-}
-
-std::optional<Store::AttemptStartRow> Store::attempt_start(const std::string &run, long long attempt) {
-    auto *s = stmt("attempt_start");
-    Done done{s};
-    Binder(s).text(run).integer(attempt);
-    if (!row(s)) return std::nullopt;
-    return AttemptStartRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), col_text(s, 3), sqlite3_column_int64(s, 4), col_text(s, 5)};
-}
-
-std::optional<Store::AttemptRow> Store::attempt_job(const std::string &run, long long attempt) {
-    auto *s = stmt("attempt_job");
-    Done done{s};
-    Binder(s).text(run).integer(attempt);
-    if (!row(s)) return std::nullopt;
-    return AttemptRow{run, attempt, col_text(s, 0), sqlite3_column_int64(s, 1), sqlite3_column_int64(s, 2)};
 }
 
 }  // namespace shardnet::broker

@@ -13,13 +13,15 @@ struct Sql { const char *name; const char *text; };
 // The receipt log's statements (store/receipt_store.cpp), prepared with
 // the store's own when the database opens.
 std::span<const Sql> receipt_statements();
+// Attempts' (store/attempt_store.cpp), likewise.
+std::span<const Sql> attempt_statements();
 // The checkpoint policy's (store/policy_store.cpp), likewise.
 std::span<const Sql> policy_statements();
-// Bad-node memory's (store/node_fault_store.cpp), likewise.
-std::span<const Sql> node_fault_statements();
-// Federation reads' (store/federation_store.cpp), likewise.
-std::span<const Sql> federation_statements();
-// Sealed file lists' and carried seals' (store/seal_store.cpp), likewise.
+// Nodes' and bad-node memory's (store/node_store.cpp), likewise.
+std::span<const Sql> node_statements();
+// Decisions' and federation reads' (store/decision_store.cpp), likewise.
+std::span<const Sql> decision_statements();
+// Commits', seals', sealed file lists' and carried seals' (store/seal_store.cpp), likewise.
 std::span<const Sql> seal_statements();
 
 // Resets a statement when it goes out of scope: a SELECT stepped to its

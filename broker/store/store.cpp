@@ -1,5 +1,6 @@
 #include "broker/store/store.hpp"
 
+#include <algorithm>
 #include <sqlite3.h>
 
 #include "broker/store/sql.hpp"
@@ -133,38 +134,12 @@ const Sql kStatements[] = {
     {"insert_run", "INSERT INTO runs (id, owner, state, attempt, manifest, world_size, created, updated, owner_uid, requeue) "
                    "VALUES (?,?,?,?,?,?,?,?,?,?)"},
     {"set_owner", "UPDATE runs SET owner = ?, owner_uid = ? WHERE id = ?"},
-    {"upsert_attempt", "INSERT INTO attempts (run, attempt, cluster, job, world) VALUES (?,?,?,?,?) "
-                       "ON CONFLICT (run, attempt) DO UPDATE SET cluster = excluded.cluster, job = excluded.job, world = excluded.world"},
-    {"load_attempts", "SELECT run, attempt, cluster, job, world FROM attempts"},
     {"update_run", "UPDATE runs SET state = ?, attempt = ?, updated = ? WHERE id = ?"},
     {"insert_event", "INSERT INTO events (run, time, kind, cause, evidence) VALUES (?,?,?,?,?)"},
     {"list_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? AND id > ? ORDER BY id LIMIT ?"},
-    {"upsert_node", "INSERT INTO nodes (host, hash, descriptor, updated) VALUES (?,?,?,?) "
-                    "ON CONFLICT (host) DO UPDATE SET hash = excluded.hash, descriptor = excluded.descriptor, updated = excluded.updated"},
-    {"list_nodes", "SELECT host, hash, descriptor, updated FROM nodes WHERE ?1 = '' OR host = ?1 ORDER BY host"},
-    {"insert_commit", "INSERT OR REPLACE INTO commits (run, attempt, name, rank, files, time, write_seconds) VALUES (?,?,?,?,?,?,?)"},
-    {"commit_write_seconds", "SELECT max(write_seconds) FROM commits WHERE run = ? AND attempt = ? AND name = ?"},
-    {"count_commits", "SELECT count(*) FROM commits WHERE run = ? AND attempt = ? AND name = ?"},
-    {"is_sealed", "SELECT 1 FROM checkpoints WHERE run = ? AND name = ?"},
-    {"seal", "INSERT INTO checkpoints (run, name, attempt, ranks, parent, sealed_at, write_seconds) VALUES (?,?,?,?,?,?,?)"},
-    {"list_checkpoints", "SELECT run, name, attempt, ranks, parent, sealed_at FROM checkpoints WHERE run = ? ORDER BY sealed_at"},
-    {"last_checkpoint", "SELECT name FROM checkpoints WHERE run = ? ORDER BY sealed_at DESC LIMIT 1"},
+    {"last_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? ORDER BY id DESC LIMIT ?"},
+    {"count_events", "SELECT count(*) FROM events WHERE run = ?"},
     {"run_times", "SELECT created, updated FROM runs WHERE id = ?"},
-    {"upsert_worker", "INSERT INTO workers (run, attempt, node, ranks, last_seen, last_step, interval, ended, watch_only, cluster, job) "
-                      "VALUES (?,?,?,?,?,?,?,?,?,?,?) "
-                      "ON CONFLICT (run, attempt, node) DO UPDATE SET ranks = excluded.ranks, "
-                      "last_seen = excluded.last_seen, last_step = excluded.last_step, interval = excluded.interval, "
-                      "ended = excluded.ended, watch_only = excluded.watch_only, cluster = excluded.cluster, job = excluded.job"},
-    {"load_workers", "SELECT run, attempt, node, interval, watch_only, cluster, job FROM workers WHERE ended = 0 AND interval > 0"},
-    {"insert_decision", "INSERT OR IGNORE INTO decisions (id, run, from_attempt, to_attempt, cluster, exclude, old_job, state, created, nonce) "
-                        "VALUES (?,?,?,?,?,?,?,'written',?,?)"},
-    {"get_decision", "SELECT state, nonce FROM decisions WHERE id = ?"},
-    {"written_decisions", "SELECT id, run, from_attempt, cluster, exclude, old_job FROM decisions WHERE state = 'written' ORDER BY created"},
-    {"apply_decision", "UPDATE decisions SET state = ?, new_job = ? WHERE id = ?"},
-    {"forward_decision", "UPDATE decisions SET state = 'forwarding', peer = ?, payload = ? WHERE id = ?"},
-    {"forwarding_decisions", "SELECT id, run, peer, payload FROM decisions WHERE state = 'forwarding' ORDER BY created"},
-    {"upsert_job_spec", "INSERT OR REPLACE INTO job_specs (run, attempt, cluster, job, spec, script) VALUES (?,?,?,?,?,?)"},
-    {"get_job_spec", "SELECT cluster, job, spec, script FROM job_specs WHERE run = ? AND attempt = ?"},
     {"update_manifest", "UPDATE runs SET manifest = ?, owner = ? WHERE id = ?"},
     {"begin", "BEGIN IMMEDIATE"},
     {"commit", "COMMIT"},
@@ -195,9 +170,10 @@ Store::Store(const std::string &path, int busy_ms) : path_(path), busy_ms_(busy_
     };
     for (const auto &s : kStatements) prepare(s);
     for (const auto &s : sql::receipt_statements()) prepare(s);
+    for (const auto &s : sql::attempt_statements()) prepare(s);
     for (const auto &s : sql::policy_statements()) prepare(s);
-    for (const auto &s : sql::node_fault_statements()) prepare(s);
-    for (const auto &s : sql::federation_statements()) prepare(s);
+    for (const auto &s : sql::node_statements()) prepare(s);
+    for (const auto &s : sql::decision_statements()) prepare(s);
     for (const auto &s : sql::seal_statements()) prepare(s);
 }
 
@@ -262,6 +238,11 @@ void Store::migrate() {
 
 sqlite3_stmt *Store::stmt(const char *name) { return prepared_.at(name); }
 
+sqlite3_stmt *StorePart::stmt(const char *name) { return store_.stmt(name); }
+bool StorePart::row(sqlite3_stmt *s) { return store_.row(s); }
+void StorePart::fail(const std::string &what, int rc) { store_.fail(what, rc); }
+sqlite3 *StorePart::db() { return store_.db_; }
+
 void Store::transaction(const std::function<void()> &fn) {
     auto rollback = [this] {
         Done d{stmt("rollback")};
@@ -322,25 +303,6 @@ void Store::set_run_owner(const std::string &id, const std::string &owner, long 
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("setting the owner of run " + id, rc);
 }
 
-void Store::upsert_attempt(const AttemptRow &a) {
-    auto *s = stmt("upsert_attempt");
-    Done done{s};
-    Binder(s).text(a.run).integer(a.attempt).text(a.cluster).integer(a.job).integer(a.world);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("recording attempt " + std::to_string(a.attempt) + " of run " + a.run, rc);
-}
-
-std::vector<Store::AttemptRow> Store::load_attempts() {
-    auto *s = stmt("load_attempts");
-    Done done{s};
-    Binder b(s);
-    std::vector<AttemptRow> out;
-    while (row(s))
-        out.push_back(AttemptRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), sqlite3_column_int64(s, 3),
-                                 sqlite3_column_int64(s, 4)});
-    sqlite3_reset(s);
-    return out;
-}
-
 void Store::insert_run(const RunRow &r) {
     auto *s = stmt("insert_run");
     Done done{s};
@@ -382,35 +344,23 @@ std::vector<EventRow> Store::list_events(const std::string &run, long long after
     return out;
 }
 
-void Store::upsert_node(const std::string &host, const std::string &hash, const std::string &descriptor, double now) {
-    auto *s = stmt("upsert_node");
+std::vector<EventRow> Store::last_events(const std::string &run, int n) {
+    auto *s = stmt("last_events");
     Done done{s};
-    Binder(s).text(host).text(hash).text(descriptor).real(now);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing node " + host, rc);
-}
-
-std::vector<Store::NodeRow> Store::list_nodes(const std::string &host) {
-    auto *s = stmt("list_nodes");
-    Done done{s};
-    Binder(s).text(host);
-    std::vector<NodeRow> out;
+    Binder(s).text(run).integer(n);
+    std::vector<EventRow> out;
     while (row(s))
-        out.push_back(NodeRow{col_text(s, 0), col_text(s, 1), col_text(s, 2), sqlite3_column_double(s, 3)});
+        out.push_back(EventRow{sqlite3_column_int64(s, 0), col_text(s, 1), sqlite3_column_double(s, 2), col_text(s, 3), col_text(s, 4),
+                               col_text(s, 5)});
+    std::reverse(out.begin(), out.end());
     return out;
 }
 
-long long Store::insert_commit(const std::string &run, long long attempt, const std::string &name, long long rank,
-                               const std::string &files, double now, double write_seconds) {
-    auto *s = stmt("insert_commit");
+long long Store::count_events(const std::string &run) {
+    auto *s = stmt("count_events");
     Done done{s};
-    Binder b(s);
-    b.text(run).integer(attempt).text(name).integer(rank).text(files).real(now);
-    if (write_seconds >= 0) b.real(write_seconds);   // else NULL: not measured
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing commit", rc);
-    auto *c = stmt("count_commits");
-    Done done_c{c};
-    Binder(c).text(run).integer(attempt).text(name);
-    return row(c) ? sqlite3_column_int64(c, 0) : 0;
+    Binder(s).text(run);
+    return row(s) ? sqlite3_column_int64(s, 0) : 0;
 }
 
 std::optional<std::pair<double, double>> Store::run_times(const std::string &run) {
@@ -419,135 +369,6 @@ std::optional<std::pair<double, double>> Store::run_times(const std::string &run
     Binder(s).text(run);
     if (!row(s)) return std::nullopt;
     return std::pair{sqlite3_column_double(s, 0), sqlite3_column_double(s, 1)};
-}
-
-std::string Store::last_checkpoint(const std::string &run) {
-    auto *s = stmt("last_checkpoint");
-    Done done{s};
-    Binder(s).text(run);
-    return row(s) ? col_text(s, 0) : "";
-}
-
-bool Store::checkpoint_sealed(const std::string &run, const std::string &name) {
-    auto *s = stmt("is_sealed");
-    Done done{s};
-    Binder(s).text(run).text(name);
-    return row(s);
-}
-
-void Store::seal_checkpoint(const CheckpointRow &c) {
-    auto *s = stmt("seal");
-    Done done{s};
-    Binder b(s);
-    b.text(c.run).text(c.name).integer(c.attempt).integer(c.ranks).text(c.parent).real(c.sealed_at);
-    if (c.write_seconds >= 0) b.real(c.write_seconds);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("sealing " + c.name, rc);
-}
-
-double Store::commit_write_seconds(const std::string &run, long long attempt, const std::string &name) {
-    auto *s = stmt("commit_write_seconds");
-    Done done{s};
-    Binder(s).text(run).integer(attempt).text(name);
-    return row(s) && sqlite3_column_type(s, 0) != SQLITE_NULL ? sqlite3_column_double(s, 0) : -1;
-}
-
-std::vector<CheckpointRow> Store::list_checkpoints(const std::string &run) {
-    auto *s = stmt("list_checkpoints");
-    Done done{s};
-    Binder(s).text(run);
-    std::vector<CheckpointRow> out;
-    while (row(s))
-        out.push_back(CheckpointRow{col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3),
-                                    col_text(s, 4), sqlite3_column_double(s, 5)});
-    return out;
-}
-
-void Store::upsert_worker(const std::string &run, long long attempt, const std::string &node, const std::string &ranks,
-                          double last_seen, long long last_step, long long interval, bool ended, bool watch_only,
-                          const std::string &cluster, long long job) {
-    auto *s = stmt("upsert_worker");
-    Done done{s};
-    Binder(s).text(run).integer(attempt).text(node).text(ranks).real(last_seen).integer(last_step).integer(interval)
-        .integer(ended ? 1 : 0).integer(watch_only ? 1 : 0).text(cluster).integer(job);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing worker summary", rc);
-}
-
-std::vector<Store::WorkerRow> Store::load_workers() {
-    auto *s = stmt("load_workers");
-    Done done{s};
-    Binder b(s);
-    std::vector<WorkerRow> out;
-    while (sqlite3_step(s) == SQLITE_ROW)
-        out.push_back(WorkerRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), sqlite3_column_int64(s, 3),
-                                sqlite3_column_int64(s, 4) != 0, col_text(s, 5), sqlite3_column_int64(s, 6)});
-    return out;
-}
-
-bool Store::insert_decision(const std::string &id, const std::string &run, long long from, long long to,
-                            const std::string &cluster, const std::string &exclude, long long old_job, double now,
-                            const std::string &nonce) {
-    auto *s = stmt("insert_decision");
-    Done done{s};
-    Binder(s).text(id).text(run).integer(from).integer(to).text(cluster).text(exclude).integer(old_job).real(now).text(nonce);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("writing decision " + id, rc);
-    return sqlite3_changes(db_) == 1;
-}
-
-std::optional<std::pair<std::string, std::string>> Store::get_decision(const std::string &id) {
-    auto *s = stmt("get_decision");
-    Done done{s};
-    Binder(s).text(id);
-    if (!row(s)) return std::nullopt;
-    return std::make_pair(col_text(s, 0), col_text(s, 1));
-}
-
-std::vector<Store::WrittenDecision> Store::written_decisions() {
-    auto *s = stmt("written_decisions");
-    Done done{s};
-    Binder b(s);
-    std::vector<WrittenDecision> out;
-    while (row(s))
-        out.push_back(WrittenDecision{col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), col_text(s, 3), col_text(s, 4),
-                                      sqlite3_column_int64(s, 5)});
-    return out;
-}
-
-void Store::apply_decision(const std::string &id, const std::string &state, long long new_job) {
-    auto *s = stmt("apply_decision");
-    Done done{s};
-    Binder(s).text(state).integer(new_job).text(id);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating decision " + id, rc);
-}
-
-void Store::forward_decision(const std::string &id, const std::string &peer, const std::string &payload) {
-    auto *s = stmt("forward_decision");
-    Done done{s};
-    Binder(s).text(peer).text(payload).text(id);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("updating decision " + id, rc);
-}
-
-std::vector<Store::Forwarding> Store::forwarding_decisions() {
-    auto *s = stmt("forwarding_decisions");
-    Done done{s};
-    Binder b(s);
-    std::vector<Forwarding> out;
-    while (row(s)) out.push_back({col_text(s, 0), col_text(s, 1), col_text(s, 2), col_text(s, 3)});
-    return out;
-}
-
-void Store::upsert_job_spec(const std::string &run, long long attempt, const JobSpecRow &j) {
-    auto *s = stmt("upsert_job_spec");
-    Done done{s};
-    Binder(s).text(run).integer(attempt).text(j.cluster).integer(j.job).text(j.spec).text(j.script);
-    if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("storing the job of " + run, rc);
-}
-
-std::optional<Store::JobSpecRow> Store::get_job_spec(const std::string &run, long long attempt) {
-    auto *s = stmt("get_job_spec");
-    Done done{s};
-    Binder(s).text(run).integer(attempt);
-    if (!row(s)) return std::nullopt;
-    return JobSpecRow{col_text(s, 0), sqlite3_column_int64(s, 1), col_text(s, 2), col_text(s, 3)};
 }
 
 void Store::update_manifest(const std::string &run, const std::string &manifest, const std::string &owner) {

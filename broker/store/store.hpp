@@ -9,6 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "broker/store/attempt_store.hpp"
+#include "broker/store/decision_store.hpp"
+#include "broker/store/node_store.hpp"
+#include "broker/store/policy_store.hpp"
+#include "broker/store/receipt_store.hpp"
+#include "broker/store/seal_store.hpp"
 #include "broker/store/store_error.hpp"
 
 struct sqlite3;
@@ -33,14 +39,6 @@ struct EventRow {
     std::string kind, cause, evidence;  // evidence: JSON text
 };
 
-struct CheckpointRow {
-    std::string run, name;
-    long long attempt = 0, ranks = 0;
-    std::string parent;
-    double sealed_at = 0;
-    double write_seconds = -1;   // the slowest rank's write, -1: not measured
-};
-
 class Store {
 public:
     // Opens (creating and migrating) the database. Every failure, here and
@@ -50,6 +48,35 @@ public:
     explicit Store(const std::string &path, int busy_ms = 2000);
     ~Store();
 
+    // The store's parts, one per area, each with its SQL in its own file.
+    ReceiptStore &receipts() { return receipts_; }
+    AttemptStore &attempts() { return attempts_; }
+    SealStore &seals() { return seals_; }
+    DecisionStore &decisions() { return decisions_; }
+    PolicyStore &policy() { return policy_; }
+    NodeStore &nodes() { return nodes_; }
+    // Their rows, under the names they had as the Store's own.
+    using ReceiptRow = ReceiptStore::ReceiptRow;
+    using TreeHeadRow = ReceiptStore::TreeHeadRow;
+    using KeyUse = ReceiptStore::KeyUse;
+    using AttemptRow = AttemptStore::AttemptRow;
+    using JobSpecRow = AttemptStore::JobSpecRow;
+    using RankRow = AttemptStore::RankRow;
+    using AttemptStartRow = AttemptStore::AttemptStartRow;
+    using WorkerRow = AttemptStore::WorkerRow;
+    using SealedListRow = SealStore::SealedListRow;
+    using CarriedSealRow = SealStore::CarriedSealRow;
+    using WrittenDecision = DecisionStore::WrittenDecision;
+    using Forwarding = DecisionStore::Forwarding;
+    using Received = DecisionStore::Received;
+    using MovedRow = DecisionStore::MovedRow;
+    using WitnessedRow = DecisionStore::WitnessedRow;
+    using ExposureRow = PolicyStore::ExposureRow;
+    using RecoveryRow = PolicyStore::RecoveryRow;
+    using PolicyRow = PolicyStore::PolicyRow;
+    using NodeRow = NodeStore::NodeRow;
+    using NodeFaultRow = NodeStore::NodeFaultRow;
+
     std::vector<RunRow> load_runs();
     // A run's created and updated times (one row by its key), or none.
     std::optional<std::pair<double, double>> run_times(const std::string &run);
@@ -57,208 +84,16 @@ public:
     void update_run(const std::string &id, const std::string &state, long long attempt, double now);
     long long insert_event(const EventRow &e);
     std::vector<EventRow> list_events(const std::string &run, long long after_id, int limit);
-    void upsert_node(const std::string &host, const std::string &hash, const std::string &descriptor, double now);
-    struct NodeRow { std::string host, hash, descriptor; double updated = 0; };
-    std::vector<NodeRow> list_nodes(const std::string &host = "");
-    // Returns how many ranks of (run, attempt, name) have committed now.
-    // write_seconds: the rank's "checkpointing" to "committed" (-1: not measured).
-    long long insert_commit(const std::string &run, long long attempt, const std::string &name, long long rank,
-                            const std::string &files, double now, double write_seconds = -1);
-    // The slowest write of the ranks' commits of a checkpoint (-1: none measured).
-    double commit_write_seconds(const std::string &run, long long attempt, const std::string &name);
-    bool checkpoint_sealed(const std::string &run, const std::string &name);
-    void seal_checkpoint(const CheckpointRow &c);
-    std::vector<CheckpointRow> list_checkpoints(const std::string &run);
-    // The run's newest sealed checkpoint's name ("" when none).
-    std::string last_checkpoint(const std::string &run);
-    void upsert_worker(const std::string &run, long long attempt, const std::string &node, const std::string &ranks,
-                       double last_seen, long long last_step, long long interval = 0, bool ended = false, bool watch_only = false,
-                       const std::string &cluster = "", long long job = 0);
-    // Workers that had not ended (nor faulted) at the last summary.
-    struct WorkerRow {
-        std::string run;
-        long long attempt = 0;
-        std::string node;
-        long long interval = 0;
-        bool watch_only = false;
-        std::string cluster;
-        long long job = 0;
-    };
-    std::vector<WorkerRow> load_workers();
+    // A run's newest n events, oldest first; how many it has.
+    std::vector<EventRow> last_events(const std::string &run, int n);
+    long long count_events(const std::string &run);
     std::string integrity_check();
-    // A requeue decision, written before it is acted on. False when a
-    // decision with this id exists already (it is applied at most once).
-    // nonce goes into the comment of the job the decision submits.
-    bool insert_decision(const std::string &id, const std::string &run, long long from, long long to,
-                         const std::string &cluster, const std::string &exclude, long long old_job, double now,
-                         const std::string &nonce = "");
-    // Local decisions written but never acted on (the broker stopped): taken up at start.
-    struct WrittenDecision { std::string id, run; long long from_attempt; std::string cluster, exclude; long long old_job; };
-    std::vector<WrittenDecision> written_decisions();
-    // A decision's state ('written' until acted on) and nonce, or none.
-    std::optional<std::pair<std::string, std::string>> get_decision(const std::string &id);
-    void apply_decision(const std::string &id, const std::string &state, long long new_job);
-    // A decision handed to a peer broker: kept 'forwarding' with what was
-    // sent until the peer acknowledges it (then apply_decision 'delivered').
-    void forward_decision(const std::string &id, const std::string &peer, const std::string &payload);
-    struct Forwarding { std::string id, run, peer, payload; };
-    std::vector<Forwarding> forwarding_decisions();
-    // What an attempt's job was: its Slurm spec (JSON) and batch script.
-    struct JobSpecRow { std::string cluster; long long job = 0; std::string spec, script; };
-    void upsert_job_spec(const std::string &run, long long attempt, const JobSpecRow &j);
-    std::optional<JobSpecRow> get_job_spec(const std::string &run, long long attempt);
-    // Decisions from peer brokers: false when this id was received before.
-    // result holds, until the decision is answered, what the broker will
-    // mark its job with (a nonce in its comment).
-    bool insert_received(const std::string &id, const std::string &from, const std::string &run, long long to, double now,
-                         const std::string &result = "{}");
-    struct Received { std::string state, result, from, run; long long to = 0; };   // result: JSON
-    std::optional<Received> get_received(const std::string &id);
-    void finish_received(const std::string &id, const std::string &state, const std::string &result);
     void update_manifest(const std::string &run, const std::string &manifest, const std::string &owner);
     void set_run_owner(const std::string &id, const std::string &owner, long long owner_uid);
     // A RECOVERING run's wait: the attempt that must heartbeat, from how
     // many nodes (0, 0: no wait here).
     void set_recovering(const std::string &id, long long attempt, long long nodes);
     void set_requeue(const std::string &id, const std::string &requeue);
-    // The job that runs an attempt, as this broker recorded it (the first
-    // job of attempt 1; the job it submitted for every later one).
-    struct AttemptRow { std::string run; long long attempt = 0; std::string cluster; long long job = 0, world = 0; };
-    void upsert_attempt(const AttemptRow &a);
-    std::vector<AttemptRow> load_attempts();
-
-    // What the checkpoint policy measures (doc/checkpoint-policy.md).
-    // The write times of the run's newest sealed checkpoints, newest first.
-    std::vector<double> write_samples(const std::string &run, int limit);
-    // Node-seconds of workers observed, and interruptions (an attempt's
-    // first FAULT), per cluster; added to.
-    void add_exposure(const std::string &cluster, double node_seconds, long long interruptions);
-    struct ExposureRow { std::string cluster; double node_seconds = 0; long long interruptions = 0; };
-    std::vector<ExposureRow> exposure();
-    // One recovery's phases in seconds: detect (last heartbeat to FAULT),
-    // place (FAULT to the new job), start (to RECOVERED), restore (to the
-    // first new step). tier: same_cluster, other_cluster or peer.
-    struct RecoveryRow {
-        std::string run;
-        long long attempt = 0;
-        std::string tier;
-        double detect = 0, place = 0, start = 0, restore = 0, at = 0;
-    };
-    void insert_recovery(const RecoveryRow &r);
-    std::vector<RecoveryRow> recoveries(int limit);   // the newest first, every run
-    // The interval in force for a run, with what it was computed from (JSON).
-    struct PolicyRow { std::string run; long long version = 0, every_steps = 0; double seconds = 0; std::string detail; double updated = 0; };
-    void upsert_policy(const PolicyRow &p);
-    std::vector<PolicyRow> load_policies();
-    // Bad-node memory (store/node_fault_store.cpp): one row per node fault.
-    struct NodeFaultRow { std::string cluster, node; double time = 0; std::string run, cause; };
-    void add_node_fault(const NodeFaultRow &r);
-    std::vector<NodeFaultRow> node_faults(double since);   // by cluster, node, time
-    long long clear_node_faults(const std::string &cluster, const std::string &node);
-    void forget_node_faults(double before);
-    long long node_fault_runs(const std::string &cluster, const std::string &node, double since);   // distinct runs
-
-    // Signed receipts and their log (store/receipt_store.cpp; doc/receipts.md).
-    // Each call belongs inside the transaction of the record it attests.
-    struct ReceiptRow {
-        std::string run;
-        long long seq = 0, attempt = 0;
-        std::string kind;
-        double time = 0;
-        std::string envelope, digest;   // the envelope's JSON bytes and their hex SHA-256
-        long long log_index = 0;
-        std::string keyid;
-    };
-    std::optional<ReceiptRow> last_receipt(const std::string &run);
-    bool has_receipt(const std::string &run, long long attempt, const std::string &kind);
-    void insert_receipt(const ReceiptRow &r);
-    // In chain order, from the first seq above after, at most limit (-1: all).
-    std::vector<ReceiptRow> list_receipts(const std::string &run, long long after = 0, long long limit = -1);
-    // The log: its size (leaves), and perfect subtree (level, index) as 32
-    // raw bytes ("" when not stored: not complete yet, or past the end).
-    long long log_size();
-    std::string log_node(int level, long long index);
-    void put_log_node(int level, long long index, const std::string &hash);
-    struct TreeHeadRow { long long size = 0; std::string root, envelope; double time = 0; };
-    std::optional<TreeHeadRow> last_tree_head();
-    std::optional<TreeHeadRow> tree_head(long long size);
-    void insert_tree_head(const TreeHeadRow &h);
-    // Which keys signed receipts here, when first and last, and each one's
-    // public half (GET /v1/keys lists a key rotated away from it).
-    struct KeyUse { std::string keyid; double first = 0, last = 0; long long receipts = 0; std::string pem; };
-    std::vector<KeyUse> key_uses();
-    // A signing key's public half, kept from when it is configured (before
-    // it signs anything), so that a key rotated away stays listed.
-    void record_key(const std::string &keyid, const std::string &pem);
-    // Whether run went to (a decision forwarded to) or came from (a decision
-    // received from) the broker called peer: that peer may read its receipts.
-    bool run_crossed(const std::string &run, const std::string &peer);
-    // The peer this broker's last accepted decision for run sent it to,
-    // the attempt it runs there and the peer's job; none: it never moved.
-    struct MovedRow { std::string peer; long long attempt = 0, job = 0; };
-    std::optional<MovedRow> moved_to(const std::string &run);
-    // A run's newest n events, oldest first; how many it has.
-    std::vector<EventRow> last_events(const std::string &run, int n);
-    long long count_events(const std::string &run);
-    // Whether peer took run (accepted a decision of ours) or handed it here
-    // (a decision we applied): it may read the run's story.
-    bool story_peer(const std::string &run, const std::string &peer);
-    // The peers' log heads witnessed here (federation/witness.hpp): the last
-    // consistent one of each, and the first conflict since (JSON; "": none).
-    struct WitnessedRow { std::string peer; long long size = 0; std::string root, envelope; double seen = 0; std::string conflict; };
-    std::optional<WitnessedRow> witnessed_head(const std::string &peer);
-    std::vector<WitnessedRow> witnessed_heads();
-    void put_witnessed_head(const WitnessedRow &r);   // keeps a conflict noted before
-    void witness_conflict(const std::string &peer, const std::string &evidence);   // the first one stays
-    // A seal's file list as its receipt commits to it (file_list.hpp): the
-    // root (hex), count, bytes and the receipt (seq 0: none signed).
-    struct SealedListRow { std::string root; long long count = 0, bytes = 0, receipt_seq = 0; std::string receipt_digest; };
-    void put_sealed_list(const std::string &run, const std::string &name, const SealedListRow &r);
-    std::optional<SealedListRow> sealed_list(const std::string &run, const std::string &name);
-    // A seal a peer's decision carried with the run (seals/carried.hpp):
-    // files is the JSON array [{path, sha256, bytes, rank}], checked on arrival.
-    struct CarriedSealRow {
-        std::string run, name;
-        long long attempt = 0, ranks = 0;
-        std::string parent, sealed_by;
-        SealedListRow list;
-        std::string files;
-        double received = 0;
-    };
-    void put_carried_seal(const CarriedSealRow &r);
-    std::optional<CarriedSealRow> carried_seal(const std::string &run, const std::string &name);
-    // The run's carried seals, the newest (by received, then name) first.
-    std::vector<CarriedSealRow> carried_seals(const std::string &run, int limit);
-    // Drops all but the run's newest keep carried seals (as carried_seals
-    // orders them): what a sender carries is its newest two.
-    void keep_newest_carried(const std::string &run, int keep);
-    // Drops the carried seals of runs that ended (SUCCEEDED, FAILED,
-    // CANCELLED) before finished_before; how many went.
-    long long forget_carried_seals(double finished_before);
-    // The ranks' commits of a checkpoint: rank and its files (JSON text).
-    std::vector<std::pair<long long, std::string>> commit_files(const std::string &run, long long attempt, const std::string &name);
-    // An attempt's ranks as their agents reported them (POST
-    // /v1/runs/RUN/ranks): node and environment (JSON object text, "null":
-    // none reported). A rank's first report stands; insert_ranks answers how
-    // many ranks of the attempt are in.
-    struct RankRow { long long rank = 0; std::string node, environment; };
-    long long insert_ranks(const std::string &run, long long attempt, const std::vector<RankRow> &rows);
-    std::vector<RankRow> attempt_ranks(const std::string &run, long long attempt);
-    // What the broker knew when it made an attempt, kept for its receipt
-    // (written once the ranks are in): its job, the planned nodes (JSON
-    // array), the decision (JSON object) and where a peer's chain goes on.
-    // replace false: only when the attempt has none yet.
-    struct AttemptStartRow {
-        std::string cluster;
-        long long job = 0;
-        std::string nodes = "[]", cause = "{}";
-        long long from_seq = 0;
-        std::string from_digest;
-    };
-    void put_attempt_start(const std::string &run, long long attempt, const AttemptStartRow &a, bool replace = true);
-    std::optional<AttemptStartRow> attempt_start(const std::string &run, long long attempt);
-    // The attempt's recorded job: cluster, Slurm job id, ranks.
-    std::optional<AttemptRow> attempt_job(const std::string &run, long long attempt);
 
     // Runs fn inside one transaction (all or nothing).
     void transaction(const std::function<void()> &fn);
@@ -268,6 +103,8 @@ public:
     long long limit_pages(long long pages);
 
 private:
+    friend class StorePart;   // the parts run their SQL through stmt, row and fail
+
     sqlite3_stmt *stmt(const char *name);
     void exec(const char *sql);
     void migrate();
@@ -279,6 +116,12 @@ private:
     int busy_ms_;
     sqlite3 *db_ = nullptr;
     std::map<std::string, sqlite3_stmt *> prepared_;
+    ReceiptStore receipts_{*this};
+    AttemptStore attempts_{*this};
+    SealStore seals_{*this};
+    DecisionStore decisions_{*this};
+    PolicyStore policy_{*this};
+    NodeStore nodes_{*this};
 };
 
 }  // namespace shardnet::broker

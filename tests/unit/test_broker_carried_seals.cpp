@@ -185,19 +185,19 @@ TEST_CASE("carried seals are pruned: a run's newest two stay; a run finished pas
             st.insert_run(RunRow{"live", "u", "RUNNING", "{}", 2, 1, old, old});
             for (const std::string run : {"done", "done-lately", "live"})
                 for (int i = 1; i <= 3; ++i)
-                    st.put_carried_seal(Store::CarriedSealRow{run, "checkpoint-" + std::to_string(i), 1, 1, "", "beta",
+                    st.seals().put_carried_seal(Store::CarriedSealRow{run, "checkpoint-" + std::to_string(i), 1, 1, "", "beta",
                                                               Store::SealedListRow{std::string(64, 'a'), 1, 1, 0, ""}, "[]", old + i});
-            st.keep_newest_carried("live", 2);
+            st.seals().keep_newest_carried("live", 2);
         });
         auto names = [&](const std::string &run) {
             std::vector<std::string> out;
-            for (const auto &c : st.carried_seals(run, 10)) out.push_back(c.name);
+            for (const auto &c : st.seals().carried_seals(run, 10)) out.push_back(c.name);
             return out;
         };
         CHECK(names("live") == std::vector<std::string>{"checkpoint-3", "checkpoint-2"});
         CHECK(names("done").size() == 3);
         long long gone = 0;
-        st.transaction([&] { gone = st.forget_carried_seals(now - 30 * 86400.0); });
+        st.transaction([&] { gone = st.seals().forget_carried_seals(now - 30 * 86400.0); });
         CHECK(gone == 3);
         CHECK(names("done").empty());
         CHECK(names("done-lately").size() == 3);   // finished a day ago: kept

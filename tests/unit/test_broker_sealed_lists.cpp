@@ -174,11 +174,11 @@ TEST_CASE("what a decision carries: the newest two seals, newest first; one whos
             fs.push_back(json::object{{"path", p}, {"sha256", sha(name + p)}, {"bytes", i}});
             entries.push_back({p, sha(name + p), (unsigned long long)i, 0});
         }
-        store.insert_commit("r1", 1, name, 0, json::serialize(fs), at, -1);
-        store.seal_checkpoint(CheckpointRow{"r1", name, 1, 1, parent, at, -1});
+        store.seals().insert_commit("r1", 1, name, 0, json::serialize(fs), at, -1);
+        store.seals().seal_checkpoint(CheckpointRow{"r1", name, 1, 1, parent, at, -1});
         file_list::sort(entries);
         const auto sum = file_list::summarize(entries);
-        store.put_sealed_list("r1", name, Store::SealedListRow{merkle::hex(sum.root), (long long)sum.count, (long long)sum.bytes, 3, sha(name)});
+        store.seals().put_sealed_list("r1", name, Store::SealedListRow{merkle::hex(sum.root), (long long)sum.count, (long long)sum.bytes, 3, sha(name)});
     };
     seal("checkpoint-10", 10, 2, "");
     seal("checkpoint-20", 20, 3, "checkpoint-10");
@@ -196,7 +196,7 @@ TEST_CASE("what a decision carries: the newest two seals, newest first; one whos
     REQUIRE(back.size() == 2);
     CHECK(back[0].files.size() == 4);
     // checkpoint-30's commit changed in the store after its seal: not passed on as sealed.
-    store.insert_commit("r1", 1, "checkpoint-30", 0, R"([{"path":"part-0","sha256":")" + sha("forged") + R"(","bytes":0}])", 31, -1);
+    store.seals().insert_commit("r1", 1, "checkpoint-30", 0, R"([{"path":"part-0","sha256":")" + sha("forged") + R"(","bytes":0}])", 31, -1);
     out = carried::outgoing(store, "r1", "alpha", left);
     REQUIRE(left.size() == 1);
     CHECK(left[0] == "checkpoint-30: its commits no longer make the root its seal recorded");
@@ -218,8 +218,8 @@ TEST_CASE("what a decision carries: the newest two seals, newest first; one whos
         const std::string p = std::string(2000, 'p') + std::to_string(i);
         fs.push_back(json::object{{"path", p}, {"sha256", sha(p)}, {"bytes", 1}});
     }
-    store.insert_commit("r1", 1, "checkpoint-50", 0, json::serialize(fs), 50, -1);
-    store.seal_checkpoint(CheckpointRow{"r1", "checkpoint-50", 1, 1, "checkpoint-40", 50, -1});
+    store.seals().insert_commit("r1", 1, "checkpoint-50", 0, json::serialize(fs), 50, -1);
+    store.seals().seal_checkpoint(CheckpointRow{"r1", "checkpoint-50", 1, 1, "checkpoint-40", 50, -1});
     left.clear();
     out = carried::outgoing(store, "r1", "alpha", left);
     REQUIRE(left.size() == 3);
