@@ -29,7 +29,7 @@
 
 namespace shardnet::broker {
 
-class PeerLink;   // federation/peer_link.hpp: the real one or a test's fake, made by Service
+class PeerLink;   // peers/peer_link.hpp: the real one or a test's fake, made by Service
 
 double wall_now();
 

@@ -4,7 +4,7 @@
 #include <boost/json.hpp>
 #include <cmath>
 
-#include "broker/federation/peer_reader.hpp"
+#include "broker/peers/peer_reader.hpp"
 #include "broker/runs/run_state.hpp"
 #include "common/parse_util.hpp"
 

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <string>
 
-#include "broker/federation/peer_link.hpp"
+#include "broker/peers/peer_link.hpp"
 #include "common/http_client.hpp"
 
 namespace shardnet::broker {

@@ -3,7 +3,7 @@
 #include <boost/json.hpp>
 
 #include "broker/util/thread_guard.hpp"
-#include "broker/federation/peer_answer.hpp"
+#include "broker/peers/peer_answer.hpp"
 
 using namespace shardnet;
 using namespace shardnet::broker;

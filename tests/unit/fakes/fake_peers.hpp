@@ -1,5 +1,5 @@
 // Peer brokers in memory, behind the broker's PeerLink interface
-// (broker/federation/peer_link.hpp): each request is kept, each answer is
+// (broker/peers/peer_link.hpp): each request is kept, each answer is
 // what the test scripted for that URL (status 0: the peer is silent).
 #pragma once
 #include <functional>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/federation/peer_link.hpp"
+#include "broker/peers/peer_link.hpp"
 
 namespace shardnet::broker::testing {
 

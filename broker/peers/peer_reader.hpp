@@ -5,7 +5,7 @@
 #include <boost/json.hpp>
 #include <string>
 
-#include "broker/federation/peer_answer.hpp"
+#include "broker/peers/peer_answer.hpp"
 #include "common/parse_util.hpp"
 
 namespace shardnet::broker::peer_read {

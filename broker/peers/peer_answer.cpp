@@ -1,8 +1,8 @@
-#include "broker/federation/peer_answer.hpp"
+#include "broker/peers/peer_answer.hpp"
 
 #include <boost/json.hpp>
 
-#include "broker/federation/peer_reader.hpp"
+#include "broker/peers/peer_reader.hpp"
 #include "common/parse_util.hpp"
 
 namespace shardnet::broker {

@@ -1,4 +1,4 @@
-#include "broker/federation/peer_link.hpp"
+#include "broker/peers/peer_link.hpp"
 
 #include <exception>
 
