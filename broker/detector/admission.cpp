@@ -45,9 +45,21 @@ Service::Admission Service::admit_worker(const ApiRequest &req, const TokenEntry
         // may be swept before Slurm answers. No connection cache: the
         // session waits for this answer and uses it for nothing else.
         ApiRequest later{req.method, req.target, req.bearer, req.body, nullptr};
+        // A read of the job under way already (its other nodes' first
+        // heartbeats, or one job's flood): this one waits for its answer,
+        // and comes back here once it is in.
+        auto again = [this, later, who, reply] {
+            post_answering(slurm_thread_, "slurm", reply, [this, later, who](const Reply &reply) { heartbeats(later, who, reply, wall_now(), true); });
+        };
+        if (!allocations_.start_read(who.cluster, (long long)who.job, std::move(again))) return Admission::asked;
         post_answering(slurm_thread_, "slurm", reply, [this, later = std::move(later), who = who](const Reply &reply) {
             Allocation alloc;
-            alloc.error = read_allocation(*slurm_, cfg_.clusters.at(who.cluster), (long long)who.job, alloc);
+            // Always put, even when the read throws: the heartbeats waiting for it are run then.
+            try {
+                alloc.error = read_allocation(*slurm_, cfg_.clusters.at(who.cluster), (long long)who.job, alloc);
+            } catch (const std::exception &e) {
+                alloc.error = std::string("reading Slurm failed: ") + e.what();
+            }
             alloc.at = wall_now();
             allocations_.put(who.cluster, (long long)who.job, std::move(alloc));
             heartbeats(later, who, reply, wall_now(), true);

@@ -29,6 +29,28 @@ std::string write_head_pin(const std::string &path, const HeadPin &pin) {
         unlink(tmp.c_str());
         return "cannot write " + path + ": " + why;
     }
+    // The rename itself outlives a crash only once its directory is synced.
+    const std::size_t slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    if (const int d = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {
+        const bool synced = fsync(d) == 0;
+        const std::string why = std::strerror(errno);
+        close(d);
+        if (!synced) return "cannot sync " + dir + " after writing " + path + ": " + why;
+    }
+    return "";
+}
+
+std::string head_pin_writable(const std::string &path) {
+    const std::string probe = path + ".tmp";
+    unlink(probe.c_str());
+    const int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return "cannot write " + probe + " (" + std::strerror(errno) +
+               "): the broker keeps the last log head it signed beside its receipts key (KEY_FILE.head) and serves no head it cannot "
+               "keep there; make that directory writable for the broker";
+    close(fd);
+    unlink(probe.c_str());
     return "";
 }
 

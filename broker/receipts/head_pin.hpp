@@ -21,6 +21,9 @@ struct HeadPin {
 std::string head_pin_path(const std::string &key_file);
 // "" or why it could not be written (atomically: a temporary file, fsync, rename).
 std::string write_head_pin(const std::string &path, const HeadPin &pin);
+// "" when a pin can be written at path (tried at start: a broker that could
+// serve no head says so then, not at the first head asked for).
+std::string head_pin_writable(const std::string &path);
 // nullopt when there is none; err when there is one it cannot read.
 std::optional<HeadPin> read_head_pin(const std::string &path, std::string &err);
 // "" when the store's log holds the pinned head (its size at least, the same

@@ -29,9 +29,13 @@ public:
     Store::TreeHeadRow current_head(double now);
 
 private:
+    // Pins the head (size, root) beside the key before it is shown; throws
+    // when it cannot (the head is then not served).
+    void pin(long long size, const std::string &root_hex);
     Store &store_;
     SigningKey key_;
     std::string head_pin_;   // KEY_FILE.head; "" when receipts are off
+    long long pinned_ = -1;  // the largest log size known pinned there (-1: none yet this run)
     std::vector<SigningKey> retired_;
 };
 

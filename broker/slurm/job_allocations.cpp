@@ -45,14 +45,30 @@ JobAllocations::Answer JobAllocations::judge(const std::string &cluster, long lo
     return Answer{Verdict::not_member, a.tasks, ""};
 }
 
-void JobAllocations::put(const std::string &cluster, long long job, Allocation a) {
+bool JobAllocations::start_read(const std::string &cluster, long long job, std::function<void()> again) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (jobs_.size() >= kMaxJobs) {
-        const double now = a.at;
-        std::erase_if(jobs_, [now](const auto &kv) { return now - kv.second.at > kForgetSeconds; });
-        if (jobs_.size() >= kMaxJobs) jobs_.clear();   // a flood of jobs: read Slurm again as they come
+    auto [it, first] = reads_.try_emplace(key(cluster, job));
+    if (!first) it->second.push_back(std::move(again));
+    return first;
+}
+
+void JobAllocations::put(const std::string &cluster, long long job, Allocation a) {
+    std::vector<std::function<void()>> waiting;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (jobs_.size() >= kMaxJobs) {
+            const double now = a.at;
+            std::erase_if(jobs_, [now](const auto &kv) { return now - kv.second.at > kForgetSeconds; });
+            if (jobs_.size() >= kMaxJobs) jobs_.clear();   // a flood of jobs: read Slurm again as they come
+        }
+        const std::string k = key(cluster, job);
+        jobs_[k] = std::move(a);
+        if (auto r = reads_.find(k); r != reads_.end()) {
+            waiting = std::move(r->second);
+            reads_.erase(r);
+        }
     }
-    jobs_[key(cluster, job)] = std::move(a);
+    for (auto &again : waiting) again();
 }
 
 std::size_t JobAllocations::size() const {

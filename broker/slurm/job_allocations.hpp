@@ -5,10 +5,12 @@
 // other nodes (asked at most every kRecheckSeconds), and a failed look is
 // tried again after kRetrySeconds. Bounded: kMaxJobs entries.
 #pragma once
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace shardnet::broker {
 
@@ -39,6 +41,12 @@ public:
     // Whether node is one of the job's nodes as last read; ask: read Slurm
     // (no entry yet, or one old enough to be read again), then put().
     Answer judge(const std::string &cluster, long long job, const std::string &node, double now) const;
+    // One read of Slurm per job at a time: the first heartbeat that must ask
+    // reads (true: it puts the answer); those that come meanwhile wait for
+    // it (false: again runs once the answer is put) rather than each
+    // queueing a read of its own on the Slurm thread.
+    bool start_read(const std::string &cluster, long long job, std::function<void()> again);
+    // The answer; the heartbeats that waited for it are run (after the lock).
     void put(const std::string &cluster, long long job, Allocation a);
     std::size_t size() const;
 
@@ -46,6 +54,7 @@ private:
     static std::string key(const std::string &cluster, long long job) { return cluster + '/' + std::to_string(job); }
     mutable std::mutex mu_;
     std::unordered_map<std::string, Allocation> jobs_;
+    std::unordered_map<std::string, std::vector<std::function<void()>>> reads_;   // reads under way: who waits for each
 };
 
 }  // namespace shardnet::broker

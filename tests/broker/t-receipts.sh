@@ -245,6 +245,15 @@ code=$(curl -s -o "$T/unpinned.json" -w '%{http_code}' -H "Authorization: Bearer
     || fail "unpinnable head: HTTP $code $(cat "$T/unpinned.json")"
 rm -rf "$T/receipts2.key.head"; printf '%s\n' "$pin_held" > "$T/receipts2.key.head"; chmod 600 "$T/receipts2.key.head"
 get /v1/log/head >/dev/null && ok "the pin's path free again: the head is pinned and served" || fail "head after the pin came back"
+# Nowhere to pin a head: the broker says so at start, not at the first
+# head asked for (the pin's temporary path taken by a folder).
+kill -TERM $PID; wait $PID 2>/dev/null; PID=""
+mkdir -p "$T/receipts2.key.head.tmp/held"
+"$BROKER" --config "$T/broker.json" --port-file "$T/port" > "$T/nopin" 2>&1; rc=$?
+[ $rc != 0 ] && grep -q "cannot write $T/receipts2.key.head.tmp .*make that directory writable for the broker" "$T/nopin" \
+    && ok "no place to pin a head: the broker refuses to start, naming the path" || fail "unpinnable at start: rc $rc, $(cat "$T/nopin")"
+rm -rf "$T/receipts2.key.head.tmp"
+start
 
 # The CLI keeps the last head it verified from each broker
 # ($XDG_STATE_HOME/shardnet/heads/, 0600), and every later head must extend

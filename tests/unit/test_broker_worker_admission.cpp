@@ -5,6 +5,7 @@
 // one that names no run at all.
 #include <boost/json.hpp>
 #include <chrono>
+#include <future>
 #include <doctest/doctest.h>
 
 #include "common/worker_token.hpp"
@@ -79,6 +80,22 @@ TEST_CASE("a job's heartbeat names one of its own Slurm nodes, else it is refuse
     CHECK(f.slurm->count("squeue") <= 1 + int(took / JobAllocations::kRecheckSeconds));
     CHECK(f.slurm->count("squeue") < 10);
     CHECK(f.workers("rj") == 2);   // n1/0 and n2/0; never n3
+}
+
+TEST_CASE("a job's first heartbeats that come together wait for one read of Slurm, not one each") {
+    AdmissionFixture f;
+    f.slurm->squeue_ms = 300;
+    const std::string t = token("rt", 1, 7);
+    std::vector<std::promise<ApiResponse>> answers(20);
+    for (std::size_t i = 0; i < answers.size(); ++i)
+        f.svc->handle(ApiRequest{"POST", "/v1/heartbeats", t, beat("rt", 1, i % 2 ? "n1" : "n2", "0"), nullptr},
+                      [&p = answers[i]](ApiResponse r) { p.set_value(std::move(r)); });
+    for (auto &a : answers) {
+        auto fut = a.get_future();
+        REQUIRE(fut.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+        CHECK(fut.get().status == 204);
+    }
+    CHECK(f.slurm->count("squeue") == 1);
 }
 
 TEST_CASE("a node Slurm cannot vouch for is not taken: 503 to report again, and no run made") {

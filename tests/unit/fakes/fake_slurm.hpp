@@ -7,6 +7,9 @@
 #include <boost/json.hpp>
 #include <fstream>
 #include <map>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -42,6 +45,7 @@ public:
     long long next_job = 100;
     std::string sbatch_error;   // non-empty: sbatch fails with it
     std::string squeue_parser = "openapi/v0.0.38";   // the version squeue --json names (22.05's)
+    std::atomic<int> squeue_ms{0};   // how long each squeue takes (a loaded controller)
 
     // What the broker asked.
     std::vector<Seen> changes() {
@@ -98,6 +102,7 @@ private:
     }
 
     int answer(const std::string &conf, const std::vector<std::string> &argv, const RunAs &as, std::string &out, bool change) {
+        if (!argv.empty() && argv[0] == "squeue" && squeue_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(squeue_ms.load()));
         std::lock_guard<std::mutex> lock(mu);
         out.clear();
         all_.push_back(Seen{conf, argv, as});
