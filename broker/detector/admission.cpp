@@ -6,6 +6,7 @@
 // grow the broker's tables without bound. Slurm is read once per job (and
 // again only when the answer may have changed: job_allocations.hpp), off
 // the I/O threads; a known worker's heartbeat is never held up by it.
+#include <algorithm>
 #include <boost/asio/post.hpp>
 
 #include "broker/core/api_util.hpp"
@@ -34,9 +35,20 @@ Service::Admission Service::admit_worker(const ApiRequest &req, const TokenEntry
                                          bool ended, bool looked_up, std::unique_lock<std::mutex> &hold) {
     const std::string node_name(node);
     // A job of a cluster this broker does not run: Slurm cannot be asked,
-    // so the step's task count its token carries (slurmstepd's word) is
-    // the cap, and one batch script.
-    if (!cfg_.clusters.count(who.cluster)) return within_tasks(reply, who, run, worker, attempt, ended, (long long)who.world, false, hold);
+    // so the largest step task count its tokens carried (slurmstepd's
+    // word: this one's, or an earlier step's of the same job) is the cap,
+    // and one batch script. A one-task helper step beside an 8-task one
+    // counts against 8, not 1.
+    if (!cfg_.clusters.count(who.cluster)) {
+        const long long tasks = runs_.with_run(std::string(run), [&](const RunInfo *info) {
+            long long most = (long long)who.world;
+            if (!info) return most;
+            if (auto j = info->jobs.find(attempt); j != info->jobs.end() && j->second.cluster == who.cluster && j->second.job == (long long)who.job)
+                most = std::max(most, j->second.world);
+            return most;
+        });
+        return within_tasks(reply, who, run, worker, attempt, ended, tasks, false, hold);
+    }
     JobAllocations::Answer a = allocations_.judge(who.cluster, (long long)who.job, node_name, now);
     if (a.verdict == JobAllocations::Verdict::ask && looked_up)   // read a moment ago, and already forgotten: a flood of jobs
         a = {JobAllocations::Verdict::unavailable, 0, "the job's nodes were read and not kept"};

@@ -205,4 +205,15 @@ TEST_CASE("a job of a cluster this broker does not run: its workers are capped a
     for (int i = 0; i < 203; ++i) taken += f.call("POST", "/v1/heartbeats", beat("re", 1, "y" + std::to_string(i), "0"), t).status == 204;
     CHECK(taken == 0);
     CHECK(f.workers("re") == 3);
+    // A one-task helper step of a job whose step 0 has 4 tasks: counted
+    // against the 4 its job's tokens named, not its own 1.
+    const std::string wide = derive_worker_token(kKey, WorkerClaim{"rw", 1, 4, 1, 10, "elsewhere"});
+    const std::string helper = derive_worker_token(kKey, WorkerClaim{"rw", 1, 1, 1, 10, "elsewhere"});
+    CHECK(f.call("POST", "/v1/heartbeats", beat("rw", 1, "x1", "0"), wide).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", beat("rw", 1, "x2", "0"), wide).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", beat("rw", 1, "x1", "1"), helper).status == 204);
+    CHECK(f.call("POST", "/v1/heartbeats", beat("rw", 1, "x3", "0"), wide).status == 204);
+    r = f.call("POST", "/v1/heartbeats", beat("rw", 1, "x4", "0"), wide);
+    CHECK(r.status == 409);
+    CHECK(r.body.find("job elsewhere/10 has 4 tasks") != std::string::npos);
 }
