@@ -34,8 +34,8 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     : Core(cfg, std::move(store),
            ports.slurm ? std::move(ports.slurm) : std::make_unique<SlurmCalls>(cfg.slurm_cache_ms, cfg.slurm_max_per_second),
            ports.peers ? std::move(ports.peers) : std::make_shared<CurlPeerLink>()),
-      receipts_(*this), checkpoints_(*this, receipts_), policy_(*this), inventory_(*this),
-      onward_(std::make_unique<OnwardViews>(*peers_)), stale_jobs_(*this) {
+      receipts_(*this), checkpoints_(*this, receipts_), policy_(*this), inventory_(*this), witnesses_(*this),
+      onward_(*this), stale_jobs_(*this) {
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
     auto runs = runs_.write();   // no other thread yet: one view for the load

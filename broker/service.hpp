@@ -33,10 +33,11 @@
 #include "broker/core/core.hpp"
 #include "broker/peers/peer_answer.hpp"
 #include "broker/http/api_message.hpp"
-#include "broker/federation/onward.hpp"
+#include "broker/federation/onward_module.hpp"
 #include "broker/peers/peer_link.hpp"
 #include "broker/federation/forward_signal.hpp"
 #include "broker/federation/stale_jobs.hpp"
+#include "broker/federation/witnesses.hpp"
 #include "broker/slurm/job_allocations.hpp"
 #include "broker/slurm/slurm.hpp"
 #include "broker/inventory/inventory_module.hpp"
@@ -134,15 +135,6 @@ private:
     void keep_environment(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply);
     // Read-only joins for the dashboard (api/views.cpp).
     void runs_view(const std::string &id, const TokenEntry &who, const Reply &reply);
-    // A moved run's onward story (federation/onward_api.cpp): GET
-    // /v1/runs/{id}/story for the peer it came from; and this broker's
-    // answers about a run it moved, with where it went (at key of answer,
-    // or answer itself when key is empty).
-    void run_story(const std::string &id, const TokenEntry &who, const Reply &reply);
-    // full: every event of the peer's story (the dashboard's view), else the newest few.
-    void reply_with_onward(const std::string &id, boost::json::object answer, const char *key, const Reply &reply, bool full = false);
-    // GET /v1/witness: the peers' log heads witnessed here (federation/witness_api.cpp).
-    void get_witness(const Reply &reply);
     // The route table (api/routes.cpp): each API resource and its handler.
     struct Call;
     struct Route;
@@ -236,10 +228,8 @@ private:
     struct Requeue;   // one requeue, step by step (recovery/requeue.cpp)
     struct Beat;      // one heartbeat, step by step (detector/heartbeats.cpp)
 public:
-    // One look at every peer's log head (federation/witness_api.cpp): kept
-    // when it extends the one witnessed before, else the conflict. Blocks on
-    // the peers (the forwarder posts it to the query pool); public for tests.
-    void witness_round(double now);
+    // One look at every peer's log head (federation/witnesses.hpp); public for tests.
+    void witness_round(double now) { witnesses_.round(now); }
 private:
     void check_recovered(const std::string &run, long long attempt, double now);
 
@@ -315,11 +305,11 @@ private:
     Checkpoints checkpoints_;   // commits, seals, sealed files (checkpoints/checkpoints_module.hpp)
     Policy policy_;   // checkpoint policies of auto runs (policy/policy_module.hpp)
     Inventory inventory_;   // nodes, offers, quarantined nodes, clusters, capacity (inventory/inventory_module.hpp)
-    std::unique_ptr<OnwardViews> onward_;   // moved runs' stories, as their peers tell them
+    Witnesses witnesses_;   // the peers' log heads witnessed here, GET /v1/witness (federation/witnesses.hpp)
+    Onward onward_;   // moved runs' stories: GET .../story, "onward" in answers (federation/onward_module.hpp)
     SpecsSeen specs_seen_;   // attempts whose job spec is kept (recovery/specs_seen.hpp)
     StaleJobs stale_jobs_;   // fenced attempts' jobs cancelled (federation/stale_jobs.hpp)
     std::thread forwarder_;
-    std::atomic<bool> witnessing_{false};   // a witness round is under way
     ForwardSignal forward_signal_;   // wakes or stops the forwarder (federation/forward_signal.hpp)
     // Replaced whole on reload; retired ones are kept (reloads are rare and
     // connections may hold pointers into them).

@@ -112,7 +112,7 @@ std::span<const Service::Route> Service::routes() {
         // Where a moved run went (federation/onward_api.cpp): asked by the
         // broker it came from, for its own run page.
         {{"GET", "/v1/runs/{id}/story", r_peer | r_admin, "a run's story is for the peer brokers it crossed (peer or admin token)"},
-         [](Service &s, const Call &c) { s.run_story(c.p(0), c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.onward_.story(c.p(0), c.who, c.reply); }},
         {{"GET", "/v1/runs/{id}/checkpoints", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) { s.checkpoints_.list_checkpoints(c.p(0), c.who, c.reply); }},
         // What a resume checks each shard against (the trainer's reader token).
@@ -138,7 +138,7 @@ std::span<const Service::Route> Service::routes() {
          [](Service &s, const Call &c) { s.receipts_.get_receipts(c.p(0), c.query, c.who, c.reply); }},
         {{"GET", "/v1/log/head", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.receipts_.get_log_head(c.reply); }},
         // The peers' log heads this broker witnessed (federation/witness.hpp).
-        {{"GET", "/v1/witness", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.get_witness(c.reply); }},
+        {{"GET", "/v1/witness", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.witnesses_.get(c.reply); }},
         {{"GET", "/v1/log/proof/inclusion", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) { s.receipts_.get_log_proof(true, c.query, c.reply); }},
         {{"GET", "/v1/log/proof/consistency", r_worker | r_user | r_peer | r_admin, ""},

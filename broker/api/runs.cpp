@@ -213,7 +213,7 @@ void Service::get_run(const std::string &id, const TokenEntry &who, const Reply 
     r["workers"] = std::move(workers);
     r["groups"] = std::move(gs);
     add_run_image(r, info.manifest);   // the digest every attempt runs (doc/containers.md)
-    reply_with_onward(id, std::move(r), "", reply);
+    onward_.reply_with(id, std::move(r), "", reply);
 }
 
 void Service::cancel_run(const std::string &id, const TokenEntry &who, const Reply &reply, double now) {

@@ -83,7 +83,7 @@ void Service::runs_view(const std::string &id, const TokenEntry &who, const Repl
         // "receipts": whether this broker signs them (the run page asks
         // for them only then: a 404 is a console error in a browser).
         if (!id.empty())
-            return reply_with_onward(id, json::object{{"broker", broker}, {"at", now}, {"receipts", receipts}, {"run", std::move(out.at(0))}},
+            return onward_.reply_with(id, json::object{{"broker", broker}, {"at", now}, {"receipts", receipts}, {"run", std::move(out.at(0))}},
                                      "run", reply, true);
         reply(ok_json(200, json::object{{"broker", broker}, {"at", now}, {"runs", std::move(out)}}));
     });

@@ -99,11 +99,7 @@ void Service::forward_loop() {
         // One round at a time, on the query pool (it waits on the peers).
         if (cfg_.witness_seconds > 0 && wall_now() >= next_witness) {
             next_witness = wall_now() + cfg_.witness_seconds;
-            if (!witnessing_.exchange(true))
-                post_guarded(query_pool_, "witness the peers' logs", [this] {
-                    struct Done { std::atomic<bool> &f; ~Done() { f = false; } } done{witnessing_};
-                    witness_round(wall_now());
-                });
+            witnesses_.start_round();
         }
         std::vector<Store::Forwarding> pending;
         if (!guarded("forwarder: reading decisions", [&] { pending = store_wait([this] { return store_->decisions().forwarding_decisions(); }); }))

@@ -1,19 +1,18 @@
-// A run's story across brokers. GET /v1/runs/{id}/story answers the peer a
-// run came from (or an admin): its state, attempts and events here, so that
-// the broker it left tells where it went. And this broker's own answers
-// about a run it moved (GET /v1/runs/{id}, the dashboard's view) carry
-// "onward": the peer's story as federation/onward.hpp keeps it.
+// A run's story across brokers (federation/onward_module.hpp).
+#include "broker/federation/onward_module.hpp"
+
+#include <algorithm>
 #include <boost/json.hpp>
 
-#include "broker/service.hpp"
 #include "broker/core/api_util.hpp"
+#include "broker/store/store.hpp"
 
 namespace shardnet::broker {
 
 namespace json = boost::json;
 using namespace detail;
 
-void Service::run_story(const std::string &id, const TokenEntry &who, const Reply &reply) {
+void Onward::story(const std::string &id, const TokenEntry &who, const Reply &reply) {
     json::object run;
     bool exists = false;
     {
@@ -60,7 +59,7 @@ void Service::run_story(const std::string &id, const TokenEntry &who, const Repl
     });
 }
 
-void Service::reply_with_onward(const std::string &id, json::object answer, const char *key, const Reply &reply, bool full) {
+void Onward::reply_with(const std::string &id, json::object answer, const char *key, const Reply &reply, bool full) {
     auto *run = *key ? answer.if_contains(key) : nullptr;
     const json::object &r = run && run->is_object() ? run->get_object() : answer;
     const json::value *state = r.if_contains("state");
@@ -78,7 +77,7 @@ void Service::reply_with_onward(const std::string &id, json::object answer, cons
                 onward = json::object{{"broker", moved.peer}, {"attempt", moved.attempt}, {"job", moved.job}, {"status", "unreachable"},
                                       {"as_of", nullptr}, {"error", "broker " + moved.peer + " is no longer one of this broker's peers"}};
             else
-                onward = onward_->view(id, MovedTo{moved.peer, moved.attempt, moved.job}, PeerAddress{p->name, p->url, p->token, p->ca_file},
+                onward = views_->view(id, MovedTo{moved.peer, moved.attempt, moved.job}, PeerAddress{p->name, p->url, p->token, p->ca_file},
                                        wall_now(), full);
             json::object &target = *key ? answer[key].as_object() : answer;
             target["onward"] = std::move(onward);

@@ -1,12 +1,12 @@
-// Witnessing the peers' logs (federation/witness.hpp): a round asks each
-// peer for its head and keys, holds the head to the one kept, and keeps it
-// (or the conflict); GET /v1/witness shows what was witnessed, to anyone
-// with a token (heads name no run).
+// The witness rounds and GET /v1/witness (federation/witnesses.hpp).
+#include "broker/federation/witnesses.hpp"
+
 #include <boost/json.hpp>
 
-#include "broker/service.hpp"
 #include "broker/core/api_util.hpp"
 #include "broker/federation/witness.hpp"
+#include "broker/peers/peer_link.hpp"
+#include "broker/store/store.hpp"
 #include "broker/util/log.hpp"
 
 namespace shardnet::broker {
@@ -14,7 +14,15 @@ namespace shardnet::broker {
 namespace json = boost::json;
 using namespace detail;
 
-void Service::witness_round(double now) {
+void Witnesses::start_round() {
+    if (busy_.exchange(true)) return;
+    post_guarded(query_pool_, "witness the peers' logs", [this] {
+        struct Done { std::atomic<bool> &f; ~Done() { f = false; } } done{busy_};
+        round(wall_now());
+    });
+}
+
+void Witnesses::round(double now) {
     for (const auto &peer : cfg_.peers) {
         auto get = [&](const std::string &path) {
             HttpRequest r;
@@ -78,7 +86,7 @@ void Service::witness_round(double now) {
     }
 }
 
-void Service::get_witness(const Reply &reply) {
+void Witnesses::get(const Reply &reply) {
     on_store(reply, [this](const Reply &reply) {
         json::array heads;
         for (const auto &w : store_->decisions().witnessed_heads()) {
