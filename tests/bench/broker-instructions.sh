@@ -14,7 +14,7 @@ trap '[ -n "$VP" ] && kill "$VP" 2>/dev/null; sleep 0.2; rm -rf "$T"' EXIT
 free_port() { "$TOP/tests/harness/free_ports.py" 1; }
 # A job's token, as slurmstepd derives it (the broker takes heartbeats from no other).
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/worker.key"; chmod 600 "$T/worker.key"
-TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" bench 1 1 "$(id -u)" 1 alpha)
+TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" bench 1 1000 "$(id -u)" 1 alpha)
 export SHARDNET_BENCH_TOKEN=$TOKEN   # read by heartbeat.lua
 
 # count NAME PORT CMD...: starts CMD under callgrind with instrumentation

@@ -10,7 +10,7 @@ T=$(mktemp -d); PID=""
 trap '[ -n "$PID" ] && kill $PID 2>/dev/null; rm -rf "$T"' EXIT
 # A job's token, as slurmstepd derives it (the broker takes heartbeats from no other).
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/worker.key"; chmod 600 "$T/worker.key"
-TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" mem 1 1 "$(id -u)" 1 alpha)
+TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" mem 1 "$N" "$(id -u)" 1 alpha)
 cat > "$T/broker.json" <<CONF
 {"listen": "127.0.0.1:0", "plain_http": true, "database": "$T/broker.db", "threads": 2,
  "detector": {"misses": 100, "stall_seconds": 604800, "summary_seconds": 3600},

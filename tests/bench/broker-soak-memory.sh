@@ -27,7 +27,7 @@ trap '[ -n "$WRK" ] && kill $WRK 2>/dev/null; [ -n "$PID" ] && kill $PID 2>/dev/
 
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/worker.key"; chmod 600 "$T/worker.key"
 export SHARDNET_BENCH_TOKEN
-SHARDNET_BENCH_TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" bench 1 1 "$(id -u)" 1 alpha)
+SHARDNET_BENCH_TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" bench 1 1000 "$(id -u)" 1 alpha)
 BP=$("$TOP/tests/harness/free_ports.py" 1)
 cat > "$T/broker.json" <<CONF
 {"listen": "127.0.0.1:$BP", "plain_http": true, "database": "$T/broker.db", "threads": 2,

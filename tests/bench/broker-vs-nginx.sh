@@ -19,9 +19,11 @@ nginx -c "$T/nginx/nginx.conf" -g 'daemon off;' &
 PIDS+=($!)
 
 # The broker, plain HTTP on loopback, with a worker token.
-# A job's token, as slurmstepd derives it (the broker takes heartbeats from no other).
+# A job's token, as slurmstepd derives it (the broker takes heartbeats from no other):
+# a step of 1000 tasks, one per node heartbeat.lua names (cluster alpha is not the
+# broker's, so its token's step is the job's cap: a smaller one answers 409s).
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/worker.key"; chmod 600 "$T/worker.key"
-TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" bench 1 1 "$(id -u)" 1 alpha)
+TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" bench 1 1000 "$(id -u)" 1 alpha)
 cat > "$T/broker.json" <<CONF
 {"listen": "127.0.0.1:0", "plain_http": true, "database": "$T/broker.db", "threads": $BROKER_THREADS,
  "limits": {"rate_per_token": 100000000, "rate_burst": 100000000},

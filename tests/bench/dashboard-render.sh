@@ -21,7 +21,7 @@ web_config "$T/broker.db"
 # A job's token for the heartbeats, as slurmstepd derives it.
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/worker.key"; chmod 600 "$T/worker.key"
 export SHARDNET_BENCH_TOKEN
-SHARDNET_BENCH_TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" bench 1 1 "$(id -u)" 1 alpha)
+SHARDNET_BENCH_TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" bench 1 1000 "$(id -u)" 1 alpha)
 /usr/bin/python3 - "$T/broker.json" "$T/worker.key" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))

@@ -15,7 +15,7 @@ PIDS=()
 trap 'kill "${PIDS[@]}" 2>/dev/null; sleep 0.2; rm -rf "$T"' EXIT
 ulimit -n 8192
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/worker.key"; chmod 600 "$T/worker.key"
-TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" bench 1 1 "$(id -u)" 1 alpha)
+TOKEN=$("$TOP/tests/harness/worker_token.py" "$T/worker.key" bench 1 1000 "$(id -u)" 1 alpha)
 hash() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
 tokens=""
 for i in $(seq 0 125); do tokens="$tokens${tokens:+, }{\"name\": \"s$i\", \"scope\": \"admin\", \"sha256\": \"$(hash "s-$i")\"}"; done
