@@ -45,7 +45,9 @@ void WorkerTable::unwatch(const std::string &run, const std::string &key, long l
     std::string k = run + '\n' + key;
     Shard &s = shard(k);
     std::lock_guard<std::mutex> lock(s.mu);
-    WorkerState &w = s.map[k];
+    auto [it, fresh] = s.map.try_emplace(k);
+    if (fresh) indexed(k);
+    WorkerState &w = it->second;
     if (w.attempt > attempt) return;
     w.attempt = attempt;
     w.watch_only = true;
@@ -70,6 +72,7 @@ void WorkerTable::watch(const std::string &run, const std::string &node, long lo
         Shard &s = shard(key);
         std::lock_guard<std::mutex> lock(s.mu);
         auto [it, fresh] = s.map.try_emplace(key);
+        if (fresh) indexed(key);
         if (!fresh && it->second.attempt >= attempt) return;  // watched already, or its worker came first
         WorkerState &w = it->second;
         w = WorkerState{};
@@ -107,7 +110,10 @@ bool WorkerTable::beat(std::string_view run, std::string_view node, long long at
         Shard &s = shards_[hash % kShards];
         std::lock_guard<std::mutex> lock(s.mu);
         auto it = s.map.find(Hashed{key, hash});
-        if (it == s.map.end()) it = s.map.try_emplace(std::string(key)).first;
+        if (it == s.map.end()) {
+            it = s.map.try_emplace(std::string(key)).first;
+            indexed(it->first);
+        }
         WorkerState &w = it->second;
         if (attempt != w.attempt) w = WorkerState{}, w.attempt = attempt, w.progress_time = now, fresh = true;
         w.interval = interval;
@@ -178,13 +184,38 @@ std::vector<Fault> WorkerTable::expire(double now) {
 }
 
 void WorkerTable::fence(const std::string &run, long long attempt) {
-    const std::string prefix = run + '\n';
-    for (auto &s : shards_) {
+    std::vector<std::string> gone;
+    for (const auto &key : keys_of(run)) {
+        Shard &s = shard(key);
         std::lock_guard<std::mutex> lock(s.mu);
-        for (auto it = s.map.begin(); it != s.map.end();)
-            if (it->first.compare(0, prefix.size(), prefix) == 0 && it->second.attempt < attempt) it = s.map.erase(it);
-            else ++it;
+        if (auto it = s.map.find(key); it != s.map.end() && it->second.attempt < attempt) {
+            s.map.erase(it);
+            gone.push_back(key);
+        }
     }
+    unindexed(gone);
+}
+
+void WorkerTable::indexed(const std::string &key) {
+    std::lock_guard<std::mutex> lock(index_mu_);
+    by_run_[key.substr(0, key.find('\n'))].insert(key);
+}
+
+void WorkerTable::unindexed(const std::vector<std::string> &keys) {
+    if (keys.empty()) return;
+    std::lock_guard<std::mutex> lock(index_mu_);
+    for (const auto &key : keys) {
+        auto it = by_run_.find(key.substr(0, key.find('\n')));
+        if (it == by_run_.end()) continue;
+        it->second.erase(key);
+        if (it->second.empty()) by_run_.erase(it);
+    }
+}
+
+std::vector<std::string> WorkerTable::keys_of(const std::string &run) const {
+    std::lock_guard<std::mutex> lock(index_mu_);
+    auto it = by_run_.find(run);
+    return it == by_run_.end() ? std::vector<std::string>{} : std::vector<std::string>(it->second.begin(), it->second.end());
 }
 
 bool WorkerTable::known(std::string_view run, std::string_view node, long long attempt, std::string_view cluster, long long job) const {
@@ -206,22 +237,30 @@ WorkerTable::Live WorkerTable::live(const std::string &run, long long attempt, c
         return key.compare(0, prefix.size(), prefix) == 0 && w.attempt == attempt && w.job == job && w.cluster == cluster && !w.watch_only &&
                is_batch_worker(key) == batch;
     };
-    for (auto &s : shards_) {
+    const std::vector<std::string> keys = keys_of(run);
+    for (const auto &key : keys) {
+        Shard &s = shard(key);
         std::lock_guard<std::mutex> lock(s.mu);
-        for (const auto &[key, w] : s.map) {
-            if (!mine(key, w)) continue;
-            if (w.ended) { ++ended; continue; }
-            if (w.faulted) continue;   // silent past its deadline: its node is dead or its step gone (a relaunch replaces it)
-            ++out.count;
-            if (out.some.size() < 8) out.some.push_back(key.substr(prefix.size()));
-        }
+        auto it = s.map.find(key);
+        if (it == s.map.end() || !mine(key, it->second)) continue;
+        const WorkerState &w = it->second;
+        if (w.ended) { ++ended; continue; }
+        if (w.faulted) continue;   // silent past its deadline: its node is dead or its step gone (a relaunch replaces it)
+        ++out.count;
+        if (out.some.size() < 8) out.some.push_back(key.substr(prefix.size()));
     }
     if (ended <= keep_ended) return out;
-    for (auto &s : shards_) {
+    std::vector<std::string> gone;
+    for (const auto &key : keys) {
+        Shard &s = shard(key);
         std::lock_guard<std::mutex> lock(s.mu);
         // A filed worker's key is looked up again when its slot comes due, and skipped when gone.
-        std::erase_if(s.map, [&](const auto &kv) { return kv.second.ended && mine(kv.first, kv.second); });
+        if (auto it = s.map.find(key); it != s.map.end() && it->second.ended && mine(key, it->second)) {
+            s.map.erase(it);
+            gone.push_back(key);
+        }
     }
+    unindexed(gone);
     return out;
 }
 
@@ -246,11 +285,11 @@ void WorkerTable::for_each(const std::function<void(const std::string &, const s
 
 std::vector<std::pair<std::string, WorkerState>> WorkerTable::of_run(const std::string &run, bool with_watches) const {
     std::vector<std::pair<std::string, WorkerState>> out;
-    const std::string prefix = run + '\n';
-    for (const auto &s : shards_) {
+    const std::size_t skip = run.size() + 1;
+    for (const auto &key : keys_of(run)) {
+        const Shard &s = shards_[KeyHash{}(key) % kShards];
         std::lock_guard<std::mutex> lock(s.mu);
-        for (const auto &[key, w] : s.map)
-            if ((with_watches || !w.watch_only) && key.compare(0, prefix.size(), prefix) == 0) out.emplace_back(key.substr(prefix.size()), w);
+        if (auto it = s.map.find(key); it != s.map.end() && (with_watches || !it->second.watch_only)) out.emplace_back(key.substr(skip), it->second);
     }
     return out;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace shardnet::broker {
@@ -137,6 +138,16 @@ private:
     double deadline(const WorkerState &w) const;
     void file(long long slot, std::string key);   // into the wheel
     Shard &shard(std::string_view key) { return shards_[KeyHash{}(key) % kShards]; }
+
+    // Each run's worker keys, so that a run's or a job's workers are found
+    // without reading the whole table (admission counts a job's workers at
+    // each new one: a 1000-node job's start read 1000 x every worker of every
+    // run). Under its own lock, taken after a shard's or alone, never before.
+    void indexed(const std::string &key);
+    void unindexed(const std::vector<std::string> &keys);
+    std::vector<std::string> keys_of(const std::string &run) const;
+    mutable std::mutex index_mu_;
+    std::unordered_map<std::string, std::unordered_set<std::string>> by_run_;
 
     int misses_, stall_;
     std::array<Shard, kShards> shards_;
