@@ -415,11 +415,20 @@ int cmd_ckpt(CliConfig &cfg, const Args &a) {
         std::fputs(report.c_str(), stdout);
         return ok;
     }
-    Answer r = call(cfg.broker, "GET", "/v1/runs/" + a.pos[1] + "/checkpoints");
-    if (!r.ok()) return fail(r.status == 404 ? usage : broker_error, "ckpt: " + r.error);
-    const auto &cps = r.body.as_object().at("checkpoints").as_array();
+    // Every page of the run's seals (the broker sends a page at a time).
+    boost::json::array cps;
+    for (std::string after = "0";;) {
+        Answer r = call(cfg.broker, "GET", "/v1/runs/" + a.pos[1] + "/checkpoints?after=" + after);
+        if (!r.ok()) return fail(r.status == 404 ? usage : broker_error, "ckpt: " + r.error);
+        const auto *page = r.body.is_object() ? r.body.as_object().if_contains("checkpoints") : nullptr;
+        if (!page || !page->is_array()) return fail(broker_error, "ckpt: the broker's answer is not {\"checkpoints\": [...]}");
+        for (const auto &c : page->as_array()) cps.push_back(c);
+        const auto *next = r.body.as_object().if_contains("next");
+        if (!next || !next->is_int64() || page->as_array().empty()) break;
+        after = std::to_string(next->as_int64());
+    }
     if (a.pos[0] == "ls") {
-        if (a.has("json")) return print_json(r.body);
+        if (a.has("json")) return print_json(boost::json::object{{"checkpoints", cps}});
         std::printf("%s%-20s %7s %5s %-20s %s%s\n", bold(true), "CHECKPOINT", "ATTEMPT", "RANKS", "PARENT", "SEALED", plain());
         for (const auto &c : cps)
             std::printf("%-20s %7s %5s %-20s %s\n", str(c, "name").c_str(), str(c, "attempt").c_str(), str(c, "ranks").c_str(),

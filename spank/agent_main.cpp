@@ -253,7 +253,9 @@ private:
         if (unsealed_.empty() || cfg_.ckpt_dir.empty()) return;
         HttpRequest req;
         req.method = "GET";
-        req.url = cfg_.url + "/v1/runs/" + cfg_.run + "/checkpoints";
+        // Its unsealed ones are among the newest (each is given up after
+        // kSealTries heartbeats): not the run's whole history each time.
+        req.url = cfg_.url + "/v1/runs/" + cfg_.run + "/checkpoints?newest=" + std::to_string(2 * kSealTries + 4);
         req.bearer = cfg_.token;
         req.ca_file = cfg_.ca_file;
         req.timeout_ms = timeout_ms;

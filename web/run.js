@@ -98,10 +98,20 @@ export function render(id) {
     parts.events.replaceChildren(eventTable(story.events, openEvent, showAll, () => { showAll = true; redraw(); }));
   };
   const queue = () => { if (!redrawQueued) { redrawQueued = true; requestAnimationFrame(redraw); } };
+  // The run's seals come a page at a time.
+  const allCheckpoints = async () => {
+    const out = [];
+    for (let after = 0; ;) {
+      const page = await get(`${path}/checkpoints?after=${after}`);
+      out.push(...page.checkpoints);
+      if (page.next === null || page.next === undefined || page.checkpoints.length === 0) return out;
+      after = page.next;
+    }
+  };
   const refreshState = async () => {
     try {
       [view, detail, checkpoints] = await Promise.all([get(`/v1/views/runs/${encodeURIComponent(id)}`).then((v) => ({ ...v.run, broker: v.broker, receipts: v.receipts === true })),
-        get(path), get(`${path}/checkpoints`).then((c) => c.checkpoints)]);
+        get(path), allCheckpoints()]);
       parts.workers.replaceChildren(workers(detail));
       parts.lineage.replaceChildren(lineage(checkpoints));
     } catch (e) {

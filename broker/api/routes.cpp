@@ -114,7 +114,7 @@ std::span<const Service::Route> Service::routes() {
         {{"GET", "/v1/runs/{id}/story", r_peer | r_admin, "a run's story is for the peer brokers it crossed (peer or admin token)"},
          [](Service &s, const Call &c) { s.onward_.story(c.p(0), c.who, c.reply); }},
         {{"GET", "/v1/runs/{id}/checkpoints", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.checkpoints_.list_checkpoints(c.p(0), c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.checkpoints_.list_checkpoints(c.p(0), c.query, c.who, c.reply); }},
         // What a resume checks each shard against (the trainer's reader token).
         {{"GET", "/v1/runs/{id}/checkpoints/{name}/files", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) { s.checkpoints_.sealed_files(c.p(0), c.p(1), c.query, c.who, c.reply); }},

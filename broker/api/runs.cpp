@@ -137,18 +137,9 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
         auto runs = runs_.write();
         if (runs.count(id)) return reply(error_response(409, "exists", "run " + id + " exists", "id"));
         // One user cannot grow the run table without bound: runs not ended
-        // count against limits.runs_per_user (counted only when the table
-        // could hold that many).
-        if (!owner.empty() && runs.size() >= std::size_t(cfg_.runs_per_user)) {
-            long long open = 0;
-            for (const auto &[other, info] : runs) open += info.owner == owner && !is_final(info.state);
-            if (open >= cfg_.runs_per_user) {
-                ApiResponse r = error_response(429, "too_many_runs", "user " + owner + " has " + std::to_string(open) +
-                                               " runs not ended (limits.runs_per_user); cancel one or let one end", "id");
-                r.retry_after = 60;
-                return reply(std::move(r));
-            }
-        }
+        // count against limits.runs_per_user (the registry keeps the count).
+        if (!owner.empty())
+            if (auto r = too_many_runs(owner, runs.open_of(owner), cfg_.runs_per_user)) return reply(std::move(*r));
         runs[id] = RunInfo{owner, RunState::pending, 1, world};
         runs[id].manifest = manifest_text;
         runs[id].owner_uid = owner_uid;

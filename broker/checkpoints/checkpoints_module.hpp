@@ -24,7 +24,9 @@ public:
     // POST /v1/runs/{id}/checkpoints/{name}/commit (checkpoints/commit.cpp).
     void commit(const std::string &id, const std::string &name, const ApiRequest &req, const TokenEntry &who,
                 const Reply &reply, double now);
-    void list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply);
+    // GET /v1/runs/{id}/checkpoints[?after=SEQ][&limit=N | ?newest=N]: a
+    // page of the run's seals in seal order, with the next page's after.
+    void list_checkpoints(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply);
     // A sealed checkpoint's files of one rank, as committed (checkpoints/sealed_files.cpp).
     void sealed_files(const std::string &id, const std::string &name, const std::string &query, const TokenEntry &who, const Reply &reply);
 

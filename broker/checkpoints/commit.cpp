@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 
 #include "common/file_list.hpp"
 #include "common/json_fields.hpp"
@@ -123,19 +124,37 @@ void Checkpoints::commit(const std::string &id, const std::string &name, const A
     });
 }
 
-void Checkpoints::list_checkpoints(const std::string &id, const TokenEntry &who, const Reply &reply) {
+void Checkpoints::list_checkpoints(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply) {
     {
         auto runs = runs_.read();
         auto it = runs.find(id);
         if (it == runs.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
     }
-    on_store(reply, [this, id](const Reply &reply) {
+    // A run that checkpoints every few minutes for months has thousands
+    // of seals: they come a page at a time (an agent asks for the newest).
+    constexpr long long kPage = 1000;
+    long long after = 0, limit = kPage, newest = 0;
+    for (auto [key, lo, hi, out] : {std::tuple{"after", 0LL, 1LL << 62, &after}, std::tuple{"limit", 1LL, kPage, &limit},
+                                    std::tuple{"newest", 1LL, kPage, &newest}}) {
+        const std::string v = query_param(query, key);
+        if (v.empty()) continue;
+        auto n = parse_int(v, lo, hi);
+        if (!n) return reply(error_response(400, "bad_query", std::string(key) + ": expected an integer from " + std::to_string(lo) +
+                                            " to " + std::to_string(hi), key));
+        *out = *n;
+    }
+    if (newest && !query_param(query, "after").empty())
+        return reply(error_response(400, "bad_query", "newest: not with after (the newest page has no next)", "newest"));
+    on_store(reply, [this, id, after, limit, newest](const Reply &reply) {
+        const auto rows = newest ? store_->seals().newest_checkpoints(id, int(newest)) : store_->seals().checkpoints_page(id, after, int(limit));
         json::array out;
-        for (const auto &c : store_->seals().list_checkpoints(id))
+        for (const auto &c : rows)
             out.push_back(json::object{{"name", c.name}, {"attempt", c.attempt}, {"ranks", c.ranks},
                                        {"parent", c.parent.empty() ? json::value(nullptr) : json::value(c.parent)},
-                                       {"sealed_at", c.sealed_at}});
-        reply(ok_json(200, json::object{{"checkpoints", std::move(out)}}));
+                                       {"sealed_at", c.sealed_at}, {"seq", c.seq}});
+        // A full page may have more after it.
+        json::value next = !newest && (long long)rows.size() == limit ? json::value(rows.back().seq) : json::value(nullptr);
+        reply(ok_json(200, json::object{{"checkpoints", std::move(out)}, {"next", std::move(next)}}));
     });
 }
 

@@ -47,9 +47,7 @@ struct Page { long long rank = -1, from = 0, limit = kPageDefault; bool by_rank 
 // Which seal (run, name) is, its answer's head and how to build its list:
 // false when there is none (reply answered).
 bool Checkpoints::find_sealed_list(const std::string &id, const std::string &name, SealedListSource &src, const Reply &reply) {
-    std::optional<CheckpointRow> sealed;
-    for (auto &c : store_->seals().list_checkpoints(id))
-        if (c.name == name) sealed = std::move(c);
+    std::optional<CheckpointRow> sealed = store_->seals().checkpoint(id, name);
     src.head = json::object{{"run", id}, {"checkpoint", name}};
     if (sealed) {
         src.recorded = store_->seals().sealed_list(id, name);

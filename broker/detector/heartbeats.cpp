@@ -164,6 +164,15 @@ std::optional<ApiResponse> Service::Beat::see_run() {
     }
     if (info) before = *info;
     if (!info) {
+        // A job's first heartbeat makes its run: its user's runs not ended
+        // are held to limits.runs_per_user as POST /v1/runs holds them.
+        if (who.bound) {
+            owner_name = user_name((long long)who.uid);
+            if (auto r = too_many_runs(owner_name, runs.open_of(owner_name), s.cfg_.runs_per_user)) {
+                runs.unlock();
+                return r;
+            }
+        }
         create = true;
         info = &runs[run_key];
         *info = RunInfo{"", RunState::running, attempt, 0, std::string(requeue_policy), 0};
@@ -181,7 +190,8 @@ std::optional<ApiResponse> Service::Beat::see_run() {
         if (info->owner_uid < 0) {   // the first job of a run claims it
             claimed = true;
             info->owner_uid = (long long)who.uid;
-            info->owner = owner_name = user_name((long long)who.uid);
+            if (owner_name.empty()) owner_name = user_name((long long)who.uid);
+            info->owner = owner_name;
         }
         auto &rec = info->jobs[attempt];
         if (rec.job == 0 || rec.world < (long long)who.world) {

@@ -4,6 +4,7 @@
 
 #include "common/dsse.hpp"
 #include "common/merkle.hpp"
+#include "common/receipt_verify.hpp"
 #include "common/signing_key.hpp"
 #include "common/tree_head.hpp"
 
@@ -29,8 +30,9 @@ std::string answer_error(const HttpResponse &r, const char *what) {
     return std::string(what) + ": HTTP " + std::to_string(r.status);
 }
 
-// The peer's keys as it lists them (GET /v1/keys): {keys: [{pem}, ...]}.
-std::string read_keys(const HttpResponse &r, std::vector<SigningKey> &keys) {
+// The peer's keys as it lists them (GET /v1/keys): {keys: [{pem,
+// valid_until}, ...]}; a retired key's valid_until goes into retired.
+std::string read_keys(const HttpResponse &r, std::vector<SigningKey> &keys, receipt::KeyRetirements &retired) {
     if (!r.ok()) return answer_error(r, "GET /v1/keys");
     json::error_code ec;
     json::value v = json::parse(r.body, ec);
@@ -41,6 +43,11 @@ std::string read_keys(const HttpResponse &r, std::vector<SigningKey> &keys) {
         SigningKey key;
         if (!pem || !pem->is_string() || !SigningKey::from_public_pem(std::string(pem->as_string()), key).empty())
             return "GET /v1/keys: keys[].pem: expected a public key (PEM)";
+        if (const json::value *until = k.as_object().if_contains("valid_until"); until && !until->is_null()) {
+            if (!until->is_string() || !receipt::is_utc_time(until->as_string()))
+                return "GET /v1/keys: keys[].valid_until: expected RFC 3339 UTC or null";
+            retired[key.keyid()] = std::string(until->as_string());
+        }
         keys.push_back(std::move(key));
     }
     return "";
@@ -52,7 +59,8 @@ WitnessCheck check_peer_head(const HttpResponse &head, const HttpResponse &keys_
                              const ConsistencyFetch &proof) {
     if (!head.ok()) return unreadable(answer_error(head, "GET /v1/log/head"));
     std::vector<SigningKey> keys;
-    if (std::string err = read_keys(keys_answer, keys); !err.empty()) return unreadable(err);
+    receipt::KeyRetirements retired;
+    if (std::string err = read_keys(keys_answer, keys, retired); !err.empty()) return unreadable(err);
     json::error_code ec;
     json::value v = json::parse(head.body, ec);
     const json::value *env_v = !ec && v.is_object() ? v.as_object().if_contains("head") : nullptr;
@@ -60,7 +68,10 @@ WitnessCheck check_peer_head(const HttpResponse &head, const HttpResponse &keys_
     dsse::Envelope env;
     if (std::string err = dsse::from_json_value(*env_v, env); !err.empty()) return unreadable("GET /v1/log/head: head: " + err);
     receipt::TreeHead h;
-    if (std::string err = receipt::verify_tree_head(env, keys, h); !err.empty()) return unreadable("GET /v1/log/head: head: " + err);
+    // A head signed by a key after the peer retired it is none of its log's
+    // (what a leaked old key would make).
+    if (std::string err = receipt::verify_tree_head_in_time(env, keys, retired, h); !err.empty())
+        return unreadable("GET /v1/log/head: head: " + err);
     if (h.tree_size > (1ULL << 62)) return unreadable("GET /v1/log/head: head: tree_size too large");
     WitnessCheck c;
     c.size = (long long)h.tree_size;

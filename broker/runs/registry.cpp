@@ -20,6 +20,38 @@ bool RunRegistry::Writer::set_state(const std::string &run, RunInfo &info, RunSt
     return true;
 }
 
+void RunRegistry::Writer::touch(const std::string &run, const RunInfo *info) {
+    // Most writers reach one run; a load reaches all of them.
+    if (touched_.size() < 16) {
+        for (const auto &b : touched_)
+            if (b.run == run) return;
+    } else {
+        if (many_.empty())
+            for (const auto &b : touched_) many_.insert(b.run);
+        if (!many_.insert(run).second) return;
+    }
+    touched_.push_back(info ? Before{run, info->owner, !is_final(info->state)} : Before{run, {}, false});
+}
+
+void RunRegistry::Writer::settle() {
+    if (touched_.empty() || !lock_.owns_lock()) return;
+    auto &counts = reg_->open_by_owner_;
+    for (const auto &b : touched_) {
+        if (b.open && !b.owner.empty())
+            if (auto c = counts.find(b.owner); c != counts.end() && --c->second <= 0) counts.erase(c);
+        auto it = runs_->find(b.run);
+        if (it != runs_->end() && !is_final(it->second.state) && !it->second.owner.empty()) ++counts[it->second.owner];
+    }
+    touched_.clear();
+    many_.clear();
+}
+
+long long RunRegistry::Writer::open_of(const std::string &owner) {
+    settle();
+    auto it = reg_->open_by_owner_.find(owner);
+    return it == reg_->open_by_owner_.end() ? 0 : it->second;
+}
+
 void RunRegistry::undo(const std::string &run, const std::optional<RunInfo> &before) {
     {
         auto runs = write();

@@ -18,6 +18,8 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "broker/runs/run_state.hpp"
 
@@ -102,10 +104,42 @@ public:
     };
     using Reader = View<std::shared_lock<std::shared_mutex>, const Map>;
 
+    // A writer keeps each owner's count of runs not ended: a run it
+    // reaches (find, [], erase) is counted again when it lets go, so an
+    // owner's count is never more than one lock's work away (open_of).
     class Writer : public View<std::unique_lock<std::shared_mutex>, Map> {
     public:
-        RunInfo &operator[](const std::string &run) { return (*runs_)[run]; }
-        std::size_t erase(const std::string &run) { return runs_->erase(run); }
+        Writer(const Writer &) = delete;
+        Writer &operator=(const Writer &) = delete;
+        ~Writer() { settle(); }
+        Map::iterator find(const std::string &run) {
+            auto it = runs_->find(run);
+            if (it != runs_->end()) touch(it->first, &it->second);
+            return it;
+        }
+        RunInfo &operator[](const std::string &run) {
+            auto it = runs_->find(run);
+            if (it != runs_->end()) touch(run, &it->second);
+            else touch(run, nullptr);
+            return (*runs_)[run];
+        }
+        std::size_t erase(const std::string &run) {
+            auto it = runs_->find(run);
+            if (it == runs_->end()) return 0;
+            touch(run, &it->second);
+            runs_->erase(it);
+            return 1;
+        }
+        // No walk through the runs with a writer: a change made there
+        // would not be counted.
+        void begin() = delete;
+        void unlock() {
+            settle();
+            lock_.unlock();
+        }
+        // Runs of owner not ended, as the runs are now (this writer's
+        // changes so far included).
+        long long open_of(const std::string &owner);
         // The one place a run's state changes in memory: checked against
         // the lifecycle (run_state.hpp). False, and logged, when the table
         // has no such transition; nothing changes then.
@@ -116,7 +150,14 @@ public:
 
     private:
         explicit Writer(RunRegistry &reg) : View(reg.runs_mu_, reg.runs_), reg_(&reg) {}
+        // A run as it was when this writer first reached it.
+        struct Before { std::string run, owner; bool open = false; };
+        void touch(const std::string &run, const RunInfo *info);
+        // Each run reached: its old count out, its new one in.
+        void settle();
         RunRegistry *reg_;
+        std::vector<Before> touched_;
+        std::unordered_set<std::string> many_;   // touched_'s runs, once there are many
         friend class RunRegistry;
     };
 
@@ -140,6 +181,7 @@ public:
 private:
     mutable std::shared_mutex runs_mu_;
     Map runs_;
+    std::unordered_map<std::string, long long> open_by_owner_;   // runs not ended, per owner ("" none); under runs_mu_
     std::atomic<unsigned long long> generation_{1};
 };
 

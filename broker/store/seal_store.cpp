@@ -21,6 +21,11 @@ std::span<const Sql> seal_statements() {
         {"is_sealed", "SELECT 1 FROM checkpoints WHERE run = ? AND name = ?"},
         {"seal", "INSERT INTO checkpoints (run, name, attempt, ranks, parent, sealed_at, write_seconds) VALUES (?,?,?,?,?,?,?)"},
         {"list_checkpoints", "SELECT run, name, attempt, ranks, parent, sealed_at FROM checkpoints WHERE run = ? ORDER BY sealed_at"},
+        {"checkpoints_page", "SELECT run, name, attempt, ranks, parent, sealed_at, rowid FROM checkpoints WHERE run = ? AND rowid > ? "
+                             "ORDER BY rowid LIMIT ?"},
+        {"checkpoints_newest", "SELECT * FROM (SELECT run, name, attempt, ranks, parent, sealed_at, rowid AS seq FROM checkpoints "
+                               "WHERE run = ? ORDER BY rowid DESC LIMIT ?) ORDER BY seq"},
+        {"checkpoint", "SELECT run, name, attempt, ranks, parent, sealed_at, rowid FROM checkpoints WHERE run = ? AND name = ?"},
         {"last_checkpoint", "SELECT name FROM checkpoints WHERE run = ? ORDER BY sealed_at DESC LIMIT 1"},
         {"put_sealed_list", "INSERT OR REPLACE INTO sealed_lists (run, name, root, count, bytes, receipt_seq, receipt_digest) "
                             "VALUES (?,?,?,?,?,?,?)"},
@@ -96,6 +101,46 @@ std::vector<CheckpointRow> SealStore::list_checkpoints(const std::string &run) {
         out.push_back(CheckpointRow{col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3),
                                     col_text(s, 4), sqlite3_column_double(s, 5)});
     return out;
+}
+
+namespace {
+
+CheckpointRow checkpoint_row(sqlite3_stmt *s) {
+    CheckpointRow c{col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), sqlite3_column_int64(s, 3), col_text(s, 4),
+                    sqlite3_column_double(s, 5)};
+    c.seq = sqlite3_column_int64(s, 6);
+    return c;
+}
+
+}  // namespace
+
+std::vector<CheckpointRow> SealStore::checkpoints_page(const std::string &run, long long after, int limit) {
+    return checkpoint_rows("checkpoints_page", run, after, limit);
+}
+
+std::vector<CheckpointRow> SealStore::newest_checkpoints(const std::string &run, int n) {
+    return checkpoint_rows("checkpoints_newest", run, -1, n);
+}
+
+// after -1: a statement without it (the newest).
+std::vector<CheckpointRow> SealStore::checkpoint_rows(const char *which, const std::string &run, long long after, int limit) {
+    auto *s = stmt(which);
+    Done done{s};
+    Binder b(s);
+    b.text(run);
+    if (after >= 0) b.integer(after);
+    b.integer(limit);
+    std::vector<CheckpointRow> out;
+    while (row(s)) out.push_back(checkpoint_row(s));
+    return out;
+}
+
+std::optional<CheckpointRow> SealStore::checkpoint(const std::string &run, const std::string &name) {
+    auto *s = stmt("checkpoint");
+    Done done{s};
+    Binder(s).text(run).text(name);
+    if (!row(s)) return std::nullopt;
+    return checkpoint_row(s);
 }
 
 std::string SealStore::last_checkpoint(const std::string &run) {

@@ -17,6 +17,7 @@ struct CheckpointRow {
     std::string parent;
     double sealed_at = 0;
     double write_seconds = -1;   // the slowest rank's write, -1: not measured
+    long long seq = 0;           // its place in the run's seal order (read back only)
 };
 
 class SealStore : StorePart {
@@ -34,6 +35,11 @@ public:
     bool checkpoint_sealed(const std::string &run, const std::string &name);
     void seal_checkpoint(const CheckpointRow &c);
     std::vector<CheckpointRow> list_checkpoints(const std::string &run);
+    // A page of the run's seals in seal order: those after seq `after`, at
+    // most limit; or its newest n (in seal order); or the one named.
+    std::vector<CheckpointRow> checkpoints_page(const std::string &run, long long after, int limit);
+    std::vector<CheckpointRow> newest_checkpoints(const std::string &run, int n);
+    std::optional<CheckpointRow> checkpoint(const std::string &run, const std::string &name);
     // The run's newest sealed checkpoint's name ("" when none).
     std::string last_checkpoint(const std::string &run);
     // A seal's file list as its receipt commits to it (file_list.hpp): the
@@ -61,6 +67,9 @@ public:
     // Drops the carried seals of runs that ended (SUCCEEDED, FAILED,
     // CANCELLED) before finished_before; how many went.
     long long forget_carried_seals(double finished_before);
+
+private:
+    std::vector<CheckpointRow> checkpoint_rows(const char *which, const std::string &run, long long after, int limit);
 };
 
 }  // namespace shardnet::broker

@@ -614,6 +614,65 @@ TEST_CASE("one user's runs not ended are capped (limits.runs_per_user): 429 with
     CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"a3"})").status == 201);
 }
 
+TEST_CASE("runs_per_user holds a job's first heartbeat as it holds POST /v1/runs; the count is the registry's, kept over a restart") {
+    auto tune = [](BrokerConfig &c) { c.runs_per_user = 2; };
+    Fixture f(tune);
+    CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"a1"})").status == 201);   // alice acts as daemon (uid 1)
+    CHECK(f.call("POST", "/v1/heartbeats", wt("j1", 1, 51, 1), hb("j1", 1, "n1", 1)).status == 204);   // a job of daemon's
+    auto r = f.call("POST", "/v1/heartbeats", wt("j2", 1, 52, 1), hb("j2", 1, "n1", 1));
+    CHECK(r.status == 429);
+    CHECK(r.retry_after == 60);
+    CHECK(r.body.find("user daemon has 2 runs not ended (limits.runs_per_user)") != std::string::npos);
+    CHECK(f.call("GET", "/v1/runs/j2", "admin-t").status == 404);   // no run was made of it
+    CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"a2"})").status == 429);
+    CHECK(f.call("POST", "/v1/heartbeats", wt("j1", 1, 51, 1), hb("j1", 1, "n1", 2)).status == 204);   // a run it has goes on
+    // After a restart the count is the loaded runs'.
+    f.svc->drain();
+    f.svc.reset();
+    BrokerConfig cfg;
+    cfg.plain_http = true;
+    cfg.database = f.dir + "/b.db";
+    cfg.tokens = {TokenEntry{"ops", sha256_hex("admin-t"), Scope::admin, ""}, TokenEntry{"alice", sha256_hex("alice-t"), Scope::user, "", 0, "daemon"}};
+    cfg.worker_keys = {WorkerKey{"site", "/k", kWorkerKey}};
+    tune(cfg);
+    f.svc = std::make_unique<Service>(cfg, std::make_unique<Store>(cfg.database));
+    CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"a2"})").status == 429);
+    // Ended, a run frees its place; a failed create holds none.
+    CHECK(f.call("POST", "/v1/runs/a1/cancel", "alice-t").status == 200);
+    CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"a1"})").status == 409);
+    CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"a2"})").status == 201);
+    CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"a3"})").status == 429);
+}
+
+TEST_CASE("a run's seals come a page at a time, in seal order, with the next page's after; or its newest; bad paging is 400") {
+    Fixture f;
+    const std::string t1 = wt("pg", 1);
+    REQUIRE(f.call("POST", "/v1/heartbeats", t1, hb("pg", 1, "a1", 1)).status == 204);
+    for (const char *c : {"c1", "c2", "c3"})
+        REQUIRE(f.call("POST", std::string("/v1/runs/pg/checkpoints/") + c + "/commit", t1, commit(1, 0, 1)).status == 200);   // world 1: sealed
+    auto names = [](const json::value &v) {
+        std::string out;
+        for (const auto &c : v.at("checkpoints").as_array()) out += std::string(c.at("name").as_string()) + " ";
+        return out;
+    };
+    auto p1 = Fixture::body(f.call("GET", "/v1/runs/pg/checkpoints?limit=2", "admin-t"));
+    CHECK(names(p1) == "c1 c2 ");
+    REQUIRE(p1.at("next").is_int64());
+    auto p2 = Fixture::body(f.call("GET", "/v1/runs/pg/checkpoints?limit=2&after=" + std::to_string(p1.at("next").as_int64()), "admin-t"));
+    CHECK(names(p2) == "c3 ");
+    CHECK(p2.at("next").is_null());
+    CHECK(names(Fixture::body(f.call("GET", "/v1/runs/pg/checkpoints", t1))) == "c1 c2 c3 ");
+    auto newest = Fixture::body(f.call("GET", "/v1/runs/pg/checkpoints?newest=2", t1));
+    CHECK(names(newest) == "c2 c3 ");
+    CHECK(newest.at("next").is_null());
+    for (const char *q : {"limit=0", "limit=1001", "after=-1", "newest=x", "newest=2&after=1"}) {
+        auto r = f.call("GET", std::string("/v1/runs/pg/checkpoints?") + q, "admin-t");
+        CHECK_MESSAGE(r.status == 400, q);
+        CHECK(r.body.find("bad_query") != std::string::npos);
+    }
+    CHECK(f.call("GET", "/v1/runs/pg/checkpoints?limit=2", "bob-t").status == 404);   // not bob's run
+}
+
 TEST_CASE("a sealed checkpoint's files, as committed, for the job's reader token; a reader token changes nothing") {
     Fixture f;
     const std::string t1 = wt("r7", 1);

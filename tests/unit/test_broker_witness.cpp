@@ -51,9 +51,12 @@ struct PeerLog {
     }
 };
 
-HttpResponse keys_of(const std::vector<SigningKey> &ks) {
+// until: a valid_until for every key (its retirement), or none.
+HttpResponse keys_of(const std::vector<SigningKey> &ks, const std::string &until = "") {
     json::array a;
-    for (const auto &k : ks) a.push_back(json::object{{"keyid", k.keyid()}, {"pem", k.public_pem()}});
+    for (const auto &k : ks)
+        a.push_back(json::object{{"keyid", k.keyid()}, {"pem", k.public_pem()},
+                                 {"valid_until", until.empty() ? json::value(nullptr) : json::value(until)}});
     HttpResponse r;
     r.status = 200;
     r.body = json::serialize(json::object{{"keys", std::move(a)}});
@@ -117,6 +120,19 @@ TEST_CASE("what cannot be read is not witnessed (and is no conflict): a head sig
     });
     CHECK(c.kind == WitnessCheck::Kind::unreadable);
     CHECK(c.why == "no consistency proof from size 5 to 8: HTTP 500");
+}
+
+TEST_CASE("a head signed by a key the peer retired before the head's time is not witnessed; one signed before is") {
+    const SigningKey k = key_of('k');
+    PeerLog five(5);   // its head is timed 2026-12-03T08:00:00Z
+    WitnessCheck c = check_peer_head(five.head(k), keys_of({k}, "2026-12-01T00:00:00Z"), std::nullopt, proofs_of(five));
+    CHECK(c.kind == WitnessCheck::Kind::unreadable);
+    CHECK(c.why.find("2026-12-01T00:00:00Z") != std::string::npos);
+    CHECK(c.why.find("2026-12-03T08:00:00Z") != std::string::npos);
+    CHECK(check_peer_head(five.head(k), keys_of({k}, "2026-12-04T00:00:00Z"), std::nullopt, proofs_of(five)).kind ==
+          WitnessCheck::Kind::ok);
+    CHECK(check_peer_head(five.head(k), keys_of({k}, "yesterday"), std::nullopt, proofs_of(five)).why ==
+          "GET /v1/keys: keys[].valid_until: expected RFC 3339 UTC or null");
 }
 
 TEST_CASE("a broker witnesses its peer: GET /v1/witness shows the head; a fork is kept as evidence beside the head, and counted") {
