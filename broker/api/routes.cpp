@@ -232,7 +232,7 @@ void Service::handle(const ApiRequest &req, const Reply &reply) {
         // may wait on the store or on Slurm: limits.requests_per_token in
         // flight per token, so that one token's flood on many connections
         // neither fills the store's queue nor holds every connection (the
-        // ticket goes back when the answer is given or dropped). Public
+        // ticket goes back when the answer is written or dropped). Public
         // routes are not counted: every caller without a token would share
         // one budget, and one of them could have /v1/health answered 429
         // for all (max_connections bounds them).
@@ -252,7 +252,11 @@ void Service::handle(const ApiRequest &req, const Reply &reply) {
             r.retry_after = 1;
             return reply(std::move(r));
         }
-        const Reply counted = [reply, ticket = std::move(ticket)](ApiResponse r) { reply(std::move(r)); };
+        // The place goes back once the answer is written, not when it is given.
+        const Reply counted = [reply, ticket = std::move(ticket)](ApiResponse r) {
+            r.hold = ticket;
+            reply(std::move(r));
+        };
         return route->run(*this, Call{req, *who, counted, now, params, std::move(query)});
     }
     count(c_errors);

@@ -33,6 +33,10 @@ struct ApiResponse {
     const char *allow = nullptr;   // 405: the methods the resource takes (a literal)
     unsigned retry_after = 0;      // 503: seconds to wait before trying again (Retry-After; 0: none)
     const char *headers = nullptr; // more header lines, each ending CRLF, kept alive by the handler (web/)
+    // Held by the HTTP session until the answer is written (or the
+    // connection dropped): the request's place in its token's budget, so a
+    // token's answers to slow readers count while they are being written.
+    std::shared_ptr<void> hold{};
 };
 
 // Called exactly once per request, on the calling thread or later from

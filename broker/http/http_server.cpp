@@ -272,6 +272,7 @@ private:
     // cost of a heartbeat), and a heartbeat's 204 is one fixed text.
     void send(ApiResponse r, bool keep, unsigned version) {
         static constexpr std::string_view kNoContent = "HTTP/1.1 204 No Content\r\nServer: shardnet-broker\r\n\r\n";
+        writing_hold_ = std::move(r.hold);   // until sent()
         if (r.status == 204 && keep && version == 11) out_.assign(kNoContent);
         else format(r, keep, version);
         std::size_t written = 0;
@@ -313,6 +314,7 @@ private:
 
     void sent(beast::error_code ec, bool keep) {
         counts_.writing.remove(this);
+        writing_hold_.reset();
         --counts_.busy;
         if (!ec && linger_) return linger();
         if (ec || !keep) return close();
@@ -516,6 +518,7 @@ private:
     bool keep_ = true;
     unsigned version_ = 11;
     std::optional<ApiResponse> ready_;
+    std::shared_ptr<void> writing_hold_;   // the answer being written's (ApiResponse::hold)
     std::shared_ptr<Session> hold_;      // while an answer is on its way from another thread
 };
 

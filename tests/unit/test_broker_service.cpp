@@ -600,6 +600,20 @@ TEST_CASE("one token's requests in flight are capped (limits.requests_per_token)
     CHECK(f.call("GET", "/v1/runs", "alice-t").status == 200);
 }
 
+TEST_CASE("a request's place in its token's budget is held until its answer is written (ApiResponse::hold), not only given") {
+    Fixture f([](BrokerConfig &c) { c.requests_per_token = 1; });
+    std::vector<ApiResponse> writing;   // answers the HTTP session still writes to a slow reader
+    f.svc->handle(ApiRequest{"GET", "/v1/runs", "alice-t", "", nullptr}, [&writing](ApiResponse r) { writing.push_back(std::move(r)); });
+    REQUIRE(writing.size() == 1);
+    CHECK(writing[0].status == 200);
+    CHECK(writing[0].hold != nullptr);
+    auto r = f.call("GET", "/v1/runs", "alice-t");
+    CHECK(r.status == 429);
+    CHECK(r.body.find("this token has 1 requests in flight") != std::string::npos);
+    writing.clear();   // written
+    CHECK(f.call("GET", "/v1/runs", "alice-t").status == 200);
+}
+
 TEST_CASE("one user's runs not ended are capped (limits.runs_per_user): 429 with Retry-After; another user's are their own; an ended run frees its place") {
     Fixture f([](BrokerConfig &c) { c.runs_per_user = 2; });
     CHECK(f.call("POST", "/v1/runs", "alice-t", R"({"id":"a1"})").status == 201);
