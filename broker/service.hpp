@@ -79,9 +79,6 @@ public:
     ~Service();
 
     void handle(const ApiRequest &req, const Reply &reply) override;
-    // GET /v1/runs/{id}/events?follow=1: an error to send instead, or none,
-    // and then the run's events after `after` and every new one go to sink.
-    std::optional<ApiResponse> follow_events(const ApiRequest &req, std::shared_ptr<EventSink> sink) override;
     // Detector: FAULT events for workers past their deadline. Called often.
     void tick(double now);
     // Soft state to the store (summaries), every summary_seconds.
@@ -128,6 +125,10 @@ private:
     void get_run(const std::string &id, const TokenEntry &who, const Reply &reply);
     void cancel_run(const std::string &id, const TokenEntry &who, const Reply &reply, double now);
     void list_events(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply);
+    // GET /v1/runs/{id}/events?follow=1: a stream (ApiResponse::stream) of
+    // the run's events after `after` (or Last-Event-ID), then every new one.
+    void follow_events(const std::string &id, const std::string &query, const std::string &last_event_id, const TokenEntry &who,
+                       const Reply &reply);
     std::shared_ptr<StreamBudget> streams_ = std::make_shared<StreamBudget>();
     std::shared_ptr<TokenGate> requests_gate_ = std::make_shared<TokenGate>(cfg_.requests_per_token);
     // POST /v1/runs/{id}/environment (recovery/environment_api.cpp): the

@@ -108,7 +108,12 @@ std::span<const Service::Route> Service::routes() {
         {{"POST", "/v1/runs/{id}/cancel", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) { s.cancel_run(c.p(0), c.who, c.reply, c.now); }},
         {{"GET", "/v1/runs/{id}/events", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.list_events(c.p(0), c.query, c.who, c.reply); }},
+         [](Service &s, const Call &c) {
+             // ?follow=1: a stream of them (a handler kind: ApiResponse::stream).
+             if (const std::string f = query_param(c.query, "follow"); f == "1" || f == "true")
+                 return s.follow_events(c.p(0), c.query, c.req.last_event_id, c.who, c.reply);
+             s.list_events(c.p(0), c.query, c.who, c.reply);
+         }},
         // Where a moved run went (federation/onward_api.cpp): asked by the
         // broker it came from, for its own run page.
         {{"GET", "/v1/runs/{id}/story", r_peer | r_admin, "a run's story is for the peer brokers it crossed (peer or admin token)"},

@@ -19,31 +19,19 @@ namespace shardnet::broker {
 namespace json = boost::json;
 using namespace detail;
 
-std::optional<ApiResponse> Service::follow_events(const ApiRequest &req, std::shared_ptr<EventSink> sink) {
-    count(c_requests);
-    const TokenEntry *who = nullptr;
-    switch (auth_.load(std::memory_order_acquire)->check(req.bearer, who, wall_now(), req.conn_cache)) {
-    case Auth::Verdict::ok: break;
-    case Auth::Verdict::rate_limited: return error_response(429, "rate_limited", "too many requests for this token");
-    default: return error_response(401, "bad_token", "a known bearer token is required");
-    }
-    std::string path = req.target, query;
-    if (auto q = path.find('?'); q != std::string::npos) { query = path.substr(q + 1); path.resize(q); }
-    auto parts = split_path(path);
-    if (parts.size() != 4 || parts[0] != "v1" || parts[1] != "runs" || parts[3] != "events")
-        return error_response(404, "no_route", "GET " + path + " cannot be followed");
-    const std::string id = parts[2];
+void Service::follow_events(const std::string &id, const std::string &query, const std::string &last_event_id, const TokenEntry &who,
+                            const Reply &reply) {
     {
         auto runs = runs_.read();
         auto it = runs.find(id);
-        if (it == runs.end() || !may_see(*who, id, &it->second)) return error_response(404, "no_run", "no run " + id);
+        if (it == runs.end() || !may_see(who, id, &it->second)) return reply(error_response(404, "no_run", "no run " + id));
     }
     // Where to start: after the Last-Event-ID an SSE client sends when it
     // reconnects (it wins over the URL's ?after=, which the client repeats).
     long long after = query_int(query, "after", 0);
-    if (!req.last_event_id.empty()) {
-        auto v = parse_int(req.last_event_id, 0, 1LL << 62);
-        if (!v) return error_response(400, "bad_header", "Last-Event-ID: expected an event id (a whole number)", "Last-Event-ID");
+    if (!last_event_id.empty()) {
+        auto v = parse_int(last_event_id, 0, 1LL << 62);
+        if (!v) return reply(error_response(400, "bad_header", "Last-Event-ID: expected an event id (a whole number)", "Last-Event-ID"));
         after = *v;
     }
     // The stream budget: per token (a user's tabs, a job's watcher) and in
@@ -51,33 +39,40 @@ std::optional<ApiResponse> Service::follow_events(const ApiRequest &req, std::sh
     // not) can never take the connections heartbeats need.
     const int max_streams = cfg_.sse_max_streams > 0 ? cfg_.sse_max_streams : cfg_.max_connections / 2;
     // A job's derived tokens count as their user's: one user's jobs share one budget.
-    const std::string key = who->bound ? "uid:" + std::to_string(who->uid) : who->name;
+    const std::string key = who.bound ? "uid:" + std::to_string(who.uid) : who.name;
     {
         std::lock_guard<std::mutex> lock(streams_->streams_mu);
         if (streams_->total >= max_streams) {
             ApiResponse r = error_response(503, "too_many_streams", "the broker holds " + std::to_string(streams_->total) +
                                            " event streams (limits.sse_max_streams); try again later");
             r.retry_after = 5;
-            return r;
+            return reply(std::move(r));
         }
         int &mine = streams_->by_token[key];
         if (mine >= cfg_.sse_streams_per_token) {
             ApiResponse r = error_response(429, "too_many_streams", "this token holds " + std::to_string(mine) +
                                            " event streams (limits.sse_streams_per_token); close one");
             r.retry_after = 5;
-            return r;
+            return reply(std::move(r));
         }
         ++mine;
         ++streams_->total;
     }
-    sink->slot = std::shared_ptr<void>(static_cast<void *>(streams_.get()), [budget = streams_, key](void *) {
+    // The place is given back with the sink, or with the answer if no
+    // stream ever starts (the connection went first).
+    std::shared_ptr<void> slot(static_cast<void *>(streams_.get()), [budget = streams_, key](void *) {
         std::lock_guard<std::mutex> lock(budget->streams_mu);
         --budget->total;
         if (auto it = budget->by_token.find(key); it != budget->by_token.end() && --it->second <= 0) budget->by_token.erase(it);
     });
-    sink->who = *who;
-    on_store([this, id, after, sink] { backlog_page(id, after, sink); });
-    return std::nullopt;
+    ApiResponse r;
+    r.content_type = "text/event-stream";
+    r.stream = [this, id, after, who, slot = std::move(slot)](std::shared_ptr<EventSink> sink) {
+        sink->slot = slot;
+        sink->who = who;
+        on_store([this, id, after, sink] { backlog_page(id, after, sink); });
+    };
+    reply(std::move(r));
 }
 
 // Backlog pages and the registration for live events are store-thread jobs:

@@ -96,10 +96,18 @@ void Checkpoints::commit(const std::string &id, const std::string &name, const A
                 count = store_->seals().insert_commit(id, attempt, name, rank, files_text, now, write_seconds);
                 if (count >= world) {
                     const std::string parent = store_->seals().last_checkpoint(id);
+                    // Sealed now, on the store's thread, in the order seals are
+                    // written (not when its last commit was sent: commits of
+                    // several checkpoints race), and never before its parent
+                    // (a clock stepped back): each parent is sealed before
+                    // its child, by time as by order.
+                    double sealed_at = wall_now();
+                    if (!parent.empty())
+                        if (auto p = store_->seals().checkpoint(id, parent)) sealed_at = std::max(sealed_at, p->sealed_at);
                     // The checkpoint took as long as its slowest rank.
-                    store_->seals().seal_checkpoint(CheckpointRow{id, name, attempt, world, parent, now,
+                    store_->seals().seal_checkpoint(CheckpointRow{id, name, attempt, world, parent, sealed_at,
                                                           store_->seals().commit_write_seconds(id, attempt, name)});
-                    receipts_.receipt_sealed(id, attempt, name, parent, now);   // the seal's receipt, in its transaction
+                    receipts_.receipt_sealed(id, attempt, name, parent, sealed_at);   // the seal's receipt, in its transaction
                     event(id, "SEALED", name + " committed by all " + std::to_string(world) + " ranks",
                           json::serialize(json::object{{"checkpoint", name}, {"attempt", attempt}, {"ranks", world},
                                                        {"parent", parent.empty() ? json::value(nullptr) : json::value(parent)}}),

@@ -26,6 +26,8 @@ struct ApiRequest {
     bool accepts_gzip = false;     // Accept-Encoding names gzip (the dashboard's files come compressed)
 };
 
+struct EventSink;
+
 struct ApiResponse {
     unsigned status = 200;
     std::string body;
@@ -37,6 +39,11 @@ struct ApiResponse {
     // connection dropped): the request's place in its token's budget, so a
     // token's answers to slow readers count while they are being written.
     std::shared_ptr<void> hold{};
+    // A streaming answer (Server-Sent Events), a handler kind of its own:
+    // the HTTP session writes the stream's header, makes the sink that
+    // reaches this connection and hands it here; events then go to it
+    // until the reader or the broker ends the stream.
+    std::function<void(std::shared_ptr<EventSink>)> stream{};
 };
 
 // Called exactly once per request, on the calling thread or later from
@@ -63,10 +70,8 @@ ApiResponse error_response(unsigned status, const std::string &code, const std::
 class ApiHandler {
 public:
     virtual ~ApiHandler() = default;
+    // Every request, streams included (ApiResponse::stream).
     virtual void handle(const ApiRequest &req, const Reply &reply) = 0;
-    // GET /v1/runs/{id}/events?follow=1: an error to send instead, or none,
-    // and then the run's events after `after` and every new one go to sink.
-    virtual std::optional<ApiResponse> follow_events(const ApiRequest &req, std::shared_ptr<EventSink> sink) = 0;
 };
 
 }  // namespace shardnet::broker

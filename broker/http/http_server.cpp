@@ -226,11 +226,6 @@ private:
         const bool keep = parser_->keep_alive();
         const unsigned version = parser_->version;
         // The request's deadline (arm_deadline) also covers its answer.
-        if (std::string_view(ar.method) == std::string_view("GET") && ar.target.find("/events?") != std::string::npos &&
-            (ar.target.find("follow=1") != std::string::npos || ar.target.find("follow=true") != std::string::npos)) {
-            deadline_ = Clock::time_point::max();  // a stream stays open: its keep-alives find a gone client
-            return start_stream(ar, version);
-        }
         in_handle_ = true;
         head_ = std::string_view(ar.method) == std::string_view("HEAD");
         keep_ = keep;
@@ -272,6 +267,7 @@ private:
     // cost of a heartbeat), and a heartbeat's 204 is one fixed text.
     void send(ApiResponse r, bool keep, unsigned version) {
         static constexpr std::string_view kNoContent = "HTTP/1.1 204 No Content\r\nServer: shardnet-broker\r\n\r\n";
+        if (r.stream) return start_stream(std::move(r.stream));
         writing_hold_ = std::move(r.hold);   // until sent()
         if (r.status == 204 && keep && version == 11) out_.assign(kNoContent);
         else format(r, keep, version);
@@ -353,7 +349,8 @@ private:
     // took); the backlog comes a page (a quarter of that) at a time, the next
     // one asked for when the last is written, so a reader that does not keep
     // up with live events is dropped, and one that reads slowly is not.
-    void start_stream(const ApiRequest &ar, unsigned version) {
+    void start_stream(std::function<void(std::shared_ptr<EventSink>)> start) {
+        deadline_ = Clock::time_point::max();  // a stream stays open: its keep-alives find a gone client
         auto sink = std::make_shared<EventSink>();
         sink->page_bytes = std::max<std::size_t>(1, srv_.limits.sse_buffer_bytes / 4);
         std::weak_ptr<Session> weak = this->shared_from_this();
@@ -369,10 +366,9 @@ private:
                     self->more_ = std::move(next);
                 });
         };
-        if (auto err = srv_.service.follow_events(ar, sink)) return send(std::move(*err), false, version);
         --counts_.busy;  // a stream never holds up a drain
         // The run, for the log line of a dropped stream (/v1/runs/{id}/events).
-        run_ = ar.target.substr(0, ar.target.find('?'));
+        run_ = request_.target.substr(0, request_.target.find('?'));
         if (run_.size() > 16) run_ = run_.substr(9, run_.size() - 16);
         for (char &c : run_)
             if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
@@ -386,6 +382,7 @@ private:
             self->close();
         });
         keep_alive();
+        start(sink);
     }
 
     // A comment line on an idle stream keeps proxies and load balancers from

@@ -20,13 +20,13 @@ std::span<const Sql> seal_statements() {
         {"commit_files", "SELECT rank, files FROM commits WHERE run = ? AND attempt = ? AND name = ? ORDER BY rank"},
         {"is_sealed", "SELECT 1 FROM checkpoints WHERE run = ? AND name = ?"},
         {"seal", "INSERT INTO checkpoints (run, name, attempt, ranks, parent, sealed_at, write_seconds) VALUES (?,?,?,?,?,?,?)"},
-        {"list_checkpoints", "SELECT run, name, attempt, ranks, parent, sealed_at FROM checkpoints WHERE run = ? ORDER BY sealed_at"},
+        {"list_checkpoints", "SELECT run, name, attempt, ranks, parent, sealed_at FROM checkpoints WHERE run = ? ORDER BY rowid"},
         {"checkpoints_page", "SELECT run, name, attempt, ranks, parent, sealed_at, rowid FROM checkpoints WHERE run = ? AND rowid > ? "
                              "ORDER BY rowid LIMIT ?"},
         {"checkpoints_newest", "SELECT * FROM (SELECT run, name, attempt, ranks, parent, sealed_at, rowid AS seq FROM checkpoints "
                                "WHERE run = ? ORDER BY rowid DESC LIMIT ?) ORDER BY seq"},
         {"checkpoint", "SELECT run, name, attempt, ranks, parent, sealed_at, rowid FROM checkpoints WHERE run = ? AND name = ?"},
-        {"last_checkpoint", "SELECT name FROM checkpoints WHERE run = ? ORDER BY sealed_at DESC LIMIT 1"},
+        {"last_checkpoint", "SELECT name FROM checkpoints WHERE run = ? ORDER BY rowid DESC LIMIT 1"},
         {"put_sealed_list", "INSERT OR REPLACE INTO sealed_lists (run, name, root, count, bytes, receipt_seq, receipt_digest) "
                             "VALUES (?,?,?,?,?,?,?)"},
         {"sealed_list", "SELECT root, count, bytes, receipt_seq, receipt_digest FROM sealed_lists WHERE run = ? AND name = ?"},

@@ -7,6 +7,7 @@
 #include "broker/api/routes.hpp"
 #include "common/digest.hpp"
 #include "common/worker_token.hpp"
+#include "tests/unit/fakes/follow.hpp"
 #include "tests/unit/fakes/service_fixture.hpp"
 
 using namespace shardnet;
@@ -95,9 +96,9 @@ TEST_CASE("every run route answers another user's run as it answers a missing on
     // The event stream the HTTP layer opens (?follow=1) asks the same question.
     for (const auto &c : callers) {
         CAPTURE(c.who);
-        auto theirs = f.svc->follow_events(ApiRequest{"GET", "/v1/runs/" + c.run + "/events?follow=1", c.token, "", nullptr},
+        auto theirs = testing::follow_events(*f.svc, ApiRequest{"GET", "/v1/runs/" + c.run + "/events?follow=1", c.token, "", nullptr},
                                            std::make_shared<EventSink>());
-        auto missing = f.svc->follow_events(ApiRequest{"GET", "/v1/runs/run-nobody/events?follow=1", c.missing_token, "", nullptr},
+        auto missing = testing::follow_events(*f.svc, ApiRequest{"GET", "/v1/runs/run-nobody/events?follow=1", c.missing_token, "", nullptr},
                                             std::make_shared<EventSink>());
         REQUIRE(theirs);
         REQUIRE(missing);

@@ -12,6 +12,7 @@
 #include "broker/trust/auth.hpp"
 #include "broker/service.hpp"
 #include "common/worker_token.hpp"
+#include "tests/unit/fakes/follow.hpp"
 
 using namespace shardnet::broker;
 namespace json = boost::json;
@@ -420,7 +421,7 @@ TEST_CASE("a follower that may no longer see a run gets none of its events") {
     sink->push = [&](std::string m) { std::lock_guard<std::mutex> l(mu); got.push_back(std::move(m)); };
     // Another user's job token names the run while nobody owns it.
     const std::string bob = wt("train-d", 1, 601, 1002);
-    CHECK_FALSE(f.svc->follow_events(ApiRequest{"GET", "/v1/runs/train-d/events?follow=1", bob, "", nullptr}, sink));
+    CHECK_FALSE(testing::follow_events(*f.svc, ApiRequest{"GET", "/v1/runs/train-d/events?follow=1", bob, "", nullptr}, sink));
     f.svc->drain();
     const std::size_t backlog = got.size();
     CHECK(backlog == 1);   // PENDING
@@ -471,7 +472,7 @@ TEST_CASE("an event stream's backlog comes in pages, each when asked for; Last-E
     std::mutex mu;
     std::vector<std::string> all, paged;
     whole->push = [&](std::string m) { std::lock_guard<std::mutex> l(mu); all.push_back(std::move(m)); };
-    CHECK_FALSE(f.svc->follow_events(ApiRequest{"GET", "/v1/runs/pg/events?follow=1", "admin-t", "", nullptr}, whole));
+    CHECK_FALSE(testing::follow_events(*f.svc, ApiRequest{"GET", "/v1/runs/pg/events?follow=1", "admin-t", "", nullptr}, whole));
     f.svc->drain();
     REQUIRE(all.size() > 40);
     // Pages of about 1 KiB: each next one only when the stream asks.
@@ -481,7 +482,7 @@ TEST_CASE("an event stream's backlog comes in pages, each when asked for; Last-E
     int pages = 1;
     sink->push = [&](std::string m) { std::lock_guard<std::mutex> l(mu); paged.push_back(std::move(m)); };
     sink->more = [&](std::function<void()> n) { std::lock_guard<std::mutex> l(mu); next = std::move(n); };
-    CHECK_FALSE(f.svc->follow_events(ApiRequest{"GET", "/v1/runs/pg/events?follow=1", "admin-t", "", nullptr}, sink));
+    CHECK_FALSE(testing::follow_events(*f.svc, ApiRequest{"GET", "/v1/runs/pg/events?follow=1", "admin-t", "", nullptr}, sink));
     for (;;) {
         f.svc->drain();
         std::function<void()> n;
@@ -512,7 +513,7 @@ TEST_CASE("an event stream's backlog comes in pages, each when asked for; Last-E
     again->push = [&](std::string m) { std::lock_guard<std::mutex> l(mu); resumed.push_back(std::move(m)); };
     ApiRequest r{"GET", "/v1/runs/pg/events?follow=1&after=0", "admin-t", "", nullptr};
     r.last_event_id = std::to_string(mid);
-    CHECK_FALSE(f.svc->follow_events(r, again));
+    CHECK_FALSE(testing::follow_events(*f.svc, r, again));
     f.svc->drain();
     {
         std::lock_guard<std::mutex> l(mu);
@@ -521,7 +522,7 @@ TEST_CASE("an event stream's backlog comes in pages, each when asked for; Last-E
         CHECK(ids_of(resumed) == want);
     }
     r.last_event_id = "12abc";
-    auto bad = f.svc->follow_events(r, std::make_shared<EventSink>());
+    auto bad = testing::follow_events(*f.svc, r, std::make_shared<EventSink>());
     REQUIRE(bad);
     CHECK(bad->status == 400);
     CHECK(bad->body.find("Last-Event-ID") != std::string::npos);
@@ -534,7 +535,7 @@ TEST_CASE("event streams have a budget: per token 429, in all 503, both with Ret
         sink = std::make_shared<EventSink>();
         sink->push = [](std::string) {};
         sink->more = [](std::function<void()> next) { next(); };
-        return f.svc->follow_events(ApiRequest{"GET", "/v1/runs/sb/events?follow=1", token, "", nullptr}, sink);
+        return testing::follow_events(*f.svc, ApiRequest{"GET", "/v1/runs/sb/events?follow=1", token, "", nullptr}, sink);
     };
     std::shared_ptr<EventSink> a1, a2, a3, p1, p2;
     CHECK_FALSE(follow("alice-t", a1));
