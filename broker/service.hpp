@@ -31,11 +31,12 @@
 #include "broker/util/token_gate.hpp"
 #include "broker/config/config.hpp"
 #include "broker/core/core.hpp"
+#include "broker/core/hooks.hpp"
 #include "broker/peers/peer_answer.hpp"
 #include "broker/http/api_message.hpp"
 #include "broker/federation/onward_module.hpp"
 #include "broker/peers/peer_link.hpp"
-#include "broker/federation/forward_signal.hpp"
+#include "broker/federation/forwarder.hpp"
 #include "broker/federation/stale_jobs.hpp"
 #include "broker/federation/witnesses.hpp"
 #include "broker/slurm/job_allocations.hpp"
@@ -285,22 +286,11 @@ private:
     // for uid, else why not.
     std::string peer_may_take(const std::string &run, long long to, long long uid, const std::string &sender,
                               const std::optional<Store::MovedRow> &moved) const;
-    // Sends decisions in state 'forwarding' to their peer until one answers.
-    void forward_loop();
-    struct ForwardRetry {
-        double next = 0, delay = 0;   // the next try, and the backoff that led to it
-        int bad_answers = 0;          // answers from the peer that could not be read
-        bool without_seals = false;   // the peer answered 413: the carried seals stay behind
-    };
-    std::string with_environment(const std::string &payload);
-    void forward_one(const Store::Forwarding &f, ForwardRetry &retry);
-    void forwarded(const Store::Forwarding &f, const PeerDecision &answer);
-    // An answer that cannot be read: an event and a retry, until the decision ends.
-    void bad_answer(const Store::Forwarding &f, const PeerDecision &answer, ForwardRetry &retry);
     // A stream's backlog after event id `after`, one page; the last page
     // registers it for live events (store thread: no gap, no repeat).
     void backlog_page(const std::string &run, long long after, const std::shared_ptr<EventSink> &sink);
 
+    ServiceHooks hooks_;   // what the modules ask of Service (core/hooks.hpp), wired in its constructor
     Receipts receipts_;   // signed receipts, their log and API (receipts/receipts_module.hpp)
     Checkpoints checkpoints_;   // commits, seals, sealed files (checkpoints/checkpoints_module.hpp)
     Policy policy_;   // checkpoint policies of auto runs (policy/policy_module.hpp)
@@ -309,8 +299,7 @@ private:
     Onward onward_;   // moved runs' stories: GET .../story, "onward" in answers (federation/onward_module.hpp)
     SpecsSeen specs_seen_;   // attempts whose job spec is kept (recovery/specs_seen.hpp)
     StaleJobs stale_jobs_;   // fenced attempts' jobs cancelled (federation/stale_jobs.hpp)
-    std::thread forwarder_;
-    ForwardSignal forward_signal_;   // wakes or stops the forwarder (federation/forward_signal.hpp)
+    Forwarder forwarder_;   // decisions sent to peers, on its own thread (federation/forwarder.hpp)
     // Replaced whole on reload; retired ones are kept (reloads are rare and
     // connections may hold pointers into them).
     std::atomic<Auth *> auth_{nullptr};

@@ -342,7 +342,7 @@ struct Service::Requeue {
             auto it = runs.find(fault.run);
             if (it != runs.end() && runs.set_state(fault.run, it->second, RunState::recovering)) it->second.recover_to = to;
         }
-        s.forward_signal_.wake();
+        s.forwarder_.wake();
     }
 
     void not_carried(std::string &words, const std::string &what) {
