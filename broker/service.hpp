@@ -43,7 +43,7 @@
 #include "broker/slurm/slurm.hpp"
 #include "broker/inventory/inventory_module.hpp"
 #include "broker/recovery/in_job_restarts.hpp"
-#include "broker/recovery/specs_seen.hpp"
+#include "broker/recovery/attempts.hpp"
 #include "broker/runs/registry.hpp"
 #include "broker/store/store.hpp"
 #include "broker/checkpoints/checkpoints_module.hpp"
@@ -62,15 +62,6 @@ namespace shardnet::broker {
 struct ServicePorts {
     std::unique_ptr<Slurm> slurm;
     std::shared_ptr<PeerLink> peers;
-};
-
-// A job's --shardnet-* options as its batch step's agent reports them
-// (Service::capture_spec keeps them with the job's spec).
-struct JobSays {
-    std::string ckpt_every;
-    long long max_attempts = 0;
-    std::string fatal_exit;        // "3,7"
-    bool requeue_timeout = false;  // --shardnet-on-timeout=requeue
 };
 
 // The composition root: the core (core/core.hpp) and the modules it wires.
@@ -234,49 +225,6 @@ public:
 private:
     void check_recovered(const std::string &run, long long attempt, double now);
 
-    // Federation (federation/: inbox.cpp, forwarder.cpp) and recovery (recovery/attempts.cpp).
-    // The first batch-step heartbeat of an attempt: keep its Slurm job spec
-    // and batch script, so that a requeue needs nothing from that cluster.
-    // It also starts watching the allocation's other nodes (WorkerTable::watch):
-    // a node that dies before any worker there reported is a failure too.
-    // says: the job's --shardnet-* options as its batch step's agent reports
-    // them, kept with the spec so that every later attempt has them.
-    void capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                      const std::string &ckpt_dir, int interval, const JobSays &says = {});
-    // Idle nodes of every local cluster joined with their descriptors.
-    // nodelist, batch_host: the job's allocation as Slurm names it, when asked.
-    std::optional<Store::JobSpecRow> capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
-                                                      long long job, const std::string &ckpt_dir, std::string *nodelist = nullptr,
-                                                      std::string *batch_host = nullptr, const JobSays &says = {});
-    // sbatch of an attempt on a local cluster as the job's user; the new job
-    // id, or 0 with err.
-    struct SubmitAs { long long uid = -1, gid = -1; };
-    long long submit_attempt(const std::string &cluster, const boost::json::object &spec, const std::string &script,
-                             const std::string &run, long long to, const std::string &resume,
-                             const Placement &where, const std::string &decision, const SubmitAs &as,
-                             std::string &err, std::vector<std::string> *not_carried = nullptr);
-    // A job a decision already submitted, found by the comment it was
-    // given ("shardnet-decision:ID:NONCE") on any local cluster: a comment is
-    // the user's to set, so only a job of that uid counts. nullopt: none
-    // (or no cluster answered).
-    // found: the job of the decision's user whose comment carries its marker.
-    // Not found while a cluster's answer could not be had or read: unknown
-    // (unread names which and why); submitting again could run it twice.
-    struct Submitted {
-        std::string cluster;
-        long long job = 0;
-        std::string unread;
-        bool found() const { return job > 0; }
-        bool unknown() const { return job <= 0 && !unread.empty(); }
-    };
-    Submitted find_submitted(const std::string &decision, long long uid);
-    // The job the broker submitted for an attempt: the only job whose
-    // tokens may report for it (memory and store; any thread but the store's).
-    // nodes and cause: for the attempt's receipt (the decision that made it).
-    void record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                        const std::vector<std::string> &nodes = {}, const boost::json::object &cause = {},
-                        const receipts::ChainLink &from = {});
-
     // POST /v1/runs/RUN/restarts (recovery/in_job_restarts.cpp): `shard launch`'s in-job restarts.
     void restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
     void receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply);
@@ -297,7 +245,7 @@ private:
     Inventory inventory_;   // nodes, offers, quarantined nodes, clusters, capacity (inventory/inventory_module.hpp)
     Witnesses witnesses_;   // the peers' log heads witnessed here, GET /v1/witness (federation/witnesses.hpp)
     Onward onward_;   // moved runs' stories: GET .../story, "onward" in answers (federation/onward_module.hpp)
-    SpecsSeen specs_seen_;   // attempts whose job spec is kept (recovery/specs_seen.hpp)
+    Attempts attempts_;   // job specs kept, next attempts submitted and recorded (recovery/attempts.hpp)
     StaleJobs stale_jobs_;   // fenced attempts' jobs cancelled (federation/stale_jobs.hpp)
     Forwarder forwarder_;   // decisions sent to peers, on its own thread (federation/forwarder.hpp)
     // Replaced whole on reload; retired ones are kept (reloads are rare and

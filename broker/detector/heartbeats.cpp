@@ -220,12 +220,12 @@ void Service::Beat::after_beat() {
     // watched through its worker.
     if (new_worker && !jobstep.empty() && !batch) s.workers_.unwatch(run_key, std::string(node) + "/alloc", attempt);
     if (!batch || job <= 0 || ended || !s.cfg_.clusters.count(std::string(cluster))) return;
-    if (!s.specs_seen_.claim(run_key, attempt)) return;
+    if (!s.attempts_.claim_spec(run_key, attempt)) return;
     std::vector<int> fatal;   // the job's --shardnet-fatal-exit, kept with its spec for the next attempt
     for (int c = 1; c <= 255; ++c)
         if (hb.fatal_exit.test(std::size_t(c))) fatal.push_back(c);
-    s.capture_spec(run_key, attempt, std::string(cluster), job, std::string(hb.ckpt_dir), int(hb.interval),
-                   JobSays{std::string(hb.ckpt_every), hb.max_attempts, fatal_exit_text(fatal), hb.requeue_timeout});
+    s.attempts_.capture_spec(run_key, attempt, std::string(cluster), job, std::string(hb.ckpt_dir), int(hb.interval),
+                             JobSays{std::string(hb.ckpt_every), hb.max_attempts, fatal_exit_text(fatal), hb.requeue_timeout});
 }
 
 // A step's rank that failed: the first one is who a FAILED run names, and a

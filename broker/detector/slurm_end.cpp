@@ -205,7 +205,7 @@ void Service::slurm_requeued(const BatchEnd &end, const std::string &cause, cons
     // spec and watches its allocation anew (capture_spec: RESUMED).
     for (const auto &[key, w] : workers_.of_run(end.run, true))
         if (w.attempt == end.attempt && w.watch_only) workers_.unwatch(end.run, key, end.attempt);
-    specs_seen_.release(end.run, end.attempt);
+    attempts_.release_spec(end.run, end.attempt);
     on_store([this, end, cause, evidence, now] {
         try {
             transact([&] { event(end.run, "REQUEUED", cause, evidence, now); });

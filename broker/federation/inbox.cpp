@@ -145,7 +145,7 @@ struct Service::Inbox {
     const Reply &reply;
     const double now = wall_now();
     std::string user, nonce = detail::random_id().substr(4);
-    SubmitAs as;
+    Attempts::SubmitAs as;
     Placement p;
     json::array rejected;
     std::map<std::string, Inventory::FittedOptions> fitted;
@@ -200,7 +200,7 @@ struct Service::Inbox {
         // whether the job was submitted. A comment is the user's to set, so
         // only a job of the decision's own user counts.
         if (nonce.empty()) return false;
-        const auto found = s.find_submitted(d.id + ":" + nonce, as.uid);
+        const auto found = s.attempts_.find_submitted(d.id + ":" + nonce, as.uid);
         if (found.unknown()) {
             // Placing it again could run it twice: the sender tries again.
             ApiResponse r = error_response(503, "slurm_unavailable", "decision " + d.id + " was received before this broker stopped, "
@@ -210,7 +210,7 @@ struct Service::Inbox {
             return true;
         }
         if (!found.found()) return false;
-        s.record_attempt(d.run, d.to, found.cluster, found.job, {}, cause_of(d.id, d.from, d.link, user, as.uid), d.link);
+        s.attempts_.record_attempt(d.run, d.to, found.cluster, found.job, {}, cause_of(d.id, d.from, d.link, user, as.uid), d.link);
         json::object res{{"accepted", true}, {"cluster", found.cluster}, {"job", found.job}, {"redelivered", true}};
         s.store_wait([&] {
             s.transact([&] {
@@ -269,7 +269,7 @@ struct Service::Inbox {
             // Another site's reservation is not one of ours.
             if (local_spec["options"].as_object().erase("reservation")) dropped.push_back("reservation (another site's)");
         }
-        const long long job = s.submit_attempt(p.cluster, local_spec, d.script, d.run, d.to, d.resume, p, d.id + ":" + nonce, as, err, &dropped);
+        const long long job = s.attempts_.submit_attempt(p.cluster, local_spec, d.script, d.run, d.to, d.resume, p, d.id + ":" + nonce, as, err, &dropped);
         for (const auto &x : dropped) log_warn("a peer's job option is not carried", d.run, x);
         if (!job) return refuse(err);
         bool known = false;
