@@ -37,6 +37,7 @@
 #include "broker/federation/onward_module.hpp"
 #include "broker/peers/peer_link.hpp"
 #include "broker/federation/forwarder.hpp"
+#include "broker/federation/inbox.hpp"
 #include "broker/federation/stale_jobs.hpp"
 #include "broker/federation/witnesses.hpp"
 #include "broker/slurm/job_allocations.hpp"
@@ -227,13 +228,6 @@ private:
 
     // POST /v1/runs/RUN/restarts (recovery/in_job_restarts.cpp): `shard launch`'s in-job restarts.
     void restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
-    void receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply);
-    struct IncomingDecision;   // a peer decision's body, checked (federation/inbox.cpp)
-    struct Inbox;              // one applied, step by step
-    // "" when a peer's decision may start or take back run at attempt to
-    // for uid, else why not.
-    std::string peer_may_take(const std::string &run, long long to, long long uid, const std::string &sender,
-                              const std::optional<Store::MovedRow> &moved) const;
     // A stream's backlog after event id `after`, one page; the last page
     // registers it for live events (store thread: no gap, no repeat).
     void backlog_page(const std::string &run, long long after, const std::shared_ptr<EventSink> &sink);
@@ -247,6 +241,7 @@ private:
     Onward onward_;   // moved runs' stories: GET .../story, "onward" in answers (federation/onward_module.hpp)
     Attempts attempts_;   // job specs kept, next attempts submitted and recorded (recovery/attempts.hpp)
     StaleJobs stale_jobs_;   // fenced attempts' jobs cancelled (federation/stale_jobs.hpp)
+    Inbox inbox_;   // decisions from peers, POST /v1/decisions (federation/inbox.hpp)
     Forwarder forwarder_;   // decisions sent to peers, on its own thread (federation/forwarder.hpp)
     // Replaced whole on reload; retired ones are kept (reloads are rare and
     // connections may hold pointers into them).

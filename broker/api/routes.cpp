@@ -99,7 +99,7 @@ std::span<const Service::Route> Service::routes() {
         {{"GET", "/v1/capacity", r_user | r_peer | r_admin, "capacity needs a user, peer or admin token"},
          [](Service &s, const Call &c) { s.inventory_.capacity(c.query, c.who.scope != Scope::peer, c.reply); }},
         {{"POST", "/v1/decisions", r_peer | r_admin, "decisions come from peer brokers (peer or admin token)"},
-         [](Service &s, const Call &c) { s.receive_decision(c.req, c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.inbox_.receive_decision(c.req, c.who, c.reply); }},
         {{"POST", "/v1/runs", r_user | r_admin, "creating runs needs a user or admin token"},
          [](Service &s, const Call &c) { s.create_run(c.req, c.who, c.reply, c.now); }},
         {{"GET", "/v1/runs", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.list_runs(c.who, c.reply); }},
