@@ -44,7 +44,8 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
                 [this](const std::string &run, long long attempt, const std::string &cluster, long long job, const std::string &nodelist) {
                     resumed_after_slurm_requeue(run, attempt, cluster, job, nodelist);
                 }),
-      stale_jobs_(*this), inbox_(*this, hooks_, inventory_, receipts_, attempts_), forwarder_(*this, hooks_, witnesses_, stale_jobs_) {
+      restarts_(*this, hooks_, inventory_), stale_jobs_(*this), inbox_(*this, hooks_, inventory_, receipts_, attempts_),
+      forwarder_(*this, hooks_, witnesses_, stale_jobs_) {
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
     auto runs = runs_.write();   // no other thread yet: one view for the load
@@ -102,7 +103,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     }
     // FAULTs with no decision: those an in-job restart held when the broker
     // stopped (held again, so that the relaunch's report still counts).
-    resume_holds(decided);
+    restarts_.resume_holds(decided);
     forwarder_.start();
 }
 

@@ -43,7 +43,7 @@
 #include "broker/slurm/job_allocations.hpp"
 #include "broker/slurm/slurm.hpp"
 #include "broker/inventory/inventory_module.hpp"
-#include "broker/recovery/in_job_restarts.hpp"
+#include "broker/recovery/restarts_module.hpp"
 #include "broker/recovery/attempts.hpp"
 #include "broker/runs/registry.hpp"
 #include "broker/store/store.hpp"
@@ -204,20 +204,6 @@ private:
     // local_only: no peer (every peer refused): this broker's clusters,
     // their queues included.
     void requeue(const Fault &fault, int tries = 0, bool local_only = false);
-    // A FAULT of an attempt `shard launch` supervises waits for its in-job
-    // restart or its giving up (recovery/in_job_restarts.cpp); else requeue().
-    void requeue_or_hold(const Fault &fault, double now);
-    // At start: a supervised attempt's FAULT that was held when the broker
-    // stopped (DEGRADED, no decision in decided) is held again from now.
-    void resume_holds(const std::set<std::string> &decided);
-    void apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply);
-    bool run_state_is(const std::string &run, long long attempt, RunState state);
-    // A held FAULT put back when the report that took it was not written.
-    void rehold(const std::string &run, const Fault &fault, double held_at);
-    // A node of a supervised attempt that is not one of its step's nodes (a spare).
-    bool is_spare(const std::string &run, long long attempt, const std::string &node);
-    void spare_lost(const Fault &fault, const std::string &node, const std::string &why, boost::json::object ev);
-    InJobRestarts in_job_;
     struct Requeue;   // one requeue, step by step (recovery/requeue.cpp)
     struct Beat;      // one heartbeat, step by step (detector/heartbeats.cpp)
 public:
@@ -226,8 +212,6 @@ public:
 private:
     void check_recovered(const std::string &run, long long attempt, double now);
 
-    // POST /v1/runs/RUN/restarts (recovery/in_job_restarts.cpp): `shard launch`'s in-job restarts.
-    void restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
     // A stream's backlog after event id `after`, one page; the last page
     // registers it for live events (store thread: no gap, no repeat).
     void backlog_page(const std::string &run, long long after, const std::shared_ptr<EventSink> &sink);
@@ -240,6 +224,7 @@ private:
     Witnesses witnesses_;   // the peers' log heads witnessed here, GET /v1/witness (federation/witnesses.hpp)
     Onward onward_;   // moved runs' stories: GET .../story, "onward" in answers (federation/onward_module.hpp)
     Attempts attempts_;   // job specs kept, next attempts submitted and recorded (recovery/attempts.hpp)
+    Restarts restarts_;   // in-job restarts: reports, held FAULTs, spares (recovery/restarts_module.hpp)
     StaleJobs stale_jobs_;   // fenced attempts' jobs cancelled (federation/stale_jobs.hpp)
     Inbox inbox_;   // decisions from peers, POST /v1/decisions (federation/inbox.hpp)
     Forwarder forwarder_;   // decisions sent to peers, on its own thread (federation/forwarder.hpp)

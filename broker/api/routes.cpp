@@ -126,7 +126,7 @@ std::span<const Service::Route> Service::routes() {
          [](Service &s, const Call &c) { s.receipts_.report_ranks(c.p(0), c.req, c.who, c.reply, c.now); }},
         // `shard launch` in the batch step (its reader token; the dispatch lets it POST here only).
         {{"POST", "/v1/runs/{id}/restarts", r_worker | r_admin, "restart reports need the job's token or an admin token"},
-         [](Service &s, const Call &c) { s.restart_report(c.p(0), c.req, c.who, c.reply, c.now); }},
+         [](Service &s, const Call &c) { s.restarts_.restart_report(c.p(0), c.req, c.who, c.reply, c.now); }},
         {{"POST", "/v1/runs/{id}/environment", r_worker | r_admin, "environments need a worker or admin token"},
          [](Service &s, const Call &c) { s.keep_environment(c.p(0), c.req, c.who, c.reply); }},
         // Receipts (receipts/receipts_api.cpp): the keys are public (they

@@ -31,9 +31,7 @@ void Service::tick(double now) {
     }
     run_retries(now);
     auth_.load(std::memory_order_acquire)->sweep(now);
-    in_job_.prune(now, [this](const std::string &run, long long attempt) {
-        return runs_.with_run(run, [&](const RunInfo *r) { return r && !is_final(r->state) && r->attempt == attempt; });
-    });
+    restarts_.prune(now);
 }
 
 void Service::confirm(Fault fault, double now) {
@@ -95,7 +93,7 @@ void Service::confirm(Fault fault, double now) {
                 workers_.suspect(fault.run, fault.node, wall_now() + double(fault.state.interval) * cfg_.detector_misses);
                 return;
             }
-            if (is_spare(fault.run, fault.attempt, node)) return spare_lost(fault, node, down_why, std::move(ev));
+            if (restarts_.is_spare(fault.run, fault.attempt, node)) return restarts_.spare_lost(fault, node, down_why, std::move(ev));
             ev["no_worker_yet"] = true;
             ev["node_failure"] = true;
             inventory_.quarantine(fault.state.cluster, node, wall_now(), fault.run, "down before a worker reported: " + down_why);
@@ -176,7 +174,7 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
             if (it == runs.end() || it->second.attempt != fault.attempt || !runs.set_state(fault.run, it->second, RunState::degraded)) return;
             if (first) it->second.clock = RunInfo::RecoveryClock{fault.attempt + 1, "", fault.state.last_seen, now};
         }
-        requeue_or_hold(fault, now);
+        restarts_.requeue_or_hold(fault, now);
     });
 }
 
