@@ -42,9 +42,10 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
       onward_(*this),
       attempts_(*this, receipts_,
                 [this](const std::string &run, long long attempt, const std::string &cluster, long long job, const std::string &nodelist) {
-                    resumed_after_slurm_requeue(run, attempt, cluster, job, nodelist);
+                    verdicts_.resumed_after_slurm_requeue(run, attempt, cluster, job, nodelist);
                 }),
-      restarts_(*this, hooks_, inventory_), stale_jobs_(*this), inbox_(*this, hooks_, inventory_, receipts_, attempts_),
+      verdicts_(*this, hooks_, receipts_, inventory_, attempts_), restarts_(*this, hooks_, inventory_), stale_jobs_(*this),
+      inbox_(*this, hooks_, inventory_, receipts_, attempts_),
       forwarder_(*this, hooks_, witnesses_, stale_jobs_) {
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();

@@ -32,6 +32,7 @@
 #include "broker/config/config.hpp"
 #include "broker/core/core.hpp"
 #include "broker/core/hooks.hpp"
+#include "broker/detector/verdicts.hpp"
 #include "broker/peers/peer_answer.hpp"
 #include "broker/http/api_message.hpp"
 #include "broker/federation/onward_module.hpp"
@@ -145,61 +146,6 @@ private:
     // Asks Slurm (on its own thread) before a suspected failure becomes FAULT.
     void confirm(Fault fault, double now);
     void raise_fault(const Fault &fault, const std::string &cause, boost::json::object evidence, double now, int tries = 0);
-    // The batch script ended while its last report was lost (the broker was
-    // down or restarting): the run ends as Slurm says its job did
-    // (COMPLETED: SUCCEEDED, CANCELLED: CANCELLED), with an event saying so.
-    void end_from_slurm(const Fault &fault, const std::string &job_state, double now);
-    // A batch script that ended non-zero (detector/verdict.cpp): a node
-    // that died under the attempt makes it a FAULT, a program's own error
-    // (every node alive) ends the run FAILED naming the first failing rank.
-    struct BatchEnd {
-        std::string run;
-        long long attempt = 0;
-        std::string node, cluster;
-        long long job = 0;
-        std::optional<long long> code, signal;
-        std::string what = "the batch script";   // or "rank N": whose end it is
-        // Its exit code is one the job's --shardnet-fatal-exit names: the
-        // run ends FAILED at once, nothing asked of Slurm, nothing requeued.
-        bool fatal = false;
-        std::string stderr_tail;   // the batch script's last lines of standard error (its end's report)
-    };
-    // Keeps the attempt's first failed rank; true when node reports its first failed rank.
-    bool note_rank_failure(const std::string &run, long long attempt, const std::string &node, const HeartbeatBody::RankExit &e);
-    // round -1: a rank failed (its node is alive); only a dead node of the
-    // attempt is acted on (FAULT), nothing else is decided.
-    void judge_batch_end(const BatchEnd &end, int round = 0);
-    struct Judgment;   // one question to Slurm about it (detector/verdict.cpp)
-    // first: the attempt's first failed rank (for a fatal exit: the rank whose code it is, or none for the batch script's).
-    // slurm_words: how Slurm says the job ended, when it says more than
-    // FAILED ("out of memory (Slurm: OUT_OF_MEMORY)"), first in the cause.
-    void end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now, int tries = 0,
-                    const std::string &slurm_words = "");
-    // Every node alive: the job's end as Slurm tells it once settled
-    // (detector/slurm_end.cpp). hold keeps the judgment's flag up meanwhile.
-    // The batch step of an attempt Slurm requeued itself heartbeats again:
-    // the RESUMED event (the end of the pause on the run's timeline).
-    void resumed_after_slurm_requeue(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                                     const std::string &nodelist);
-    // The first heartbeat of an attempt that says its pre-limit signal went.
-    void note_prelimit(std::string_view run, long long attempt, double now);
-    // A TIMEOUT under --shardnet-on-timeout=requeue: the checkpoint sealed
-    // by the attempt since its pre-limit signal, or "" with why not (no).
-    std::string sealed_after_prelimit(const BatchEnd &end, std::string &no);
-    // A job a limit ended, seen by the detector (its end unreported): the
-    // same judgment as settle_end's (detector/slurm_end.cpp).
-    void ended_at_limit(const Fault &fault, const std::string &job_state, const boost::json::object &ev);
-    // A TIMEOUT that qualifies is raised as a FAULT (true); else words says why not.
-    bool timeout_requeued(const BatchEnd &end, boost::json::object ev, std::string &words);
-    void settle_end(const BatchEnd &end, const std::optional<RunInfo::RankFailure> &first, const std::string &unreported,
-                    std::shared_ptr<void> hold, int round = 0);
-    // Slurm requeued the job itself: no failure, the attempt goes on (event REQUEUED).
-    void slurm_requeued(const BatchEnd &end, const std::string &cause, const std::string &evidence, double now);
-    // The job was cancelled in Slurm (scancel): the run is CANCELLED.
-    void slurm_cancelled(const BatchEnd &end, const std::string &evidence, double now);
-    // The batch script's stderr tail for a run that had already ended
-    // FAILED (a fatal exit, a spent budget): an event of its own.
-    void note_stderr_tail(const BatchEnd &end, double now);
     // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
     // local_only: no peer (every peer refused): this broker's clusters,
     // their queues included.
@@ -224,6 +170,7 @@ private:
     Witnesses witnesses_;   // the peers' log heads witnessed here, GET /v1/witness (federation/witnesses.hpp)
     Onward onward_;   // moved runs' stories: GET .../story, "onward" in answers (federation/onward_module.hpp)
     Attempts attempts_;   // job specs kept, next attempts submitted and recorded (recovery/attempts.hpp)
+    Verdicts verdicts_;   // a job's end judged: a dead node's FAULT, FAILED, Slurm's own end (detector/verdicts.hpp)
     Restarts restarts_;   // in-job restarts: reports, held FAULTs, spares (recovery/restarts_module.hpp)
     StaleJobs stale_jobs_;   // fenced attempts' jobs cancelled (federation/stale_jobs.hpp)
     Inbox inbox_;   // decisions from peers, POST /v1/decisions (federation/inbox.hpp)
