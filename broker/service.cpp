@@ -34,8 +34,19 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     : Core(cfg, std::move(store),
            ports.slurm ? std::move(ports.slurm) : std::make_unique<SlurmCalls>(cfg.slurm_cache_ms, cfg.slurm_max_per_second),
            ports.peers ? std::move(ports.peers) : std::make_shared<CurlPeerLink>()),
+      hooks_{[this](const std::string &run, RunState to, long long attempt, double now) { store_state(run, to, attempt, now); },
+             [this](const Fault &f, const std::string &cause, json::object ev, double now) { raise_fault(f, cause, std::move(ev), now); },
+             [this](const Fault &f, int tries, bool local_only) { requeue(f, tries, local_only); },
+             [this](const std::string &run) { back_to_degraded(run); }},
       receipts_(*this), checkpoints_(*this, receipts_), policy_(*this), inventory_(*this), witnesses_(*this),
-      onward_(*this), stale_jobs_(*this) {
+      onward_(*this),
+      attempts_(*this, receipts_,
+                [this](const std::string &run, long long attempt, const std::string &cluster, long long job, const std::string &nodelist) {
+                    verdicts_.resumed_after_slurm_requeue(run, attempt, cluster, job, nodelist);
+                }),
+      verdicts_(*this, hooks_, receipts_, inventory_, attempts_), restarts_(*this, hooks_, inventory_), stale_jobs_(*this),
+      inbox_(*this, hooks_, inventory_, receipts_, attempts_),
+      forwarder_(*this, hooks_, witnesses_, stale_jobs_) {
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
     auth_ = auths_.back().get();
     auto runs = runs_.write();   // no other thread yet: one view for the load
@@ -74,8 +85,6 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     }
     // Decisions for peers left 'forwarding' (a crash after writing one) are
     // sent again: the peer applies each id at most once.
-    // A forwarder that threw starts over (after its 200 ms wait), rather
-    // than leave the decisions unsent.
     // Requeue decisions written but never acted on (a stop between the two)
     // are taken up again: requeue() finds a job already submitted for one
     // by its nonce, and submits only where there is none.
@@ -95,16 +104,12 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     }
     // FAULTs with no decision: those an in-job restart held when the broker
     // stopped (held again, so that the relaunch's report still counts).
-    resume_holds(decided);
-    if (!cfg_.peers.empty())
-        forwarder_ = std::thread([this] {
-            while (!guarded("forwarder", [this] { forward_loop(); })) {}
-        });
+    restarts_.resume_holds(decided);
+    forwarder_.start();
 }
 
 Service::~Service() {
-    forward_signal_.stop();
-    if (forwarder_.joinable()) forwarder_.join();
+    forwarder_.stop();
     query_pool_.join();
     slurm_thread_.join();
     store_thread_.join();

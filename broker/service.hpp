@@ -31,18 +31,21 @@
 #include "broker/util/token_gate.hpp"
 #include "broker/config/config.hpp"
 #include "broker/core/core.hpp"
+#include "broker/core/hooks.hpp"
+#include "broker/detector/verdicts.hpp"
 #include "broker/peers/peer_answer.hpp"
 #include "broker/http/api_message.hpp"
 #include "broker/federation/onward_module.hpp"
 #include "broker/peers/peer_link.hpp"
-#include "broker/federation/forward_signal.hpp"
+#include "broker/federation/forwarder.hpp"
+#include "broker/federation/inbox.hpp"
 #include "broker/federation/stale_jobs.hpp"
 #include "broker/federation/witnesses.hpp"
 #include "broker/slurm/job_allocations.hpp"
 #include "broker/slurm/slurm.hpp"
 #include "broker/inventory/inventory_module.hpp"
-#include "broker/recovery/in_job_restarts.hpp"
-#include "broker/recovery/specs_seen.hpp"
+#include "broker/recovery/restarts_module.hpp"
+#include "broker/recovery/attempts.hpp"
 #include "broker/runs/registry.hpp"
 #include "broker/store/store.hpp"
 #include "broker/checkpoints/checkpoints_module.hpp"
@@ -61,15 +64,6 @@ namespace shardnet::broker {
 struct ServicePorts {
     std::unique_ptr<Slurm> slurm;
     std::shared_ptr<PeerLink> peers;
-};
-
-// A job's --shardnet-* options as its batch step's agent reports them
-// (Service::capture_spec keeps them with the job's spec).
-struct JobSays {
-    std::string ckpt_every;
-    long long max_attempts = 0;
-    std::string fatal_exit;        // "3,7"
-    bool requeue_timeout = false;  // --shardnet-on-timeout=requeue
 };
 
 // The composition root: the core (core/core.hpp) and the modules it wires.
@@ -153,79 +147,10 @@ private:
     // Asks Slurm (on its own thread) before a suspected failure becomes FAULT.
     void confirm(Fault fault, double now);
     void raise_fault(const Fault &fault, const std::string &cause, boost::json::object evidence, double now, int tries = 0);
-    // The batch script ended while its last report was lost (the broker was
-    // down or restarting): the run ends as Slurm says its job did
-    // (COMPLETED: SUCCEEDED, CANCELLED: CANCELLED), with an event saying so.
-    void end_from_slurm(const Fault &fault, const std::string &job_state, double now);
-    // A batch script that ended non-zero (detector/verdict.cpp): a node
-    // that died under the attempt makes it a FAULT, a program's own error
-    // (every node alive) ends the run FAILED naming the first failing rank.
-    struct BatchEnd {
-        std::string run;
-        long long attempt = 0;
-        std::string node, cluster;
-        long long job = 0;
-        std::optional<long long> code, signal;
-        std::string what = "the batch script";   // or "rank N": whose end it is
-        // Its exit code is one the job's --shardnet-fatal-exit names: the
-        // run ends FAILED at once, nothing asked of Slurm, nothing requeued.
-        bool fatal = false;
-        std::string stderr_tail;   // the batch script's last lines of standard error (its end's report)
-    };
-    // Keeps the attempt's first failed rank; true when node reports its first failed rank.
-    bool note_rank_failure(const std::string &run, long long attempt, const std::string &node, const HeartbeatBody::RankExit &e);
-    // round -1: a rank failed (its node is alive); only a dead node of the
-    // attempt is acted on (FAULT), nothing else is decided.
-    void judge_batch_end(const BatchEnd &end, int round = 0);
-    struct Judgment;   // one question to Slurm about it (detector/verdict.cpp)
-    // first: the attempt's first failed rank (for a fatal exit: the rank whose code it is, or none for the batch script's).
-    // slurm_words: how Slurm says the job ended, when it says more than
-    // FAILED ("out of memory (Slurm: OUT_OF_MEMORY)"), first in the cause.
-    void end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now, int tries = 0,
-                    const std::string &slurm_words = "");
-    // Every node alive: the job's end as Slurm tells it once settled
-    // (detector/slurm_end.cpp). hold keeps the judgment's flag up meanwhile.
-    // The batch step of an attempt Slurm requeued itself heartbeats again:
-    // the RESUMED event (the end of the pause on the run's timeline).
-    void resumed_after_slurm_requeue(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                                     const std::string &nodelist);
-    // The first heartbeat of an attempt that says its pre-limit signal went.
-    void note_prelimit(std::string_view run, long long attempt, double now);
-    // A TIMEOUT under --shardnet-on-timeout=requeue: the checkpoint sealed
-    // by the attempt since its pre-limit signal, or "" with why not (no).
-    std::string sealed_after_prelimit(const BatchEnd &end, std::string &no);
-    // A job a limit ended, seen by the detector (its end unreported): the
-    // same judgment as settle_end's (detector/slurm_end.cpp).
-    void ended_at_limit(const Fault &fault, const std::string &job_state, const boost::json::object &ev);
-    // A TIMEOUT that qualifies is raised as a FAULT (true); else words says why not.
-    bool timeout_requeued(const BatchEnd &end, boost::json::object ev, std::string &words);
-    void settle_end(const BatchEnd &end, const std::optional<RunInfo::RankFailure> &first, const std::string &unreported,
-                    std::shared_ptr<void> hold, int round = 0);
-    // Slurm requeued the job itself: no failure, the attempt goes on (event REQUEUED).
-    void slurm_requeued(const BatchEnd &end, const std::string &cause, const std::string &evidence, double now);
-    // The job was cancelled in Slurm (scancel): the run is CANCELLED.
-    void slurm_cancelled(const BatchEnd &end, const std::string &evidence, double now);
-    // The batch script's stderr tail for a run that had already ended
-    // FAILED (a fatal exit, a spent budget): an event of its own.
-    void note_stderr_tail(const BatchEnd &end, double now);
     // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
     // local_only: no peer (every peer refused): this broker's clusters,
     // their queues included.
     void requeue(const Fault &fault, int tries = 0, bool local_only = false);
-    // A FAULT of an attempt `shard launch` supervises waits for its in-job
-    // restart or its giving up (recovery/in_job_restarts.cpp); else requeue().
-    void requeue_or_hold(const Fault &fault, double now);
-    // At start: a supervised attempt's FAULT that was held when the broker
-    // stopped (DEGRADED, no decision in decided) is held again from now.
-    void resume_holds(const std::set<std::string> &decided);
-    void apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply);
-    bool run_state_is(const std::string &run, long long attempt, RunState state);
-    // A held FAULT put back when the report that took it was not written.
-    void rehold(const std::string &run, const Fault &fault, double held_at);
-    // A node of a supervised attempt that is not one of its step's nodes (a spare).
-    bool is_spare(const std::string &run, long long attempt, const std::string &node);
-    void spare_lost(const Fault &fault, const std::string &node, const std::string &why, boost::json::object ev);
-    InJobRestarts in_job_;
     struct Requeue;   // one requeue, step by step (recovery/requeue.cpp)
     struct Beat;      // one heartbeat, step by step (detector/heartbeats.cpp)
 public:
@@ -234,84 +159,23 @@ public:
 private:
     void check_recovered(const std::string &run, long long attempt, double now);
 
-    // Federation (federation/: inbox.cpp, forwarder.cpp) and recovery (recovery/attempts.cpp).
-    // The first batch-step heartbeat of an attempt: keep its Slurm job spec
-    // and batch script, so that a requeue needs nothing from that cluster.
-    // It also starts watching the allocation's other nodes (WorkerTable::watch):
-    // a node that dies before any worker there reported is a failure too.
-    // says: the job's --shardnet-* options as its batch step's agent reports
-    // them, kept with the spec so that every later attempt has them.
-    void capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                      const std::string &ckpt_dir, int interval, const JobSays &says = {});
-    // Idle nodes of every local cluster joined with their descriptors.
-    // nodelist, batch_host: the job's allocation as Slurm names it, when asked.
-    std::optional<Store::JobSpecRow> capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
-                                                      long long job, const std::string &ckpt_dir, std::string *nodelist = nullptr,
-                                                      std::string *batch_host = nullptr, const JobSays &says = {});
-    // sbatch of an attempt on a local cluster as the job's user; the new job
-    // id, or 0 with err.
-    struct SubmitAs { long long uid = -1, gid = -1; };
-    long long submit_attempt(const std::string &cluster, const boost::json::object &spec, const std::string &script,
-                             const std::string &run, long long to, const std::string &resume,
-                             const Placement &where, const std::string &decision, const SubmitAs &as,
-                             std::string &err, std::vector<std::string> *not_carried = nullptr);
-    // A job a decision already submitted, found by the comment it was
-    // given ("shardnet-decision:ID:NONCE") on any local cluster: a comment is
-    // the user's to set, so only a job of that uid counts. nullopt: none
-    // (or no cluster answered).
-    // found: the job of the decision's user whose comment carries its marker.
-    // Not found while a cluster's answer could not be had or read: unknown
-    // (unread names which and why); submitting again could run it twice.
-    struct Submitted {
-        std::string cluster;
-        long long job = 0;
-        std::string unread;
-        bool found() const { return job > 0; }
-        bool unknown() const { return job <= 0 && !unread.empty(); }
-    };
-    Submitted find_submitted(const std::string &decision, long long uid);
-    // The job the broker submitted for an attempt: the only job whose
-    // tokens may report for it (memory and store; any thread but the store's).
-    // nodes and cause: for the attempt's receipt (the decision that made it).
-    void record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                        const std::vector<std::string> &nodes = {}, const boost::json::object &cause = {},
-                        const receipts::ChainLink &from = {});
-
-    // POST /v1/runs/RUN/restarts (recovery/in_job_restarts.cpp): `shard launch`'s in-job restarts.
-    void restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
-    void receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply);
-    struct IncomingDecision;   // a peer decision's body, checked (federation/inbox.cpp)
-    struct Inbox;              // one applied, step by step
-    // "" when a peer's decision may start or take back run at attempt to
-    // for uid, else why not.
-    std::string peer_may_take(const std::string &run, long long to, long long uid, const std::string &sender,
-                              const std::optional<Store::MovedRow> &moved) const;
-    // Sends decisions in state 'forwarding' to their peer until one answers.
-    void forward_loop();
-    struct ForwardRetry {
-        double next = 0, delay = 0;   // the next try, and the backoff that led to it
-        int bad_answers = 0;          // answers from the peer that could not be read
-        bool without_seals = false;   // the peer answered 413: the carried seals stay behind
-    };
-    std::string with_environment(const std::string &payload);
-    void forward_one(const Store::Forwarding &f, ForwardRetry &retry);
-    void forwarded(const Store::Forwarding &f, const PeerDecision &answer);
-    // An answer that cannot be read: an event and a retry, until the decision ends.
-    void bad_answer(const Store::Forwarding &f, const PeerDecision &answer, ForwardRetry &retry);
     // A stream's backlog after event id `after`, one page; the last page
     // registers it for live events (store thread: no gap, no repeat).
     void backlog_page(const std::string &run, long long after, const std::shared_ptr<EventSink> &sink);
 
+    ServiceHooks hooks_;   // what the modules ask of Service (core/hooks.hpp), wired in its constructor
     Receipts receipts_;   // signed receipts, their log and API (receipts/receipts_module.hpp)
     Checkpoints checkpoints_;   // commits, seals, sealed files (checkpoints/checkpoints_module.hpp)
     Policy policy_;   // checkpoint policies of auto runs (policy/policy_module.hpp)
     Inventory inventory_;   // nodes, offers, quarantined nodes, clusters, capacity (inventory/inventory_module.hpp)
     Witnesses witnesses_;   // the peers' log heads witnessed here, GET /v1/witness (federation/witnesses.hpp)
     Onward onward_;   // moved runs' stories: GET .../story, "onward" in answers (federation/onward_module.hpp)
-    SpecsSeen specs_seen_;   // attempts whose job spec is kept (recovery/specs_seen.hpp)
+    Attempts attempts_;   // job specs kept, next attempts submitted and recorded (recovery/attempts.hpp)
+    Verdicts verdicts_;   // a job's end judged: a dead node's FAULT, FAILED, Slurm's own end (detector/verdicts.hpp)
+    Restarts restarts_;   // in-job restarts: reports, held FAULTs, spares (recovery/restarts_module.hpp)
     StaleJobs stale_jobs_;   // fenced attempts' jobs cancelled (federation/stale_jobs.hpp)
-    std::thread forwarder_;
-    ForwardSignal forward_signal_;   // wakes or stops the forwarder (federation/forward_signal.hpp)
+    Inbox inbox_;   // decisions from peers, POST /v1/decisions (federation/inbox.hpp)
+    Forwarder forwarder_;   // decisions sent to peers, on its own thread (federation/forwarder.hpp)
     // Replaced whole on reload; retired ones are kept (reloads are rare and
     // connections may hold pointers into them).
     std::atomic<Auth *> auth_{nullptr};

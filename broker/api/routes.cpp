@@ -99,7 +99,7 @@ std::span<const Service::Route> Service::routes() {
         {{"GET", "/v1/capacity", r_user | r_peer | r_admin, "capacity needs a user, peer or admin token"},
          [](Service &s, const Call &c) { s.inventory_.capacity(c.query, c.who.scope != Scope::peer, c.reply); }},
         {{"POST", "/v1/decisions", r_peer | r_admin, "decisions come from peer brokers (peer or admin token)"},
-         [](Service &s, const Call &c) { s.receive_decision(c.req, c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.inbox_.receive_decision(c.req, c.who, c.reply); }},
         {{"POST", "/v1/runs", r_user | r_admin, "creating runs needs a user or admin token"},
          [](Service &s, const Call &c) { s.create_run(c.req, c.who, c.reply, c.now); }},
         {{"GET", "/v1/runs", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.list_runs(c.who, c.reply); }},
@@ -131,7 +131,7 @@ std::span<const Service::Route> Service::routes() {
          [](Service &s, const Call &c) { s.receipts_.report_ranks(c.p(0), c.req, c.who, c.reply, c.now); }},
         // `shard launch` in the batch step (its reader token; the dispatch lets it POST here only).
         {{"POST", "/v1/runs/{id}/restarts", r_worker | r_admin, "restart reports need the job's token or an admin token"},
-         [](Service &s, const Call &c) { s.restart_report(c.p(0), c.req, c.who, c.reply, c.now); }},
+         [](Service &s, const Call &c) { s.restarts_.restart_report(c.p(0), c.req, c.who, c.reply, c.now); }},
         {{"POST", "/v1/runs/{id}/environment", r_worker | r_admin, "environments need a worker or admin token"},
          [](Service &s, const Call &c) { s.keep_environment(c.p(0), c.req, c.who, c.reply); }},
         // Receipts (receipts/receipts_api.cpp): the keys are public (they

@@ -31,9 +31,7 @@ void Service::tick(double now) {
     }
     run_retries(now);
     auth_.load(std::memory_order_acquire)->sweep(now);
-    in_job_.prune(now, [this](const std::string &run, long long attempt) {
-        return runs_.with_run(run, [&](const RunInfo *r) { return r && !is_final(r->state) && r->attempt == attempt; });
-    });
+    restarts_.prune(now);
 }
 
 void Service::confirm(Fault fault, double now) {
@@ -62,7 +60,7 @@ void Service::confirm(Fault fault, double now) {
             const bool limit = v.job_state == "TIMEOUT" || v.job_state == "OUT_OF_MEMORY" || v.job_state == "DEADLINE";
             if (limit && !node_state_bad(v.node_state) && v.slurmd_answers) {
                 workers_.retire(fault.run, fault.node);
-                if (is_batch_worker(fault.node)) ended_at_limit(fault, v.job_state, ev);
+                if (is_batch_worker(fault.node)) verdicts_.ended_at_limit(fault, v.job_state, ev);
                 return;
             }
             if (v.job_state == "NODE_FAIL") ev["node_failure"] = true;
@@ -81,11 +79,11 @@ void Service::confirm(Fault fault, double now) {
                 BatchEnd end;
                 end.run = fault.run, end.attempt = fault.attempt, end.cluster = fault.state.cluster, end.job = fault.state.job;
                 end.node = fault.node.substr(0, fault.node.find('/'));
-                return slurm_requeued(end, "Slurm requeued job " + std::to_string(end.job) + " itself (" + v.job_state +
-                                           "; the batch script's end was not reported): the attempt goes on when Slurm starts it again",
-                                      json::serialize(ev), wall_now());
+                return verdicts_.slurm_requeued(end, "Slurm requeued job " + std::to_string(end.job) + " itself (" + v.job_state +
+                                                     "; the batch script's end was not reported): the attempt goes on when Slurm "
+                                                     "starts it again", json::serialize(ev), wall_now());
             }
-            if (is_batch_worker(fault.node)) end_from_slurm(fault, v.job_state, wall_now());
+            if (is_batch_worker(fault.node)) verdicts_.end_from_slurm(fault, v.job_state, wall_now());
             return;
         }
         const bool node_down = node_state_bad(v.node_state) || !v.slurmd_answers;
@@ -95,7 +93,7 @@ void Service::confirm(Fault fault, double now) {
                 workers_.suspect(fault.run, fault.node, wall_now() + double(fault.state.interval) * cfg_.detector_misses);
                 return;
             }
-            if (is_spare(fault.run, fault.attempt, node)) return spare_lost(fault, node, down_why, std::move(ev));
+            if (restarts_.is_spare(fault.run, fault.attempt, node)) return restarts_.spare_lost(fault, node, down_why, std::move(ev));
             ev["no_worker_yet"] = true;
             ev["node_failure"] = true;
             inventory_.quarantine(fault.state.cluster, node, wall_now(), fault.run, "down before a worker reported: " + down_why);
@@ -176,42 +174,7 @@ void Service::raise_fault(const Fault &fault, const std::string &cause, json::ob
             if (it == runs.end() || it->second.attempt != fault.attempt || !runs.set_state(fault.run, it->second, RunState::degraded)) return;
             if (first) it->second.clock = RunInfo::RecoveryClock{fault.attempt + 1, "", fault.state.last_seen, now};
         }
-        requeue_or_hold(fault, now);
-    });
-}
-
-void Service::end_from_slurm(const Fault &fault, const std::string &job_state, double now) {
-    std::optional<RunState> to;
-    if (job_state == "COMPLETED") to = RunState::succeeded;
-    else if (job_state.rfind("CANCELLED", 0) == 0) to = RunState::cancelled;
-    if (!to) return;
-    {
-        auto runs = runs_.read();
-        auto it = runs.find(fault.run);
-        // Only a running run of that attempt: while a failure is handled,
-        // cancelling the old job is part of it.
-        if (it == runs.end() || it->second.attempt != fault.attempt || it->second.state != RunState::running ||
-            !transition_allowed(it->second.state, *to))
-            return;
-    }
-    const std::string cause = "Slurm job " + std::to_string(fault.state.job) + " " + job_state + " on " + fault.state.cluster +
-                              " (the batch script's end was not reported: the broker was away)";
-    const std::string evidence = json::serialize(json::object{{"attempt", fault.attempt}, {"job", fault.state.job},
-                                                              {"slurm_job_state", job_state}, {"last_seen", fault.state.last_seen}});
-    on_store([this, fault, to = *to, cause, evidence, now, job_state] {
-        try {
-            transact([&] {
-                receipts_.write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
-                              json::object{{"how", "exited"}, {"slurm_job_state", job_state}, {"job", fault.state.job}}, {}, now);
-                store_state(fault.run, to, fault.attempt, now);
-                event(fault.run, state_name(to), cause, evidence, now);
-            });
-        } catch (const std::exception &e) {
-            log_warn("run end not written: the store refused it", fault.run, e.what());
-            return;
-        }
-        auto runs = runs_.write();
-        if (auto it = runs.find(fault.run); it != runs.end() && it->second.attempt == fault.attempt) runs.set_state(fault.run, it->second, to);
+        restarts_.requeue_or_hold(fault, now);
     });
 }
 

@@ -225,17 +225,17 @@ void Service::Beat::after_beat() {
     if (cc && who.bound && cc->worker != worker) cc->worker.assign(worker);
     // Past the known worker's path, the run's name as a key of the maps.
     if (run_key.empty() && (new_worker || batch || ended)) run_key.assign(run);
-    if (hb.prelimit_signalled) s.note_prelimit(run, attempt, now);
+    if (hb.prelimit_signalled) s.verdicts_.note_prelimit(run, attempt, now);
     // A step's first worker on a node: that node of the allocation is now
     // watched through its worker.
     if (new_worker && !jobstep.empty() && !batch) s.workers_.unwatch(run_key, std::string(node) + "/alloc", attempt);
     if (!batch || job <= 0 || ended || !s.cfg_.clusters.count(std::string(cluster))) return;
-    if (!s.specs_seen_.claim(run_key, attempt)) return;
+    if (!s.attempts_.claim_spec(run_key, attempt)) return;
     std::vector<int> fatal;   // the job's --shardnet-fatal-exit, kept with its spec for the next attempt
     for (int c = 1; c <= 255; ++c)
         if (hb.fatal_exit.test(std::size_t(c))) fatal.push_back(c);
-    s.capture_spec(run_key, attempt, std::string(cluster), job, std::string(hb.ckpt_dir), int(hb.interval),
-                   JobSays{std::string(hb.ckpt_every), hb.max_attempts, fatal_exit_text(fatal), hb.requeue_timeout});
+    s.attempts_.capture_spec(run_key, attempt, std::string(cluster), job, std::string(hb.ckpt_dir), int(hb.interval),
+                             JobSays{std::string(hb.ckpt_every), hb.max_attempts, fatal_exit_text(fatal), hb.requeue_timeout});
 }
 
 // A step's rank that failed: the first one is who a FAILED run names, and a
@@ -245,7 +245,7 @@ void Service::Beat::after_beat() {
 void Service::Beat::rank_failed() {
     if (batch || !hb.first_failure || job <= 0) return;
     const std::string r(run);
-    const bool news = s.note_rank_failure(r, attempt, std::string(node), *hb.first_failure);
+    const bool news = s.verdicts_.note_rank_failure(r, attempt, std::string(node), *hb.first_failure);
     // An agent repeats its ranks' ends in each report: acted on while the run is still RUNNING.
     auto running = [&] {
         auto runs = s.runs_.read();
@@ -259,7 +259,7 @@ void Service::Beat::rank_failed() {
         const auto &ff = *hb.first_failure;
         post_guarded(s.slurm_thread_, "a rank failed: is a node of its job dead?",
                      [svc = &s, end = BatchEnd{r, attempt, std::string(node), std::string(cluster), job, ff.code, ff.signal,
-                                               "rank " + std::to_string(ff.rank), false, ""}] { svc->judge_batch_end(end, -1); });
+                                               "rank " + std::to_string(ff.rank), false, ""}] { svc->verdicts_.judge_batch_end(end, -1); });
     }
 }
 
@@ -370,8 +370,9 @@ void Service::Beat::write() {
 // After this heartbeat's own store write is queued: a verdict is written after the run it ends.
 void Service::Beat::judge() {
     if (!judged) return;
-    if (judged->fatal) return s.end_failed(*judged, fatal_rank ? &*fatal_rank : nullptr, "", now);
-    post_guarded(s.slurm_thread_, "classify a batch script's end", [svc = &s, end = std::move(*judged)] { svc->judge_batch_end(end); });
+    if (judged->fatal) return s.verdicts_.end_failed(*judged, fatal_rank ? &*fatal_rank : nullptr, "", now);
+    post_guarded(s.slurm_thread_, "classify a batch script's end",
+                 [svc = &s, end = std::move(*judged)] { svc->verdicts_.judge_batch_end(end); });
 }
 
 void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now, bool looked_up) {

@@ -19,7 +19,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 
-#include "broker/service.hpp"
+#include "broker/detector/verdicts.hpp"
 #include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
@@ -45,8 +45,8 @@ std::string failed_words(const std::string &s) {
 
 }  // namespace
 
-void Service::settle_end(const BatchEnd &end, const std::optional<RunInfo::RankFailure> &first, const std::string &unreported,
-                         std::shared_ptr<void> hold, int round) {
+void Verdicts::settle_end(const BatchEnd &end, const std::optional<RunInfo::RankFailure> &first, const std::string &unreported,
+                          std::shared_ptr<void> hold, int round) {
     auto conf = cfg_.clusters.find(end.cluster);
     std::string out, state, reason, unreadable;
     long long restarts = 0;
@@ -92,8 +92,9 @@ void Service::settle_end(const BatchEnd &end, const std::optional<RunInfo::RankF
             if (w.attempt == end.attempt && is_batch_worker(key)) {
                 ev["preempted"] = true;
                 Fault fault{end.run, key, end.attempt, "preempted", w, FaultKind::ended_by_slurm};
-                return raise_fault(fault, "preempted: Slurm ended job " + std::to_string(end.job) + " (PREEMPTED" +
-                                   (reason.empty() || reason == "None" ? "" : ", " + reason) + "); no node is to blame", ev, wall_now());
+                return hooks_.raise_fault(fault, "preempted: Slurm ended job " + std::to_string(end.job) + " (PREEMPTED" +
+                                          (reason.empty() || reason == "None" ? "" : ", " + reason) + "); no node is to blame", ev,
+                                          wall_now());
             }
     }
     if (state.rfind("CANCELLED", 0) == 0) return slurm_cancelled(end, json::serialize(ev), wall_now());
@@ -102,7 +103,7 @@ void Service::settle_end(const BatchEnd &end, const std::optional<RunInfo::RankF
     end_failed(end, f, unreported, wall_now(), 0, words);
 }
 
-void Service::ended_at_limit(const Fault &fault, const std::string &job_state, const json::object &ev) {
+void Verdicts::ended_at_limit(const Fault &fault, const std::string &job_state, const json::object &ev) {
     BatchEnd end;
     end.run = fault.run;
     end.attempt = fault.attempt;
@@ -114,7 +115,7 @@ void Service::ended_at_limit(const Fault &fault, const std::string &job_state, c
     end_failed(end, nullptr, "", wall_now(), 0, words);
 }
 
-bool Service::timeout_requeued(const BatchEnd &end, json::object ev, std::string &words) {
+bool Verdicts::timeout_requeued(const BatchEnd &end, json::object ev, std::string &words) {
     std::string no;
     const std::string sealed = sealed_after_prelimit(end, no);
     if (sealed.empty()) {
@@ -126,14 +127,14 @@ bool Service::timeout_requeued(const BatchEnd &end, json::object ev, std::string
             ev["on_timeout"] = "requeue";
             ev["sealed_after_prelimit"] = sealed;
             Fault fault{end.run, key, end.attempt, "time limit", w, FaultKind::ended_by_slurm};
-            raise_fault(fault, "time limit: Slurm ended job " + std::to_string(end.job) + " (TIMEOUT) after checkpoint " + sealed +
-                        " was sealed past the pre-limit signal; --shardnet-on-timeout=requeue goes on from it", ev, wall_now());
+            hooks_.raise_fault(fault, "time limit: Slurm ended job " + std::to_string(end.job) + " (TIMEOUT) after checkpoint " + sealed +
+                               " was sealed past the pre-limit signal; --shardnet-on-timeout=requeue goes on from it", ev, wall_now());
             return true;
         }
     return false;
 }
 
-void Service::note_prelimit(std::string_view run, long long attempt, double now) {
+void Verdicts::note_prelimit(std::string_view run, long long attempt, double now) {
     const std::string id(run);
     {
         auto runs = runs_.read();
@@ -147,7 +148,7 @@ void Service::note_prelimit(std::string_view run, long long attempt, double now)
     it->second.prelimit_at = now;
 }
 
-std::string Service::sealed_after_prelimit(const BatchEnd &end, std::string &no) {
+std::string Verdicts::sealed_after_prelimit(const BatchEnd &end, std::string &no) {
     auto spec = store_wait([&] { return store_->attempts().get_job_spec(end.run, end.attempt); });
     json::error_code ec;
     json::value sv = spec ? json::parse(spec->spec, ec) : json::value();
@@ -185,7 +186,7 @@ std::string Service::sealed_after_prelimit(const BatchEnd &end, std::string &no)
     return "";
 }
 
-void Service::slurm_requeued(const BatchEnd &end, const std::string &cause, const std::string &evidence, double now) {
+void Verdicts::slurm_requeued(const BatchEnd &end, const std::string &cause, const std::string &evidence, double now) {
     {
         auto runs = runs_.write();
         auto it = runs.find(end.run);
@@ -205,7 +206,7 @@ void Service::slurm_requeued(const BatchEnd &end, const std::string &cause, cons
     // spec and watches its allocation anew (capture_spec: RESUMED).
     for (const auto &[key, w] : workers_.of_run(end.run, true))
         if (w.attempt == end.attempt && w.watch_only) workers_.unwatch(end.run, key, end.attempt);
-    specs_seen_.release(end.run, end.attempt);
+    attempts_.release_spec(end.run, end.attempt);
     on_store([this, end, cause, evidence, now] {
         try {
             transact([&] { event(end.run, "REQUEUED", cause, evidence, now); });
@@ -215,7 +216,7 @@ void Service::slurm_requeued(const BatchEnd &end, const std::string &cause, cons
     });
 }
 
-void Service::slurm_cancelled(const BatchEnd &end, const std::string &evidence, double now) {
+void Verdicts::slurm_cancelled(const BatchEnd &end, const std::string &evidence, double now) {
     {
         auto runs = runs_.read();
         auto it = runs.find(end.run);
@@ -234,7 +235,7 @@ void Service::slurm_cancelled(const BatchEnd &end, const std::string &evidence, 
             transact([&] {
                 receipts_.write_receipt(receipt::Kind::attempt_ended, end.run, end.attempt,
                               json::object{{"how", "cancelled"}, {"by", "slurm"}, {"job", end.job}}, {}, now);
-                store_state(end.run, RunState::cancelled, end.attempt, now);
+                hooks_.store_state(end.run, RunState::cancelled, end.attempt, now);
                 event(end.run, "CANCELLED", "job " + std::to_string(end.job) + " cancelled in Slurm (scancel) on " + end.cluster, evidence, now);
             });
         } catch (const std::exception &e) {
@@ -244,8 +245,8 @@ void Service::slurm_cancelled(const BatchEnd &end, const std::string &evidence, 
     });
 }
 
-void Service::resumed_after_slurm_requeue(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                                          const std::string &nodelist) {
+void Verdicts::resumed_after_slurm_requeue(const std::string &run, long long attempt, const std::string &cluster, long long job,
+                                           const std::string &nodelist) {
     long long restarts = 0;
     {
         auto runs = runs_.write();
@@ -265,6 +266,41 @@ void Service::resumed_after_slurm_requeue(const std::string &run, long long atte
         } catch (const std::exception &e) {
             log_warn("RESUMED not written as an event", run, e.what());
         }
+    });
+}
+
+void Verdicts::end_from_slurm(const Fault &fault, const std::string &job_state, double now) {
+    std::optional<RunState> to;
+    if (job_state == "COMPLETED") to = RunState::succeeded;
+    else if (job_state.rfind("CANCELLED", 0) == 0) to = RunState::cancelled;
+    if (!to) return;
+    {
+        auto runs = runs_.read();
+        auto it = runs.find(fault.run);
+        // Only a running run of that attempt: while a failure is handled,
+        // cancelling the old job is part of it.
+        if (it == runs.end() || it->second.attempt != fault.attempt || it->second.state != RunState::running ||
+            !transition_allowed(it->second.state, *to))
+            return;
+    }
+    const std::string cause = "Slurm job " + std::to_string(fault.state.job) + " " + job_state + " on " + fault.state.cluster +
+                              " (the batch script's end was not reported: the broker was away)";
+    const std::string evidence = json::serialize(json::object{{"attempt", fault.attempt}, {"job", fault.state.job},
+                                                              {"slurm_job_state", job_state}, {"last_seen", fault.state.last_seen}});
+    on_store([this, fault, to = *to, cause, evidence, now, job_state] {
+        try {
+            transact([&] {
+                receipts_.write_receipt(receipt::Kind::attempt_ended, fault.run, fault.attempt,
+                              json::object{{"how", "exited"}, {"slurm_job_state", job_state}, {"job", fault.state.job}}, {}, now);
+                hooks_.store_state(fault.run, to, fault.attempt, now);
+                event(fault.run, state_name(to), cause, evidence, now);
+            });
+        } catch (const std::exception &e) {
+            log_warn("run end not written: the store refused it", fault.run, e.what());
+            return;
+        }
+        auto runs = runs_.write();
+        if (auto it = runs.find(fault.run); it != runs.end() && it->second.attempt == fault.attempt) runs.set_state(fault.run, it->second, to);
     });
 }
 

@@ -16,7 +16,7 @@
 #include <boost/json.hpp>
 #include <map>
 
-#include "broker/service.hpp"
+#include "broker/detector/verdicts.hpp"
 #include "broker/core/api_util.hpp"
 #include "broker/detector/stderr_tail.hpp"
 #include "broker/slurm/slurm_view.hpp"
@@ -38,7 +38,7 @@ std::string exit_words(const std::optional<long long> &code, const std::optional
 
 }  // namespace
 
-bool Service::note_rank_failure(const std::string &run, long long attempt, const std::string &node, const HeartbeatBody::RankExit &e) {
+bool Verdicts::note_rank_failure(const std::string &run, long long attempt, const std::string &node, const HeartbeatBody::RankExit &e) {
     auto runs = runs_.write();
     auto it = runs.find(run);
     if (it == runs.end() || it->second.attempt != attempt || it->second.state != RunState::running) return false;
@@ -62,8 +62,8 @@ constexpr int kMaxJudgeRounds = 60;
 // One question to Slurm about a job's end (on the Slurm thread): which node
 // of the attempt, if any, died under it. hold keeps the judgment's flag up
 // (judge_batch_end) while a copy of this lives: a retry, the settling.
-struct Service::Judgment {
-    Service &s;
+struct Verdicts::Judgment {
+    Verdicts &s;
     BatchEnd end;
     int round = 0;
     bool probe = false;   // a rank's failure, not the batch script's end: only a dead node is acted on
@@ -78,19 +78,19 @@ struct Service::Judgment {
     void unreachable(json::object ev, const std::string &why);
 };
 
-void Service::Judgment::unreachable(json::object ev, const std::string &why) {
+void Verdicts::Judgment::unreachable(json::object ev, const std::string &why) {
     for (const auto &[key, w] : s.workers_.of_run(end.run))
         if (w.attempt == end.attempt && !w.ended && node_of(key) != end.node) {
             ev["confirmed"] = false;
             ev["slurmctld"] = why;
             Fault fault{end.run, key, end.attempt, fault_words(FaultKind::silent), w, FaultKind::silent};
-            return s.raise_fault(fault, "silent while " + end.what + " " + exit_words(end.code, end.signal) + " on " + end.node +
-                                 "; cluster " + end.cluster + " unreachable (" + why + ")", ev, wall_now());
+            return s.hooks_.raise_fault(fault, "silent while " + end.what + " " + exit_words(end.code, end.signal) + " on " + end.node +
+                                        "; cluster " + end.cluster + " unreachable (" + why + ")", ev, wall_now());
         }
     if (!probe) s.end_failed(end, first_of_attempt(), "", wall_now());
 }
 
-void Service::Judgment::classify() {
+void Verdicts::Judgment::classify() {
     // Only the job's own nodes, as Slurm lists them, are suspects (a job
     // names its workers' nodes itself), one worker each: the attempt's
     // workers on other nodes than the reporter's that never said they
@@ -125,9 +125,9 @@ void Service::Judgment::classify() {
             ev["slurmd_answers"] = v.slurmd_answers;
             s.inventory_.quarantine(end.cluster, node, wall_now(), end.run, "died under the job (" + dead + ")");
             Fault fault{end.run, key, end.attempt, fault_words(FaultKind::silent), w, FaultKind::silent};
-            return s.raise_fault(fault, "lost: node " + node + " died (" + dead + "); " + end.what + " " +
-                                 exit_words(end.code, end.signal) + " on " + end.node + " after it, which is not the verdict",
-                                 ev, wall_now());
+            return s.hooks_.raise_fault(fault, "lost: node " + node + " died (" + dead + "); " + end.what + " " +
+                                        exit_words(end.code, end.signal) + " on " + end.node + " after it, which is not the verdict",
+                                        ev, wall_now());
         }
         if (!w.watch_only) {
             if (!waiting.empty()) waiting += ", ";
@@ -148,7 +148,7 @@ void Service::Judgment::classify() {
     s.settle_end(end, first.attempt == end.attempt ? std::optional(first) : std::nullopt, waiting, hold);
 }
 
-void Service::judge_batch_end(const BatchEnd &end, int round) {
+void Verdicts::judge_batch_end(const BatchEnd &end, int round) {
     const bool probe = round < 0;   // a rank's failure, not the batch script's end: only a dead node is acted on
     // Still this attempt's question: a FAULT, a cancel or a newer attempt
     // answers it. One judgment (and one probe) of an attempt at a time: the
@@ -157,13 +157,15 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
     // The flag goes down whichever way the judgment ends (a verdict, a
     // question answered elsewhere, an exception in a Slurm call): held by
     // every copy of the judgment, released with the last one.
+    // It holds the registry, not this module: a retry still queued when the
+    // broker stops lowers it as the core goes, after the modules.
     struct Flag {
-        Service *svc;
+        RunRegistry *registry;
         std::string run;
         bool probe;
         unsigned long long serial;   // a later round's flag is another one: only the newest lowers it
         ~Flag() {
-            auto runs = svc->runs_.write();
+            auto runs = registry->write();
             auto it = runs.find(run);
             if (it == runs.end()) return;
             auto &info = it->second;
@@ -193,7 +195,7 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
     // In place (a temporary Flag would lower the flag as it dies), and at
     // once: every way out from here lowers it.
     std::shared_ptr<void> flag;
-    if (serial) flag.reset(new Flag{this, end.run, probe, serial});
+    if (serial) flag.reset(new Flag{&runs_, end.run, probe, serial});
     if (off_and_faulted) return end_failed(end, nullptr, "", wall_now());
     if (failed_before) return note_stderr_tail(end, wall_now());   // a fatal exit (or a spent budget) ended it first
     if (!flag) return;
@@ -207,8 +209,8 @@ void Service::judge_batch_end(const BatchEnd &end, int round) {
                          [j = Judgment{*this, end, round, probe, first, conf->second, std::move(flag)}]() mutable { j.classify(); });
 }
 
-void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now, int tries,
-                         const std::string &slurm_words) {
+void Verdicts::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first, const std::string &unreported, double now, int tries,
+                          const std::string &slurm_words) {
     std::string cause;
     json::object ev{{"attempt", end.attempt}};
     // A rank's fatal exit comes while the batch script may still run.
@@ -260,7 +262,7 @@ void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first,
                 if (end.code) how["exit_codes"] = json::array{*end.code};
                 if (end.signal) how["signal"] = *end.signal;
                 receipts_.write_receipt(receipt::Kind::attempt_ended, end.run, end.attempt, std::move(how), {}, now);
-                store_state(end.run, RunState::failed, end.attempt, now);
+                hooks_.store_state(end.run, RunState::failed, end.attempt, now);
                 event(end.run, "FAILED", cause, evidence, now);
             });
         } catch (const std::exception &e) {
@@ -273,7 +275,7 @@ void Service::end_failed(const BatchEnd &end, const RunInfo::RankFailure *first,
     });
 }
 
-void Service::note_stderr_tail(const BatchEnd &end, double now) {
+void Verdicts::note_stderr_tail(const BatchEnd &end, double now) {
     if (end.stderr_tail.empty()) return;
     std::string cause = "the batch script " + exit_words(end.code, end.signal) + " on " + end.node + " after the run ended FAILED";
     json::object ev{{"attempt", end.attempt}, {"batch_exit", exit_words(end.code, end.signal)}, {"batch_node", end.node}};

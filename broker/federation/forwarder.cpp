@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <map>
 #include <unistd.h>
 #include <set>
 #include <sstream>
@@ -18,7 +19,8 @@
 #include "common/http_client.hpp"
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
-#include "broker/service.hpp"
+#include "broker/federation/forwarder.hpp"
+#include "broker/peers/peer_link.hpp"
 #include "broker/recovery/job_environment.hpp"
 #include "broker/util/log.hpp"
 #include "broker/core/api_util.hpp"
@@ -91,7 +93,19 @@ PayloadView read_payload(const std::string &text) {
 
 }  // namespace
 
-void Service::forward_loop() {
+void Forwarder::start() {
+    if (cfg_.peers.empty() || forwarder_.joinable()) return;
+    forwarder_ = std::thread([this] {
+        while (!guarded("forwarder", [this] { forward_loop(); })) {}
+    });
+}
+
+void Forwarder::stop() {
+    forward_signal_.stop();
+    if (forwarder_.joinable()) forwarder_.join();
+}
+
+void Forwarder::forward_loop() {
     std::map<std::string, ForwardRetry> retries;   // by decision id
     double next_witness = wall_now() + 5;          // the peers' log heads (witness_api.cpp), soon after the start
     for (;;) {
@@ -120,7 +134,7 @@ void Service::forward_loop() {
 // The run's kept environment goes with its decision, on the peer link only:
 // read from the root-only file as it is sent, never written into the
 // stored payload (the database keeps no user's variables).
-std::string Service::with_environment(const std::string &payload) {
+std::string Forwarder::with_environment(const std::string &payload) {
     json::error_code ec;
     json::value v = json::parse(payload, ec);
     const json::object *o = ec ? nullptr : v.if_object();
@@ -145,7 +159,7 @@ std::string Service::with_environment(const std::string &payload) {
     return json::serialize(v);
 }
 
-void Service::forward_one(const Store::Forwarding &f, ForwardRetry &retry) {
+void Forwarder::forward_one(const Store::Forwarding &f, ForwardRetry &retry) {
     auto peer = std::find_if(cfg_.peers.begin(), cfg_.peers.end(), [&](const auto &p) { return p.name == f.peer; });
     if (peer == cfg_.peers.end()) return;
     HttpRequest r;
@@ -199,7 +213,7 @@ void Service::forward_one(const Store::Forwarding &f, ForwardRetry &retry) {
                                                 {"retry_in", retry.delay}});
 }
 
-void Service::bad_answer(const Store::Forwarding &f, const PeerDecision &answer, ForwardRetry &retry) {
+void Forwarder::bad_answer(const Store::Forwarding &f, const PeerDecision &answer, ForwardRetry &retry) {
     const int n = ++retry.bad_answers;
     const PayloadView p = read_payload(f.payload);
     const double now = wall_now();
@@ -231,17 +245,17 @@ void Service::bad_answer(const Store::Forwarding &f, const PeerDecision &answer,
     store_wait([&] {
         transact([&] {
             store_->decisions().apply_decision(f.id, "failed", 0);
-            if (attempt > 0) store_state(f.run, RunState::degraded, attempt, now);
+            if (attempt > 0) hooks_.store_state(f.run, RunState::degraded, attempt, now);
             event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(p.to) + ": broker " + f.peer + " answered decision " +
                   f.id + " unreadably " + std::to_string(n) + " times (last: " + answer.error + "); the decision ends",
                   json::serialize(ev), now);
         });
         return 0;
     });
-    back_to_degraded(f.run);
+    hooks_.back_to_degraded(f.run);
 }
 
-void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) {
+void Forwarder::forwarded(const Store::Forwarding &f, const PeerDecision &answer) {
     const PayloadView p = read_payload(f.payload);
     const long long to = p.to;
     const double now = wall_now();
@@ -254,7 +268,7 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
         store_wait([&] {
             transact([&] {
                 store_->decisions().apply_decision(f.id, "delivered", answer.job);
-                store_state(f.run, RunState::moved, to, now);
+                hooks_.store_state(f.run, RunState::moved, to, now);
                 event(f.run, "MOVED", "run handed to broker " + f.peer + ": attempt " + std::to_string(to) + " runs as job " +
                       std::to_string(answer.job) + " on " + answer.cluster, json::serialize(ev), now);
             });
@@ -277,7 +291,7 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
                       json::serialize(ev), now);
             } else {
                 store_->decisions().apply_decision(f.id, "unplaced", 0);
-                store_state(f.run, RunState::degraded, to - 1, now);
+                hooks_.store_state(f.run, RunState::degraded, to - 1, now);
                 event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(to) + p.local_rejected + "; broker " + f.peer +
                       " refused (" + why + "); this broker's own clusters again, their queues too", json::serialize(ev), now);
             }
@@ -285,7 +299,7 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
         return 0;
     });
     if (more) return;
-    back_to_degraded(f.run);
+    hooks_.back_to_degraded(f.run);
     // Every peer refused: the run may still wait in a queue of this
     // broker's clusters (the decision taken up again, as an unplaced one's
     // retry; never a peer again).
@@ -294,7 +308,7 @@ void Service::forwarded(const Store::Forwarding &f, const PeerDecision &answer) 
     fault.state.cluster = p.old_cluster;
     fault.state.job = p.old_job;
     fault.state.interval = int(p.heartbeat);
-    requeue(fault, 0, true);
+    hooks_.requeue(fault, 0, true);
 }
 
 }  // namespace shardnet::broker

@@ -15,7 +15,7 @@
 #include "common/http_client.hpp"
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
-#include "broker/service.hpp"
+#include "broker/federation/inbox.hpp"
 #include "broker/seals/carried.hpp"
 #include "broker/recovery/job_environment.hpp"
 #include "broker/core/api_util.hpp"
@@ -41,7 +41,7 @@ json::object cause_of(const std::string &id, const std::string &from, const rece
 
 // A peer's decision as its body says it, checked whole before anything is
 // done (a field that is wrong is a 400 naming it).
-struct Service::IncomingDecision {
+struct Inbox::IncomingDecision {
     std::string id, from, sender, run, script, owner, resume, manifest, policy = "federated", by;
     long long to = 0;
     double fault_seen = 0, fault_at = 0;   // when the sender saw the failure (0: not timed)
@@ -139,18 +139,18 @@ struct Service::IncomingDecision {
 // A peer's decision applied on the Slurm thread, a step per member: the
 // local account, at most once per id, the placement, the checks, the kept
 // environment, the job, then the store and memory.
-struct Service::Inbox {
-    Service &s;
+struct Inbox::Arrival {
+    Inbox &s;
     const IncomingDecision d;
     const Reply &reply;
     const double now = wall_now();
     std::string user, nonce = detail::random_id().substr(4);
-    SubmitAs as;
+    Attempts::SubmitAs as;
     Placement p;
     json::array rejected;
     std::map<std::string, Inventory::FittedOptions> fitted;
 
-    Inbox(Service &svc, const IncomingDecision &dec, const Reply &r) : s(svc), d(dec), reply(r) {}
+    Arrival(Inbox &in, const IncomingDecision &dec, const Reply &r) : s(in), d(dec), reply(r) {}
 
     void run() {
         // The user is resolved here, by name, on this host: another site's
@@ -200,7 +200,7 @@ struct Service::Inbox {
         // whether the job was submitted. A comment is the user's to set, so
         // only a job of the decision's own user counts.
         if (nonce.empty()) return false;
-        const auto found = s.find_submitted(d.id + ":" + nonce, as.uid);
+        const auto found = s.attempts_.find_submitted(d.id + ":" + nonce, as.uid);
         if (found.unknown()) {
             // Placing it again could run it twice: the sender tries again.
             ApiResponse r = error_response(503, "slurm_unavailable", "decision " + d.id + " was received before this broker stopped, "
@@ -210,7 +210,7 @@ struct Service::Inbox {
             return true;
         }
         if (!found.found()) return false;
-        s.record_attempt(d.run, d.to, found.cluster, found.job, {}, cause_of(d.id, d.from, d.link, user, as.uid), d.link);
+        s.attempts_.record_attempt(d.run, d.to, found.cluster, found.job, {}, cause_of(d.id, d.from, d.link, user, as.uid), d.link);
         json::object res{{"accepted", true}, {"cluster", found.cluster}, {"job", found.job}, {"redelivered", true}};
         s.store_wait([&] {
             s.transact([&] {
@@ -269,7 +269,7 @@ struct Service::Inbox {
             // Another site's reservation is not one of ours.
             if (local_spec["options"].as_object().erase("reservation")) dropped.push_back("reservation (another site's)");
         }
-        const long long job = s.submit_attempt(p.cluster, local_spec, d.script, d.run, d.to, d.resume, p, d.id + ":" + nonce, as, err, &dropped);
+        const long long job = s.attempts_.submit_attempt(p.cluster, local_spec, d.script, d.run, d.to, d.resume, p, d.id + ":" + nonce, as, err, &dropped);
         for (const auto &x : dropped) log_warn("a peer's job option is not carried", d.run, x);
         if (!job) return refuse(err);
         bool known = false;
@@ -298,7 +298,7 @@ struct Service::Inbox {
             try {
                 s.transact([&] {
                     if (known) {
-                        s.store_state(d.run, RunState::recovering, d.to, now);
+                        s.hooks_.store_state(d.run, RunState::recovering, d.to, now);
                         s.store_->update_manifest(d.run, manifest, user);
                         s.store_->set_requeue(d.run, d.policy);
                     } else {
@@ -346,16 +346,16 @@ struct Service::Inbox {
     }
 };
 
-void Service::receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply) {
+void Inbox::receive_decision(const ApiRequest &req, const TokenEntry &who, const Reply &reply) {
     IncomingDecision d;
     if (auto bad = d.read(req, who, cfg_.environment_drop)) return reply(*bad);
     post_answering(slurm_thread_, "receive decision", reply, [this, d = std::move(d)](const Reply &reply) {
-        Inbox(*this, d, reply).run();
+        Arrival(*this, d, reply).run();
     });
 }
 
-std::string Service::peer_may_take(const std::string &run, long long to, long long uid, const std::string &sender,
-                                   const std::optional<Store::MovedRow> &moved) const {
+std::string Inbox::peer_may_take(const std::string &run, long long to, long long uid, const std::string &sender,
+                                 const std::optional<Store::MovedRow> &moved) const {
     // A peer may start a run id this broker does not know (but not a local
     // job's default id), or hand back one this broker handed away (MOVED)
     // at a later attempt, only the peer it was handed to (the decision
@@ -363,7 +363,7 @@ std::string Service::peer_may_take(const std::string &run, long long to, long lo
     auto runs = runs_.read();
     auto it = runs.find(run);
     if (it == runs.end()) {
-        const std::string why = reserved_run_id(run);
+        const std::string why = reserved_run_id(run, cfg_);
         return why.empty() ? "" : "run " + why.substr(4);
     }
     if (it->second.state != RunState::moved)

@@ -19,7 +19,7 @@
 #include "common/job_options.hpp"
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
-#include "broker/service.hpp"
+#include "broker/recovery/attempts.hpp"
 #include "broker/core/api_util.hpp"
 #include "broker/recovery/job_environment.hpp"
 #include "broker/slurm/job_options.hpp"
@@ -32,15 +32,15 @@ namespace json = boost::json;
 using namespace detail;
 
 
-void Service::capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
+void Attempts::capture_spec(const std::string &run, long long attempt, const std::string &cluster, long long job,
                            const std::string &ckpt_dir, int interval, const JobSays &says) {
     post_guarded(slurm_thread_, "capture job spec", [this, run, attempt, cluster, job, ckpt_dir, interval, says] {
         std::string nodelist, batch_host;
         if (!capture_spec_now(run, attempt, cluster, job, ckpt_dir, &nodelist, &batch_host, says)) {
-            specs_seen_.release(run, attempt);  // try again at the next batch heartbeat
+            release_spec(run, attempt);  // try again at the next batch heartbeat
             return;
         }
-        resumed_after_slurm_requeue(run, attempt, cluster, job, nodelist);
+        resumed_(run, attempt, cluster, job, nodelist);
         const auto hosts = slurm_hostnames(*slurm_, cfg_.clusters.at(cluster), nodelist);
         if (!hosts) return;
         for (const auto &host : *hosts)
@@ -48,9 +48,9 @@ void Service::capture_spec(const std::string &run, long long attempt, const std:
     });
 }
 
-std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
-                                                           long long job, const std::string &ckpt_dir, std::string *nodelist,
-                                                           std::string *batch_host, const JobSays &says) {
+std::optional<Store::JobSpecRow> Attempts::capture_spec_now(const std::string &run, long long attempt, const std::string &cluster,
+                                                            long long job, const std::string &ckpt_dir, std::string *nodelist,
+                                                            std::string *batch_host, const JobSays &says) {
     const std::string &conf = cfg_.clusters.at(cluster);
     std::string out;
     if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) return std::nullopt;
@@ -117,7 +117,7 @@ std::optional<Store::JobSpecRow> Service::capture_spec_now(const std::string &ru
     return row;
 }
 
-Service::Submitted Service::find_submitted(const std::string &decision, long long uid) {
+Attempts::Submitted Attempts::find_submitted(const std::string &decision, long long uid) {
     Submitted out;
     if (uid < 0) return out;
     auto unread = [&](const std::string &name, const std::string &why) {
@@ -140,10 +140,10 @@ Service::Submitted Service::find_submitted(const std::string &decision, long lon
     return out;
 }
 
-long long Service::submit_attempt(const std::string &cluster, const json::object &spec, const std::string &script,
-                                  const std::string &run, long long to, const std::string &resume,
-                                  const Placement &where, const std::string &decision, const SubmitAs &as,
-                                  std::string &err, std::vector<std::string> *not_carried) {
+long long Attempts::submit_attempt(const std::string &cluster, const json::object &spec, const std::string &script,
+                                   const std::string &run, long long to, const std::string &resume,
+                                   const Placement &where, const std::string &decision, const SubmitAs &as,
+                                   std::string &err, std::vector<std::string> *not_carried) {
     auto str = [&](const char *k) { auto *v = spec.if_contains(k); return v && v->is_string() ? std::string(v->as_string()) : ""; };
     auto num = [&](const char *k) { auto *v = spec.if_contains(k); return v && v->is_int64() ? v->as_int64() : 0LL; };
     const std::string &conf = cfg_.clusters.at(cluster);
@@ -256,8 +256,8 @@ long long Service::submit_attempt(const std::string &cluster, const json::object
     return *job;
 }
 
-void Service::record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job,
-                             const std::vector<std::string> &nodes, const json::object &cause, const receipts::ChainLink &from) {
+void Attempts::record_attempt(const std::string &run, long long attempt, const std::string &cluster, long long job,
+                              const std::vector<std::string> &nodes, const json::object &cause, const receipts::ChainLink &from) {
     {
         auto runs = runs_.write();
         if (auto it = runs.find(run); it != runs.end()) it->second.jobs[attempt] = AttemptJob{cluster, job, 0};

@@ -8,8 +8,7 @@
 #include <boost/json.hpp>
 
 #include "broker/core/api_util.hpp"
-#include "broker/recovery/in_job_restarts.hpp"
-#include "broker/service.hpp"
+#include "broker/recovery/restarts_module.hpp"
 #include "common/json_fields.hpp"
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
@@ -96,7 +95,13 @@ void InJobRestarts::prune(double now, const std::function<bool(const std::string
         if (auto it = by_run.find(run); it != by_run.end() && it->second.attempt == attempt && !it->second.held) by_run.erase(it);
 }
 
-void Service::restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
+void Restarts::prune(double now) {
+    in_job_.prune(now, [this](const std::string &run, long long attempt) {
+        return runs_.with_run(run, [&](const RunInfo *r) { return r && !is_final(r->state) && r->attempt == attempt; });
+    });
+}
+
+void Restarts::restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
     RestartReport rep;
     if (auto why = read_restart_report(req.body, rep); !why.empty()) return reply(error_response(400, "bad_field", why));
     long long world = 0;
@@ -131,7 +136,7 @@ void Service::restart_report(const std::string &id, const ApiRequest &req, const
     });
 }
 
-void Service::apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply) {
+void Restarts::apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply) {
     std::optional<Fault> held;
     double held_at = 0;
     {
@@ -191,13 +196,13 @@ void Service::apply_restart_report(const std::string &id, const RestartReport &r
         try {
             transact([&] {
                 back = rep.kind == "restarted" && held && run_state_is(id, rep.attempt, RunState::degraded);
-                if (back) store_state(id, RunState::running, rep.attempt, now);
+                if (back) hooks_.store_state(id, RunState::running, rep.attempt, now);
                 event(id, kind, cause, ev, now);
             });
         } catch (const std::exception &e) {
             // Not written: the held FAULT waits again (its timer still
             // requeues it), and a supervisor that gave up gets its requeue.
-            if (held && rep.kind == "gave_up") requeue(*held);
+            if (held && rep.kind == "gave_up") hooks_.requeue(*held, 0, false);
             else if (held) rehold(id, *held, held_at);
             if (rep.kind == "restarted") {   // not taken: the same report sent again counts
                 std::lock_guard<std::mutex> lock(in_job_.mu);
@@ -218,11 +223,11 @@ void Service::apply_restart_report(const std::string &id, const RestartReport &r
         }
         reply(ok_json(200, json::object{{"kind", kind}, {"state_running", back}}));
         // Given up with a FAULT held: the requeue it waited for, now.
-        if (rep.kind == "gave_up" && held) requeue(*held);
+        if (rep.kind == "gave_up" && held) hooks_.requeue(*held, 0, false);
     });
 }
 
-bool Service::is_spare(const std::string &run, long long attempt, const std::string &node) {
+bool Restarts::is_spare(const std::string &run, long long attempt, const std::string &node) {
     std::lock_guard<std::mutex> lock(in_job_.mu);
     auto it = in_job_.by_run.find(run);
     if (it == in_job_.by_run.end() || it->second.attempt != attempt || it->second.nodes.empty()) return false;
@@ -230,7 +235,7 @@ bool Service::is_spare(const std::string &run, long long attempt, const std::str
     return std::find(n.begin(), n.end(), node) == n.end();
 }
 
-void Service::spare_lost(const Fault &fault, const std::string &node, const std::string &why, json::object ev) {
+void Restarts::spare_lost(const Fault &fault, const std::string &node, const std::string &why, json::object ev) {
     // A spare runs no rank: its loss costs the job a spare, not its training.
     // No FAULT, no hold, no requeue; shard launch stops counting on it.
     workers_.retire(fault.run, fault.node);
@@ -241,7 +246,7 @@ void Service::spare_lost(const Fault &fault, const std::string &node, const std:
                 "); no rank ran there: training goes on, one spare fewer", json::serialize(ev), now);
 }
 
-void Service::rehold(const std::string &run, const Fault &fault, double held_at) {
+void Restarts::rehold(const std::string &run, const Fault &fault, double held_at) {
     std::lock_guard<std::mutex> lock(in_job_.mu);
     auto &s = in_job_.by_run[run];
     if (s.attempt != fault.attempt && s.attempt != 0) return;   // a newer attempt's: the old FAULT is moot
@@ -249,7 +254,7 @@ void Service::rehold(const std::string &run, const Fault &fault, double held_at)
     if (!s.held) s.held = fault, s.held_at = held_at;
 }
 
-bool Service::run_state_is(const std::string &run, long long attempt, RunState state) {
+bool Restarts::run_state_is(const std::string &run, long long attempt, RunState state) {
     auto runs = runs_.read();
     auto it = runs.find(run);
     return it != runs.end() && it->second.attempt == attempt && it->second.state == state;
@@ -296,7 +301,7 @@ Supervision supervision_of(Store &store, const std::string &run, long long attem
     }
 }
 
-void Service::resume_holds(const std::set<std::string> &decided) {
+void Restarts::resume_holds(const std::set<std::string> &decided) {
     std::vector<std::pair<std::string, long long>> degraded;
     {
         auto runs = runs_.read();
@@ -336,7 +341,7 @@ void Service::resume_holds(const std::set<std::string> &decided) {
     }
 }
 
-void Service::requeue_or_hold(const Fault &fault, double now) {
+void Restarts::requeue_or_hold(const Fault &fault, double now) {
     bool hold = false;
     {
         std::lock_guard<std::mutex> lock(in_job_.mu);
@@ -351,7 +356,7 @@ void Service::requeue_or_hold(const Fault &fault, double now) {
             hold = true;
         }
     }
-    if (!hold) return requeue(fault);
+    if (!hold) return hooks_.requeue(fault, 0, false);
     retry_later(InJobRestarts::kHoldSeconds, "in-job restart hold", [this, run = fault.run, attempt = fault.attempt, now] {
         std::optional<Fault> held;
         {
@@ -362,7 +367,7 @@ void Service::requeue_or_hold(const Fault &fault, double now) {
             in_job_.by_run.erase(it);   // the supervisor is taken as gone
         }
         log_warn("no in-job restart within " + std::to_string(int(InJobRestarts::kHoldSeconds)) + " s of the FAULT: requeued", run, "");
-        requeue(*held);
+        hooks_.requeue(*held, 0, false);
     });
 }
 

@@ -156,7 +156,7 @@ struct Service::Requeue {
     // cluster whose slurmctld is gone can still be left.
     bool load_spec() {
         spec_row = s.store_wait([&] { return s.store_->attempts().get_job_spec(fault.run, fault.attempt); });
-        if (!spec_row) spec_row = s.capture_spec_now(fault.run, fault.attempt, fault.state.cluster, fault.state.job, "");
+        if (!spec_row) spec_row = s.attempts_.capture_spec_now(fault.run, fault.attempt, fault.state.cluster, fault.state.job, "");
         if (!spec_row) {
             record("failed", 0, "PLACEMENT", "cannot requeue attempt " + std::to_string(fault.attempt) + ": the job's spec was not "
                    "recorded and cluster " + fault.state.cluster + " cannot give it");
@@ -192,7 +192,7 @@ struct Service::Requeue {
     // stop). Slurm knows: a job of the owner with the nonce.
     bool taken_up_already() {
         if (!resumed || nonce.empty()) return false;
-        const auto found = s.find_submitted(comment, spec_uid);
+        const auto found = s.attempts_.find_submitted(comment, spec_uid);
         if (found.unknown()) {
             wait_for_slurm(found.unread);
             return true;
@@ -205,7 +205,7 @@ struct Service::Requeue {
         ev["new_job"] = job;
         ev["resumed"] = true;
         recover_nodes = spec_nodes;
-        s.record_attempt(fault.run, to, name, job, {}, json::object{{"decision", id}});
+        s.attempts_.record_attempt(fault.run, to, name, job, {}, json::object{{"decision", id}});
         const bool written = record("applied", job, "RECOVERING", "attempt " + std::to_string(to) + " runs as job " +
                                     std::to_string(job) + " on " + name + ", submitted before the broker stopped", RunState::recovering);
         auto runs = s.runs_.write();
@@ -342,7 +342,7 @@ struct Service::Requeue {
             auto it = runs.find(fault.run);
             if (it != runs.end() && runs.set_state(fault.run, it->second, RunState::recovering)) it->second.recover_to = to;
         }
-        s.forward_signal_.wake();
+        s.forwarder_.wake();
     }
 
     void not_carried(std::string &words, const std::string &what) {
@@ -354,7 +354,7 @@ struct Service::Requeue {
     // 6. The new attempt, on the chosen nodes, as the failed job's owner as
     // Slurm numbered it when the attempt started (and the run's).
     void submit(const Placement &p) {
-        SubmitAs as;
+        Attempts::SubmitAs as;
         if (auto *u = spec.if_contains("uid"); u && u->is_int64()) as.uid = u->as_int64();
         if (auto *g = spec.if_contains("gid"); g && g->is_int64()) as.gid = g->as_int64();
         if (owner_uid >= 0 && as.uid != owner_uid) {
@@ -385,7 +385,7 @@ struct Service::Requeue {
         cancel_old();
         std::string err;
         std::vector<std::string> dropped;   // options of the spec that are not used (malformed)
-        const long long new_job = s.submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p, comment, as, err, &dropped);
+        const long long new_job = s.attempts_.submit_attempt(p.cluster, spec, spec_row->script, fault.run, to, resume, p, comment, as, err, &dropped);
         for (const auto &d : dropped) not_carried(uncarried, d);
         ev["target"] = p.cluster;
         ev["nodes"] = json::value_from(p.nodes);
@@ -397,7 +397,7 @@ struct Service::Requeue {
         }
         ev["new_job"] = new_job;
         recover_nodes = p.queued ? p.queued : (long long)p.nodes.size();
-        s.record_attempt(fault.run, to, p.cluster, new_job, p.nodes, json::object{{"decision", id}});
+        s.attempts_.record_attempt(fault.run, to, p.cluster, new_job, p.nodes, json::object{{"decision", id}});
         const std::string matched = req.needs_hardware() ? " (" + std::string(req.accel_class.empty() ? "" : "class, ") +
                                     (req.fabric.empty() ? "" : "fabric, ") + (req.memory_gb > 0 ? "memory, " : "") + "shape matched)" : "";
         const std::string where = p.queued ? p.cluster + ", queued for " + std::to_string(p.queued) + " node(s): no idle room, the nodes that fit are in use" +

@@ -1,0 +1,48 @@
+// The in-job restarts module (in_job_restarts.hpp says what they are):
+// `shard launch`'s reports (POST /v1/runs/RUN/restarts,
+// recovery/in_job_restarts.cpp), a supervised attempt's FAULT held for its
+// relaunch before any requeue, held again after the broker's restart, and a
+// spare node's loss, which is no FAULT. Its supervisions are its own: only
+// this module's code takes their lock.
+#pragma once
+#include <boost/json/object.hpp>
+#include <set>
+#include <string>
+
+#include "broker/core/hooks.hpp"
+#include "broker/core/module.hpp"
+#include "broker/inventory/inventory_module.hpp"
+#include "broker/recovery/in_job_restarts.hpp"
+
+namespace shardnet::broker {
+
+class Restarts : Module {
+public:
+    Restarts(Core &core, const ServiceHooks &hooks, Inventory &inventory) : Module(core), hooks_(hooks), inventory_(inventory) {}
+
+    // POST /v1/runs/RUN/restarts: `shard launch`'s in-job restarts.
+    void restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
+    // A FAULT of an attempt `shard launch` supervises waits for its in-job
+    // restart or its giving up; else it is requeued.
+    void requeue_or_hold(const Fault &fault, double now);
+    // At start: a supervised attempt's FAULT that was held when the broker
+    // stopped (DEGRADED, no decision in decided) is held again from now.
+    void resume_holds(const std::set<std::string> &decided);
+    // A node of a supervised attempt that is not one of its step's nodes (a spare).
+    bool is_spare(const std::string &run, long long attempt, const std::string &node);
+    void spare_lost(const Fault &fault, const std::string &node, const std::string &why, boost::json::object ev);
+    // The detector's tick: supervisions that are over are forgotten.
+    void prune(double now);
+
+private:
+    void apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply);
+    bool run_state_is(const std::string &run, long long attempt, RunState state);
+    // A held FAULT put back when the report that took it was not written.
+    void rehold(const std::string &run, const Fault &fault, double held_at);
+
+    const ServiceHooks &hooks_;
+    Inventory &inventory_;
+    InJobRestarts in_job_;
+};
+
+}  // namespace shardnet::broker
