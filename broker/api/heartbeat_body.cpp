@@ -52,7 +52,37 @@ bool earlier(const HeartbeatBody::RankExit &e, const std::optional<HeartbeatBody
     return !than || (e.time > 0 && (than->time == 0 || e.time < than->time)) || (e.time == than->time && e.rank < than->rank);
 }
 
-struct Reader {
+template <class T> T load(const char *p) { T x; std::memcpy(&x, p, sizeof x); return x; }
+// The top bit of each byte of the result: that byte of x is < 0x20
+// (hasless), >= 0x80, or 0x7f (it carries into the top bit).
+std::uint64_t word_bad(std::uint64_t x) {
+    constexpr std::uint64_t ones = 0x0101010101010101ull;
+    return ((x - ones * 0x20) & ~x) | x | (x + ones);
+}
+
+// True when every byte is printable ASCII (0x20..0x7e), which nearly
+// every kept string is: eight bytes at a time, by the word tricks of
+// "Bit Twiddling Hacks" (hasless for < 0x20; bytes >= 0x7f carry or
+// have their top bit set).
+// Short strings are read as two overlapping words.
+bool plain_ascii(std::string_view s) {
+    const char *p = s.data();
+    const std::size_t n = s.size();
+    if (n >= 8) {
+        std::uint64_t bad = 0;
+        for (std::size_t i = 0; i + 8 <= n; i += 8) bad |= word_bad(load<std::uint64_t>(p + i));
+        return !((bad | word_bad(load<std::uint64_t>(p + n - 8))) & 0x8080808080808080ull);
+    }
+    if (n >= 4) {
+        const std::uint64_t x = load<std::uint32_t>(p) | std::uint64_t(load<std::uint32_t>(p + n - 4)) << 32;
+        return !(word_bad(x) & 0x8080808080808080ull);
+    }
+    for (std::size_t i = 0; i < n; ++i)
+        if (static_cast<unsigned char>(p[i]) < 0x20 || static_cast<unsigned char>(p[i]) >= 0x7f) return false;
+    return true;
+}
+
+struct BodySax {
     static constexpr std::size_t max_object_size = std::size_t(-1);
     static constexpr std::size_t max_array_size = std::size_t(-1);
     static constexpr std::size_t max_key_size = 256;
@@ -74,7 +104,7 @@ struct Reader {
     std::vector<HeartbeatBody::RankExit> failed;   // this report's failed ranks (fatal_exit may come after them)
     std::size_t fatal_codes = 0;                   // entries of fatal_exit
 
-    Reader(HeartbeatBody &h, BodyError &e, std::string_view b) : hb(h), err(e), body(b) {}
+    BodySax(HeartbeatBody &h, BodyError &e, std::string_view b) : hb(h), err(e), body(b) {}
 
     [[gnu::cold, gnu::noinline]] void fail(std::string_view field, const std::string &why) {
         if (err.code.empty()) err = BodyError{"bad_field", std::string(field), std::string(field) + ": " + why};
@@ -179,34 +209,6 @@ struct Reader {
             hb.decoded[slot].assign(s);
             *dst = hb.decoded[slot];
         }
-    }
-    // True when every byte is printable ASCII (0x20..0x7e), which nearly
-    // every kept string is: eight bytes at a time, by the word tricks of
-    // "Bit Twiddling Hacks" (hasless for < 0x20; bytes >= 0x7f carry or
-    // have their top bit set).
-    // Short strings are read as two overlapping words.
-    static bool plain_ascii(std::string_view s) {
-        const char *p = s.data();
-        const std::size_t n = s.size();
-        if (n >= 8) {
-            std::uint64_t bad = 0;
-            for (std::size_t i = 0; i + 8 <= n; i += 8) bad |= word_bad(load<std::uint64_t>(p + i));
-            return !((bad | word_bad(load<std::uint64_t>(p + n - 8))) & 0x8080808080808080ull);
-        }
-        if (n >= 4) {
-            const std::uint64_t x = load<std::uint32_t>(p) | std::uint64_t(load<std::uint32_t>(p + n - 4)) << 32;
-            return !(word_bad(x) & 0x8080808080808080ull);
-        }
-        for (std::size_t i = 0; i < n; ++i)
-            if (static_cast<unsigned char>(p[i]) < 0x20 || static_cast<unsigned char>(p[i]) >= 0x7f) return false;
-        return true;
-    }
-    template <class T> static T load(const char *p) { T x; std::memcpy(&x, p, sizeof x); return x; }
-    // The top bit of each byte of the result: that byte of x is < 0x20
-    // (hasless), >= 0x80, or 0x7f (it carries into the top bit).
-    static std::uint64_t word_bad(std::uint64_t x) {
-        constexpr std::uint64_t ones = 0x0101010101010101ull;
-        return ((x - ones * 0x20) & ~x) | x | (x + ones);
     }
     // The slow path: false, with the error, when s has a control character
     // or is not UTF-8.
@@ -315,7 +317,7 @@ bool read_heartbeat(std::string_view body, HeartbeatBody &out, BodyError &err) {
     // checked for UTF-8; string_value checks the ones it keeps.
     json::parse_options opt;
     opt.allow_invalid_utf8 = true;
-    json::basic_parser<Reader> p(opt, out, err, body);
+    json::basic_parser<BodySax> p(opt, out, err, body);
     ec_t ec;
     const std::size_t used = p.write_some(false, body.data(), body.size(), ec);
     const bool trailing = body.substr(used).find_first_not_of(" \t\r\n") != std::string_view::npos;
@@ -324,7 +326,7 @@ bool read_heartbeat(std::string_view body, HeartbeatBody &out, BodyError &err) {
         return false;
     }
     if (!err.code.empty()) return false;
-    const Reader &r = p.handler();
+    const BodySax &r = p.handler();
     for (auto [seen, name] : {std::pair{r.seen_run, "run"}, {r.seen_attempt, "attempt"}, {r.seen_node, "node"}})
         if (!seen) { err = BodyError{"bad_field", name, std::string(name) + ": missing"}; return false; }
     if (!r.seen_ranks) { err = BodyError{"bad_field", "ranks", "ranks: expected an array"}; return false; }

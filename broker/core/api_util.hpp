@@ -144,6 +144,17 @@ inline long long query_int(const std::string &q, const std::string &key, long lo
     return n ? *n : dflt;
 }
 
+// 429 too_many_runs when owner's runs not ended (open) reach
+// limits.runs_per_user (cap), whoever makes the next one (POST /v1/runs,
+// a job's first heartbeat); else nullopt.
+inline std::optional<ApiResponse> too_many_runs(const std::string &owner, long long open, int cap) {
+    if (open < cap) return std::nullopt;
+    ApiResponse r = error_response(429, "too_many_runs", "user " + owner + " has " + std::to_string(open) +
+                                   " runs not ended (limits.runs_per_user); cancel one or let one end", "id");
+    r.retry_after = 60;
+    return r;
+}
+
 // One warning line on the broker's log (JSON, as every line there).
 inline void log_warn(const std::string &msg, const std::string &run, const std::string &why) {
     log_json("warn", msg.c_str(), json::object{{"run", run}, {"why", why}});

@@ -20,7 +20,7 @@ bool whole(const json::value *v, long long &out) {
 }
 
 // A field that Slurm always prints; a wrong type is an error naming it.
-struct Reader {
+struct JobFields {
     const json::object &o;
     std::string err;
     bool str(const char *k, std::string &out) {
@@ -55,7 +55,7 @@ JobRead find_slurm_job(const std::string &text, long long id, SlurmJob &out, jso
         long long jid = 0;
         if (!whole(o.if_contains("job_id"), jid) || jid != id) continue;
         if (std::string err = answer.record(o); !err.empty()) return {JobLookup::unreadable, err};
-        Reader r{o, {}};
+        JobFields r{o, {}};
         SlurmJob j;
         j.id = id;
         long long submit = 0;

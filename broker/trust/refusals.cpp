@@ -66,14 +66,6 @@ std::string reserved_run_id(const std::string &id, const BrokerConfig &cfg) {
     return "";
 }
 
-std::optional<ApiResponse> too_many_runs(const std::string &owner, long long open, int cap) {
-    if (open < cap) return std::nullopt;
-    ApiResponse r = error_response(429, "too_many_runs", "user " + owner + " has " + std::to_string(open) +
-                                   " runs not ended (limits.runs_per_user); cancel one or let one end", "id");
-    r.retry_after = 60;
-    return r;
-}
-
 namespace detail {
 
 std::string user_name(long long uid) {

@@ -1,11 +1,9 @@
 // Who may act for a run (refusals.cpp): a derived worker token's job against
 // the run's record, and the run ids that are a job's own.
 #pragma once
-#include <optional>
 #include <string>
 
 #include "broker/config/config.hpp"
-#include "broker/http/api_message.hpp"
 #include "broker/runs/registry.hpp"
 #include "broker/trust/auth.hpp"
 
@@ -18,11 +16,6 @@ std::string refuse_worker(const RunInfo *info, const std::string &run, const Tok
 // "" or why a client may not create run id (a job's default id on one of
 // cfg's clusters).
 std::string reserved_run_id(const std::string &id, const BrokerConfig &cfg);
-
-// 429 too_many_runs when owner's runs not ended (open) reach
-// limits.runs_per_user (cap), whoever makes the next one (POST /v1/runs,
-// a job's first heartbeat); else nullopt.
-std::optional<ApiResponse> too_many_runs(const std::string &owner, long long open, int cap);
 
 // Whether who may see run (its record info, or null when there is none):
 // an admin, the run's owner, or the run's own job while it is its user's.
