@@ -39,7 +39,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
              [this](const Fault &f, int tries, bool local_only) { requeue(f, tries, local_only); },
              [this](const std::string &run) { back_to_degraded(run); }},
       receipts_(*this), checkpoints_(*this, receipts_), policy_(*this), inventory_(*this), witnesses_(*this),
-      onward_(*this),
+      onward_(*this), runs_api_(*this, receipts_, onward_, hooks_),
       attempts_(*this, receipts_,
                 [this](const std::string &run, long long attempt, const std::string &cluster, long long job, const std::string &nodelist) {
                     verdicts_.resumed_after_slurm_requeue(run, attempt, cluster, job, nodelist);
@@ -131,7 +131,7 @@ bool Service::drain(std::chrono::steady_clock::time_point until) {
 }
 
 int Service::open_streams() const {
-    return streams_->open();
+    return runs_api_.open_streams();
 }
 
 void Service::reload(const BrokerConfig &cfg) {
@@ -178,7 +178,7 @@ std::string Service::metrics() const {
     line("shardnet_slurm_calls_total", "commands run against slurmctld", slurm_->calls());
     line("shardnet_slurm_cache_hits_total", "Slurm queries answered from the cache", slurm_->cache_hits());
     line("shardnet_workers_tracked", "workers in the failure detector", workers_.size(), "gauge");
-    line("shardnet_event_streams", "event streams open (limits.sse_max_streams)", (unsigned long long)streams_->open(), "gauge");
+    line("shardnet_event_streams", "event streams open (limits.sse_max_streams)", (unsigned long long)runs_api_.open_streams(), "gauge");
     {
         auto runs = runs_.read();
         line("shardnet_runs", "runs known", runs.size(), "gauge");

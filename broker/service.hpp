@@ -25,7 +25,7 @@
 
 #include "broker/api/heartbeat_body.hpp"
 #include "broker/api/routes.hpp"
-#include "broker/api/stream_budget.hpp"
+#include "broker/api/runs_api.hpp"
 #include "broker/trust/auth.hpp"
 #include "broker/trust/refusals.hpp"
 #include "broker/util/token_gate.hpp"
@@ -114,22 +114,7 @@ private:
     // the token's step where Slurm cannot be asked).
     Admission within_tasks(const Reply &reply, const TokenEntry &who, std::string_view run, std::string_view worker, long long attempt,
                            bool ended, long long tasks, bool from_slurm, std::unique_lock<std::mutex> &hold);
-    void create_run(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
-    void list_runs(const TokenEntry &who, const Reply &reply);
-    void get_run(const std::string &id, const TokenEntry &who, const Reply &reply);
-    void cancel_run(const std::string &id, const TokenEntry &who, const Reply &reply, double now);
-    void list_events(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply);
-    // GET /v1/runs/{id}/events?follow=1: a stream (ApiResponse::stream) of
-    // the run's events after `after` (or Last-Event-ID), then every new one.
-    void follow_events(const std::string &id, const std::string &query, const std::string &last_event_id, const TokenEntry &who,
-                       const Reply &reply);
-    std::shared_ptr<StreamBudget> streams_ = std::make_shared<StreamBudget>();
     std::shared_ptr<TokenGate> requests_gate_ = std::make_shared<TokenGate>(cfg_.requests_per_token);
-    // POST /v1/runs/{id}/environment (recovery/environment_api.cpp): the
-    // submitter's environment, kept root-only for the run's later attempts.
-    void keep_environment(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply);
-    // Read-only joins for the dashboard (api/views.cpp).
-    void runs_view(const std::string &id, const TokenEntry &who, const Reply &reply);
     // The route table (api/routes.cpp): each API resource and its handler.
     struct Call;
     struct Route;
@@ -159,9 +144,6 @@ public:
 private:
     void check_recovered(const std::string &run, long long attempt, double now);
 
-    // A stream's backlog after event id `after`, one page; the last page
-    // registers it for live events (store thread: no gap, no repeat).
-    void backlog_page(const std::string &run, long long after, const std::shared_ptr<EventSink> &sink);
 
     ServiceHooks hooks_;   // what the modules ask of Service (core/hooks.hpp), wired in its constructor
     Receipts receipts_;   // signed receipts, their log and API (receipts/receipts_module.hpp)
@@ -170,6 +152,7 @@ private:
     Inventory inventory_;   // nodes, offers, quarantined nodes, clusters, capacity (inventory/inventory_module.hpp)
     Witnesses witnesses_;   // the peers' log heads witnessed here, GET /v1/witness (federation/witnesses.hpp)
     Onward onward_;   // moved runs' stories: GET .../story, "onward" in answers (federation/onward_module.hpp)
+    RunsApi runs_api_;   // the runs resource, its events and streams, the dashboard's views (api/runs_api.hpp)
     Attempts attempts_;   // job specs kept, next attempts submitted and recorded (recovery/attempts.hpp)
     Verdicts verdicts_;   // a job's end judged: a dead node's FAULT, FAILED, Slurm's own end (detector/verdicts.hpp)
     Restarts restarts_;   // in-job restarts: reports, held FAULTs, spares (recovery/restarts_module.hpp)

@@ -101,18 +101,18 @@ std::span<const Service::Route> Service::routes() {
         {{"POST", "/v1/decisions", r_peer | r_admin, "decisions come from peer brokers (peer or admin token)"},
          [](Service &s, const Call &c) { s.inbox_.receive_decision(c.req, c.who, c.reply); }},
         {{"POST", "/v1/runs", r_user | r_admin, "creating runs needs a user or admin token"},
-         [](Service &s, const Call &c) { s.create_run(c.req, c.who, c.reply, c.now); }},
-        {{"GET", "/v1/runs", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.list_runs(c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.runs_api_.create(c.req, c.who, c.reply, c.now); }},
+        {{"GET", "/v1/runs", r_worker | r_user | r_peer | r_admin, ""}, [](Service &s, const Call &c) { s.runs_api_.list(c.who, c.reply); }},
         {{"GET", "/v1/runs/{id}", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.get_run(c.p(0), c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.runs_api_.get(c.p(0), c.who, c.reply); }},
         {{"POST", "/v1/runs/{id}/cancel", r_worker | r_user | r_peer | r_admin, ""},
-         [](Service &s, const Call &c) { s.cancel_run(c.p(0), c.who, c.reply, c.now); }},
+         [](Service &s, const Call &c) { s.runs_api_.cancel(c.p(0), c.who, c.reply, c.now); }},
         {{"GET", "/v1/runs/{id}/events", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) {
              // ?follow=1: a stream of them (a handler kind: ApiResponse::stream).
              if (const std::string f = query_param(c.query, "follow"); f == "1" || f == "true")
-                 return s.follow_events(c.p(0), c.query, c.req.last_event_id, c.who, c.reply);
-             s.list_events(c.p(0), c.query, c.who, c.reply);
+                 return s.runs_api_.follow(c.p(0), c.query, c.req.last_event_id, c.who, c.reply);
+             s.runs_api_.events(c.p(0), c.query, c.who, c.reply);
          }},
         // Where a moved run went (federation/onward_api.cpp): asked by the
         // broker it came from, for its own run page.
@@ -133,7 +133,7 @@ std::span<const Service::Route> Service::routes() {
         {{"POST", "/v1/runs/{id}/restarts", r_worker | r_admin, "restart reports need the job's token or an admin token"},
          [](Service &s, const Call &c) { s.restarts_.restart_report(c.p(0), c.req, c.who, c.reply, c.now); }},
         {{"POST", "/v1/runs/{id}/environment", r_worker | r_admin, "environments need a worker or admin token"},
-         [](Service &s, const Call &c) { s.keep_environment(c.p(0), c.req, c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.runs_api_.keep_environment(c.p(0), c.req, c.who, c.reply); }},
         // Receipts (receipts/receipts_api.cpp): the keys are public (they
         // prove nothing by themselves); a run's receipts are its owner's,
         // admins' and the peers' it moved to or from; the log's hashes any
@@ -153,9 +153,9 @@ std::span<const Service::Route> Service::routes() {
         // Signed in as a user or an admin only: a job's or a peer's token has
         // the API (GET /v1/runs) and no use for the dashboard's.
         {{"GET", "/v1/views/runs", r_user | r_admin, "the dashboard's views need a user or admin token"},
-         [](Service &s, const Call &c) { s.runs_view("", c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.runs_api_.view("", c.who, c.reply); }},
         {{"GET", "/v1/views/runs/{id}", r_user | r_admin, "the dashboard's views need a user or admin token"},
-         [](Service &s, const Call &c) { s.runs_view(c.p(0), c.who, c.reply); }},
+         [](Service &s, const Call &c) { s.runs_api_.view(c.p(0), c.who, c.reply); }},
         {{"GET", "/", r_public, ""}, [](Service &, const Call &c) { c.reply(web::serve(c.req, "index.html")); }},
         {{"GET", "/ui/{file}", r_public, ""}, [](Service &, const Call &c) { c.reply(web::serve(c.req, c.params.p[0])); }},
     };

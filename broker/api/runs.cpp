@@ -1,5 +1,5 @@
 // API: the runs resource (create, list, read, cancel, events).
-#include "broker/service.hpp"
+#include "broker/api/runs_api.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
@@ -12,6 +12,9 @@
 #include "broker/api/heartbeat_body.hpp"
 #include "common/parse_util.hpp"
 #include "broker/core/api_util.hpp"
+#include "broker/federation/onward_module.hpp"
+#include "broker/inventory/placement.hpp"
+#include "broker/receipts/receipts_module.hpp"
 #include "broker/runs/run_image.hpp"
 
 namespace shardnet::broker {
@@ -19,7 +22,7 @@ namespace shardnet::broker {
 namespace json = boost::json;
 using namespace detail;
 
-void Service::follow_events(const std::string &id, const std::string &query, const std::string &last_event_id, const TokenEntry &who,
+void RunsApi::follow(const std::string &id, const std::string &query, const std::string &last_event_id, const TokenEntry &who,
                             const Reply &reply) {
     {
         auto runs = runs_.read();
@@ -77,7 +80,7 @@ void Service::follow_events(const std::string &id, const std::string &query, con
 
 // Backlog pages and the registration for live events are store-thread jobs:
 // events are only written there, so the stream has no gap and no repeat.
-void Service::backlog_page(const std::string &id, long long after, const std::shared_ptr<EventSink> &sink) {
+void RunsApi::backlog_page(const std::string &id, long long after, const std::shared_ptr<EventSink> &sink) {
     constexpr int kRows = 1000;
     for (;;) {
         if (!sink->open) return;   // the stream went
@@ -92,7 +95,7 @@ void Service::backlog_page(const std::string &id, long long after, const std::sh
             if (bytes >= sink->page_bytes) break;
         }
         if (sent == rows.size() && rows.size() < std::size_t(kRows)) {   // all of it: live from here
-            follow(id, sink);
+            core_.follow(id, sink);
             return;
         }
         if (sink->more)   // the next page once this one is written
@@ -100,7 +103,7 @@ void Service::backlog_page(const std::string &id, long long after, const std::sh
     }
 }
 
-void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
+void RunsApi::create(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now) {
     json::error_code ec;
     json::value v = json::parse(req.body, ec);
     if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
@@ -127,7 +130,7 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
     long long owner_uid = -1;
     if (!owner.empty() && (owner_uid = user_uid(owner)) < 0)
         return reply(error_response(400, "bad_field", "owner: no account '" + owner + "' on this broker's host", "owner"));
-    if (std::string why = reserved_run_id(id); !why.empty()) return reply(error_response(400, "bad_field", why, "id"));
+    if (std::string why = broker::reserved_run_id(id, cfg_); !why.empty()) return reply(error_response(400, "bad_field", why, "id"));
     {
         auto runs = runs_.write();
         if (runs.count(id)) return reply(error_response(409, "exists", "run " + id + " exists", "id"));
@@ -156,7 +159,7 @@ void Service::create_run(const ApiRequest &req, const TokenEntry &who, const Rep
     });
 }
 
-void Service::list_runs(const TokenEntry &who, const Reply &reply) {
+void RunsApi::list(const TokenEntry &who, const Reply &reply) {
     json::array out;
     auto runs = runs_.read();
     for (const auto &[id, info] : runs)
@@ -165,7 +168,7 @@ void Service::list_runs(const TokenEntry &who, const Reply &reply) {
     reply(ok_json(200, json::object{{"runs", std::move(out)}}));
 }
 
-void Service::get_run(const std::string &id, const TokenEntry &who, const Reply &reply) {
+void RunsApi::get(const std::string &id, const TokenEntry &who, const Reply &reply) {
     RunInfo info;
     {
         auto runs = runs_.read();
@@ -202,7 +205,7 @@ void Service::get_run(const std::string &id, const TokenEntry &who, const Reply 
     onward_.reply_with(id, std::move(r), "", reply);
 }
 
-void Service::cancel_run(const std::string &id, const TokenEntry &who, const Reply &reply, double now) {
+void RunsApi::cancel(const std::string &id, const TokenEntry &who, const Reply &reply, double now) {
     {
         auto runs = runs_.read();
         auto it = runs.find(id);
@@ -226,7 +229,7 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
             transact([&] {
                 if (store_->receipts().has_receipt(id, attempt, "attempt-started"))   // a run cancelled before it ran had no attempt
                     receipts_.write_receipt(receipt::Kind::attempt_ended, id, attempt, json::object{{"how", "cancelled"}, {"by", by}}, {}, now);
-                store_state(id, RunState::cancelled, attempt, now);
+                hooks_.store_state(id, RunState::cancelled, attempt, now);
                 event(id, "CANCELLED", "cancelled by " + by, "{}", now);
             });
         } catch (const std::exception &e) {
@@ -241,7 +244,7 @@ void Service::cancel_run(const std::string &id, const TokenEntry &who, const Rep
     });
 }
 
-void Service::list_events(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply) {
+void RunsApi::events(const std::string &id, const std::string &query, const TokenEntry &who, const Reply &reply) {
     {
         auto runs = runs_.read();
         auto it = runs.find(id);

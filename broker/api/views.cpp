@@ -6,8 +6,10 @@
 // this one pass over memory and one over the store.
 #include <boost/json.hpp>
 
-#include "broker/service.hpp"
+#include "broker/api/runs_api.hpp"
 #include "broker/core/api_util.hpp"
+#include "broker/federation/onward_module.hpp"
+#include "broker/receipts/receipts_module.hpp"
 
 namespace shardnet::broker {
 
@@ -19,12 +21,12 @@ namespace {
 // What a view row takes from memory (copied under the runs lock).
 struct ViewRow {
     std::string id;
-    Service::RunInfo info;
+    RunInfo info;
 };
 
 }  // namespace
 
-void Service::runs_view(const std::string &id, const TokenEntry &who, const Reply &reply) {
+void RunsApi::view(const std::string &id, const TokenEntry &who, const Reply &reply) {
     std::vector<ViewRow> rows;
     {
         auto runs = runs_.read();

@@ -8,7 +8,7 @@
 
 #include "broker/core/api_util.hpp"
 #include "broker/recovery/job_environment.hpp"
-#include "broker/service.hpp"
+#include "broker/api/runs_api.hpp"
 #include "common/digest.hpp"
 #include "common/json_fields.hpp"
 
@@ -17,7 +17,7 @@ namespace shardnet::broker {
 namespace json = boost::json;
 using namespace detail;
 
-void Service::keep_environment(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply) {
+void RunsApi::keep_environment(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply) {
     json::error_code ec;
     json::value v = json::parse(req.body, ec);
     if (ec || !v.is_object()) return reply(error_response(400, "bad_json", "body is not a JSON object"));
