@@ -36,15 +36,17 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
            ports.peers ? std::move(ports.peers) : std::make_shared<CurlPeerLink>()),
       hooks_{[this](const std::string &run, RunState to, long long attempt, double now) { store_state(run, to, attempt, now); },
              [this](const Fault &f, const std::string &cause, json::object ev, double now) { raise_fault(f, cause, std::move(ev), now); },
-             [this](const Fault &f, int tries, bool local_only) { requeue(f, tries, local_only); },
-             [this](const std::string &run) { back_to_degraded(run); }},
+             [this](const Fault &f, int tries, bool local_only) { requeues_.requeue(f, tries, local_only); },
+             [this](const std::string &run) { back_to_degraded(run); },
+             [this] { forwarder_.wake(); }},
       receipts_(*this), checkpoints_(*this, receipts_), policy_(*this), inventory_(*this), witnesses_(*this),
       onward_(*this), runs_api_(*this, receipts_, onward_, hooks_),
       attempts_(*this, receipts_,
                 [this](const std::string &run, long long attempt, const std::string &cluster, long long job, const std::string &nodelist) {
                     verdicts_.resumed_after_slurm_requeue(run, attempt, cluster, job, nodelist);
                 }),
-      verdicts_(*this, hooks_, receipts_, inventory_, attempts_), restarts_(*this, hooks_, inventory_), stale_jobs_(*this),
+      verdicts_(*this, hooks_, receipts_, inventory_, attempts_), requeues_(*this, hooks_, attempts_, receipts_, inventory_),
+      restarts_(*this, hooks_, inventory_), stale_jobs_(*this),
       inbox_(*this, hooks_, inventory_, receipts_, attempts_),
       forwarder_(*this, hooks_, witnesses_, stale_jobs_) {
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));
@@ -100,7 +102,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
         f.state.cluster = d.cluster;
         f.state.job = d.old_job;
         log_warn("requeue decision taken up again at start", d.run, d.id);
-        requeue(f);
+        requeues_.requeue(f);
     }
     // FAULTs with no decision: those an in-job restart held when the broker
     // stopped (held again, so that the relaunch's report still counts).

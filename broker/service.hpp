@@ -46,6 +46,7 @@
 #include "broker/inventory/inventory_module.hpp"
 #include "broker/recovery/restarts_module.hpp"
 #include "broker/recovery/attempts.hpp"
+#include "broker/recovery/requeues.hpp"
 #include "broker/runs/registry.hpp"
 #include "broker/store/store.hpp"
 #include "broker/checkpoints/checkpoints_module.hpp"
@@ -98,7 +99,7 @@ private:
 
     // looked_up: Slurm was just asked about the job (admission, below).
     void heartbeats(const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now, bool looked_up = false);
-    // A job's worker reporting for the first time (detector/admission.cpp):
+    // A job's worker reporting for the first time (service_admission.cpp):
     // its node must be one of the job's Slurm nodes, and the job's workers
     // that still report stay within its task count. admitted: go on (hold
     // is locked until the worker is in the table); answered: refused;
@@ -115,7 +116,7 @@ private:
     Admission within_tasks(const Reply &reply, const TokenEntry &who, std::string_view run, std::string_view worker, long long attempt,
                            bool ended, long long tasks, bool from_slurm, std::unique_lock<std::mutex> &hold);
     std::shared_ptr<TokenGate> requests_gate_ = std::make_shared<TokenGate>(cfg_.requests_per_token);
-    // The route table (api/routes.cpp): each API resource and its handler.
+    // The route table (service_routes.cpp): each API resource and its handler.
     struct Call;
     struct Route;
     static std::span<const Route> routes();
@@ -132,17 +133,11 @@ private:
     // Asks Slurm (on its own thread) before a suspected failure becomes FAULT.
     void confirm(Fault fault, double now);
     void raise_fault(const Fault &fault, const std::string &cause, boost::json::object evidence, double now, int tries = 0);
-    // Requeue-on-failure: the same cluster without the failed node, else another local cluster.
-    // local_only: no peer (every peer refused): this broker's clusters,
-    // their queues included.
-    void requeue(const Fault &fault, int tries = 0, bool local_only = false);
-    struct Requeue;   // one requeue, step by step (recovery/requeue.cpp)
-    struct Beat;      // one heartbeat, step by step (detector/heartbeats.cpp)
+    struct Beat;      // one heartbeat, step by step (service_heartbeats.cpp)
 public:
     // One look at every peer's log head (federation/witnesses.hpp); public for tests.
     void witness_round(double now) { witnesses_.round(now); }
 private:
-    void check_recovered(const std::string &run, long long attempt, double now);
 
 
     ServiceHooks hooks_;   // what the modules ask of Service (core/hooks.hpp), wired in its constructor
@@ -155,6 +150,7 @@ private:
     RunsApi runs_api_;   // the runs resource, its events and streams, the dashboard's views (api/runs_api.hpp)
     Attempts attempts_;   // job specs kept, next attempts submitted and recorded (recovery/attempts.hpp)
     Verdicts verdicts_;   // a job's end judged: a dead node's FAULT, FAILED, Slurm's own end (detector/verdicts.hpp)
+    Requeues requeues_;   // requeue-on-failure and RECOVERED (recovery/requeues.hpp)
     Restarts restarts_;   // in-job restarts: reports, held FAULTs, spares (recovery/restarts_module.hpp)
     StaleJobs stale_jobs_;   // fenced attempts' jobs cancelled (federation/stale_jobs.hpp)
     Inbox inbox_;   // decisions from peers, POST /v1/decisions (federation/inbox.hpp)

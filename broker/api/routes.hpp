@@ -1,5 +1,5 @@
 // API v1's route table: every resource the broker serves, its method, who
-// may call it, and the handler (api/routes.cpp). The HTTP layer knows none
+// may call it, and the handler (service_routes.cpp). The HTTP layer knows none
 // of it; tests compare the table with doc/broker-openapi.json.
 #pragma once
 #include <cstddef>

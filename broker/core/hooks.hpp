@@ -16,12 +16,14 @@ struct ServiceHooks {
     // The database's side of a run's state change (service_runs.cpp), inside
     // a store transaction, before memory changes; throws when it may not.
     std::function<void(const std::string &run, RunState to, long long attempt, double now)> store_state;
-    // A confirmed FAULT written, then recovered by policy (detector/faults.cpp).
+    // A confirmed FAULT written, then recovered by policy (service_faults.cpp).
     std::function<void(const Fault &fault, const std::string &cause, boost::json::object evidence, double now)> raise_fault;
     // Requeue-on-failure (recovery/requeue.cpp); local_only: no peer.
     std::function<void(const Fault &fault, int tries, bool local_only)> requeue;
     // A recovery handed to peers that ended nowhere: RECOVERING -> DEGRADED.
     std::function<void(const std::string &run)> back_to_degraded;
+    // A decision was written for a peer: the forwarder sends it now.
+    std::function<void()> forward_now;
 };
 
 }  // namespace shardnet::broker

@@ -12,7 +12,10 @@
 #include <sstream>
 
 #include "broker/seals/carried.hpp"
-#include "broker/service.hpp"
+#include "broker/inventory/inventory_module.hpp"
+#include "broker/receipts/receipts_module.hpp"
+#include "broker/recovery/attempts.hpp"
+#include "broker/recovery/requeues.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_view.hpp"
@@ -28,8 +31,8 @@ using detail::log_warn;
 // One requeue carried out on the Slurm thread, a step per member: the
 // durable decision, the failed attempt's spec, the budget, a job submitted
 // before a stop, the requirements, the placement, then a peer or a job.
-struct Service::Requeue {
-    Service &s;
+struct Requeues::Requeue {
+    Requeues &s;
     const Fault fault;
     const std::string policy, manifest, owner, ckpt_every;
     const long long owner_uid;
@@ -53,7 +56,7 @@ struct Service::Requeue {
     json::object site_options;
     std::map<std::string, Inventory::FittedOptions> fitted;
 
-    Requeue(Service &svc, const Fault &f, std::string pol, std::string man, std::string own, std::string every, long long uid, int t,
+    Requeue(Requeues &svc, const Fault &f, std::string pol, std::string man, std::string own, std::string every, long long uid, int t,
             bool local)
         : s(svc), fault(f), policy(std::move(pol)), manifest(std::move(man)), owner(std::move(own)), ckpt_every(std::move(every)),
           owner_uid(uid), tries(t), local_only(local), id(svc.cfg_.broker_name + ":" + f.run + "/attempt-" + std::to_string(f.attempt + 1)) {}
@@ -81,7 +84,7 @@ struct Service::Requeue {
                 s.transact([&] {
                     s.store_->decisions().apply_decision(id, state, new_job);
                     s.event(fault.run, kind, cause, json::serialize(ev), wall_now());
-                    if (run_state) s.store_state(fault.run, *run_state, fault.attempt, wall_now());
+                    if (run_state) s.hooks_.store_state(fault.run, *run_state, fault.attempt, wall_now());
                     if (run_state == RunState::recovering) s.store_->set_recovering(fault.run, to, recover_nodes);
                 });
             } catch (const std::exception &e) {
@@ -326,7 +329,7 @@ struct Service::Requeue {
                     payload["sealed"] = carried::outgoing(*s.store_, fault.run, s.cfg_.broker_name, left_out);
                     for (const auto &why : left_out) log_warn("a sealed checkpoint does not go with the decision", fault.run, why);
                     s.store_->decisions().forward_decision(id, peer, json::serialize(payload));
-                    s.store_state(fault.run, RunState::recovering, fault.attempt, wall_now());
+                    s.hooks_.store_state(fault.run, RunState::recovering, fault.attempt, wall_now());
                     s.event(fault.run, "PLACEMENT", "no local capacity for attempt " + std::to_string(to) + others + "; decision " + id +
                             " goes to broker " + peer, json::serialize(ev), wall_now());
                 });
@@ -342,7 +345,7 @@ struct Service::Requeue {
             auto it = runs.find(fault.run);
             if (it != runs.end() && runs.set_state(fault.run, it->second, RunState::recovering)) it->second.recover_to = to;
         }
-        s.forwarder_.wake();
+        s.hooks_.forward_now();
     }
 
     void not_carried(std::string &words, const std::string &what) {
@@ -421,7 +424,7 @@ struct Service::Requeue {
     }
 };
 
-void Service::requeue(const Fault &fault, int tries, bool local_only) {
+void Requeues::requeue(const Fault &fault, int tries, bool local_only) {
     std::string policy, manifest, owner, ckpt_every;
     long long owner_uid = -1;
     {
@@ -440,7 +443,7 @@ void Service::requeue(const Fault &fault, int tries, bool local_only) {
     });
 }
 
-void Service::check_recovered(const std::string &run, long long attempt, double now) {
+void Requeues::check_recovered(const std::string &run, long long attempt, double now) {
     long long need = 0;
     {
         auto runs = runs_.read();
@@ -463,7 +466,7 @@ void Service::check_recovered(const std::string &run, long long attempt, double 
     on_store([this, run, attempt, up, now] {
         try {
             transact([&] {
-                store_state(run, RunState::running, attempt, now);
+                hooks_.store_state(run, RunState::running, attempt, now);
                 store_->set_recovering(run, 0, 0);
                 event(run, "RECOVERED", "attempt " + std::to_string(attempt) + " heartbeats from all " + std::to_string(up) + " node(s)",
                       json::serialize(json::object{{"attempt", attempt}, {"nodes", up}}), now);

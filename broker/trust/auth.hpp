@@ -34,7 +34,7 @@ struct ConnCache {
     unsigned long long run_generation = 0;
     long long run_policy = 0;   // the checkpoint policy version its agent had then
     // The worker (NODE/STEP) of the run and attempt above that this
-    // connection last reported as, admitted then (detector/admission.cpp).
+    // connection last reported as, admitted then (service_admission.cpp).
     std::string worker;
 };
 

@@ -1,4 +1,4 @@
-// The route table (broker/api/routes.cpp): its matcher, the methods a path
+// The route table (broker/service_routes.cpp): its matcher, the methods a path
 // takes (405's Allow), and doc/broker-openapi.json against it: every served
 // (method, pattern) is documented, and nothing else is.
 #include <doctest/doctest.h>

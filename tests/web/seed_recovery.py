@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Writes, into a stopped broker's database, the rest of a run killed on
 beta and resumed on alpha: what the broker itself writes when Slurm is
-there (the FAULT of broker/detector/faults.cpp, the applied PLACEMENT and
+there (the FAULT of broker/service_faults.cpp, the applied PLACEMENT and
 RECOVERING of broker/recovery/requeue.cpp, the ATTEMPT of
-broker/detector/heartbeats.cpp, the RECOVERED of check_recovered), with the
+broker/service_heartbeats.cpp, the RECOVERED of check_recovered), with the
 same evidence keys, each event after the last one there. A standalone
 broker has no Slurm to submit attempt 2 with, so the test writes what it
 would have. Usage: seed_recovery.py DB RUN"""

@@ -120,7 +120,7 @@ std::optional<ApiResponse> Service::Beat::read() {
 }
 
 // A job's word on its node is Slurm's to confirm, once per worker
-// (detector/admission.cpp); a worker this connection reported as before,
+// (service_admission.cpp); a worker this connection reported as before,
 // or one the table knows, was admitted then. An admin's word is taken; a
 // job's of a cluster this broker does not run is held to its token's step
 // (no Slurm to ask). A heartbeat the run
@@ -388,13 +388,13 @@ void Service::heartbeats(const ApiRequest &req, const TokenEntry &who, const Rep
     // After the new attempt's own record, so that ATTEMPT precedes RECOVERED.
     const bool recovery = b.check_recovery && !b.batch;
     if (!b.durable()) {
-        if (recovery) check_recovered(b.run_key, b.attempt, now);
+        if (recovery) requeues_.check_recovered(b.run_key, b.attempt, now);
         b.judge();
         return reply(b.answer());
     }
     b.write();
     b.judge();
-    if (recovery) check_recovered(b.run_key, b.attempt, now);
+    if (recovery) requeues_.check_recovered(b.run_key, b.attempt, now);
 }
 
 }  // namespace shardnet::broker
