@@ -110,7 +110,8 @@ std::span<const Service::Route> Service::routes() {
         {{"GET", "/v1/runs/{id}/events", r_worker | r_user | r_peer | r_admin, ""},
          [](Service &s, const Call &c) {
              // ?follow=1: a stream of them (a handler kind: ApiResponse::stream).
-             if (const std::string f = query_param(c.query, "follow"); f == "1" || f == "true")
+             // (A HEAD asks for no body: it gets one page's header, as before.)
+             if (const std::string f = query_param(c.query, "follow"); (f == "1" || f == "true") && c.req.method == "GET")
                  return s.runs_api_.follow(c.p(0), c.query, c.req.last_event_id, c.who, c.reply);
              s.runs_api_.events(c.p(0), c.query, c.who, c.reply);
          }},

@@ -425,6 +425,10 @@ int cmd_ckpt(CliConfig &cfg, const Args &a) {
         for (const auto &c : page->as_array()) cps.push_back(c);
         const auto *next = r.body.as_object().if_contains("next");
         if (!next || !next->is_int64() || page->as_array().empty()) break;
+        // A broker's answer is not trusted to end: each page must move on,
+        // and a run has at most a million seals here.
+        if (next->as_int64() <= std::stoll(after) || cps.size() > 1000000)
+            return fail(broker_error, "ckpt: the broker's pages do not move on (next " + std::to_string(next->as_int64()) + " after " + after + ")");
         after = std::to_string(next->as_int64());
     }
     if (a.pos[0] == "ls") {

@@ -254,8 +254,9 @@ private:
         HttpRequest req;
         req.method = "GET";
         // Its unsealed ones are among the newest (each is given up after
-        // kSealTries heartbeats): not the run's whole history each time.
-        req.url = cfg_.url + "/v1/runs/" + cfg_.run + "/checkpoints?newest=" + std::to_string(2 * kSealTries + 4);
+        // kSealTries heartbeats; a page holds 1000 seals, more than a run
+        // seals between two heartbeats): not the run's whole history each time.
+        req.url = cfg_.url + "/v1/runs/" + cfg_.run + "/checkpoints?newest=1000";
         req.bearer = cfg_.token;
         req.ca_file = cfg_.ca_file;
         req.timeout_ms = timeout_ms;

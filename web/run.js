@@ -105,6 +105,8 @@ export function render(id) {
       const page = await get(`${path}/checkpoints?after=${after}`);
       out.push(...page.checkpoints);
       if (page.next === null || page.next === undefined || page.checkpoints.length === 0) return out;
+      // Each page must move on (a broker's answer is not trusted to end).
+      if (!Number.isInteger(page.next) || page.next <= after || out.length > 1000000) throw new Error(`checkpoint pages do not move on (next ${page.next} after ${after})`);
       after = page.next;
     }
   };

@@ -16,8 +16,8 @@ namespace json = boost::json;
 using namespace detail;
 
 Core::Core(const BrokerConfig &cfg, std::unique_ptr<Store> store, std::unique_ptr<Slurm> slurm, std::shared_ptr<PeerLink> peers)
-    : cfg_(cfg), store_(std::move(store)), slurm_(std::move(slurm)), peers_(std::move(peers)),
-      workers_(cfg.detector_misses, cfg.stall_seconds) {}
+    : cfg_(cfg), store_(std::move(store)), workers_(cfg.detector_misses, cfg.stall_seconds), slurm_(std::move(slurm)),
+      peers_(std::move(peers)) {}
 
 double wall_now() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

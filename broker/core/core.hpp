@@ -84,15 +84,18 @@ public:
 
     BrokerConfig cfg_;
     std::unique_ptr<Store> store_;
+    // Declared before the threads, so destroyed after them: work a thread
+    // pool still held (posted after it was joined) is dropped while these
+    // are alive (a judgment's flag reaches the registry as it goes).
+    RunRegistry runs_;   // every run's record, behind its lock (runs/registry.hpp)
+    WorkerTable workers_;   // every worker's soft state and deadline (workers/workers.hpp)
+    JobAllocations allocations_;   // Slurm's nodes and task count of the jobs that report
     boost::asio::thread_pool store_thread_{1};
     std::atomic<int> store_jobs_{0};   // posted to store_thread_ and not yet ended
     boost::asio::thread_pool slurm_thread_{1};
     boost::asio::thread_pool query_pool_{2};   // capacity searches (Slurm and peers)
     std::unique_ptr<Slurm> slurm_;
     std::shared_ptr<PeerLink> peers_;
-    RunRegistry runs_;   // every run's record, behind its lock (runs/registry.hpp)
-    WorkerTable workers_;   // every worker's soft state and deadline (workers/workers.hpp)
-    JobAllocations allocations_;   // Slurm's nodes and task count of the jobs that report
 
 private:
     std::vector<EventRow> pending_events_;   // store thread only

@@ -125,6 +125,10 @@ bool WorkerTable::beat(std::string_view run, std::string_view node, long long at
             w.progress_time = w.step_time = now;
         }
         if (checkpointing) w.progress_time = now;  // writing a checkpoint is progress, not a hang
+        // Retired after its silence was judged no failure (its job ended or
+        // ending in Slurm), and reporting again for the same attempt: Slurm
+        // started the job again (its own requeue). Watched again, as new.
+        if (w.ended && w.faulted && !ended) w.faulted = false;
         w.ended = ended;
         w.suspected = false;
         w.hold_until = 0;

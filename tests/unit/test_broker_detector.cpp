@@ -18,6 +18,19 @@ TEST_CASE("a worker that stops heartbeating faults after interval x misses, once
     CHECK(t.expire(200).size() == 1);  // n2 stopped too, later; n1 not again
 }
 
+TEST_CASE("a worker retired after a silence that was no failure is watched again when its job runs again (Slurm's own requeue)") {
+    WorkerTable t(3, 600);
+    t.beat("r", "n1/0", 1, 1, 1, 5, false, 100.0);
+    REQUIRE(t.expire(104).size() == 1);   // silent: faulted, and asked of Slurm
+    t.retire("r", "n1/0");                // Slurm: the job is ending (no failure); kept faulted
+    CHECK(t.expire(200).empty());
+    t.beat("r", "n1/0", 1, 1, 1, 1, false, 300.0);   // Slurm started it again: the same attempt, step 0 again
+    CHECK(t.expire(302).empty());
+    auto f = t.expire(304.5);   // watched again: its next silence is a fault
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].node == "n1/0");
+}
+
 TEST_CASE("a worker whose step stops advancing faults as stalled") {
     WorkerTable t(3, 10);
     for (int s = 0; s < 30; ++s) t.beat("r", "n1", 1, 1, 1, 7, false, 100.0 + s);  // alive, step stuck at 7
