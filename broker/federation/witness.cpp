@@ -47,6 +47,10 @@ std::string read_keys(const HttpResponse &r, std::vector<SigningKey> &keys, rece
             if (!until->is_string() || !receipt::is_utc_time(until->as_string()))
                 return "GET /v1/keys: keys[].valid_until: expected RFC 3339 UTC or null";
             retired[key.keyid()] = std::string(until->as_string());
+        } else if (const json::value *status = k.as_object().if_contains("status"); status && *status == "retired") {
+            // Retired having signed no receipt there (no last use to date it):
+            // valid for no head at all.
+            retired[key.keyid()] = "1970-01-01T00:00:00Z";
         }
         keys.push_back(std::move(key));
     }

@@ -133,6 +133,15 @@ TEST_CASE("a head signed by a key the peer retired before the head's time is not
           WitnessCheck::Kind::ok);
     CHECK(check_peer_head(five.head(k), keys_of({k}, "yesterday"), std::nullopt, proofs_of(five)).why ==
           "GET /v1/keys: keys[].valid_until: expected RFC 3339 UTC or null");
+    // Retired without a valid_until (it signed no receipt there): valid for no head.
+    HttpResponse retired = keys_of({k});
+    json::value v = json::parse(retired.body);
+    v.at("keys").as_array()[0].as_object()["status"] = "retired";
+    retired.body = json::serialize(v);
+    CHECK(check_peer_head(five.head(k), retired, std::nullopt, proofs_of(five)).kind == WitnessCheck::Kind::unreadable);
+    v.at("keys").as_array()[0].as_object()["status"] = "current";
+    retired.body = json::serialize(v);
+    CHECK(check_peer_head(five.head(k), retired, std::nullopt, proofs_of(five)).kind == WitnessCheck::Kind::ok);
 }
 
 TEST_CASE("a broker witnesses its peer: GET /v1/witness shows the head; a fork is kept as evidence beside the head, and counted") {
