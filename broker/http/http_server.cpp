@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include "broker/http/request_parser.hpp"
+#include "broker/http/sse_stream.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -13,8 +14,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <deque>
-#include <malloc.h>
 #include <optional>
 #include <thread>
 
@@ -52,17 +51,6 @@ void fail(const beast::error_code &ec, const char *what) {
 constexpr auto kLingerTime = std::chrono::milliseconds(2000);
 constexpr std::size_t kLingerBytes = 8u << 20;
 
-// Freed memory goes back to the system once event streams that held much
-// of it have gone (glibc keeps freed heap otherwise), at most every 100 ms.
-void trim_after_stream(std::size_t peak) {
-    static std::atomic<long long> last{0};
-    if (peak < (256u << 10)) return;
-    const long long now = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
-    long long seen = last.load(std::memory_order_relaxed);
-    if (now - seen < 100 || !last.compare_exchange_strong(seen, now)) return;
-    malloc_trim(0);
-}
-
 template <class Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>>, public HeaderWait, public SlowWrite {
 public:
@@ -73,7 +61,6 @@ public:
         counts_.done(this);
         counts_.writing.remove(this);
         --counts_.open;
-        if (sink_) trim_after_stream(peak_queued_);
     }
 
     // Over max_connections, a new connection takes this one's place: it has
@@ -344,108 +331,19 @@ private:
         if (r.status != 204 && r.status != 304 && !head_) out_ += r.body;
     }
 
-    // Server-Sent Events: the response stays open; the service pushes events.
-    // Each holds at most sse_buffer_bytes queued (beyond what the socket
-    // took); the backlog comes a page (a quarter of that) at a time, the next
-    // one asked for when the last is written, so a reader that does not keep
-    // up with live events is dropped, and one that reads slowly is not.
-    void start_stream(std::function<void(std::shared_ptr<EventSink>)> start) {
+    // An answer of the stream kind: the connection becomes an event stream
+    // (http/sse_stream.hpp) until either side ends it.
+    void start_stream(std::function<void(std::shared_ptr<EventSink>)> begin) {
         deadline_ = Clock::time_point::max();  // a stream stays open: its keep-alives find a gone client
-        auto sink = std::make_shared<EventSink>();
-        sink->page_bytes = std::max<std::size_t>(1, srv_.limits.sse_buffer_bytes / 4);
-        std::weak_ptr<Session> weak = this->shared_from_this();
-        sink->push = [weak](std::string msg) {
-            if (auto self = weak.lock())
-                asio::post(self->stream_.get_executor(), [self, msg = std::move(msg)]() mutable { self->stream_write(std::move(msg)); });
-        };
-        sink->more = [weak](std::function<void()> next) {
-            if (auto self = weak.lock())
-                asio::post(self->stream_.get_executor(), [self, next = std::move(next)]() mutable {
-                    if (!self->sink_ || !self->sink_->open) return;
-                    if (self->queue_.empty()) return next();
-                    self->more_ = std::move(next);
-                });
-        };
-        --counts_.busy;  // a stream never holds up a drain
-        // The run, for the log line of a dropped stream (/v1/runs/{id}/events).
-        run_ = request_.target.substr(0, request_.target.find('?'));
-        if (run_.size() > 16) run_ = run_.substr(9, run_.size() - 16);
-        for (char &c : run_)
-            if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-        sink_ = sink;
-        stream_write("HTTP/1.1 200 OK\r\nServer: shardnet-broker\r\nContent-Type: text/event-stream\r\n"
-                     "Cache-Control: no-cache\r\nConnection: close\r\n\r\n");
-        // Reading on tells us when the client goes away.
-        stream_.async_read_some(asio::buffer(scrap_), [self = this->shared_from_this()](beast::error_code, std::size_t) {
-            self->sink_->open = false;
-            self->keepalive_.cancel();
-            self->close();
+        --counts_.busy;                        // a stream never holds up a drain
+        using Sse = SseStream<Stream>;
+        sse_ = std::make_unique<Sse>(stream_, srv_.limits, [this](typename Sse::End end) {
+            if (end == Sse::End::close) return close();
+            beast::error_code ignored;
+            beast::get_lowest_layer(stream_).close(ignored);
+            timer_.cancel();
         });
-        keep_alive();
-        start(sink);
-    }
-
-    // A comment line on an idle stream keeps proxies and load balancers from
-    // timing it out, and finds a vanished client.
-    void keep_alive() {
-        keepalive_.expires_after(std::chrono::milliseconds(srv_.limits.sse_keepalive_ms));
-        keepalive_.async_wait([self = this->shared_from_this()](beast::error_code ec) {
-            if (ec || !self->sink_->open) return;
-            // A reader that took nothing for kStallTicks keep-alive periods
-            // while we held events for it (a backlog page, say) is dropped too.
-            if (self->queue_.empty()) self->stream_write(": keep-alive\n\n");
-            else if (self->writes_ == self->writes_at_tick_) {
-                if (++self->stalls_ >= kStallTicks) return self->drop_slow(0, "no progress");
-            } else self->stalls_ = 0;
-            self->writes_at_tick_ = self->writes_;
-            self->keep_alive();
-        });
-    }
-
-    void stream_write(std::string msg) {
-        if (!sink_ || !sink_->open) return;
-        // One message is always taken (an event can be large); past that, a
-        // full queue means the reader does not keep up.
-        if (queued_ > 0 && queued_ + msg.size() > srv_.limits.sse_buffer_bytes) return drop_slow(msg.size(), "buffer full");
-        queued_ += msg.size();
-        peak_queued_ = std::max(peak_queued_, queued_);
-        queue_.push_back(std::move(msg));
-        if (queue_.size() == 1) write_next();
-    }
-
-    void write_next() {
-        asio::async_write(stream_, asio::buffer(queue_.front()), [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
-            const std::string &done = self->queue_.front();
-            if (!ec && done.compare(0, 4, "id: ") == 0) self->delivered_ = std::strtoll(done.c_str() + 4, nullptr, 10);
-            self->queued_ -= done.size();
-            ++self->writes_;
-            self->queue_.pop_front();
-            if (ec) { self->sink_->open = false; return self->close(); }
-            if (!self->queue_.empty()) return self->write_next();
-            if (self->more_) {   // the next page of the backlog
-                auto next = std::move(self->more_);
-                self->more_ = nullptr;
-                next();
-            }
-        });
-    }
-
-    // A reader too slow for its stream: said once, its queue freed, its
-    // socket closed. It resumes with Last-Event-ID (or ?after=).
-    void drop_slow(std::size_t next, const char *why) {
-        sink_->open = false;
-        log_json("warn", "slow event stream dropped",
-                 boost::json::object{{"run", run_}, {"last_event_id", delivered_}, {"why", why}, {"buffered_bytes", queued_ + next},
-                                     {"limit", srv_.limits.sse_buffer_bytes}, {"resume", "Last-Event-ID: " + std::to_string(delivered_)}});
-        while (queue_.size() > 1) {   // the front is being written
-            queued_ -= queue_.back().size();
-            queue_.pop_back();
-        }
-        more_ = nullptr;
-        keepalive_.cancel();
-        beast::error_code ignored;
-        beast::get_lowest_layer(stream_).close(ignored);
-        timer_.cancel();
+        sse_->start(request_.target, this->shared_from_this(), std::move(begin));
     }
 
     void close() {
@@ -493,24 +391,12 @@ private:
     Clock::time_point deadline_{};
     bool timer_armed_ = false;
     std::string out_;
-    std::shared_ptr<EventSink> sink_;
-    std::deque<std::string> queue_;
-    asio::steady_timer keepalive_{stream_.get_executor()};
-    char scrap_[512];
+    std::unique_ptr<SseStream<Stream>> sse_;   // once the connection is an event stream
     ConnCache conn_cache_;
     bool in_handle_ = false;
     bool continue_sent_ = false;   // this request's 100 Continue
     bool linger_ = false;          // refused: a lingering close after the answer
     std::size_t lingered_ = 0;
-    // Event streams: bytes queued, the most ever, the last event id written,
-    // the run followed, and the call for the next page of the backlog.
-    std::size_t queued_ = 0, peak_queued_ = 0;
-    long long delivered_ = 0;
-    std::string run_;
-    std::function<void()> more_;
-    unsigned long long writes_ = 0, writes_at_tick_ = 0;   // messages written, and as of the last keep-alive tick
-    int stalls_ = 0;
-    static constexpr int kStallTicks = 4;
     bool head_ = false;   // the request in hand is a HEAD: its answer has no body
     bool keep_ = true;
     unsigned version_ = 11;
