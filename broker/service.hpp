@@ -45,6 +45,7 @@
 #include "broker/slurm/slurm.hpp"
 #include "broker/inventory/inventory_module.hpp"
 #include "broker/recovery/restarts_module.hpp"
+#include "broker/detector/stragglers.hpp"
 #include "broker/recovery/attempts.hpp"
 #include "broker/recovery/requeues.hpp"
 #include "broker/runs/registry.hpp"
@@ -152,6 +153,7 @@ private:
     Verdicts verdicts_;   // a job's end judged: a dead node's FAULT, FAILED, Slurm's own end (detector/verdicts.hpp)
     Requeues requeues_;   // requeue-on-failure and RECOVERED (recovery/requeues.hpp)
     Restarts restarts_;   // in-job restarts: reports, held FAULTs, spares (recovery/restarts_module.hpp)
+    Stragglers stragglers_;   // STRAGGLER events from step rates (detector/stragglers.hpp)
     StaleJobs stale_jobs_;   // fenced attempts' jobs cancelled (federation/stale_jobs.hpp)
     Inbox inbox_;   // decisions from peers, POST /v1/decisions (federation/inbox.hpp)
     Forwarder forwarder_;   // decisions sent to peers, on its own thread (federation/forwarder.hpp)

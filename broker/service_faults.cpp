@@ -30,6 +30,7 @@ void Service::tick(double now) {
         confirm(std::move(fault), now);
     }
     run_retries(now);
+    stragglers_.tick(now);
     auth_.load(std::memory_order_acquire)->sweep(now);
     restarts_.prune(now);
 }

@@ -97,6 +97,10 @@ struct BrokerConfig {
     double rate_burst = 200000;
     int detector_misses = 3;
     int stall_seconds = 600;
+    // Stragglers (detector/straggler_watch.hpp): a node under fraction x its
+    // step's median step rate for `windows` windows of window_seconds (0: off).
+    double straggler_fraction = 0.5;
+    int straggler_window_seconds = 60, straggler_windows = 2;
     int summary_seconds = 10;          // soft state to the store every N s
     // A node the detector saw down (slurmd unreachable, Slurm says down) is
     // offered to no placement for this long: Slurm may list a dead node as

@@ -76,7 +76,7 @@ std::string parse_detector(Ctx &c, const json::value *v, BrokerConfig &cfg) {
     if (!v->is_object()) return "detector: expected an object";
     const auto &d = v->as_object();
     if (!only_keys(c, "detector", d, {"misses", "stall_seconds", "summary_seconds", "quarantine_seconds", "drain_bad_nodes", "drain_faults",
-                                      "drain_window_seconds"}))
+                                      "drain_window_seconds", "straggler_fraction", "straggler_window_seconds", "straggler_windows"}))
         return c.err;
     if (auto *x = d.if_contains("drain_bad_nodes")) {
         if (!x->is_bool()) return "detector.drain_bad_nodes: expected true or false";
@@ -96,6 +96,17 @@ std::string parse_detector(Ctx &c, const json::value *v, BrokerConfig &cfg) {
     }
     if (auto *x = d.if_contains("misses")) { if (!get_int(c, "detector.misses", *x, 1, 100, n)) return c.err; cfg.detector_misses = int(n); }
     if (auto *x = d.if_contains("stall_seconds")) { if (!get_int(c, "detector.stall_seconds", *x, 1, 86400 * 7, n)) return c.err; cfg.stall_seconds = int(n); }
+    if (auto *x = d.if_contains("straggler_fraction")) {
+        if (!get_num(c, "detector.straggler_fraction", *x, 0, 1, cfg.straggler_fraction)) return c.err;
+    }
+    if (auto *x = d.if_contains("straggler_window_seconds")) {
+        if (!get_int(c, "detector.straggler_window_seconds", *x, 1, 86400, n)) return c.err;
+        cfg.straggler_window_seconds = int(n);
+    }
+    if (auto *x = d.if_contains("straggler_windows")) {
+        if (!get_int(c, "detector.straggler_windows", *x, 1, 100, n)) return c.err;
+        cfg.straggler_windows = int(n);
+    }
     if (auto *x = d.if_contains("summary_seconds")) { if (!get_int(c, "detector.summary_seconds", *x, 1, 3600, n)) return c.err; cfg.summary_seconds = int(n); }
     return "";
 }

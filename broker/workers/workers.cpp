@@ -124,7 +124,7 @@ bool WorkerTable::beat(std::string_view run, std::string_view node, long long at
             w.step = *step;
             w.progress_time = w.step_time = now;
         }
-        if (checkpointing) w.progress_time = now;  // writing a checkpoint is progress, not a hang
+        if (checkpointing) w.progress_time = w.ckpt_time = now;  // writing a checkpoint is progress, not a hang
         // Retired after its silence was judged no failure (its job ended or
         // ending in Slurm), and reporting again for the same attempt: Slurm
         // started the job again (its own requeue). Watched again, as new.

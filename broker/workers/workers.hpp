@@ -27,6 +27,7 @@ struct WorkerState {
     double step_time = 0;       // when it was first reported (checkpoint writes aside)
     long long first_step = -1;  // the first step this worker reported, and when:
     double first_step_time = 0; // the step time, and a recovery's first new step
+    double ckpt_time = 0;       // when a rank last said it was writing a checkpoint
     bool ended = false;
     bool faulted = false;
     long long slot = 0;         // wheel second this worker is filed under; 0: not filed

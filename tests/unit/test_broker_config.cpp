@@ -51,6 +51,20 @@ TEST_CASE("limits.sse_buffer_bytes: taken, and bounded") {
     CHECK(parse_broker_config(with(R"(, "detector": {"drain_bad_nodes": "yes"})"), c) == "detector.drain_bad_nodes: expected true or false");
 }
 
+TEST_CASE("detector.straggler_*: defaults, taken, and bounded") {
+    BrokerConfig c;
+    CHECK(c.straggler_fraction == 0.5);
+    CHECK(c.straggler_window_seconds == 60);
+    CHECK(c.straggler_windows == 2);
+    CHECK(parse_broker_config(with(R"(, "detector": {"straggler_fraction": 0.3, "straggler_window_seconds": 30, "straggler_windows": 3})"), c) == "");
+    CHECK(c.straggler_fraction == 0.3);
+    CHECK(c.straggler_window_seconds == 30);
+    CHECK(c.straggler_windows == 3);
+    CHECK(parse_broker_config(with(R"(, "detector": {"straggler_fraction": 1.5})"), c).find("detector.straggler_fraction: expected 0") == 0);
+    CHECK(parse_broker_config(with(R"(, "detector": {"straggler_window_seconds": 0})"), c) == "detector.straggler_window_seconds: expected 1..86400");
+    CHECK(parse_broker_config(with(R"(, "detector": {"straggler_windows": "2"})"), c) == "detector.straggler_windows: expected an integer");
+}
+
 TEST_CASE("config errors name the field") {
     BrokerConfig c;
     CHECK(parse_broker_config("{", c).find("not valid JSON") != std::string::npos);
