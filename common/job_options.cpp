@@ -21,6 +21,8 @@ constexpr OptSpec kSpecs[] = {
      "At the time limit: fail (default), or requeue from a checkpoint sealed after the pre-limit signal"},
     {"shardnet-spares", "SHARDNET_SPARES", "N",
      "Hold N of the job's nodes as spares for `shard launch` (needs --no-kill; ranks run on the others)"},
+    {"shardnet-straggler", "SHARDNET_STRAGGLER", "report|replace",
+     "A node the broker names a straggler: report it (default), or swap it for a spare at the next sealed checkpoint (shard launch)"},
 };
 }  // namespace
 
@@ -70,6 +72,9 @@ std::string check_option(Opt o, const std::string &v, const PlugstackConfig &cfg
     case Opt::spares:
         if (parse_int(v, 0, kMaxSpares)) return "";
         return "expected a number of spare nodes from 0 to " + std::to_string(kMaxSpares);
+    case Opt::straggler:
+        if (v == "report" || v == "replace") return "";
+        return "expected report or replace";
     case Opt::count: break;
     }
     return "unknown option";
@@ -97,6 +102,7 @@ std::string resolve_job_options(const JobOptionsRaw &raw, const PlugstackConfig 
         case Opt::fatal_exit: out.fatal_exit = *parse_fatal_exit(v); break;
         case Opt::on_timeout: out.requeue_timeout = v == "requeue"; break;
         case Opt::spares: out.spares = static_cast<int>(*parse_int(v, 0, kMaxSpares)); break;
+        case Opt::straggler: out.replace_stragglers = v == "replace"; break;
         case Opt::count: break;
         }
     }

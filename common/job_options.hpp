@@ -12,7 +12,7 @@ namespace shardnet {
 
 // Each user-facing option: its name without "--", the SHARDNET_* variable
 // that stands in for it when the command line does not give it, and help.
-enum class Opt { run, ckpt_dir, ckpt_every, heartbeat, resume, requeue, max_attempts, fatal_exit, on_timeout, spares, count };
+enum class Opt { run, ckpt_dir, ckpt_every, heartbeat, resume, requeue, max_attempts, fatal_exit, on_timeout, spares, straggler, count };
 struct OptSpec { const char *name; const char *env; const char *arginfo; const char *usage; };
 const OptSpec &opt_spec(Opt o);
 
@@ -40,6 +40,9 @@ struct JobOptions {
     // --shardnet-spares=N: nodes of the job held back for `shard launch`
     // to relaunch the step on when one dies (the world is nodes - N).
     int spares = 0;
+    // --shardnet-straggler=replace: `shard launch` swaps a node the broker
+    // names a straggler for a spare at the next sealed checkpoint.
+    bool replace_stragglers = false;
 };
 
 // The most spares a job may hold (a bound, not a recommendation).

@@ -26,8 +26,10 @@ namespace json = boost::json;
 namespace {
 
 constexpr const char *kUsage =
-    "usage: shard launch [--ntasks-per-node N] [--grace SECONDS] [--max-stalled-restarts N] -- CMD [ARGS...]\n"
-    "  run from a --shardnet batch script: CMD on the job's active nodes (srun), relaunched on a spare when a node dies\n";
+    "usage: shard launch [--ntasks-per-node N] [--grace SECONDS] [--max-stalled-restarts N] [--straggler report|replace] -- CMD [ARGS...]\n"
+    "  run from a --shardnet batch script: CMD on the job's active nodes (srun), relaunched on a spare when a node dies;\n"
+    "  --straggler replace (or --shardnet-straggler=replace): a node the broker names a straggler is swapped for a spare\n"
+    "  at the next sealed checkpoint\n";
 
 double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
@@ -63,11 +65,13 @@ struct Options {
     std::vector<std::string> cmd;
     long long tasks_per_node = 1, max_stalled = 1;
     double grace = 10;
+    bool replace_stragglers = false;
 };
 
 int parse(int argc, char **argv, Options &o) {
     const std::string tpn = env_or("SLURM_NTASKS_PER_NODE");
     if (auto n = parse_int(tpn, 1, 1024)) o.tasks_per_node = *n;
+    o.replace_stragglers = env_or("SHARDNET_STRAGGLER") == "replace";
     int i = 0;
     for (; i < argc; ++i) {
         const std::string a = argv[i];
@@ -78,6 +82,7 @@ int parse(int argc, char **argv, Options &o) {
         if (a == "--ntasks-per-node" && n && *n >= 1) o.tasks_per_node = *n;
         else if (a == "--grace" && n && *n <= 600) o.grace = double(*n);
         else if (a == "--max-stalled-restarts" && n && *n <= 1000) o.max_stalled = *n;
+        else if (a == "--straggler" && (v == "report" || v == "replace")) o.replace_stragglers = v == "replace";
         else return say(a + " " + v + ": unknown option or bad value\n" + kUsage), kLaunchUsage;
     }
     for (; i < argc; ++i) o.cmd.emplace_back(argv[i]);
@@ -94,6 +99,9 @@ struct Supervisor {
     Placement place;
     long long last_event = 0;
     std::string latest_seal;
+    // A straggler the broker named (--straggler replace): swapped for a
+    // spare once a checkpoint newer than seal_at_slow is sealed.
+    std::string slow, seal_at_slow;
     StormGuard storm;
     pid_t srun = -1;
     std::string step_name;
@@ -109,6 +117,8 @@ struct Supervisor {
     pid_t launch();
     void end_step();
     int give_up(const std::string &why, int code);
+    bool swap_due() const { return !slow.empty() && latest_seal != seal_at_slow && !place.spares.empty(); }
+    int relaunch(const std::vector<std::string> &out, bool straggler, double seen);
     bool wait_exit(int &code);
     void forward_signals();
 };
@@ -164,6 +174,15 @@ void Supervisor::read_events(std::vector<std::string> &dead) {
         if (e.is_object())
             if (const auto *id = e.as_object().if_contains("id"); id && id->is_int64()) last_event = std::max<long long>(last_event, id->as_int64());
         if (auto s = sealed_of(e); !s.empty()) latest_seal = s;
+        if (auto n = straggler_of(e, attempt); !n.empty() && slow.empty() &&
+            std::find(place.active.begin(), place.active.end(), n) != place.active.end()) {
+            if (!opt.replace_stragglers) say("the broker names node " + n + " a straggler (--straggler replace would swap it for a spare)");
+            else if (place.spares.empty()) say("the broker names node " + n + " a straggler; no spare to swap it for: it stays");
+            else {
+                slow = n, seal_at_slow = latest_seal;
+                say("the broker names node " + n + " a straggler: swapped for spare " + place.spares.front() + " at the next sealed checkpoint");
+            }
+        }
         const std::string d = dead_node_of(e, attempt);
         if (d.empty()) continue;
         if (std::find(place.spares.begin(), place.spares.end(), d) != place.spares.end()) {
@@ -290,6 +309,7 @@ int Supervisor::supervise() {
             }
             read_events(dead);
             if (!dead.empty() && !stop_signal) break;
+            if (exited_at == 0 && !stop_signal && swap_due()) break;
             // A program error is the broker's word (no node FAULT in the
             // grace time); while its events cannot be read the wait goes
             // on, three times the grace at most.
@@ -302,23 +322,46 @@ int Supervisor::supervise() {
             std::this_thread::sleep_for(std::chrono::milliseconds(250));
         }
         const double seen = now_s();
+        if (dead.empty()) {   // a straggler's swap, at the checkpoint sealed since it was named
+            say("checkpoint " + latest_seal + " sealed: swapping straggler " + slow + " for a spare");
+            const std::vector<std::string> out{slow};
+            slow.clear();
+            if (int rc = relaunch(out, true, seen); rc != 0) return rc;
+            continue;
+        }
         say("node " + joined(dead) + " died (the broker's FAULT, confirmed with Slurm)");
         if (auto why = storm.admit(latest_seal); !why.empty()) return give_up(why, kLaunchGaveUp);
-        std::vector<std::string> took;
-        auto next = replace(place, dead, took);
-        if (!next) return give_up("node " + joined(dead) + " died and no spare node is left", kLaunchGaveUp);
-        end_step();
-        place = *next;
-        ++restart;
-        if ((srun = launch()) < 0) return 1;
-        const double relaunch = now_s() - seen;
-        char secs[32];
-        std::snprintf(secs, sizeof secs, "%.2f", relaunch);
-        say("relaunched " + std::string(secs) + " s after the evidence, without " + joined(dead) + ", with " + joined(took));
-        post(json::object{{"kind", "restarted"}, {"restart", restart}, {"dead", json::array(dead.begin(), dead.end())},
-                          {"took", json::array(took.begin(), took.end())}, {"nodes", json::array(place.active.begin(), place.active.end())},
-                          {"spares", (long long)place.spares.size()}, {"relaunch_seconds", relaunch}});
+        if (std::find(dead.begin(), dead.end(), slow) == dead.end() && !slow.empty()) seal_at_slow = latest_seal;
+        else slow.clear();
+        if (int rc = relaunch(dead, false, seen); rc != 0) return rc;
     }
+}
+
+// The step again without `out` (dead nodes, or a straggler), spares in
+// their places, and the broker told (kind restarted, or swapped).
+int Supervisor::relaunch(const std::vector<std::string> &out, bool straggler, double seen) {
+    std::vector<std::string> took;
+    auto next = replace(place, out, took);
+    if (!next) return give_up("node " + joined(out) + " died and no spare node is left", kLaunchGaveUp);
+    // The step ended here: its agents may not live to say so (scancel ends them too).
+    const std::string old = step_named(job, step_name);
+    const std::string ended_step = old.find('.') == std::string::npos ? "" : old.substr(old.find('.') + 1);
+    end_step();
+    place = *next;
+    ++restart;
+    if ((srun = launch()) < 0) return 1;
+    const double relaunch = now_s() - seen;
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.2f", relaunch);
+    say("relaunched " + std::string(secs) + " s after the " + (straggler ? "seal" : "evidence") + ", without " + joined(out) + ", with " +
+        joined(took));
+    json::object body{{"kind", straggler ? "swapped" : "restarted"}, {"restart", restart},
+                      {"took", json::array(took.begin(), took.end())}, {"nodes", json::array(place.active.begin(), place.active.end())},
+                      {"spares", (long long)place.spares.size()}, {"relaunch_seconds", relaunch}};
+    body[straggler ? "slow" : "dead"] = json::array(out.begin(), out.end());
+    if (!ended_step.empty()) body["ended_step"] = ended_step;
+    post(std::move(body));
+    return 0;
 }
 
 }  // namespace

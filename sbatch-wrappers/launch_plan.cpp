@@ -45,21 +45,37 @@ std::optional<Placement> replace(const Placement &p, const std::vector<std::stri
     return out;
 }
 
-std::string dead_node_of(const json::value &event, long long attempt) {
+namespace {
+
+// The node an event of `kind` names for this attempt (evidence.node, a
+// worker NODE/STEP or a node), when `also` holds of its evidence; or "".
+template <class Also>
+std::string node_of_event(const json::value &event, const char *kind_wanted, long long attempt, Also also) {
     if (!event.is_object()) return "";
     const auto &o = event.as_object();
     const auto *kind = o.if_contains("kind");
     const auto *ev = o.if_contains("evidence");
-    if (!kind || !kind->is_string() || kind->as_string() != "FAULT" || !ev || !ev->is_object()) return "";
+    if (!kind || !kind->is_string() || kind->as_string() != kind_wanted || !ev || !ev->is_object()) return "";
     const auto &e = ev->as_object();
-    const auto *failure = e.if_contains("node_failure");
     const auto *att = e.if_contains("attempt");
     const auto *node = e.if_contains("node");
-    if (!failure || !failure->is_bool() || !failure->as_bool()) return "";
-    if (!att || !att->is_int64() || att->as_int64() != attempt || !node || !node->is_string()) return "";
+    if (!also(e) || !att || !att->is_int64() || att->as_int64() != attempt || !node || !node->is_string()) return "";
     std::string n(node->as_string());
     n = n.substr(0, n.find('/'));   // a worker: NODE/STEP
     return shardnet::is_safe_name(n, 128) ? n : "";
+}
+
+}  // namespace
+
+std::string dead_node_of(const json::value &event, long long attempt) {
+    return node_of_event(event, "FAULT", attempt, [](const json::object &e) {
+        const auto *failure = e.if_contains("node_failure");
+        return failure && failure->is_bool() && failure->as_bool();
+    });
+}
+
+std::string straggler_of(const json::value &event, long long attempt) {
+    return node_of_event(event, "STRAGGLER", attempt, [](const json::object &) { return true; });
 }
 
 std::string sealed_of(const json::value &event) {

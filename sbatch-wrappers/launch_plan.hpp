@@ -27,6 +27,9 @@ std::optional<Placement> replace(const Placement &p, const std::vector<std::stri
 // A broker event (GET /v1/runs/RUN/events), untrusted JSON: the node a
 // FAULT of this attempt says died (Slurm confirmed: node_failure), or "".
 std::string dead_node_of(const boost::json::value &event, long long attempt);
+// The node a STRAGGLER event of this attempt names (its steps slower than
+// its step's median, the broker's word: detector.straggler_*), or "".
+std::string straggler_of(const boost::json::value &event, long long attempt);
 // A SEALED event's checkpoint, or "".
 std::string sealed_of(const boost::json::value &event);
 

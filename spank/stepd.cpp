@@ -474,7 +474,9 @@ int user_init_step(spank_t sp) {
               set_env(sp, "SHARDNET_PRELIMIT_SIGNAL", g.cfg->prelimit_signal ? std::to_string(g.cfg->prelimit_signal) : "") &&
               set_env(sp, "SHARDNET_RESTART", std::to_string(g.restart)) &&
               // The nodes `shard launch` holds back (--shardnet-spares); "" none.
-              (g.job->spares == 0 || set_env(sp, "SHARDNET_SPARES", std::to_string(g.job->spares)));
+              (g.job->spares == 0 || set_env(sp, "SHARDNET_SPARES", std::to_string(g.job->spares))) &&
+              // What `shard launch` does with a straggler (--shardnet-straggler).
+              (!g.job->replace_stragglers || set_env(sp, "SHARDNET_STRAGGLER", "replace"));
     if (!ok) return refuse("cannot set the task environment");
     // torchrun's contract (torch_env.hpp): the rendezvous of an srun step,
     // the same on every node of it. The batch script is no rank: its srun

@@ -45,16 +45,21 @@ std::string read_restart_report(const std::string &body, RestartReport &out) {
     json::value v = json::parse(body, ec);
     if (ec || !v.is_object()) return "body is not a JSON object";
     const json::object &o = v.as_object();
-    if (JsonFields top(o, ""); !top.only({"kind", "attempt", "restart", "spares", "nodes", "dead", "took", "reason", "relaunch_seconds"}))
+    if (JsonFields top(o, ""); !top.only({"kind", "attempt", "restart", "spares", "nodes", "dead", "took", "slow", "reason", "relaunch_seconds", "ended_step"}))
         return top.error();
     detail::Fields f{o, {}, {}};
     if (!f.str("kind", out.kind) || !f.integer("attempt", 1, 1000000, out.attempt) || !f.integer("restart", 0, 1000000, out.restart, false) ||
-        !f.integer("spares", 0, 64, out.spares, false) || !f.str("reason", out.reason, false))
+        !f.integer("spares", 0, 64, out.spares, false) || !f.str("reason", out.reason, false) ||
+        !f.str("ended_step", out.ended_step, false))
         return f.err;
-    if (out.kind != "supervising" && out.kind != "restarted" && out.kind != "gave_up") return "kind: expected supervising, restarted or gave_up";
+    if (!out.ended_step.empty() && (out.ended_step.size() > 10 || out.ended_step.find_first_not_of("0123456789") != std::string::npos))
+        return "ended_step: a Slurm step id (1-10 digits)";
+    if (out.kind != "supervising" && out.kind != "restarted" && out.kind != "swapped" && out.kind != "gave_up")
+        return "kind: expected supervising, restarted, swapped or gave_up";
     if (out.reason.size() > 200 || has_control_chars(out.reason)) return "reason: at most 200 bytes, no control characters";
-    for (const char *k : {"nodes", "dead", "took"}) {
-        auto &list = std::string(k) == "nodes" ? out.nodes : std::string(k) == "dead" ? out.dead : out.took;
+    for (const char *k : {"nodes", "dead", "took", "slow"}) {
+        const std::string key = k;
+        auto &list = key == "nodes" ? out.nodes : key == "dead" ? out.dead : key == "took" ? out.took : out.slow;
         if (auto why = read_nodes(o, k, list); !why.empty()) return why;
     }
     if (const json::value *r = o.if_contains("relaunch_seconds")) {
@@ -63,6 +68,8 @@ std::string read_restart_report(const std::string &body, RestartReport &out) {
     }
     if (out.kind == "restarted" && (out.dead.empty() || out.took.empty() || out.nodes.empty() || out.restart < 1))
         return "a restart names its dead and new nodes, the step's nodes and its restart number (1 or more)";
+    if (out.kind == "swapped" && (out.slow.size() != 1 || out.took.size() != 1 || out.nodes.empty() || out.restart < 1 || !out.dead.empty()))
+        return "a swap names its one slow node (slow), the one that took its place, the step's nodes and its restart number (1 or more)";
     return "";
 }
 
@@ -127,7 +134,7 @@ void Restarts::restart_report(const std::string &id, const ApiRequest &req, cons
         std::string why;
         const auto nodes = job_nodes(cluster, job, why);
         if (!nodes) return reply(error_response(503, "slurm_unavailable", "the job's nodes could not be read from Slurm (" + why + "); report again"));
-        for (const auto *list : {&rep.nodes, &rep.took})
+        for (const auto *list : {&rep.nodes, &rep.took, &rep.slow})
             for (const auto &n : *list)
                 if (!nodes->count(n) && std::find(rep.dead.begin(), rep.dead.end(), n) == rep.dead.end())
                     return reply(error_response(403, "not_this_job", "node " + n + " is not one of job " + cluster + "/" + std::to_string(job) +
@@ -135,6 +142,28 @@ void Restarts::restart_report(const std::string &id, const ApiRequest &req, cons
         apply(reply);
     });
 }
+
+namespace {
+
+// Whether the run's events hold a STRAGGLER of the attempt naming node.
+bool straggler_named(Store &store, const std::string &run, long long attempt, const std::string &node) {
+    for (long long after = 0;;) {
+        auto page = store.list_events(run, after, 1000);
+        for (const auto &e : page) {
+            after = e.id;
+            if (e.kind != "STRAGGLER") continue;
+            json::error_code ec;
+            auto v = json::parse(e.evidence, ec);
+            if (ec || !v.is_object()) continue;
+            const auto *a = v.as_object().if_contains("attempt");
+            const auto *n = v.as_object().if_contains("node");
+            if (a && a->is_int64() && a->as_int64() == attempt && n && n->is_string() && n->as_string() == node) return true;
+        }
+        if (page.size() < 1000) return false;
+    }
+}
+
+}  // namespace
 
 void Restarts::apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply) {
     std::optional<Fault> held;
@@ -151,7 +180,8 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
         }
         s.spares = rep.spares;
         if (rep.kind != "gave_up" && !rep.nodes.empty()) s.nodes = rep.nodes;
-        if (rep.kind == "restarted" && rep.restart <= s.restarts)   // sent again (its answer lost): taken once
+        const bool relaunched = rep.kind == "restarted" || rep.kind == "swapped";
+        if (relaunched && rep.restart <= s.restarts)   // sent again (its answer lost): taken once
             return reply(ok_json(200, json::object{{"kind", "RESTARTED"}, {"already_reported", true}}));
         if (rep.kind == "restarted") {
             // A relaunch answers a FAULT the broker holds for it; the names
@@ -166,13 +196,20 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
                                             node_of_worker(s.held->node) + "'s, not " + rep.dead.front() + "'s", "dead"));
             ++s.restarts;
         }
-        if (rep.kind != "supervising") { held = s.held; held_at = s.held_at; s.held.reset(); }
+        if (rep.kind == "swapped") ++s.restarts;   // the STRAGGLER event it answers is checked in the store, below
+        if (rep.kind != "supervising" && rep.kind != "swapped") { held = s.held; held_at = s.held_at; s.held.reset(); }
         if (rep.kind == "gave_up") in_job_.by_run.erase(id);
     }
-    if (rep.kind == "restarted")
-        for (const auto &[key, w] : workers_.of_run(id, true))
-            if (w.attempt == rep.attempt && std::find(rep.dead.begin(), rep.dead.end(), node_of_worker(key)) != rep.dead.end())
-                workers_.retire(id, key);   // its silence is the fault already handled, not a new one
+    if (rep.kind == "restarted" || rep.kind == "swapped")
+        for (const auto &[key, w] : workers_.of_run(id, true)) {
+            if (w.attempt != rep.attempt) continue;
+            // A dead node's silence is the fault already handled, not a new
+            // one; the ended step's workers are done (cancelled with it).
+            const bool dead = std::find(rep.dead.begin(), rep.dead.end(), node_of_worker(key)) != rep.dead.end();
+            const bool ended = !rep.ended_step.empty() && key.size() > rep.ended_step.size() + 1 &&
+                               key.ends_with("/" + rep.ended_step) && !is_batch_worker(key);
+            if (dead || ended) workers_.retire(id, key);
+        }
     json::object ev{{"attempt", rep.attempt}, {"spares", rep.spares}};
     std::string kind, cause;
     if (rep.kind == "supervising") {
@@ -186,6 +223,12 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
         if (rep.relaunch_seconds >= 0) ev["relaunch_seconds"] = rep.relaunch_seconds;
         cause = "in-job restart " + std::to_string(rep.restart) + ": node " + rep.dead.front() + " left out, " + rep.took.front() +
                 " took its place (the job's supervisor says so)";
+    } else if (rep.kind == "swapped") {
+        kind = "RESTARTED";
+        ev["restart"] = rep.restart, ev["straggler"] = rep.slow.front(), ev["took"] = names(rep.took), ev["nodes"] = names(rep.nodes);
+        if (rep.relaunch_seconds >= 0) ev["relaunch_seconds"] = rep.relaunch_seconds;
+        cause = "in-job restart " + std::to_string(rep.restart) + ": straggler node " + rep.slow.front() + " swapped out at a sealed checkpoint, " +
+                rep.took.front() + " took its place (the job's supervisor says so)";
     } else {
         kind = "RESTART_GAVE_UP";
         ev["reason"] = rep.reason;
@@ -193,6 +236,13 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
     }
     on_store(reply, [this, id, rep, kind, cause, ev = json::serialize(ev), held, held_at, now](const Reply &reply) {
         bool back = false;
+        // A swap answers the broker's own word: a STRAGGLER event of the
+        // attempt naming that node (not the job's say-so).
+        if (rep.kind == "swapped" && !straggler_named(*store_, id, rep.attempt, rep.slow.front())) {
+            uncount_restart(id, rep.attempt);
+            return reply(error_response(409, "not_a_straggler", "no STRAGGLER event of attempt " + std::to_string(rep.attempt) + " of run " + id +
+                                        " names node " + rep.slow.front(), "slow"));
+        }
         try {
             transact([&] {
                 back = rep.kind == "restarted" && held && run_state_is(id, rep.attempt, RunState::degraded);
@@ -204,14 +254,10 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
             // requeues it), and a supervisor that gave up gets its requeue.
             if (held && rep.kind == "gave_up") hooks_.requeue(*held, 0, false);
             else if (held) rehold(id, *held, held_at);
-            if (rep.kind == "restarted") {   // not taken: the same report sent again counts
-                std::lock_guard<std::mutex> lock(in_job_.mu);
-                if (auto it = in_job_.by_run.find(id); it != in_job_.by_run.end() && it->second.attempt == rep.attempt && it->second.restarts > 0)
-                    --it->second.restarts;
-            }
+            if (rep.kind == "restarted" || rep.kind == "swapped") uncount_restart(id, rep.attempt);   // not taken: the same report sent again counts
             return reply(store_error_response(e));
         }
-        if (rep.kind == "restarted") {
+        if (rep.kind == "restarted" || rep.kind == "swapped") {
             auto runs = runs_.write();
             if (auto it = runs.find(id); it != runs.end() && it->second.attempt == rep.attempt) {
                 // The relaunched step starts over: the old step's ranks'
@@ -225,6 +271,12 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
         // Given up with a FAULT held: the requeue it waited for, now.
         if (rep.kind == "gave_up" && held) hooks_.requeue(*held, 0, false);
     });
+}
+
+void Restarts::uncount_restart(const std::string &run, long long attempt) {
+    std::lock_guard<std::mutex> lock(in_job_.mu);
+    if (auto it = in_job_.by_run.find(run); it != in_job_.by_run.end() && it->second.attempt == attempt && it->second.restarts > 0)
+        --it->second.restarts;
 }
 
 bool Restarts::is_spare(const std::string &run, long long attempt, const std::string &node) {
@@ -276,7 +328,7 @@ Supervision supervision_of(Store &store, const std::string &run, long long attem
         auto page = store.list_events(run, after, 1000);
         for (const auto &e : page) {
             after = e.id;
-            if (s.fault_node && e.kind != "SEALED" && e.kind != "FAULT") s.acted = true;
+            if (s.fault_node && e.kind != "SEALED" && e.kind != "FAULT" && e.kind != "STRAGGLER") s.acted = true;
             if (e.kind != "SUPERVISED" && e.kind != "RESTART_GAVE_UP" && e.kind != "FAULT") continue;
             json::error_code ec;
             auto v = json::parse(e.evidence, ec);

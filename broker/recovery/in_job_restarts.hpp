@@ -5,7 +5,9 @@
 // supervises an attempt, that it relaunched it, or that it gave up. While
 // it supervises, an attempt's node FAULT holds the requeue for a bounded
 // time (the supervisor's relaunch, or its giving up, takes a second); a relaunch brings the run
-// back to RUNNING with a RESTARTED event, and giving up, or a hold that
+// back to RUNNING with a RESTARTED event (so does a straggler's swap, which
+// holds nothing: the node a STRAGGLER event named leaves the step at a
+// sealed checkpoint, a spare takes its place), and giving up, or a hold that
 // passed, requeues as before (tier 1). Everything a supervisor says is the
 // job's word: it may hold its own run's requeue for a while, nothing else.
 // Kept in memory; a broker restarted while a FAULT is held holds it again
@@ -56,9 +58,14 @@ struct InJobRestarts {
 // A restart report, read strictly: "" and out filled, or what is wrong
 // naming the field.
 struct RestartReport {
-    std::string kind;   // supervising, restarted, gave_up
+    // supervising, restarted (after a node's death), swapped (a straggler
+    // the broker named left out at a sealed checkpoint), gave_up
+    std::string kind;
     long long attempt = 0, restart = 0, spares = 0;
-    std::vector<std::string> nodes, dead, took;
+    std::vector<std::string> nodes, dead, took, slow;
+    // The Slurm step the relaunch ended (its id, "0"): its workers on every
+    // node are done, not silent (a cancelled step's agents may not say so).
+    std::string ended_step;
     std::string reason;
     double relaunch_seconds = -1;   // the supervisor's own measure: evidence seen -> new step started
 };

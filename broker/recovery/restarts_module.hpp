@@ -37,6 +37,8 @@ public:
 private:
     void apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply);
     bool run_state_is(const std::string &run, long long attempt, RunState state);
+    // A relaunch report not taken: the same one sent again counts.
+    void uncount_restart(const std::string &run, long long attempt);
     // A held FAULT put back when the report that took it was not written.
     void rehold(const std::string &run, const Fault &fault, double held_at);
 

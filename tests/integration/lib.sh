@@ -234,23 +234,28 @@ fed_wait() {
 # (real files, a manifest with their hashes) every 4 steps, resumes from
 # SHARDNET_RESUME_FROM.
 write_trainer() {
+    # Knobs (the job's environment): TRAINER_STEPS (2000), TRAINER_CKPT (a
+    # checkpoint every 4 steps), STEP_SLEEP (0.25 s a step); SLOW_NODE
+    # steps SLOW_SLEEP (1 s) from step SLOW_FROM (0) on: a straggler.
     cat > "$1" <<'SH'
 #!/bin/bash
 start=0; last=""
 if [ -n "$SHARDNET_RESUME_FROM" ] && [ -f "$SHARDNET_RESUME_FROM/rank-$SHARDNET_RANK.step" ]; then
     start=$(cat "$SHARDNET_RESUME_FROM/rank-$SHARDNET_RANK.step"); last=$(basename "$SHARDNET_RESUME_FROM")
 fi
-echo "attempt=$SHARDNET_ATTEMPT cluster=$SLURM_CLUSTER_NAME node=$SLURMD_NODENAME rank=$SHARDNET_RANK/$SHARDNET_WORLD_SIZE resume='$SHARDNET_RESUME_FROM' start=$start"
-for s in $(seq $((start + 1)) 2000); do
-    if [ $((s % 4)) = 0 ]; then
+echo "attempt=$SHARDNET_ATTEMPT cluster=$SLURM_CLUSTER_NAME node=$SLURMD_NODENAME restart=${SHARDNET_RESTART:-0} rank=$SHARDNET_RANK/$SHARDNET_WORLD_SIZE resume='$SHARDNET_RESUME_FROM' start=$start"
+for s in $(seq $((start + 1)) "${TRAINER_STEPS:-2000}"); do
+    if [ $((s % ${TRAINER_CKPT:-4})) = 0 ]; then
         last=$(printf 'checkpoint-%04d' "$s"); d=$SHARDNET_CKPT_DIR/$last; mkdir -p "$d"
         echo "$s" > "$d/rank-$SHARDNET_RANK.step"
         echo "$(sha256sum < "$d/rank-$SHARDNET_RANK.step" | cut -d' ' -f1) $(stat -c %s "$d/rank-$SHARDNET_RANK.step") rank-$SHARDNET_RANK.step" \
             > "$d/rank-$SHARDNET_RANK.manifest"
     fi
     echo "$s${last:+ committed $last}" > "$SHARDNET_PROGRESS"
-    sleep 0.25
+    if [ -n "$SLOW_NODE" ] && [ "$SLURMD_NODENAME" = "$SLOW_NODE" ] && [ "$s" -ge "${SLOW_FROM:-0}" ]; then sleep "${SLOW_SLEEP:-1}"
+    else sleep "${STEP_SLEEP:-0.25}"; fi
 done
+echo "done: rank=$SHARDNET_RANK node=$SLURMD_NODENAME"
 SH
     chmod 755 "$1"
 }

@@ -13,7 +13,9 @@ TEST_CASE("a restart report is read strictly, each refusal naming its field") {
     CHECK(r.relaunch_seconds == doctest::Approx(0.4));
     RestartReport x;
     CHECK(read_restart_report("[]", x) == "body is not a JSON object");
-    CHECK(read_restart_report(R"({"kind":"reboot","attempt":1})", x) == "kind: expected supervising, restarted or gave_up");
+    CHECK(read_restart_report(R"({"kind":"reboot","attempt":1})", x) == "kind: expected supervising, restarted, swapped or gave_up");
+    CHECK(read_restart_report(R"({"kind":"supervising","attempt":1,"ended_step":"0;x"})", x) == "ended_step: a Slurm step id (1-10 digits)");
+    CHECK(read_restart_report(R"({"kind":"swapped","attempt":1,"restart":1,"slow":["a2","a3"],"took":["a4"],"nodes":["a1"]})", x).find("a swap names its one slow node") == 0);
     CHECK(read_restart_report(R"({"kind":"supervising","attempt":0})", x).find("attempt") == 0);
     CHECK(read_restart_report(R"({"kind":"supervising","attempt":1,"extra":1})", x).find("extra") != std::string::npos);
     CHECK(read_restart_report(R"({"kind":"supervising","attempt":1,"nodes":["a1;reboot"]})", x) == "nodes: a node name is 1-128 of [A-Za-z0-9._-]");

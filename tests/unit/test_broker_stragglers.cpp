@@ -139,7 +139,7 @@ TEST_CASE("a window with a checkpoint written is not judged; a stalled step, a b
     }
 }
 
-TEST_CASE("the broker writes a STRAGGLER event naming the slow node of a running job, once") {
+TEST_CASE("the broker writes a STRAGGLER event naming the slow node of a running job, once; shard launch's swap of it is taken only then") {
     const std::string conf = "/fake/c1.conf";
     ServiceFixture f({{"c1", conf}});
     f.cfg.straggler_window_seconds = 1;   // real time: the detector's tick also judges silences
@@ -148,9 +148,9 @@ TEST_CASE("the broker writes a STRAGGLER event naming the slow node of a running
     {
         std::lock_guard<std::mutex> lock(f.slurm->mu);
         FakeSlurm::Job j;
-        j.id = 7, j.nodes = "n1,n2,n3", j.batch_host = "n1", j.node_count = j.tasks = 3;
+        j.id = 7, j.nodes = "n1,n2,n3,n4", j.batch_host = "n1", j.node_count = j.tasks = 4;
         f.slurm->jobs[conf][7] = j;
-        f.slurm->nodes[conf] = {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "ALLOCATED"}};
+        f.slurm->nodes[conf] = {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "ALLOCATED"}, {"n4", "ALLOCATED"}};
     }
     auto beat = [&](const std::string &node, long long step) {
         const std::string body = R"({"run":"r1","attempt":1,"node":")" + node + R"(","step":"0","cluster":"c1","job":7,)"
@@ -158,6 +158,10 @@ TEST_CASE("the broker writes a STRAGGLER event naming the slow node of a running
         return f.call("POST", "/v1/heartbeats", body).status;
     };
     REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    auto report = [&](const std::string &body) { return f.call("POST", "/v1/runs/r1/restarts", body).status; };
+    REQUIRE(report(R"({"kind":"supervising","attempt":1,"spares":1,"nodes":["n1","n2","n3"]})") == 200);
+    const std::string swap = R"({"kind":"swapped","attempt":1,"restart":1,"slow":["n3"],"took":["n4"],"nodes":["n1","n2","n4"],"spares":0,"ended_step":"0"})";
+    CHECK(report(swap) == 409);   // no STRAGGLER yet: the job's word alone swaps nothing
     for (int k = 0; k <= 3; ++k) {
         REQUIRE(beat("n1", 1 + 400 * k) == 204);
         REQUIRE(beat("n2", 1 + 400 * k) == 204);
@@ -173,4 +177,22 @@ TEST_CASE("the broker writes a STRAGGLER event naming the slow node of a running
     CHECK(ev.find("node n1 ran") == std::string::npos);
     CHECK(ev.find("STRAGGLER") == ev.rfind("STRAGGLER"));   // once
     CHECK(f.state("r1") == "RUNNING");                      // a straggler is no FAULT
+    CHECK(report(R"({"kind":"swapped","attempt":1,"restart":1,"slow":["n2"],"took":["n4"],"nodes":["n1","n3","n4"]})") == 409);   // not the one named
+    CHECK(report(R"({"kind":"swapped","attempt":1,"restart":1,"slow":["n3"],"dead":["n3"],"took":["n4"],"nodes":["n1","n2","n4"]})") == 400);
+    REQUIRE(report(swap) == 200);
+    CHECK(report(swap) == 200);   // sent again: taken once
+    const std::string after = f.events("r1");
+    INFO(after);
+    CHECK(after.find("RESTARTED: in-job restart 1: straggler node n3 swapped out at a sealed checkpoint, n4 took its place") != std::string::npos);
+    CHECK(after.find("RESTARTED") == after.rfind("RESTARTED"));
+    CHECK(f.state("r1") == "RUNNING");
+    // The ended step's workers (n1/0, n2/0, n3/0) are done: their silence is no FAULT.
+    // (Two deadlines pass: a silent worker whose slurmd answers is a FAULT at the second.)
+    for (double ahead : {30.0, 60.0, 90.0}) {
+        f.tick_ahead(ahead);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    const std::string late = f.events("r1");
+    INFO(late);
+    for (const char *w : {"worker n1/0", "worker n2/0", "worker n3/0"}) CHECK(late.find(w) == std::string::npos);
 }

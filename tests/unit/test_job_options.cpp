@@ -68,6 +68,9 @@ TEST_CASE("bad values name the option and the reason") {
     CHECK(one(Opt::spares, "65") == "--shardnet-spares=65: expected a number of spare nodes from 0 to 64");
     CHECK(one(Opt::spares, "-1").find("from 0 to 64") != std::string::npos);
     CHECK(one(Opt::spares, "one").find("--shardnet-spares=one") == 0);
+    CHECK(one(Opt::straggler, "replace") == "");
+    CHECK(one(Opt::straggler, "report") == "");
+    CHECK(one(Opt::straggler, "swap") == "--shardnet-straggler=swap: expected report or replace");
     CHECK_FALSE(out.requeue_timeout);
     const std::string fatal_why = ": expected exit codes from 1 to 255, comma-separated, at most 16 (e.g. 3,7)";
     CHECK(one(Opt::fatal_exit, "0") == "--shardnet-fatal-exit=0" + fatal_why);

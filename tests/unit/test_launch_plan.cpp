@@ -49,6 +49,22 @@ TEST_CASE("only a FAULT of this attempt that Slurm confirmed names a dead node")
     CHECK(sealed_of(ev(R"({"kind":"SEALED","evidence":{"checkpoint":"../x"}})")) == "");
 }
 
+TEST_CASE("a STRAGGLER event of this attempt names its node") {
+    auto ev = [](const char *s) { return json::parse(s); };
+    CHECK(straggler_of(ev(R"({"kind":"STRAGGLER","evidence":{"attempt":2,"node":"a3","worker":"a3/0"}})"), 2) == "a3");
+    CHECK(straggler_of(ev(R"({"kind":"STRAGGLER","evidence":{"attempt":1,"node":"a3"}})"), 2) == "");   // an older attempt's
+    CHECK(straggler_of(ev(R"({"kind":"STRAGGLER","evidence":{"attempt":2,"node":"a3 a4"}})"), 2) == "");
+    CHECK(straggler_of(ev(R"({"kind":"FAULT","evidence":{"attempt":2,"node":"a3","node_failure":true}})"), 2) == "");
+    CHECK(straggler_of(ev(R"({"kind":"STRAGGLER","evidence":"a3"})"), 2) == "");
+    // The slow node leaves; a spare takes its place, the slow one is no spare.
+    std::vector<std::string> took;
+    auto n = replace(Placement{{"a1", "a2", "a3"}, {"a4"}}, {"a3"}, took);
+    REQUIRE(n);
+    CHECK(n->active == std::vector<std::string>{"a1", "a2", "a4"});
+    CHECK(n->spares.empty());
+    CHECK(took == std::vector<std::string>{"a4"});
+}
+
 TEST_CASE("a restart storm: restarts without a new sealed checkpoint between them") {
     StormGuard g;
     g.max_stalled = 1;
