@@ -98,7 +98,7 @@ fi
 
 # The CLI, the probe, the library and the man pages.
 shard --help > /dev/null 2>&1 && ok "shard --help" || fail "shard --help"
-shard launch 2>&1 | grep -q "usage: shard launch" && ok "shard launch (its usage)" || fail "shard launch has no usage"
+out=$(shard launch 2>&1); grep -q "usage: shard launch" <<<"$out" && ok "shard launch (its usage)" || fail "shard launch has no usage: $out"
 shardnet-probe --help > /dev/null 2>&1 && ok "shardnet-probe --help" || fail "shardnet-probe --help"
 python3 -c 'import shardnet' && ok "python3 -c 'import shardnet'" || fail "import shardnet"
 for m in man1/shard.1 man1/shard-launch.1 man5/shard-spec.5 man8/shardnet.8 man8/shardnet-broker.8 man8/shardnet-probe.8; do
