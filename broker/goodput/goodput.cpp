@@ -49,18 +49,24 @@ struct Sweep {
         into += x - t;
         t = x;
     }
+    // What the run was doing when the open fault's attempt failed, and the
+    // fault open then: a later FAULT of the same attempt may move the
+    // failure later (below).
+    Phase failed_in = Phase::training;
+    int failed_open = -1;
     FaultCost &fault() { return g.faults[std::size_t(open)]; }
-    double &bucket() {
-        switch (phase) {
+    double &bucket_of(Phase p, int row) {
+        switch (p) {
         case Phase::startup: return g.startup;
-        case Phase::placing: return fault().placement;
-        case Phase::queued: return fault().queue_wait;
-        case Phase::restarting: return fault().restart;
+        case Phase::placing: return g.faults[std::size_t(row)].placement;
+        case Phase::queued: return g.faults[std::size_t(row)].queue_wait;
+        case Phase::restarting: return g.faults[std::size_t(row)].restart;
         case Phase::gap: return g.unattributed;
         case Phase::training: break;
         }
         return g.unsealed;
     }
+    double &bucket() { return bucket_of(phase, open); }
     // Whether a worker of attempt a reports a first step at or after `from`:
     // where none does (the broker did not see it), training counts from the
     // heartbeat.
@@ -107,18 +113,31 @@ struct Sweep {
     void fault_seen(const Mark &m) {
         const long long a = m.attempt > 0 ? m.attempt : attempt;
         if (a < attempt) return;   // an older attempt's, fenced already
-        if ((phase == Phase::placing || phase == Phase::queued) && fault().attempt == a) return;   // the same interruption
         const double failed = m.failed_at > 0 ? std::min(m.failed_at, m.time) : m.time;
+        if ((phase == Phase::placing || phase == Phase::queued) && fault().attempt == a) return later_failure(failed);   // the same interruption
         FaultCost f;
         f.attempt = a, f.node = m.node, f.cause = m.cause, f.failed_at = failed, f.fault_at = m.time, f.resumed_from = last_seal;
         g.faults.push_back(std::move(f));
         const int mine = int(g.faults.size()) - 1;
+        failed_in = phase, failed_open = open;
         if (phase == Phase::training) add(g.faults.back().redone, failed);
         else add(bucket(), failed);   // a startup or restart that failed ends at the failure
         open = mine;
         attempt = a;
         add(fault().detection, m.time);
         phase = Phase::placing;
+    }
+    // Another worker of the failed attempt was heard after the first
+    // FAULT's worker (a batch script's agent reports less often than its
+    // ranks): the attempt worked until then, so the failure moves there,
+    // from detection to what the attempt was doing.
+    void later_failure(double failed) {
+        FaultCost &f = fault();
+        const double moved = std::min(failed, f.fault_at) - f.failed_at;
+        if (moved <= 0) return;
+        (failed_in == Phase::training ? f.redone : bucket_of(failed_in, failed_open)) += moved;
+        f.detection -= moved;
+        f.failed_at += moved;
     }
     void submitted(const Mark &m) {
         if (phase != Phase::placing) return;
