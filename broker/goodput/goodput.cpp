@@ -171,7 +171,10 @@ Goodput compute(std::vector<Mark> marks, double now) {
         if (!begin && (m.kind == "PENDING" || is_first_heartbeat(m.kind) || m.kind == "RECOVERING")) begin = &m;
         if (!final && is_final(m.kind)) final = &m;
     }
-    if (!begin) return g;   // never submitted: no wall time yet
+    if (!begin) {   // never submitted: no wall time yet
+        g.end = now;
+        return g;
+    }
     g.start = begin->time;
     g.ended = final != nullptr;
     g.end = std::max(g.start, final ? final->time : now);

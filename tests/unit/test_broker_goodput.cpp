@@ -132,7 +132,12 @@ TEST_CASE("goodput: a run still waiting for its next attempt counts the wait so 
     CHECK(g.faults[0].queue_wait == 55);
     CHECK(g.faults[0].recovered_at == 0);
     adds_up(g);
-    CHECK(compute({}, 100).wall == 0);    // nothing submitted yet
+    const Goodput none = compute({ev("POLICY", 5)}, 100);   // nothing submitted yet
+    CHECK(none.wall == 0);
+    CHECK(none.faults.empty());
+    const json::object o = to_json(none);
+    CHECK(o.at("start").is_null());
+    CHECK(o.at("as_of").as_double() == 100);
 }
 
 TEST_CASE("goodput: marks in any order, at any times, still partition the wall time") {
