@@ -1,5 +1,6 @@
 #include "sbatch-wrappers/failure_view.hpp"
 
+#include <cstdio>
 #include <ctime>
 #include <vector>
 
@@ -101,6 +102,73 @@ std::string render_onward(const json::value &run) {
     const std::string status = string_at(*o, "status");
     if (status != "ok") out += "  " + (status == "asking" ? std::string("asking broker ") + peer + " now; show it again in a moment"
                                                           : "not read from broker " + peer + " now: " + terminal_safe(string_at(*o, "error"))) + "\n";
+    return out;
+}
+
+namespace {
+
+double number_at(const json::object &o, const char *k) {
+    auto *v = o.if_contains(k);
+    return v && v->is_number() ? v->to_number<double>() : 0;
+}
+
+std::string seconds(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f s", s);
+    return buf;
+}
+
+// "redone 40.0 s, detection 10.0 s, ..." of a "lost" object, in this order.
+std::string lost_parts(const json::object &lost, bool whole_run) {
+    static const char *const kRun[] = {"startup", "redone", "detection", "placement", "queue_wait", "restart", "not_kept", "unattributed"};
+    std::string out;
+    for (std::size_t i = whole_run ? 0 : 1; i < (whole_run ? 8 : 6); ++i) {
+        const double v = number_at(lost, kRun[i]);
+        if (whole_run && v == 0) continue;
+        std::string name = kRun[i];
+        if (auto u = name.find('_'); u != std::string::npos) name[u] = ' ';
+        out += (out.empty() ? "" : ", ") + name + " " + seconds(v);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string render_goodput(const json::value &run) {
+    const json::object *r = object_of(run);
+    auto *gv = r ? r->if_contains("goodput") : nullptr;
+    const json::object *g = gv ? object_of(*gv) : nullptr;
+    if (!g) return "";
+    const json::object *lost = g->if_contains("lost") ? object_of(g->at("lost")) : nullptr;
+    const double wall = number_at(*g, "wall"), start = number_at(*g, "start");
+    char ratio[16];
+    std::snprintf(ratio, sizeof ratio, "%.1f%%", 100 * number_at(*g, "ratio"));
+    const bool live = !g->if_contains("end") || g->at("end").is_null();
+    std::string out = std::string("goodput: ") + ratio + " (productive " + seconds(number_at(*g, "productive")) + " of " + seconds(wall) +
+                      " wall" + (live ? ", so far" : "") + "; doc/goodput.md)\n";
+    out += "  unsealed " + seconds(number_at(*g, "unsealed")) + (live ? " (since the last seal: at risk)" : "") + ", lost " +
+           seconds(lost ? number_at(*lost, "total") : 0);
+    if (lost && number_at(*lost, "total") > 0) out += ": " + lost_parts(*lost, true);
+    out += "\n";
+    auto *fv = g->if_contains("faults");
+    if (!fv || !fv->is_array()) return out;
+    int n = 0;
+    for (const auto &f : fv->as_array()) {
+        const json::object *o = object_of(f);
+        if (!o) continue;
+        const json::object *fl = o->if_contains("lost") ? object_of(o->at("lost")) : nullptr;
+        auto *attempt = o->if_contains("attempt");
+        auto *next = o->if_contains("next_attempt");
+        auto *from = o->if_contains("resumed_from");
+        out += "  fault " + std::to_string(++n) + ": attempt " + (attempt && attempt->is_int64() ? std::to_string(attempt->as_int64()) : "?") +
+               ", " + terminal_safe(string_at(*o, "node")) + " failed at +" + seconds(number_at(*o, "failed_at") - start) + " (" +
+               terminal_safe(string_at(*o, "cause")) + ")\n    ";
+        out += o->if_contains("in_job") && o->at("in_job").is_bool() && o->at("in_job").as_bool() ? "relaunched in the job"
+               : next && next->is_int64() ? "recovered by attempt " + std::to_string(next->as_int64())
+                                          : std::string("not recovered yet");
+        out += ", from " + (from && from->is_string() ? terminal_safe(from->as_string()) : std::string("the start")) + "; lost " +
+               seconds(fl ? number_at(*fl, "total") : 0) + (fl ? " (" + lost_parts(*fl, false) + ")" : "") + "\n";
+    }
     return out;
 }
 

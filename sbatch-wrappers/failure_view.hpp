@@ -20,4 +20,9 @@ std::string render_failure(const boost::json::value &answer);
 // terminal, as above.
 std::string render_onward(const boost::json::value &run);
 
+// run: GET /v1/runs/RUN. Its goodput (doc/goodput.md): the ratio, where
+// the wall time went, and one line per fault with its cause, node and
+// what it cost ("" when the answer has none).
+std::string render_goodput(const boost::json::value &run);
+
 }  // namespace shardnet::cli

@@ -392,6 +392,8 @@ int cmd_simple(CliConfig &cfg, const std::string &cmd, const Args &a) {
         for (const auto &w : r.body.as_object().at("workers").as_array())
             std::printf("  %-20s %-6s attempt %s ranks %s step %s %s\n", str(w, "node").c_str(), str(w, "role").c_str(), str(w, "attempt").c_str(),
                         str(w, "ranks").c_str(), str(w, "step").c_str(), str(w, "health").c_str());
+        // Where its time went: productive, unsealed, lost per fault.
+        std::fputs(render_goodput(r.body).c_str(), stdout);
         // Where it went, when it moved to a peer broker (as that broker tells it).
         std::fputs(render_onward(r.body).c_str(), stdout);
         // Why it failed, and what the job last wrote to its standard error.

@@ -7,6 +7,7 @@ import { model, withOnward } from "./recovery.js";
 import { draw } from "./timeline.js";
 import { policyPanel } from "./policy.js";
 import { loadReceipts, receiptsPanel } from "./receipts.js";
+import { goodputPanel } from "./goodput.js";
 
 const PAGE = 10000;          // GET .../events?limit= at most
 const EVENTS_SHOWN = 300;    // rows of the event table before "show all"
@@ -19,7 +20,7 @@ export function render(id) {
   const parts = {
     summary: h("div", { id: "run-summary" }), live: h("p", { class: "note live", role: "status", id: "run-live" }),
     timeline: h("div", { id: "run-timeline" }), detail: h("div", { id: "event-detail", "aria-live": "polite" }),
-    recoveries: h("div", { id: "run-recoveries" }), workers: h("div", { id: "run-workers" }),
+    recoveries: h("div", { id: "run-recoveries" }), goodput: h("div", { id: "run-goodput" }), workers: h("div", { id: "run-workers" }),
     placements: h("div", { id: "run-placements" }), lineage: h("div", { id: "run-lineage" }), events: h("div", { id: "run-events" }),
     policy: h("div", { id: "run-policy" }), receipts: h("div", { id: "run-receipts", "aria-live": "polite" }),
   };
@@ -115,6 +116,7 @@ export function render(id) {
       [view, detail, checkpoints] = await Promise.all([get(`/v1/views/runs/${encodeURIComponent(id)}`).then((v) => ({ ...v.run, broker: v.broker, receipts: v.receipts === true })),
         get(path), allCheckpoints()]);
       parts.workers.replaceChildren(workers(detail));
+      parts.goodput.replaceChildren(goodputPanel(detail.goodput));
       parts.lineage.replaceChildren(lineage(checkpoints));
     } catch (e) {
       if (e.status === 404) { gone = true; page(`Run ${id}`, h("p", { class: "error", role: "alert", id: "run-missing" }, `Not found: ${e.message}`)); }
@@ -138,6 +140,7 @@ export function render(id) {
       main.replaceChildren(h("h1", {}, `Run ${id}`), parts.summary, parts.live,
         h("h2", {}, "Timeline"), parts.timeline, parts.detail,
         h("h2", {}, "Recoveries: detect → place → start → first step"), parts.recoveries,
+        h("h2", {}, "Goodput"), parts.goodput,
         h("h2", {}, "Workers"), parts.workers, h("h2", {}, "Placement reasons"), parts.placements,
         h("h2", {}, "Checkpoint lineage"), parts.lineage, h("h2", {}, "Checkpoint policy"), parts.policy,
         h("h2", {}, "Receipts"), parts.receipts, h("h2", {}, "Events"), parts.events);

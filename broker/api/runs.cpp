@@ -13,6 +13,7 @@
 #include "common/parse_util.hpp"
 #include "broker/core/api_util.hpp"
 #include "broker/federation/onward_module.hpp"
+#include "broker/goodput/goodput_json.hpp"
 #include "broker/inventory/placement.hpp"
 #include "broker/receipts/receipts_module.hpp"
 #include "broker/runs/run_image.hpp"
@@ -182,8 +183,10 @@ void RunsApi::get(const std::string &id, const TokenEntry &who, const Reply &rep
     // node; "step": the nodes of srun steps, which carry the ranks).
     std::map<std::pair<long long, std::string>, json::object> groups;
     const double now = wall_now();
+    std::vector<goodput::Mark> marks;   // each step worker's first step: its attempt's first progress
     for (const auto &[node, w] : workers_.of_run(id)) {
         const std::string role = is_batch_worker(node) ? "batch" : "step";
+        if (role == "step" && w.first_step_time > 0) marks.push_back(goodput::Mark{"PROGRESS", w.first_step_time, w.attempt, 0, {}, {}});
         const char *health = w.faulted ? "faulted" : w.ended ? "ended" : w.suspected ? "suspect"
                            : now - w.last_seen > 2.0 * w.interval ? "late" : "healthy";
         json::object o{{"node", node}, {"role", role}, {"attempt", w.attempt}, {"ranks", w.ranks},
@@ -202,7 +205,19 @@ void RunsApi::get(const std::string &id, const TokenEntry &who, const Reply &rep
     r["workers"] = std::move(workers);
     r["groups"] = std::move(gs);
     add_run_image(r, info.manifest);   // the digest every attempt runs (doc/containers.md)
-    onward_.reply_with(id, std::move(r), "", reply);
+    // Goodput (doc/goodput.md): the run's events are the store's, read a
+    // page at a time on its thread.
+    on_store(reply, [this, id, r = std::move(r), marks = std::move(marks), now](const Reply &reply) mutable {
+        for (long long after = 0;;) {
+            const auto page = store_->list_events(id, after, 1000);
+            for (const auto &e : page)
+                if (auto m = goodput::mark_of_event(e.kind, e.time, e.cause, e.evidence)) marks.push_back(std::move(*m));
+            if (page.size() < 1000) break;
+            after = page.back().id;
+        }
+        r["goodput"] = goodput::to_json(goodput::compute(std::move(marks), now));
+        onward_.reply_with(id, std::move(r), "", reply);
+    });
 }
 
 void RunsApi::cancel(const std::string &id, const TokenEntry &who, const Reply &reply, double now) {

@@ -16,6 +16,7 @@ chmod 755 "$WORK/train.sh"
 j=$(as_user beta sbatch --parsable -N1 -o "$WORK/rq-%j.out" --shardnet=rq-run --shardnet-heartbeat=1 --wrap "srun $WORK/train.sh")
 wait_for 20 'any(w["node"].endswith("/0") for w in v["workers"])' /v1/runs/rq-run || fail "rq-run never ran"
 victim=$(slurm beta squeue -h -j "$j" -o %N)
+sleep 3   # steps that no seal keeps: the goodput's redone work (below)
 t0=$(date +%s.%N)
 "$HARNESS/clusters.sh" kill-node "$SCRATCH" beta "$victim"
 wait_for 60 'any(e["kind"] == "RECOVERED" for e in v["events"])' /v1/runs/rq-run/events \
@@ -34,6 +35,42 @@ for _ in $(seq 25); do grep -q "attempt=2" "$WORK/rq-$j.out" 2>/dev/null && brea
 grep -q "attempt=2 resume=" "$WORK/rq-$j.out" || fail "attempt 2 did not see SHARDNET_ATTEMPT=2: $(cat "$WORK/rq-$j.out" 2>/dev/null)"
 [ "$(broker_get /v1/runs/rq-run | /usr/bin/python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["state"], v["attempt"])')" = "RUNNING 2" ] \
     || fail "run state: $(broker_get /v1/runs/rq-run)"
+# Goodput (doc/goodput.md): the parts add up to the wall time, and the one
+# fault is the victim's, its detection and queue wait the events' own gaps.
+gp=$(broker_get /v1/runs/rq-run | /usr/bin/python3 -c '
+import json, sys
+g = json.load(sys.stdin)["goodput"]
+print(json.dumps(g))' 2>&1)
+broker_get /v1/runs/rq-run/events > "$WORK/rq-events.json"
+echo "$gp" | /usr/bin/python3 -c '
+import json, sys
+g = json.loads(sys.stdin.read())
+ev = json.load(open(sys.argv[1]))["events"]
+victim = sys.argv[2]
+lost = g["lost"]
+parts = sum(lost[k] for k in ("startup", "redone", "detection", "placement", "queue_wait", "restart", "not_kept", "unattributed"))
+assert abs(parts - lost["total"]) < 1e-6, ("lost parts", parts, lost)
+assert abs(g["productive"] + g["unsealed"] + lost["total"] - g["wall"]) < 1, ("does not add up", g)
+assert g["wall"] > 5 and g["end"] is None, g
+assert len(g["faults"]) == 1, g["faults"]
+f = g["faults"][0]
+assert f["attempt"] == 1 and f["next_attempt"] == 2 and f["node"].split("/")[0] == victim, f
+faults = [e for e in ev if e["kind"] == "FAULT" and e["evidence"]["attempt"] == 1]
+fault = faults[0]
+last_heard = max(e["evidence"]["last_seen"] for e in faults)   # its batch agent or its rank, whichever was heard last
+rec = [e for e in ev if e["kind"] == "RECOVERING"][0]
+att = [e for e in ev if e["kind"] == "ATTEMPT" and e["evidence"].get("attempt") == 2][0]
+assert f["cause"] == fault["cause"], (f, fault)
+assert abs(f["failed_at"] - last_heard) < 1e-3 and abs(f["lost"]["detection"] - (fault["time"] - last_heard)) < 1e-3, (f, faults)
+assert abs(f["lost"]["placement"] - (rec["time"] - fault["time"])) < 1e-3, (f, rec)
+assert abs(f["lost"]["queue_wait"] - (att["time"] - rec["time"])) < 1e-3, (f, att)
+assert f["resumed_from"] is None and g["productive"] == 0, g   # the job seals nothing: attempt 1 is redone
+assert f["lost"]["redone"] > 1.5, f   # it stepped for 3 s before the kill
+print("   goodput: wall %.1f s = productive %.1f + unsealed %.1f + lost %.1f (startup %.1f; fault on %s: redone %.1f, detection %.1f, "
+      "placement %.1f, queue wait %.1f, restart %.1f); ratio %.3f" % (g["wall"], g["productive"], g["unsealed"], lost["total"], lost["startup"],
+      f["node"], f["lost"]["redone"], f["lost"]["detection"], f["lost"]["placement"], f["lost"]["queue_wait"], f["lost"]["restart"], g["ratio"]))
+' "$WORK/rq-events.json" "$victim" || fail "goodput of rq-run: $gp"
+ok "goodput adds up (productive + unsealed + lost = wall within 1 s) and names the fault on $victim"
 old_state=$(job_state beta "$j")
 case "$old_state" in RUNNING|PENDING) fail "the old job $j is still $old_state" ;; esac
 ok "node $victim killed: attempt 2 runs as job $new on $on; fault -> RECOVERED ${dt}s; old job $j $old_state"

@@ -47,3 +47,24 @@ TEST_CASE("shard show of a moved run: where it went and what became of it there,
                                    "  not read from broker beta now: broker beta: Connection refused\n");
     CHECK(render_onward(boost::json::parse(R"({"state":"RUNNING"})")) == "");
 }
+
+TEST_CASE("shard show: a run's goodput, where its time went and each fault with its node, cause and cost") {
+    const auto run = boost::json::parse(R"({"id":"r","state":"RUNNING","goodput":{"definition":"doc/goodput.md","start":1000,"end":null,
+        "as_of":1700,"wall":700,"productive":250,"unsealed":50,"ratio":0.35714,
+        "lost":{"startup":30,"redone":130,"detection":20,"placement":30,"queue_wait":120,"restart":70,"not_kept":0,"unattributed":0,"total":400},
+        "faults":[{"attempt":1,"node":"n1/0","cause":"worker n1/0 missed 3 heartbeats\u001b[2J","failed_at":1240,"fault_at":1250,"resumed_from":"ck-2",
+                   "in_job":false,"next_attempt":2,"recovered_at":1320,
+                   "lost":{"redone":40,"detection":10,"placement":10,"queue_wait":40,"restart":20,"total":120}},
+                  {"attempt":2,"node":"n2","cause":"c","failed_at":1490,"fault_at":1500,"resumed_from":null,"in_job":true,"next_attempt":null,
+                   "recovered_at":null,"lost":{"redone":90,"detection":10,"placement":0,"queue_wait":0,"restart":50,"total":150}}]}})");
+    CHECK(render_goodput(run) ==
+          "goodput: 35.7% (productive 250.0 s of 700.0 s wall, so far; doc/goodput.md)\n"
+          "  unsealed 50.0 s (since the last seal: at risk), lost 400.0 s: startup 30.0 s, redone 130.0 s, detection 20.0 s, "
+          "placement 30.0 s, queue wait 120.0 s, restart 70.0 s\n"
+          "  fault 1: attempt 1, n1/0 failed at +240.0 s (worker n1/0 missed 3 heartbeats?[2J)\n"
+          "    recovered by attempt 2, from ck-2; lost 120.0 s (redone 40.0 s, detection 10.0 s, placement 10.0 s, queue wait 40.0 s, restart 20.0 s)\n"
+          "  fault 2: attempt 2, n2 failed at +490.0 s (c)\n"
+          "    relaunched in the job, from the start; lost 150.0 s (redone 90.0 s, detection 10.0 s, placement 0.0 s, queue wait 0.0 s, restart 50.0 s)\n");
+    CHECK(render_goodput(boost::json::parse(R"({"id":"r"})")) == "");
+    CHECK(render_goodput(boost::json::parse(R"([1])")) == "");
+}

@@ -78,6 +78,12 @@ await check(url, out, async ({ page, allowErrors }) => {
   expect(phases.length === 4 && phases.every((p) => !/not yet/.test(p)), `detect, place, start, first step with seconds: ${phases}`);
   expect(/beta: not chosen: 1 idle node without b1/.test(await text(page, "#placement-list")), "placement reasons name the rejected cluster");
   expect(/ckpt-100 ← \(first\)/.test(await text(page, "#lineage")), "checkpoint lineage");
+  // Goodput (doc/goodput.md): the broker's figures, one row for b1's fault, resumed from ckpt-100.
+  const gp = await page.$$eval("#goodput-faults tbody tr", (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+  expect(gp.length === 1 && gp[0][1] === "b1" && /NODE_FAIL/.test(gp[0][2]) && gp[0][4] === "ckpt-100" && gp[0][5] === "attempt 2",
+    `one fault row: b1, its cause, resumed from ckpt-100 by attempt 2: ${JSON.stringify(gp)}`);
+  expect(/^[\d.]+% productive: .* of .* wall so far/.test(await text(page, "#goodput-ratio")), `the ratio: ${await text(page, "#goodput-ratio")}`);
+  expect(/Lost.*redone .*detection .*queue wait/.test(await text(page, "#goodput-parts")), `lost time by category: ${await text(page, "#goodput-parts")}`);
   expect(!/null/.test(await text(page, "#run-lineage")), "the lineage shows no stray text");
   // A point opens with the keyboard to its cause and evidence.
   await page.$eval('#timeline .point[data-kind="FAULT"]', (el) => el.focus());   // SVG: not an HTMLElement

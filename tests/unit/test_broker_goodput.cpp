@@ -1,0 +1,186 @@
+// Goodput (broker/goodput/, doc/goodput.md): a run's wall time split into
+// productive, unsealed and lost time per fault, checked by value.
+#include <doctest/doctest.h>
+#include <boost/json.hpp>
+#include <cmath>
+#include <random>
+
+#include "broker/goodput/goodput.hpp"
+#include "broker/goodput/goodput_json.hpp"
+
+using namespace shardnet::broker::goodput;
+namespace json = boost::json;
+
+namespace {
+
+Mark ev(const std::string &kind, double t, long long attempt = 0) { return Mark{kind, t, attempt, 0, {}, {}}; }
+Mark seal(double t, long long attempt, const std::string &name) { return Mark{"SEAL", t, attempt, 0, {}, name}; }
+Mark fault(double t, long long attempt, double last_seen, const std::string &node) {
+    return Mark{"FAULT", t, attempt, last_seen, node, "worker " + node + " missed 3 heartbeats"};
+}
+
+// A run with two faults, each recovered by a new attempt, running at 1700.
+std::vector<Mark> two_faults() {
+    return {ev("PENDING", 1000),     ev("RUNNING", 1010, 1),  ev("PROGRESS", 1030, 1), seal(1100, 1, "ck-1"), seal(1200, 1, "ck-2"),
+            fault(1250, 1, 1235, "n1/batch"), fault(1250, 1, 1240, "n1"), ev("RECOVERING", 1260, 2), ev("ATTEMPT", 1300, 2), ev("PROGRESS", 1320, 2),
+            ev("RECOVERED", 1330, 2), seal(1400, 2, "ck-3"), fault(1500, 2, 1490, "n2"), fault(1505, 2, 1491, "n3"),
+            ev("RECOVERING", 1520, 3), ev("ATTEMPT", 1600, 3), ev("PROGRESS", 1650, 3), ev("PROGRESS", 1660, 3)};
+}
+
+void adds_up(const Goodput &g) {
+    CHECK(std::fabs(g.productive + g.unsealed + g.lost() - g.wall) < 1e-9);
+    CHECK(g.productive >= 0);
+    CHECK(g.unsealed >= 0);
+    for (const auto &f : g.faults) CHECK(f.total() >= 0);
+}
+
+}  // namespace
+
+TEST_CASE("goodput: a running run with two faults adds up, each category by value") {
+    const Goodput g = compute(two_faults(), 1700);
+    CHECK(g.start == 1000);
+    CHECK(g.end == 1700);
+    CHECK_FALSE(g.ended);
+    CHECK(g.wall == 700);
+    CHECK(g.startup == 30);         // submit 1000 -> first step 1030
+    CHECK(g.productive == 250);     // 1030 -> ck-2 at 1200, 1320 -> ck-3 at 1400
+    CHECK(g.unsealed == 50);        // attempt 3 stepping since 1650, nothing sealed yet
+    CHECK(g.not_kept == 0);
+    CHECK(g.unattributed == 0);
+    REQUIRE(g.faults.size() == 2);  // n3's FAULT is the same interruption as n2's
+    const FaultCost &a = g.faults[0], &b = g.faults[1];
+    CHECK(a.attempt == 1);
+    CHECK(a.node == "n1/batch");    // the first FAULT names the fault; its rank, heard until 1240, dates the failure
+    CHECK(a.failed_at == 1240);
+    CHECK(a.fault_at == 1250);
+    CHECK(a.resumed_from == std::optional<std::string>("ck-2"));
+    CHECK(a.next_attempt == 2);
+    CHECK(a.recovered_at == 1320);
+    CHECK_FALSE(a.in_job);
+    CHECK(a.redone == 40);          // ck-2 at 1200 -> the last heartbeat at 1240
+    CHECK(a.detection == 10);
+    CHECK(a.placement == 10);       // FAULT -> RECOVERING (attempt 2 submitted)
+    CHECK(a.queue_wait == 40);      // submitted -> its first heartbeat
+    CHECK(a.restart == 20);         // first heartbeat -> first step
+    CHECK(b.node == "n2");
+    CHECK(b.resumed_from == std::optional<std::string>("ck-3"));
+    CHECK(b.redone == 91);          // n3 was heard until 1491: the failure is then
+    CHECK(b.detection == 9);
+    CHECK(b.placement == 20);
+    CHECK(b.queue_wait == 80);
+    CHECK(b.restart == 50);
+    CHECK(b.next_attempt == 3);
+    CHECK(g.lost() == 30 + 120 + 250);
+    CHECK(g.ratio() == doctest::Approx(250.0 / 700));
+    adds_up(g);
+}
+
+TEST_CASE("goodput: a SUCCEEDED run keeps what followed its last seal") {
+    auto marks = two_faults();
+    marks.push_back(ev("SUCCEEDED", 1700, 3));
+    const Goodput g = compute(marks, 5000);   // the end is the run's, not now
+    CHECK(g.ended);
+    CHECK(g.wall == 700);
+    CHECK(g.productive == 300);
+    CHECK(g.unsealed == 0);
+    CHECK(g.faults.size() == 2);
+    adds_up(g);
+}
+
+TEST_CASE("goodput: a run with no seal redoes everything its failed attempt did") {
+    const std::vector<Mark> marks{ev("RUNNING", 10, 1), ev("PROGRESS", 20, 1), fault(100, 1, 95, "b1"), ev("RECOVERING", 105, 2),
+                                  ev("ATTEMPT", 130, 2), ev("FAILED", 200, 2)};
+    const Goodput g = compute(marks, 999);
+    CHECK(g.start == 10);           // no PENDING: the first heartbeat starts it
+    CHECK(g.wall == 190);
+    CHECK(g.productive == 0);
+    CHECK(g.ratio() == 0);
+    CHECK(g.startup == 10);
+    REQUIRE(g.faults.size() == 1);
+    CHECK_FALSE(g.faults[0].resumed_from);
+    CHECK(g.faults[0].redone == 75);      // its first step at 20 -> the failure at 95
+    CHECK(g.faults[0].detection == 5);
+    CHECK(g.faults[0].placement == 5);
+    CHECK(g.faults[0].queue_wait == 25);
+    CHECK(g.faults[0].restart == 0);      // no first step of attempt 2 seen: training from its heartbeat
+    CHECK(g.not_kept == 70);              // attempt 2 from 130 to FAILED at 200, nothing sealed
+    adds_up(g);
+}
+
+TEST_CASE("goodput: an in-job restart is a fault of the same attempt, restart up to the relaunched step's first step") {
+    const std::vector<Mark> marks{ev("RUNNING", 0, 1), ev("PROGRESS", 5, 1), seal(50, 1, "ck-1"), fault(60, 1, 58, "n2"),
+                                  ev("RESTARTED", 70, 1), ev("PROGRESS", 80, 1)};
+    const Goodput g = compute(marks, 100);
+    REQUIRE(g.faults.size() == 1);
+    CHECK(g.faults[0].in_job);
+    CHECK(g.faults[0].next_attempt == 0);
+    CHECK(g.faults[0].redone == 8);
+    CHECK(g.faults[0].detection == 2);
+    CHECK(g.faults[0].placement == 0);
+    CHECK(g.faults[0].queue_wait == 0);
+    CHECK(g.faults[0].restart == 20);     // FAULT 60 -> relaunch 70 -> first step 80
+    CHECK(g.productive == 45);
+    CHECK(g.unsealed == 20);
+    adds_up(g);
+}
+
+TEST_CASE("goodput: a run still waiting for its next attempt counts the wait so far") {
+    const std::vector<Mark> marks{ev("RUNNING", 0, 1), seal(30, 1, "ck-1"), fault(40, 1, 35, "n1"), ev("RECOVERING", 45, 2)};
+    const Goodput g = compute(marks, 100);
+    REQUIRE(g.faults.size() == 1);
+    CHECK(g.productive == 30);            // no first step seen: training from the heartbeat
+    CHECK(g.faults[0].queue_wait == 55);
+    CHECK(g.faults[0].recovered_at == 0);
+    adds_up(g);
+    const Goodput none = compute({ev("POLICY", 5)}, 100);   // nothing submitted yet
+    CHECK(none.wall == 0);
+    CHECK(none.faults.empty());
+    const json::object o = to_json(none);
+    CHECK(o.at("start").is_null());
+    CHECK(o.at("as_of").as_double() == 100);
+}
+
+TEST_CASE("goodput: marks in any order, at any times, still partition the wall time") {
+    std::mt19937 rng(31);
+    for (int round = 0; round < 200; ++round) {
+        auto marks = two_faults();
+        std::uniform_real_distribution<double> at(900, 1800);
+        for (auto &m : marks) m.time = at(rng), m.failed_at = m.failed_at > 0 ? at(rng) : 0;
+        if (round % 3 == 0) marks.push_back(ev(round % 2 ? "SUCCEEDED" : "CANCELLED", at(rng), 3));
+        const Goodput g = compute(marks, 1800);
+        CHECK(g.wall >= 0);
+        adds_up(g);
+    }
+}
+
+TEST_CASE("goodput: events read as marks, and the JSON adds up") {
+    auto f = mark_of_event("FAULT", 1250, "worker n1/0 missed 3 heartbeats",
+                           R"({"node":"n1/0","attempt":1,"last_seen":1240.5,"interval":1,"node_failure":true})");
+    REQUIRE(f);
+    CHECK(f->kind == "FAULT");
+    CHECK(f->attempt == 1);
+    CHECK(f->node == "n1/0");
+    CHECK(f->failed_at == 1240.5);
+    auto r = mark_of_event("RECOVERING", 1260, "attempt 2 submitted with --shardnet-resume=latest", R"({"decision":"alpha:r/attempt-2"})");
+    REQUIRE(r);
+    CHECK(r->attempt == 2);
+    auto r2 = mark_of_event("RECOVERING", 1260, "attempt 7 runs as job 12 on beta, submitted before the broker stopped", "{}");
+    REQUIRE(r2);
+    CHECK(r2->attempt == 7);
+    auto s = mark_of_event("SEALED", 1100, "ck-1 committed by all 2 ranks", R"({"checkpoint":"ck-1","attempt":1,"ranks":2,"parent":null})");
+    REQUIRE(s);
+    CHECK(s->kind == "SEAL");
+    CHECK(s->cause == "ck-1");
+    CHECK_FALSE(mark_of_event("POLICY", 1, "x", "{}"));
+    CHECK(mark_of_event("RUNNING", 1, "first heartbeat", "not json")->attempt == 0);
+
+    const json::object o = to_json(compute(two_faults(), 1700));
+    const auto &lost = o.at("lost").as_object();
+    CHECK(o.at("wall").as_double() == 700);
+    CHECK(o.at("end").is_null());
+    CHECK(lost.at("queue_wait").as_double() == 120);
+    CHECK(lost.at("redone").as_double() == 131);
+    CHECK(std::fabs(o.at("productive").as_double() + o.at("unsealed").as_double() + lost.at("total").as_double() - o.at("wall").as_double()) < 1e-9);
+    CHECK(o.at("faults").as_array().size() == 2);
+    CHECK(o.at("faults").as_array()[0].as_object().at("node").as_string() == "n1/batch");
+}
