@@ -206,15 +206,23 @@ void RunsApi::get(const std::string &id, const TokenEntry &who, const Reply &rep
     r["groups"] = std::move(gs);
     add_run_image(r, info.manifest);   // the digest every attempt runs (doc/containers.md)
     // Goodput (doc/goodput.md): the run's events are the store's, read a
-    // page at a time on its thread.
+    // page at a time on its thread, only those after the last read.
     on_store(reply, [this, id, r = std::move(r), marks = std::move(marks), now](const Reply &reply) mutable {
-        for (long long after = 0;;) {
-            const auto page = store_->list_events(id, after, 1000);
-            for (const auto &e : page)
-                if (auto m = goodput::mark_of_event(e.kind, e.time, e.cause, e.evidence)) marks.push_back(std::move(*m));
-            if (page.size() < 1000) break;
-            after = page.back().id;
+        auto kept = goodput_marks_.find(id);
+        if (kept == goodput_marks_.end()) {
+            if (goodput_marks_.size() >= kGoodputRuns) goodput_marks_.erase(goodput_marks_.begin());
+            kept = goodput_marks_.try_emplace(id).first;
         }
+        goodput::MarkLog &log = kept->second;
+        for (;;) {
+            const auto page = store_->list_events(id, log.last_id, 1000);
+            for (const auto &e : page) {
+                if (auto m = goodput::mark_of_event(e.kind, e.time, e.cause, e.evidence)) log.add(e.id, std::move(*m));
+                else log.last_id = std::max(log.last_id, e.id);
+            }
+            if (page.size() < 1000) break;
+        }
+        marks.insert(marks.end(), log.marks.begin(), log.marks.end());
         r["goodput"] = goodput::to_json(goodput::compute(std::move(marks), now));
         onward_.reply_with(id, std::move(r), "", reply);
     });

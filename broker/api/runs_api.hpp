@@ -4,10 +4,12 @@
 // attempts; the dashboard's read-only joins. Handlers parse, ask the
 // registry, the store or a module, and render.
 #pragma once
+#include <unordered_map>
 #include <memory>
 #include <string>
 
 #include "broker/api/stream_budget.hpp"
+#include "broker/goodput/goodput_json.hpp"
 #include "broker/core/hooks.hpp"
 #include "broker/core/module.hpp"
 
@@ -49,6 +51,11 @@ private:
     Onward &onward_;
     const ServiceHooks &hooks_;
     std::shared_ptr<StreamBudget> streams_ = std::make_shared<StreamBudget>();
+    // Each run's goodput marks read so far (goodput/goodput_json.hpp), so
+    // that a run's page reads only its new events. Touched on the store
+    // thread only (one thread: no lock); at most kGoodputRuns runs kept.
+    static constexpr std::size_t kGoodputRuns = 1024;
+    std::unordered_map<std::string, goodput::MarkLog> goodput_marks_;
 };
 
 }  // namespace shardnet::broker

@@ -79,4 +79,15 @@ json::object to_json(const Goodput &g) {
         {"faults", std::move(faults)}};
 }
 
+void MarkLog::add(long long event_id, Mark m) {
+    last_id = std::max(last_id, event_id);
+    const bool seal = m.kind == "SEAL";
+    if (seal && seals_run >= 2 && marks.back().attempt == m.attempt) {
+        marks.back() = std::move(m);   // the run's middle seal goes; its last is the new one
+        return;
+    }
+    seals_run = seal && seals_run > 0 && marks.back().attempt == m.attempt ? seals_run + 1 : seal ? 1 : 0;
+    marks.push_back(std::move(m));
+}
+
 }  // namespace shardnet::broker::goodput

@@ -184,3 +184,43 @@ TEST_CASE("goodput: events read as marks, and the JSON adds up") {
     CHECK(o.at("faults").as_array().size() == 2);
     CHECK(o.at("faults").as_array()[0].as_object().at("node").as_string() == "n1/batch");
 }
+
+TEST_CASE("goodput: the marks kept between reads (first and last of a run of seals) give the same figures as every event") {
+    // Three attempts, hundreds of seals each, faults and in-job restarts
+    // between; events in time order, as the store's ids are.
+    std::vector<Mark> all{ev("PENDING", 1000), ev("RUNNING", 1010, 1), ev("PROGRESS", 1030, 1)};
+    double t = 1030;
+    for (long long a = 1; a <= 3; ++a) {
+        for (int k = 0; k < 300; ++k) all.push_back(seal(t += 7, a, "ck-" + std::to_string(a) + "-" + std::to_string(k)));
+        all.push_back(fault(t + 20, a, t + 15, "n" + std::to_string(a)));
+        if (a == 2) {
+            all.push_back(ev("RESTARTED", t += 25, a));
+            for (int k = 0; k < 50; ++k) all.push_back(seal(t += 5, a, "ck-r-" + std::to_string(k)));
+            all.push_back(fault(t + 20, a, t + 15, "m2"));
+        }
+        all.push_back(ev("RECOVERING", t + 30, a + 1));
+        all.push_back(ev("ATTEMPT", t + 60, a + 1));
+        t += 60;
+    }
+    MarkLog log;
+    long long id = 0;
+    for (const auto &m : all) log.add(++id, m);
+    CHECK(log.last_id == id);
+    CHECK(log.marks.size() < 40);   // not 1,000 seals
+    // The workers' first steps come in at compute time, beside the kept marks.
+    std::vector<Mark> progress{ev("PROGRESS", 2000, 1), ev("PROGRESS", t - 30, 4)};
+    auto full = all, kept = log.marks;
+    full.insert(full.end(), progress.begin(), progress.end());
+    kept.insert(kept.end(), progress.begin(), progress.end());
+    const Goodput a = compute(full, t + 500), b = compute(kept, t + 500);
+    adds_up(b);
+    CHECK(a.productive == doctest::Approx(b.productive));
+    CHECK(a.unsealed == doctest::Approx(b.unsealed));
+    CHECK(a.lost() == doctest::Approx(b.lost()));
+    REQUIRE(a.faults.size() == b.faults.size());
+    for (std::size_t i = 0; i < a.faults.size(); ++i) {
+        CHECK(a.faults[i].resumed_from == b.faults[i].resumed_from);
+        CHECK(a.faults[i].redone == doctest::Approx(b.faults[i].redone));
+        CHECK(a.faults[i].restart == doctest::Approx(b.faults[i].restart));
+    }
+}
