@@ -168,6 +168,7 @@ bool straggler_named(Store &store, const std::string &run, long long attempt, co
 void Restarts::apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply) {
     std::optional<Fault> held;
     double held_at = 0;
+    bool hold_next = false, still_held = false;   // a FAULT is held after this report
     {
         std::lock_guard<std::mutex> lock(in_job_.mu);
         auto &s = in_job_.by_run[id];
@@ -190,16 +191,36 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
                 return reply(error_response(409, "no_fault_held", "no FAULT of attempt " + std::to_string(rep.attempt) + " of run " + id +
                                             " waits for a relaunch (none raised, or its hold passed and the run is being requeued)",
                                             "dead"));
-            // The dead node must be the one the broker's FAULT named.
-            if (s.held && std::find(rep.dead.begin(), rep.dead.end(), node_of_worker(s.held->node)) == rep.dead.end())
+            // A dead node must be one whose FAULT the broker holds (the held
+            // one, or one raised during its hold).
+            auto named = [&](const Fault &f) { return std::find(rep.dead.begin(), rep.dead.end(), node_of_worker(f.node)) != rep.dead.end(); };
+            const bool held_named = named(*s.held);
+            if (!held_named && std::none_of(s.also.begin(), s.also.end(), named))
                 return reply(error_response(409, "not_the_fault", "the FAULT held for attempt " + std::to_string(rep.attempt) + " is node " +
                                             node_of_worker(s.held->node) + "'s, not " + rep.dead.front() + "'s", "dead"));
             ++s.restarts;
+            std::optional<Fault> first_also;
+            for (const auto &f : s.also)
+                if (named(f) && !first_also) first_also = f;
+            std::erase_if(s.also, named);
+            if (held_named) {
+                held = s.held, held_at = s.held_at;
+                s.held.reset();
+                if (!s.also.empty()) {   // the next death the relaunch did not answer: held from now
+                    s.held = s.also.front(), s.held_at = now;
+                    s.also.erase(s.also.begin());
+                    hold_next = true;
+                }
+            } else {
+                held = first_also, held_at = now;   // answered, not held: the held one still waits
+                still_held = true;
+            }
         }
         if (rep.kind == "swapped") ++s.restarts;   // the STRAGGLER event it answers is checked in the store, below
-        if (rep.kind != "supervising" && rep.kind != "swapped") { held = s.held; held_at = s.held_at; s.held.reset(); }
+        if (rep.kind == "gave_up") { held = s.held; held_at = s.held_at; s.held.reset(); }
         if (rep.kind == "gave_up") in_job_.by_run.erase(id);
     }
+    if (hold_next) hold_timer(id, rep.attempt, now);
     if (rep.kind == "restarted" || rep.kind == "swapped")
         for (const auto &[key, w] : workers_.of_run(id, true)) {
             if (w.attempt != rep.attempt) continue;
@@ -234,7 +255,8 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
         ev["reason"] = rep.reason;
         cause = "shard launch gave up: " + (rep.reason.empty() ? std::string("no reason given") : rep.reason);
     }
-    on_store(reply, [this, id, rep, kind, cause, ev = json::serialize(ev), held, held_at, now](const Reply &reply) {
+    const bool none_left = !hold_next && !still_held;
+    on_store(reply, [this, id, rep, kind, cause, ev = json::serialize(ev), held, held_at, now, none_left](const Reply &reply) {
         bool back = false;
         // A swap answers the broker's own word: a STRAGGLER event of the
         // attempt naming that node (not the job's say-so).
@@ -245,7 +267,8 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
         }
         try {
             transact([&] {
-                back = rep.kind == "restarted" && held && run_state_is(id, rep.attempt, RunState::degraded);
+                // Back to RUNNING once no death of the attempt waits for a relaunch.
+                back = rep.kind == "restarted" && held && none_left && run_state_is(id, rep.attempt, RunState::degraded);
                 if (back) hooks_.store_state(id, RunState::running, rep.attempt, now);
                 event(id, kind, cause, ev, now);
             });
@@ -304,6 +327,7 @@ void Restarts::rehold(const std::string &run, const Fault &fault, double held_at
     if (s.attempt != fault.attempt && s.attempt != 0) return;   // a newer attempt's: the old FAULT is moot
     s.attempt = fault.attempt;
     if (!s.held) s.held = fault, s.held_at = held_at;
+    else if (node_of_worker(s.held->node) != node_of_worker(fault.node)) s.also.insert(s.also.begin(), fault);   // after the one held now
 }
 
 bool Restarts::run_state_is(const std::string &run, long long attempt, RunState state) {
@@ -399,7 +423,13 @@ void Restarts::requeue_or_hold(const Fault &fault, double now) {
         std::lock_guard<std::mutex> lock(in_job_.mu);
         auto it = in_job_.by_run.find(fault.run);
         if (it != in_job_.by_run.end() && it->second.attempt == fault.attempt) {
-            if (it->second.held) return;   // a FAULT of the attempt waits already: one requeue at most
+            auto &sup = it->second;
+            if (sup.held) {   // a FAULT of the attempt waits already: this one waits after it (one requeue at most)
+                const auto same = [&](const Fault &f) { return node_of_worker(f.node) == node_of_worker(fault.node); };
+                if (!same(*sup.held) && std::none_of(sup.also.begin(), sup.also.end(), same) && sup.also.size() < InJobRestarts::kMaxNodes)
+                    sup.also.push_back(fault);
+                return;
+            }
             // With no spare left too: the supervisor says it gives up
             // (within a second), and only then is the job cancelled for the
             // requeue, so that its word is heard.
@@ -409,12 +439,16 @@ void Restarts::requeue_or_hold(const Fault &fault, double now) {
         }
     }
     if (!hold) return hooks_.requeue(fault, 0, false);
-    retry_later(InJobRestarts::kHoldSeconds, "in-job restart hold", [this, run = fault.run, attempt = fault.attempt, now] {
+    hold_timer(fault.run, fault.attempt, now);
+}
+
+void Restarts::hold_timer(const std::string &run, long long attempt, double held_at) {
+    retry_later(InJobRestarts::kHoldSeconds, "in-job restart hold", [this, run, attempt, held_at] {
         std::optional<Fault> held;
         {
             std::lock_guard<std::mutex> lock(in_job_.mu);
             auto it = in_job_.by_run.find(run);
-            if (it == in_job_.by_run.end() || it->second.attempt != attempt || !it->second.held || it->second.held_at != now) return;
+            if (it == in_job_.by_run.end() || it->second.attempt != attempt || !it->second.held || it->second.held_at != held_at) return;
             held = it->second.held;
             in_job_.by_run.erase(it);   // the supervisor is taken as gone
         }

@@ -29,13 +29,17 @@ namespace shardnet::broker {
 struct InJobRestarts {
     // How long a FAULT's requeue waits for the supervisor's relaunch.
     static constexpr double kHoldSeconds = 30;
-    static constexpr std::size_t kMaxNodes = 64;   // per list in a report
+    static constexpr std::size_t kMaxNodes = 4096;   // per list in a report (a job of 4096 nodes: about 0.5 MiB of names at most)
     struct Supervised {
         long long attempt = 0;
         long long spares = 0;     // spare nodes left, as the supervisor last said
         long long restarts = 0;   // relaunches reported
         std::optional<Fault> held;   // the FAULT whose requeue waits
         double held_at = 0;
+        // FAULTs of other nodes of the attempt raised while one is held
+        // (a second node died before the relaunch): each is held in turn
+        // once a relaunch answers the one before, unless it named them too.
+        std::vector<Fault> also;
         std::vector<std::string> nodes;   // the step's nodes, as the supervisor last said: the others are spares
     };
     // Reports a run may send in a minute: a supervisor sends a handful per

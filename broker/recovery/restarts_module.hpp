@@ -37,6 +37,9 @@ public:
 private:
     void apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply);
     bool run_state_is(const std::string &run, long long attempt, RunState state);
+    // The held FAULT (held at held_at) is requeued kHoldSeconds from then,
+    // unless a relaunch or giving up answered it.
+    void hold_timer(const std::string &run, long long attempt, double held_at);
     // A relaunch report not taken: the same one sent again counts.
     void uncount_restart(const std::string &run, long long attempt);
     // A held FAULT put back when the report that took it was not written.

@@ -25,9 +25,12 @@ TEST_CASE("a restart report is read strictly, each refusal naming its field") {
     CHECK(read_restart_report(R"({"kind":"restarted","attempt":1,"restart":1,"dead":["a2"]})", x).find("a restart names its dead and new nodes") == 0);
     CHECK(read_restart_report(R"({"kind":"restarted","attempt":1,"restart":1,"dead":["a2"],"took":["a1"],"nodes":["a1"],"relaunch_seconds":-1})", x)
               .find("relaunch_seconds") == 0);
+    // A job of 4096 nodes reports them all; one more is refused.
     std::string many = R"({"kind":"supervising","attempt":1,"nodes":[)";
-    for (int i = 0; i < 65; ++i) many += std::string(i ? "," : "") + "\"n" + std::to_string(i) + "\"";
-    CHECK(read_restart_report(many + "]}", x).find("at most 64") != std::string::npos);
+    for (int i = 0; i < 4096; ++i) many += std::string(i ? "," : "") + "\"node-" + std::to_string(i) + "\"";
+    CHECK(read_restart_report(many + "]}", x) == "");
+    CHECK(x.nodes.size() == 4096);
+    CHECK(read_restart_report(many + ",\"node-4096\"]}", x).find("at most 4096") != std::string::npos);
 }
 
 TEST_CASE("supervisions of runs that ended or moved on are forgotten; a held FAULT's is kept") {

@@ -1242,6 +1242,56 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         CHECK(f.state("r1") == "RUNNING");
         CHECK(submitted(f) == 0);
     }
+    SUBCASE("a second node dies during the hold: held after the first's relaunch, RUNNING once both are answered") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        put_job(f, "n1,n2,n3,n4,n5", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "ALLOCATED"}, {"n4", "ALLOCATED"}, {"n5", "ALLOCATED"}});
+        REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+        for (const char *n : {"n1", "n2", "n3"}) REQUIRE(f.beat("r1", 1, n, "0", "c1", 7) == 204);
+        REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+        REQUIRE(report(f, R"({"kind":"supervising","attempt":1,"spares":2,"nodes":["n1","n2","n3"]})") == 200);
+        kill_node(f, "n2");
+        kill_node(f, "n3");
+        f.tick_ahead(10);
+        REQUIRE(ServiceFixture::until([&] {
+            const std::string ev = f.events("r1");
+            return ev.find("worker n2/0") != std::string::npos && ev.find("worker n3/0") != std::string::npos;
+        }));
+        REQUIRE(f.state("r1") == "DEGRADED");
+        // The supervisor saw n2's death first and relaunched without it (n3 still in).
+        REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n4"],"nodes":["n1","n3","n4"],"spares":1,"ended_step":"0"})") == 200);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        CHECK(f.state("r1") == "DEGRADED");   // n3's death waits for its relaunch
+        CHECK(submitted(f) == 0);
+        // Then n3's: taken (its FAULT held now), RUNNING again, no requeue.
+        REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":2,"dead":["n3"],"took":["n5"],"nodes":["n1","n4","n5"],"spares":0,"ended_step":"1"})") == 200);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+        const std::string ev = f.events("r1");
+        INFO(ev);
+        CHECK(ev.find("RESTARTED: in-job restart 1: node n2 left out, n4 took its place") != std::string::npos);
+        CHECK(ev.find("RESTARTED: in-job restart 2: node n3 left out, n5 took its place") != std::string::npos);
+        CHECK(submitted(f) == 0);
+    }
+    SUBCASE("two nodes die during the hold and one relaunch answers both") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        put_job(f, "n1,n2,n3,n4,n5", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "ALLOCATED"}, {"n4", "ALLOCATED"}, {"n5", "ALLOCATED"}});
+        REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+        for (const char *n : {"n1", "n2", "n3"}) REQUIRE(f.beat("r1", 1, n, "0", "c1", 7) == 204);
+        REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+        REQUIRE(report(f, R"({"kind":"supervising","attempt":1,"spares":2,"nodes":["n1","n2","n3"]})") == 200);
+        kill_node(f, "n2");
+        kill_node(f, "n3");
+        f.tick_ahead(10);
+        REQUIRE(ServiceFixture::until([&] {
+            const std::string ev = f.events("r1");
+            return ev.find("worker n2/0") != std::string::npos && ev.find("worker n3/0") != std::string::npos;
+        }));
+        REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2","n3"],"took":["n4","n5"],"nodes":["n1","n4","n5"],"spares":0})") == 200);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        CHECK(submitted(f) == 0);
+    }
     SUBCASE("relaunched, then the program's own error: FAILED naming the relaunched step's rank, not the old step's") {
         ServiceFixture f({{"c1", kConf}});
         f.start();
