@@ -235,7 +235,8 @@ void Service::Beat::after_beat() {
     for (int c = 1; c <= 255; ++c)
         if (hb.fatal_exit.test(std::size_t(c))) fatal.push_back(c);
     s.attempts_.capture_spec(run_key, attempt, std::string(cluster), job, std::string(hb.ckpt_dir), int(hb.interval),
-                             JobSays{std::string(hb.ckpt_every), hb.max_attempts, fatal_exit_text(fatal), hb.requeue_timeout});
+                             JobSays{std::string(hb.ckpt_every), hb.max_attempts, fatal_exit_text(fatal), hb.requeue_timeout, hb.spares,
+                                     hb.replace_stragglers});
 }
 
 // A step's rank that failed: the first one is who a FAILED run names, and a

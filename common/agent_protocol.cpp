@@ -45,6 +45,7 @@ std::string agent_config_value_error(const std::string &key, const std::string &
     if (key == "ckpt_every" && v != "auto" && !parse_int(v, 1, 0x7fffffffLL)) return k + " is not 'auto' or a number of steps";
     if (key == "fatal_exit" && !parse_fatal_exit(v)) return k + " is not a list of exit codes 1-255";
     if (key == "on_timeout" && v != "fail" && v != "requeue") return k + " is not fail or requeue";
+    if (key == "straggler" && v != "report" && v != "replace") return k + " is not report or replace";
     if ((key == "progress_dir" || key == "ckpt_dir" || key == "ca_file") && !v.empty())
         if (auto err = check_path_syntax(v); !err.empty()) return k + ": " + err;
     return "";
@@ -78,6 +79,8 @@ std::string encode_agent_config(const AgentConfig &c, std::string &out) {
     if (c.max_attempts > 0) kv("max_attempts", std::to_string(c.max_attempts));
     if (!c.fatal_exit.empty()) kv("fatal_exit", fatal_exit_text(c.fatal_exit));
     if (c.requeue_timeout) kv("on_timeout", "requeue");
+    if (c.spares > 0) kv("spares", std::to_string(c.spares));
+    if (c.replace_stragglers) kv("straggler", "replace");
     for (const auto &r : c.ranks) kv("rank", std::to_string(r.rank) + ":" + std::to_string(r.local_rank));
     if (err.empty() && !c.token.empty()) err = agent_config_value_error("token", c.token);
     if (!err.empty()) return "agent config refused: " + err;
@@ -121,6 +124,8 @@ std::string AgentConfigParser::feed(const std::string &line) {
     else if (k == "max_attempts") { auto n = num(1, 1000); if (!n) return "bad max_attempts"; c.max_attempts = int(*n); }
     else if (k == "fatal_exit") c.fatal_exit = *parse_fatal_exit(v);   // checked above
     else if (k == "on_timeout") c.requeue_timeout = v == "requeue";   // checked above
+    else if (k == "spares") { auto n = num(0, kMaxSpares); if (!n) return "bad spares"; c.spares = int(*n); }
+    else if (k == "straggler") c.replace_stragglers = v == "replace";   // checked above
     else if (k == "attempt") { auto n = num(1, 1000000); if (!n) return "bad attempt"; c.attempt = unsigned(*n); }
     else if (k == "job") { auto n = num(0, 0xffffffffLL); if (!n) return "bad job"; c.job = (unsigned long)*n; }
     else if (k == "interval") { auto n = num(1, 86400); if (!n) return "bad interval"; c.interval = int(*n); }

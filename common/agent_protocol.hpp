@@ -52,6 +52,10 @@ struct AgentConfig {
     // that a rank's failed report carries what its own job said of it.
     std::vector<int> fatal_exit;
     bool requeue_timeout = false;   // the job's --shardnet-on-timeout=requeue; the batch step reports it
+    // The job's --shardnet-spares and --shardnet-straggler=replace: the batch
+    // step reports them, so that a requeued attempt holds its spares too.
+    int spares = 0;
+    bool replace_stragglers = false;
     bool ckpt_auto() const { return ckpt_every == "auto"; }
     std::vector<AgentRank> ranks;
 };

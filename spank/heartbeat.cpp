@@ -133,6 +133,9 @@ std::string heartbeat_json(const AgentConfig &c, const std::vector<RankState> &r
     if (!c.fatal_exit.empty()) hb["fatal_exit"] = boost::json::value_from(c.fatal_exit);
     // --shardnet-on-timeout=requeue: only the batch step says it (kept with the job's spec).
     if (c.step == "batch" && c.requeue_timeout) hb["on_timeout"] = "requeue";
+    // --shardnet-spares, --shardnet-straggler=replace: only the batch step says them (kept with the job's spec).
+    if (c.step == "batch" && c.spares > 0) hb["spares"] = c.spares;
+    if (c.step == "batch" && c.replace_stragglers) hb["straggler"] = "replace";
     if (!stderr_tail.empty()) hb["stderr_tail"] = stderr_tail;
     if (c.ckpt_auto()) hb["policy"] = policy;
     hb["ranks"] = std::move(rs);

@@ -256,6 +256,8 @@ int start_agent(spank_t sp, uint32_t jobid, uint32_t stepid, uid_t uid, gid_t gi
     ac.max_attempts = g.job->max_attempts;
     ac.fatal_exit = g.job->fatal_exit;
     ac.requeue_timeout = g.job->requeue_timeout;
+    ac.spares = g.job->spares;
+    ac.replace_stragglers = g.job->replace_stragglers;
     // This node's tasks, local index -> global rank.
     uint32_t ntasks = g.local_tasks;
     for (uint32_t i = 0; i < ntasks; ++i) {

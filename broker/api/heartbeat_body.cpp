@@ -18,11 +18,11 @@ using ec_t = boost::system::error_code;
 // The keys the broker reads; each key is looked up once, when it ends.
 enum Key { k_other, k_run, k_node, k_state, k_step, k_cluster, k_requeue, k_attempt, k_interval, k_job, k_ranks,
            k_checkpointing, k_exit, k_code, k_signal, k_ckpt_dir, k_policy, k_ckpt_every, k_rank, k_time, k_max_attempts,
-           k_fatal_exit, k_stderr_tail, k_on_timeout, k_prelimit };
+           k_fatal_exit, k_stderr_tail, k_on_timeout, k_prelimit, k_spares, k_straggler };
 constexpr std::string_view kKeyNames[] = {"", "run", "node", "state", "step", "cluster", "requeue", "attempt", "interval",
                                           "job", "ranks", "checkpointing", "exit", "code", "signal", "ckpt_dir", "policy", "ckpt_every",
                                           "rank", "time", "max_attempts", "fatal_exit", "stderr_tail", "on_timeout",
-                                          "prelimit_signalled"};
+                                          "prelimit_signalled", "spares", "straggler"};
 
 // k's size is N - 1 already: a comparison of known length, inlined.
 template <std::size_t N>
@@ -34,9 +34,10 @@ Key key_of(std::string_view k) {
     case 4: return same(k, "node") ? k_node : same(k, "step") ? k_step : same(k, "exit") ? k_exit : same(k, "code") ? k_code
                  : same(k, "rank") ? k_rank : same(k, "time") ? k_time : k_other;
     case 5: return same(k, "state") ? k_state : same(k, "ranks") ? k_ranks : k_other;
-    case 6: return same(k, "signal") ? k_signal : same(k, "policy") ? k_policy : k_other;
+    case 6: return same(k, "signal") ? k_signal : same(k, "policy") ? k_policy : same(k, "spares") ? k_spares : k_other;
     case 7: return same(k, "attempt") ? k_attempt : same(k, "cluster") ? k_cluster : same(k, "requeue") ? k_requeue : k_other;
     case 8: return same(k, "interval") ? k_interval : same(k, "ckpt_dir") ? k_ckpt_dir : k_other;
+    case 9: return same(k, "straggler") ? k_straggler : k_other;
     case 10: return same(k, "ckpt_every") ? k_ckpt_every : same(k, "fatal_exit") ? k_fatal_exit : same(k, "on_timeout") ? k_on_timeout : k_other;
     case 11: return same(k, "stderr_tail") ? k_stderr_tail : k_other;
     case 12: return same(k, "max_attempts") ? k_max_attempts : k_other;
@@ -122,11 +123,12 @@ struct BodySax {
         if (parent() != top) return;
         switch (key) {
         case k_run: case k_node: case k_state: case k_step: case k_cluster: case k_requeue: case k_ckpt_dir: case k_ckpt_every:
-        case k_stderr_tail: case k_on_timeout:
+        case k_stderr_tail: case k_on_timeout: case k_straggler:
             return fail(kKeyNames[key], "expected a string");
         case k_prelimit: return fail(kKeyNames[key], "expected true or false");
         case k_fatal_exit: return bad_fatal_exit();
-        case k_attempt: case k_interval: case k_job: case k_policy: case k_max_attempts: return fail(kKeyNames[key], "expected an integer");
+        case k_attempt: case k_interval: case k_job: case k_policy: case k_max_attempts: case k_spares:
+            return fail(kKeyNames[key], "expected an integer");
         case k_ranks: return fail("ranks", "expected an array");
         default: return;
         }
@@ -149,6 +151,7 @@ struct BodySax {
             if (key == k_job) return bounded(v, 0, 1LL << 40, hb.job);
             if (key == k_policy) { long long p = 0; bounded(v, 0, 1LL << 40, p); hb.policy = p; return; }
             if (key == k_max_attempts) return bounded(v, 1, 1000, hb.max_attempts);
+            if (key == k_spares) return bounded(v, 0, kMaxSpares, hb.spares);
             if (key == k_other) return;   // a field the broker does not read
             return wrong_kind();
         case rank_object:
@@ -187,6 +190,10 @@ struct BodySax {
         case k_on_timeout:
             if (s == "requeue") hb.requeue_timeout = true;
             else if (s != "fail") fail("on_timeout", "expected fail or requeue");
+            return;
+        case k_straggler:
+            if (s == "replace") hb.replace_stragglers = true;
+            else if (s != "report") fail("straggler", "expected report or replace");
             return;
         case k_stderr_tail:
             // The job's own text, with its line breaks: checked on its own terms.

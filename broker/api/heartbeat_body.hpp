@@ -45,6 +45,9 @@ struct HeartbeatBody {
     // The job's --shardnet-on-timeout=requeue (the batch step says it), and
     // whether the step's agent has sent the pre-limit signal to its ranks.
     bool requeue_timeout = false, prelimit_signalled = false;
+    // The job's --shardnet-spares and --shardnet-straggler=replace (the batch step says them).
+    long long spares = 0;
+    bool replace_stragglers = false;
 
     HeartbeatBody() = default;
     HeartbeatBody(const HeartbeatBody &) = delete;

@@ -82,6 +82,8 @@ std::optional<Store::JobSpecRow> Attempts::capture_spec_now(const std::string &r
     if (says.max_attempts > 0) spec["max_attempts"] = says.max_attempts;
     if (!says.fatal_exit.empty()) spec["fatal_exit"] = says.fatal_exit;   // "3,7", as --shardnet-fatal-exit takes it
     if (says.requeue_timeout) spec["on_timeout"] = "requeue";
+    if (says.spares > 0) spec["spares"] = says.spares;
+    if (says.replace_stragglers) spec["straggler"] = "replace";
     // Every option that shaped the job (partition, account, limits, GPUs,
     // name, ...), as Slurm recorded it: attempt N is submitted with them.
     // What a new job cannot be (a dependency, an array task) is named.
@@ -206,6 +208,11 @@ long long Attempts::submit_attempt(const std::string &cluster, const json::objec
     if (const auto fatal = parse_fatal_exit(str("fatal_exit")); fatal && !fatal->empty())
         argv.push_back("--shardnet-fatal-exit=" + fatal_exit_text(*fatal));
     if (str("on_timeout") == "requeue") argv.push_back("--shardnet-on-timeout=requeue");
+    // Spares: the job held them on nodes that outlive a node's death; so
+    // does the next attempt (the plugin takes spares only with --no-kill).
+    if (long long spares = num("spares"); spares > 0 && spares <= kMaxSpares)
+        argv.insert(argv.end(), {"--no-kill", "--shardnet-spares=" + std::to_string(spares)});
+    if (str("straggler") == "replace") argv.push_back("--shardnet-straggler=replace");
     if (!workdir.empty()) argv.push_back("--chdir=" + workdir);
     // Every attempt writes where the first did: after what the earlier ones wrote, never over it.
     if (!output.empty()) argv.push_back("--output=" + output), argv.push_back("--open-mode=append");

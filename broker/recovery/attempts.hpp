@@ -24,6 +24,8 @@ struct JobSays {
     long long max_attempts = 0;
     std::string fatal_exit;        // "3,7"
     bool requeue_timeout = false;  // --shardnet-on-timeout=requeue
+    long long spares = 0;          // --shardnet-spares
+    bool replace_stragglers = false;   // --shardnet-straggler=replace
 };
 
 class Attempts : Module {

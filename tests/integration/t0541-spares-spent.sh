@@ -8,7 +8,7 @@
 # signal) and supervision goes on; SIGTERM, and it ends, telling the broker.
 . "$(dirname "$0")/lib.sh"
 /usr/bin/python3 -c 'import torch' 2>/dev/null || fail "python3-torch is not installed (scripts/install-deps.sh installs it)"
-"$HARNESS/clusters.sh" add "$SCRATCH" "$BUILD" gamma 4 >/dev/null || fail "the 4-node cluster gamma did not come up"
+"$HARNESS/clusters.sh" add "$SCRATCH" "$BUILD" gamma 5 >/dev/null || fail "the 5-node cluster gamma did not come up"
 cleanup_gamma() { "$HARNESS/clusters.sh" remove "$SCRATCH" gamma || true; cleanup_lib; }
 trap cleanup_gamma EXIT
 start_broker 600
@@ -74,3 +74,18 @@ p = next(e for e in ev if e["kind"] == "PLACEMENT" and e["id"] > faults[1]["id"]
 print("    PLACEMENT:", p["cause"][:200])' || fail "the events do not show the spares spent and the requeue: $(kinds spent-run)"
 grep -q "restart 2:" "$OUT" && fail "relaunched without a spare"
 ok "gamma3 died with no spare left: shard launch gave up and the run went to the requeue (tier 1) ${dt}s after the kill"
+
+# The requeued attempt holds a spare as the first did: the broker submits it
+# (on gamma1, gamma4, gamma5) with --no-kill and --shardnet-spares=1 (the
+# batch step said them), so its world is 2 ranks again, not 3.
+wait_for 120 'any(e["kind"] == "SUPERVISED" and e["evidence"]["attempt"] == 2 for e in v["events"])' /v1/runs/spent-run/events \
+    || fail "attempt 2 is not supervised: $(kinds spent-run) $(tail -5 "$OUT")"
+broker_get /v1/runs/spent-run/events | /usr/bin/python3 -c '
+import json, sys
+ev = json.load(sys.stdin)["events"]
+s = next(e for e in ev if e["kind"] == "SUPERVISED" and e["evidence"]["attempt"] == 2)
+assert s["evidence"]["spares"] == 1 and len(s["evidence"]["nodes"]) == 2, s' \
+    || fail "attempt 2 does not hold 1 spare and 2 ranks' nodes: $(kinds spent-run)"
+j2=$(slurm gamma squeue -h -u "$TEST_USER" -o '%i %k' | awk '/shardnet-decision/ {print $1}' | head -1)
+[ -n "$j2" ] && slurm gamma scancel "$j2"
+ok "attempt 2 (job ${j2:-?}) runs with 1 spare and 2 ranks' nodes, as attempt 1 did: the requeue carried --no-kill and --shardnet-spares"

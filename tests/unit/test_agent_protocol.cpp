@@ -24,6 +24,8 @@ TEST_CASE("agent config round-trips through the line protocol") {
     c.ckpt_every = "auto";
     c.fatal_exit = {3, 42};
     c.requeue_timeout = true;
+    c.spares = 2;
+    c.replace_stragglers = true;
     std::string text;
     REQUIRE(encode_agent_config(c, text) == "");
     CHECK(text.find("\nfatal_exit=3,42\n") != std::string::npos);
@@ -44,6 +46,9 @@ TEST_CASE("agent config round-trips through the line protocol") {
     CHECK(d.ckpt_auto());
     CHECK(d.fatal_exit == std::vector<int>{3, 42});
     CHECK(d.requeue_timeout);
+    CHECK(d.spares == 2);
+    CHECK(d.replace_stragglers);
+    CHECK(agent_config_value_error("straggler", "swap") == "'straggler' is not report or replace");
     CHECK(agent_config_value_error("on_timeout", "always") == "'on_timeout' is not fail or requeue");
     REQUIRE(d.ranks.size() == 2);
     CHECK(d.ranks[1].rank == 5);

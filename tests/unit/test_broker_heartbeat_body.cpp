@@ -55,6 +55,13 @@ TEST_CASE("the pre-limit signal and --shardnet-on-timeout as an agent says them"
     CHECK_FALSE(fail.requeue_timeout);
     CHECK(fails(R"({"run":"r","attempt":1,"node":"n","on_timeout":"always","ranks":[]})").message == "on_timeout: expected fail or requeue");
     CHECK(fails(R"({"run":"r","attempt":1,"node":"n","on_timeout":1,"ranks":[]})").message == "on_timeout: expected a string");
+    HeartbeatBody sp;
+    REQUIRE(read_heartbeat(R"({"run":"r","attempt":1,"node":"n","spares":2,"straggler":"replace","ranks":[]})", sp, err));
+    CHECK(sp.spares == 2);
+    CHECK(sp.replace_stragglers);
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n","spares":65,"ranks":[]})").message == "spares: expected 0..64");
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n","spares":"1","ranks":[]})").message == "spares: expected an integer");
+    CHECK(fails(R"({"run":"r","attempt":1,"node":"n","straggler":"swap","ranks":[]})").message == "straggler: expected report or replace");
     CHECK(fails(R"({"run":"r","attempt":1,"node":"n","prelimit_signalled":"yes","ranks":[]})").message ==
           "prelimit_signalled: expected true or false");
 }

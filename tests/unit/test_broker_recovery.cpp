@@ -797,6 +797,29 @@ TEST_CASE("--shardnet-max-attempts: a fault after the last attempt ends the run 
         if (c.argv[0] == "sbatch") CHECK(has(c.argv, "--shardnet-max-attempts=2"));
 }
 
+TEST_CASE("spares travel with the run: a requeued attempt of a job with spares holds them again, with --no-kill") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    n2_dies_under(f, R"(,"spares":1,"straggler":"replace")");
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    int sbatches = 0;
+    for (const auto &c : f.slurm->changes()) {
+        if (c.argv[0] != "sbatch") continue;
+        ++sbatches;
+        CHECK(has(c.argv, "--no-kill"));   // the plugin takes spares only with it
+        CHECK(has(c.argv, "--shardnet-spares=1"));
+        CHECK(has(c.argv, "--shardnet-straggler=replace"));
+    }
+    CHECK(sbatches == 1);
+    // A job without spares is submitted without them, and without --no-kill.
+    ServiceFixture g({{"c1", kConf}});
+    g.start();
+    n2_dies_under(g, "");
+    REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "RECOVERING"; }));
+    for (const auto &c : g.slurm->changes())
+        if (c.argv[0] == "sbatch") CHECK((!has(c.argv, "--no-kill") && !has(c.argv, "--shardnet-spares=1")));
+}
+
 TEST_CASE("bad-node memory: a node that faulted one run is left out of the next run's placement, after a restart too; drained after K faults") {
     ServiceFixture f({{"c1", kConf}});
     f.cfg.drain_bad_nodes = true;
