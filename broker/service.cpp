@@ -104,6 +104,25 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
         log_warn("requeue decision taken up again at start", d.run, d.id);
         requeues_.requeue(f);
     }
+    // Requeues that found no place are tried again as before the stop (every
+    // 30 s, for an hour from their decision): a restart must not leave
+    // their runs DEGRADED for good.
+    for (const auto &u : store_->decisions().unplaced_decisions(started - Requeues::kUnplacedFor)) {
+        const auto &d = u.d;
+        decided.insert(d.run);
+        if (runs_.with_run(d.run, [&](const RunInfo *r) {
+                return !r || r->attempt != d.from_attempt || r->state != RunState::degraded;
+            }))
+            continue;
+        Fault f{d.run, d.exclude, d.from_attempt, "(unplaced decision " + d.id + " tried again after a restart)", WorkerState{},
+                FaultKind::silent};
+        f.state.attempt = d.from_attempt;
+        f.state.cluster = d.cluster;
+        f.state.job = d.old_job;
+        const int tries = std::max(1, int((started - u.created) / Requeues::kUnplacedEvery));
+        log_warn("unplaced requeue decision tried again at start", d.run, d.id);
+        requeues_.requeue(f, tries);
+    }
     // FAULTs with no decision: those an in-job restart held when the broker
     // stopped (held again, so that the relaunch's report still counts).
     restarts_.resume_holds(decided);

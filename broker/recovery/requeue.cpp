@@ -295,7 +295,7 @@ struct Requeues::Requeue {
                      : local_only ? " (every peer broker refused)" : "") +
                     "; tried again every 30 s for an hour"))
             return;
-        if (tries < 120) s.retry_once("unplaced " + id, 30.0, "requeue: unplaced, tried again", [svc = &s, f = fault, t = tries, l = local_only] { svc->requeue(f, t + 1, l); });
+        if (tries < kUnplacedFor / kUnplacedEvery) s.retry_once("unplaced " + id, double(kUnplacedEvery), "requeue: unplaced, tried again", [svc = &s, f = fault, t = tries, l = local_only] { svc->requeue(f, t + 1, l); });
     }
 
     void to_peer() {

@@ -26,6 +26,9 @@ public:
     // cluster, else a peer. local_only: no peer (every peer refused): this
     // broker's clusters, their queues included. On the Slurm thread.
     void requeue(const Fault &fault, int tries = 0, bool local_only = false);
+    // A requeue with no place is tried again every kUnplacedEvery seconds
+    // for kUnplacedFor seconds from its decision (a restart included).
+    static constexpr int kUnplacedEvery = 30, kUnplacedFor = 3600;
     // A heartbeat of a recovering run's new attempt: RECOVERED once all its
     // nodes report.
     void check_recovered(const std::string &run, long long attempt, double now);

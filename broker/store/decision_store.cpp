@@ -21,6 +21,8 @@ std::span<const Sql> decision_statements() {
                             "VALUES (?,?,?,?,?,?,?,'written',?,?)"},
         {"get_decision", "SELECT state, nonce FROM decisions WHERE id = ?"},
         {"written_decisions", "SELECT id, run, from_attempt, cluster, exclude, old_job FROM decisions WHERE state = 'written' ORDER BY created"},
+        {"unplaced_decisions", "SELECT id, run, from_attempt, cluster, exclude, old_job, created FROM decisions "
+                               "WHERE state = 'unplaced' AND created >= ? ORDER BY created"},
         {"apply_decision", "UPDATE decisions SET state = ?, new_job = ? WHERE id = ?"},
         {"forward_decision", "UPDATE decisions SET state = 'forwarding', peer = ?, payload = ? WHERE id = ?"},
         {"forwarding_decisions", "SELECT id, run, peer, payload FROM decisions WHERE state = 'forwarding' ORDER BY created"},
@@ -65,6 +67,18 @@ std::vector<DecisionStore::WrittenDecision> DecisionStore::written_decisions() {
     while (row(s))
         out.push_back(WrittenDecision{col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), col_text(s, 3), col_text(s, 4),
                                       sqlite3_column_int64(s, 5)});
+    return out;
+}
+
+std::vector<DecisionStore::UnplacedDecision> DecisionStore::unplaced_decisions(double since) {
+    auto *s = stmt("unplaced_decisions");
+    Done done{s};
+    Binder(s).real(since);
+    std::vector<UnplacedDecision> out;
+    while (row(s))
+        out.push_back(UnplacedDecision{{col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), col_text(s, 3), col_text(s, 4),
+                                        sqlite3_column_int64(s, 5)},
+                                       sqlite3_column_double(s, 6)});
     return out;
 }
 

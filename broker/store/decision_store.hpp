@@ -25,6 +25,10 @@ public:
     // Local decisions written but never acted on (the broker stopped): taken up at start.
     struct WrittenDecision { std::string id, run; long long from_attempt; std::string cluster, exclude; long long old_job; };
     std::vector<WrittenDecision> written_decisions();
+    // Decisions that found no place (state 'unplaced') made since `since`:
+    // their retries (every 30 s for an hour) go on after a restart.
+    struct UnplacedDecision { WrittenDecision d; double created; };
+    std::vector<UnplacedDecision> unplaced_decisions(double since);
     // A decision's state ('written' until acted on) and nonce, or none.
     std::optional<std::pair<std::string, std::string>> get_decision(const std::string &id);
     void apply_decision(const std::string &id, const std::string &state, long long new_job);

@@ -1488,3 +1488,36 @@ TEST_CASE("a run in an OCI image is requeued only where containers run (clusters
     CHECK(s->conf == kConf2);
     CHECK(ServiceFixture::until([&] { return f.events("r1").find("c1 rejected: runs no containers (clusters.c1.containers is false)") != std::string::npos; }));
 }
+
+TEST_CASE("a requeue that found no place is tried again after the broker's restart, not left DEGRADED for good") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    // Job 7 holds the cluster's two nodes; n2 dies: nowhere to go.
+    put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}});
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("no placement for attempt 2") != std::string::npos; }));
+    CHECK(f.state("r1") == "DEGRADED");
+    CHECK(f.slurm->count("sbatch") == 0);
+    // The broker stops; two nodes join the cluster meanwhile.
+    f.svc.reset();
+    f.start([](FakeSlurm &s) {
+        FakeSlurm::Job j;
+        j.id = 7, j.nodes = "n1,n2", j.batch_host = "n1", j.node_count = j.tasks = 2;
+        s.jobs[kConf][7] = j;
+        s.nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "DOWN*"}, {"n3", "IDLE"}, {"n4", "IDLE"}};
+        s.dead_slurmd.insert("n2");
+    });
+    // Taken up at start (not 30 s later, and not never).
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }, 5));
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("no placement for attempt 2") == ev.rfind("no placement for attempt 2"));   // the history told once
+    for (const auto &c : f.slurm->changes())
+        if (c.argv[0] == "sbatch") CHECK(has(c.argv, "--nodelist=n3,n4"));
+}
