@@ -17,6 +17,7 @@
 #include "broker/util/thread_guard.hpp"
 #include "broker/http/http_server.hpp"
 #include "broker/service.hpp"
+#include "broker/util/crash_report.hpp"
 #include "broker/util/log.hpp"
 
 using namespace shardnet::broker;
@@ -195,6 +196,7 @@ void serve(std::vector<std::unique_ptr<asio::io_context>> &ios, HttpServer &serv
 }  // namespace
 
 int main(int argc, char **argv) {
+    report_crashes();
     Args args;
     if (auto status = parse_args(argc, argv, args)) return *status;
     BrokerConfig cfg;

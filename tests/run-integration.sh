@@ -41,6 +41,10 @@ for t in "${tests[@]}"; do
         printf 'FAIL: %-28s (output and Slurm logs in %s)\n' "$name" "$LOGS/$name"
         mkdir -p "$LOGS/$name"; cp "$out" "$LOGS/$name/"
         for c in $(cat "$SCRATCH/clusters"); do cp -r "$SCRATCH/$c/log" "$LOGS/$name/$c-log"; done
+        # The brokers' logs (the test's own work dir, the newest): a crash's stack is there.
+        w=$(ls -td "$SCRATCH"/work.* 2>/dev/null | head -1)
+        [ -z "$w" ] || (cd "$w" && find . -maxdepth 3 -name '*.log' -size -50M -print0 | tar --null -cf - -T - 2>/dev/null) |
+            (mkdir -p "$LOGS/$name/work" && cd "$LOGS/$name/work" && tar -xf - 2>/dev/null) || true
         sed 's/^/    | /' "$out" | tail -25
         fail=$((fail + 1)); failed+=("$name")
         # What it broke (a node left dead, a job left running) is mended, so
