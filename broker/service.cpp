@@ -46,7 +46,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
                     verdicts_.resumed_after_slurm_requeue(run, attempt, cluster, job, nodelist);
                 }),
       verdicts_(*this, hooks_, receipts_, inventory_, attempts_), requeues_(*this, hooks_, attempts_, receipts_, inventory_),
-      restarts_(*this, hooks_, inventory_), stragglers_(*this), stale_jobs_(*this),
+      restarts_(*this, hooks_, inventory_, receipts_), stragglers_(*this), stale_jobs_(*this),
       inbox_(*this, hooks_, inventory_, receipts_, attempts_),
       forwarder_(*this, hooks_, witnesses_, stale_jobs_) {
     auths_.push_back(std::make_unique<Auth>(cfg.tokens, cfg.rate_per_token, cfg.rate_burst, cfg.worker_keys));

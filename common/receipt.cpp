@@ -16,7 +16,7 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr const char *kKinds[] = {"attempt-started", "checkpoint-sealed", "attempt-ended", "run-ended"};
+constexpr const char *kKinds[] = {"attempt-started", "checkpoint-sealed", "attempt-ended", "run-ended", "attempt-restarted"};
 
 bool is_str_or_null(const json::object &o, const char *k) {
     const auto *v = o.if_contains(k);
@@ -49,6 +49,10 @@ std::string body_error(Kind k, const json::object &b) {
     case Kind::run_ended:
         if (!f.str("state", s)) return f.error();
         break;
+    case Kind::attempt_restarted:
+        if (!f.integer("restart", 1, 1LL << 53, n)) return f.error();
+        if (const auto *nodes = b.if_contains("nodes"); !nodes || !nodes->is_array()) return "predicate.body.nodes: expected a list of nodes";
+        break;
     }
     return "";
 }
@@ -64,7 +68,7 @@ json::object subject_json(const Subject &s) {
 const char *kind_name(Kind k) { return kKinds[int(k)]; }
 
 std::optional<Kind> kind_of(std::string_view name) {
-    for (int i = 0; i < 4; ++i)
+    for (std::size_t i = 0; i < std::size(kKinds); ++i)
         if (name == kKinds[i]) return Kind(i);
     return std::nullopt;
 }
@@ -190,7 +194,7 @@ std::string parse_statement(std::string_view payload, Receipt &out) {
         !p.str("time", r.time) || !p.integer("seq", 1, 1LL << 53, r.seq) || !(body = p.object("body")))
         return p.error();
     auto k = kind_of(kind);
-    if (!k) return "predicate.kind: " + kind + " is not attempt-started, checkpoint-sealed, attempt-ended or run-ended";
+    if (!k) return "predicate.kind: " + kind + " is not attempt-started, checkpoint-sealed, attempt-ended, run-ended or attempt-restarted";
     r.kind = *k;
     r.body = *body;
     const json::value *prev = p.get("previous", true);

@@ -17,7 +17,9 @@ namespace shardnet::receipt {
 inline constexpr const char *kStatementType = "https://in-toto.io/Statement/v1";
 inline constexpr const char *kPredicateType = "https://shardnet.dev/receipt/v1";
 
-enum class Kind { attempt_started, checkpoint_sealed, attempt_ended, run_ended };
+// attempt_restarted: `shard launch` relaunched the attempt's step inside its
+// job (a dead node, or a straggler, left out; a spare in its place).
+enum class Kind { attempt_started, checkpoint_sealed, attempt_ended, run_ended, attempt_restarted };
 const char *kind_name(Kind k);   // "attempt-started", ...
 std::optional<Kind> kind_of(std::string_view name);
 

@@ -186,6 +186,9 @@ std::string what(const receipt::Receipt &r) {
         return how;
     }
     case receipt::Kind::run_ended: return s("state");
+    case receipt::Kind::attempt_restarted:
+        return "in-job restart " + s("restart") + ": " + (r.body.contains("straggler") ? "straggler " + s("straggler") : "dead " + s("dead")) +
+               " left out, " + s("took") + " took its place; nodes " + s("nodes");
     }
     return "";
 }

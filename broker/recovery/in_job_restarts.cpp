@@ -271,6 +271,9 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
                 back = rep.kind == "restarted" && held && none_left && run_state_is(id, rep.attempt, RunState::degraded);
                 if (back) hooks_.store_state(id, RunState::running, rep.attempt, now);
                 event(id, kind, cause, ev, now);
+                // A relaunch inside the job is signed with the attempt's
+                // chain: which node left, which took its place, how long.
+                if (kind == "RESTARTED") receipts_.write_receipt(receipt::Kind::attempt_restarted, id, rep.attempt, json::parse(ev).as_object(), {}, now);
             });
         } catch (const std::exception &e) {
             // Not written: the held FAULT waits again (its timer still

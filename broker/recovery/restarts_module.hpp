@@ -12,13 +12,15 @@
 #include "broker/core/hooks.hpp"
 #include "broker/core/module.hpp"
 #include "broker/inventory/inventory_module.hpp"
+#include "broker/receipts/receipts_module.hpp"
 #include "broker/recovery/in_job_restarts.hpp"
 
 namespace shardnet::broker {
 
 class Restarts : Module {
 public:
-    Restarts(Core &core, const ServiceHooks &hooks, Inventory &inventory) : Module(core), hooks_(hooks), inventory_(inventory) {}
+    Restarts(Core &core, const ServiceHooks &hooks, Inventory &inventory, Receipts &receipts)
+        : Module(core), hooks_(hooks), inventory_(inventory), receipts_(receipts) {}
 
     // POST /v1/runs/RUN/restarts: `shard launch`'s in-job restarts.
     void restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
@@ -47,6 +49,7 @@ private:
 
     const ServiceHooks &hooks_;
     Inventory &inventory_;
+    Receipts &receipts_;   // a relaunch's attempt-restarted receipt
     InJobRestarts in_job_;
 };
 

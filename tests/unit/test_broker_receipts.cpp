@@ -202,6 +202,46 @@ TEST_CASE("one chain: heartbeat, seal, FAULT, requeue as attempt 2, seal, the en
     CHECK_FALSE(receipt::verify_chain(envs, {f.key}).failures.empty());
 }
 
+TEST_CASE("an in-job restart is signed in the attempt's chain: attempt-restarted names the dead node and the spare") {
+    ReceiptFixture f({{"c1", kConf}});
+    f.start();
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        FakeSlurm::Job j;
+        j.id = 7, j.nodes = "n1,n2,n3", j.batch_host = "n1", j.node_count = j.tasks = 3;
+        f.slurm->jobs[kConf][7] = j;
+        f.slurm->nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "ALLOCATED"}};
+    }
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n3", "0", "c1", 7) == 204);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    REQUIRE(f.call("POST", "/v1/runs/r1/restarts", R"({"kind":"supervising","attempt":1,"spares":1,"nodes":["n2","n3"]})").status == 200);
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf]["n2"] = "DOWN*";
+        f.slurm->dead_slurmd.insert("n2");
+    }
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+    REQUIRE(f.call("POST", "/v1/runs/r1/restarts",
+                   R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n1"],"nodes":["n1","n3"],"spares":0,"relaunch_seconds":0.4,"ended_step":"0"})")
+                .status == 200);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+    std::string listed;
+    for (const auto &k : f.kinds("r1")) listed += k + " ";
+    INFO(listed);
+    CHECK(f.kinds("r1") == std::vector<std::string>{"attempt-started", "attempt-ended", "attempt-restarted"});
+    const auto res = verified(f.envelopes("r1"), f.key);
+    REQUIRE(res.receipts.size() == 3);
+    const auto &r = res.receipts[2].receipt;
+    CHECK(r.attempt == 1);
+    CHECK(r.body.at("restart").as_int64() == 1);
+    CHECK(r.body.at("dead").as_array() == json::array{"n2"});
+    CHECK(r.body.at("took").as_array() == json::array{"n1"});
+    CHECK(r.body.at("relaunch_seconds").as_double() == doctest::Approx(0.4));
+}
+
 TEST_CASE("a store failure mid-seal keeps neither the seal nor its receipt; the log is unchanged") {
     ReceiptFixture f;
     f.start();
