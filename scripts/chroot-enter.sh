@@ -1,7 +1,7 @@
 #!/bin/bash
 # Inside a fresh mount and PID namespace (chroot.sh run): an overlay of the
 # cached chroot BASE with an upper dir under WORK, the kernel file systems,
-# a private /run and /tmp, the binds asked for, then chroot into it.
+# a private /run and /tmp, the binds asked for, then it becomes the root.
 #   chroot-enter.sh BASE WORK NBINDS [HOST:GUEST]... CMD...
 set -euo pipefail
 base=$1 work=$2 nbinds=$3; shift 3
@@ -35,5 +35,14 @@ for b in "${binds[@]}"; do
     mkdir -p "$root$dst"
     mount --bind "$src" "$root$dst"
 done
-exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+# The overlay becomes the namespace's root (pivot_root, not chroot): inside
+# a chroot the kernel refuses user namespaces, which the harness's crun
+# wrapper makes (unshare --map-root-user, t0600). pivot_root(".", ".")
+# stacks the host's root on the overlay; detaching it (umount, still the
+# host's binary then) leaves the overlay alone at /.
+cd "$root"
+pivot_root . .
+umount -l .
+cd /
+exec /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt "$@"
