@@ -24,6 +24,9 @@ struct ServiceHooks {
     std::function<void(const std::string &run)> back_to_degraded;
     // A decision was written for a peer: the forwarder sends it now.
     std::function<void()> forward_now;
+    // A STRAGGLER this broker named (detector/stragglers.hpp) of the run's
+    // attempt, taken by the swap it pays for: true once per event.
+    std::function<bool(const std::string &run, long long attempt, const std::string &node)> take_straggler;
 };
 
 }  // namespace shardnet::broker

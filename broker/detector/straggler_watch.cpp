@@ -37,16 +37,17 @@ std::vector<Straggler> StragglerWatch::end(double now) {
     for (const Seen &s : seen_) {
         const std::string key = s.run + '\n' + s.worker;
         const WorkerState &w = s.state;
-        Sample cur{w.attempt, w.step, now, 0, false};
+        Sample cur{w.attempt, w.step, now, 0, false, w.step_time};
         auto prev = samples_.find(key);
         const bool same = prev != samples_.end() && prev->second.attempt == w.attempt;
         if (same) cur.slow = prev->second.slow, cur.named = prev->second.named;
         Sample &slot = next[key] = cur;
-        if (!same || !judged_kind(s.worker, w) || prev->second.step < 0 || now <= prev->second.time) continue;
+        // No report of a new step since the last window: nothing to judge it by.
+        if (!same || !judged_kind(s.worker, w) || prev->second.step < 0 || w.step_time <= prev->second.step_time) continue;
         // A checkpoint written in the window paused this node's steps: not
         // judged this window (its count of slow windows stays as it was).
         if (w.ckpt_time >= prev->second.time) continue;
-        const double rate = double(w.step - prev->second.step) / (now - prev->second.time);
+        const double rate = double(w.step - prev->second.step) / (w.step_time - prev->second.step_time);
         const auto slash = s.worker.find('/');
         const std::string step = slash == std::string::npos ? std::string() : s.worker.substr(slash);
         groups[s.run + '\n' + std::to_string(w.attempt) + '\n' + step].push_back(Judged{&s, &slot, rate});

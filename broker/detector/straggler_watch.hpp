@@ -5,8 +5,10 @@
 // says which are named now.
 //
 // What is compared: the workers of one run's attempt and one Slurm step
-// (NODE/STEP keys of the same STEP), each node's highest rank step since
-// the last window. A batch script's worker, a watch, an ended or faulted
+// (NODE/STEP keys of the same STEP), each node's steps per second between
+// its own reports (the times its step advanced), not between window edges:
+// a node whose heartbeat interval is longer than a window is judged when it
+// reports, at its own pace, and not in a window it did not report in. A batch script's worker, a watch, an ended or faulted
 // worker is not judged; nor is one writing a checkpoint (its pause is not
 // slowness), nor a group of fewer than two, nor a group whose median rate is
 // 0 (a stall, the stall deadline's business). Ranks of a synchronous job
@@ -55,6 +57,7 @@ private:
         double time = 0;
         int slow = 0;        // windows in a row under the line
         bool named = false;  // said, and not at the group's pace since
+        double step_time = 0;   // when the worker's step last advanced (its own report)
     };
     struct Seen {
         std::string run, worker;

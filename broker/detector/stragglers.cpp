@@ -19,6 +19,11 @@ std::string fixed2(double v) {
 
 }  // namespace
 
+bool Stragglers::take(const std::string &run, long long attempt, const std::string &node) {
+    std::lock_guard<std::mutex> lock(named_mu_);
+    return named_.erase(run + '\n' + std::to_string(attempt) + '\n' + node) > 0;
+}
+
 void Stragglers::tick(double now) {
     const StragglerParams p{cfg_.straggler_fraction, double(cfg_.straggler_window_seconds), cfg_.straggler_windows};
     if (p.fraction <= 0 || now < next_) return;
@@ -44,12 +49,15 @@ void Stragglers::tick(double now) {
                               {"job", s.job},         {"cluster", s.cluster}, {"rate", s.rate},
                               {"median", s.median},   {"fraction", p.fraction}, {"window_seconds", p.window_seconds},
                               {"windows", p.windows}, {"nodes", (long long)s.peers}};
-        on_store([this, run = s.run, cause, ev = json::serialize(ev), now] {
+        on_store([this, run = s.run, attempt = s.attempt, node, cause, ev = json::serialize(ev), now] {
             try {
                 transact([&] { event(run, "STRAGGLER", cause, ev, now); });
             } catch (const std::exception &e) {
                 detail::log_warn("STRAGGLER event not written", run, e.what());
+                return;
             }
+            std::lock_guard<std::mutex> lock(named_mu_);
+            if (named_.size() < 100000) named_.insert(run + '\n' + std::to_string(attempt) + '\n' + node);
         });
     }
 }

@@ -4,6 +4,10 @@
 // STRAGGLER event of its run (when the run still runs that attempt). The
 // event is what `shard launch --straggler replace` swaps a node out on.
 #pragma once
+#include <mutex>
+#include <set>
+#include <string>
+
 #include "broker/core/module.hpp"
 #include "broker/detector/straggler_watch.hpp"
 
@@ -14,8 +18,13 @@ public:
     explicit Stragglers(Core &core) : Module(core) {}
     // The detector's tick: a window's end reads every worker, else nothing.
     void tick(double now);
+    // A straggler named since the broker started, not yet swapped out:
+    // taken (true) once (ServiceHooks::take_straggler).
+    bool take(const std::string &run, long long attempt, const std::string &node);
 
 private:
+    std::mutex named_mu_;
+    std::set<std::string> named_;   // run '\n' attempt '\n' node, written once its event is
     StragglerWatch watch_{StragglerParams{}};
     double next_ = 0;   // the current window's end
 };

@@ -122,6 +122,9 @@ struct Sweep {
         failed_in = phase, failed_open = open;
         if (phase == Phase::training) add(g.faults.back().redone, failed);
         else add(bucket(), failed);   // a startup or restart that failed ends at the failure
+        // A failure dated before what was already counted (a worker last
+        // heard before the last seal) failed there: nothing is counted twice.
+        g.faults.back().failed_at = t;
         open = mine;
         attempt = a;
         add(fault().detection, m.time);

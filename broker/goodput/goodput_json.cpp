@@ -48,6 +48,9 @@ std::optional<Mark> mark_of_event(const std::string &kind, double time, const st
     json::error_code ec;
     const json::value v = json::parse(evidence, ec);
     const json::object *e = !ec && v.is_object() ? &v.as_object() : nullptr;
+    // A straggler's swap (RESTARTED naming a straggler) answers no FAULT:
+    // its relaunch is training time, not a fault's recovery.
+    if (kind == "RESTARTED" && e && e->contains("straggler")) return std::nullopt;
     Mark m{kind == "SEALED" ? "SEAL" : kind, time, attempt_of(e, cause), 0, {}, cause};
     if (kind == "SEALED") m.cause = text_of(e, "checkpoint");
     if (kind == "FAULT") {

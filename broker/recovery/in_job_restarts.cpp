@@ -143,29 +143,34 @@ void Restarts::restart_report(const std::string &id, const ApiRequest &req, cons
     });
 }
 
-namespace {
-
-// Whether the run's events hold a STRAGGLER of the attempt naming node.
-bool straggler_named(Store &store, const std::string &run, long long attempt, const std::string &node) {
-    for (long long after = 0;;) {
-        auto page = store.list_events(run, after, 1000);
-        for (const auto &e : page) {
-            after = e.id;
-            if (e.kind != "STRAGGLER") continue;
-            json::error_code ec;
-            auto v = json::parse(e.evidence, ec);
-            if (ec || !v.is_object()) continue;
-            const auto *a = v.as_object().if_contains("attempt");
-            const auto *n = v.as_object().if_contains("node");
-            if (a && a->is_int64() && a->as_int64() == attempt && n && n->is_string() && n->as_string() == node) return true;
+std::optional<ApiResponse> Restarts::refuse_swap(const std::string &id, const RestartReport &rep) {
+    const std::string &slow = rep.slow.front(), &took = rep.took.front();
+    {
+        std::lock_guard<std::mutex> lock(in_job_.mu);
+        auto it = in_job_.by_run.find(id);
+        if (it != in_job_.by_run.end() && it->second.attempt == rep.attempt) {
+            const auto &s = it->second;
+            if (rep.restart <= s.restarts) return std::nullopt;   // sent again: answered as taken, below
+            // The slow node runs ranks of the step; the one taking its place does not.
+            const auto in_step = [&](const std::string &n) { return std::find(s.nodes.begin(), s.nodes.end(), n) != s.nodes.end(); };
+            if (!s.nodes.empty() && (!in_step(slow) || in_step(took)))
+                return error_response(409, "not_in_step", "a swap takes a node of the step (" + slow + ") out and a spare (" + took +
+                                      ") in; the step's nodes are " + detail::join(s.nodes), "slow");
         }
-        if (page.size() < 1000) return false;
     }
+    // The broker's own word: a STRAGGLER event of the attempt naming the
+    // node, each paying for one swap (in memory; after a restart, the store).
+    if (hooks_.take_straggler(id, rep.attempt, slow) ||
+        store_wait([&] { return store_->straggler_named(id, rep.attempt, slow); }))
+        return std::nullopt;
+    return error_response(409, "not_a_straggler", "no STRAGGLER event of attempt " + std::to_string(rep.attempt) + " of run " + id +
+                          " names node " + slow, "slow");
 }
 
-}  // namespace
-
 void Restarts::apply_restart_report(const std::string &id, const RestartReport &rep, double now, const Reply &reply) {
+    // A swap's evidence is checked before anything changes.
+    if (rep.kind == "swapped")
+        if (auto refused = refuse_swap(id, rep)) return reply(std::move(*refused));
     std::optional<Fault> held;
     double held_at = 0;
     bool hold_next = false, still_held = false;   // a FAULT is held after this report
@@ -221,16 +226,6 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
         if (rep.kind == "gave_up") in_job_.by_run.erase(id);
     }
     if (hold_next) hold_timer(id, rep.attempt, now);
-    if (rep.kind == "restarted" || rep.kind == "swapped")
-        for (const auto &[key, w] : workers_.of_run(id, true)) {
-            if (w.attempt != rep.attempt) continue;
-            // A dead node's silence is the fault already handled, not a new
-            // one; the ended step's workers are done (cancelled with it).
-            const bool dead = std::find(rep.dead.begin(), rep.dead.end(), node_of_worker(key)) != rep.dead.end();
-            const bool ended = !rep.ended_step.empty() && key.size() > rep.ended_step.size() + 1 &&
-                               key.ends_with("/" + rep.ended_step) && !is_batch_worker(key);
-            if (dead || ended) workers_.retire(id, key);
-        }
     json::object ev{{"attempt", rep.attempt}, {"spares", rep.spares}};
     std::string kind, cause;
     if (rep.kind == "supervising") {
@@ -258,13 +253,6 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
     const bool none_left = !hold_next && !still_held;
     on_store(reply, [this, id, rep, kind, cause, ev = json::serialize(ev), held, held_at, now, none_left](const Reply &reply) {
         bool back = false;
-        // A swap answers the broker's own word: a STRAGGLER event of the
-        // attempt naming that node (not the job's say-so).
-        if (rep.kind == "swapped" && !straggler_named(*store_, id, rep.attempt, rep.slow.front())) {
-            uncount_restart(id, rep.attempt);
-            return reply(error_response(409, "not_a_straggler", "no STRAGGLER event of attempt " + std::to_string(rep.attempt) + " of run " + id +
-                                        " names node " + rep.slow.front(), "slow"));
-        }
         try {
             transact([&] {
                 // Back to RUNNING once no death of the attempt waits for a relaunch.
@@ -283,20 +271,31 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
             if (rep.kind == "restarted" || rep.kind == "swapped") uncount_restart(id, rep.attempt);   // not taken: the same report sent again counts
             return reply(store_error_response(e));
         }
-        if (rep.kind == "restarted" || rep.kind == "swapped") {
-            auto runs = runs_.write();
-            if (auto it = runs.find(id); it != runs.end() && it->second.attempt == rep.attempt) {
-                // The relaunched step starts over: the old step's ranks'
-                // failures (killed with it) are not its end's.
-                it->second.first_failure = {};
-                it->second.failed_nodes.clear();
-                if (back) runs.set_state(id, it->second, RunState::running);
-            }
-        }
+        if (rep.kind == "restarted" || rep.kind == "swapped") relaunched(id, rep, back);
         reply(ok_json(200, json::object{{"kind", kind}, {"state_running", back}}));
         // Given up with a FAULT held: the requeue it waited for, now.
         if (rep.kind == "gave_up" && held) hooks_.requeue(*held, 0, false);
     });
+}
+
+void Restarts::relaunched(const std::string &id, const RestartReport &rep, bool back) {
+    // A dead node's silence is the fault already handled, not a new one;
+    // the ended step's workers are done (cancelled with it).
+    for (const auto &[key, w] : workers_.of_run(id, true)) {
+        if (w.attempt != rep.attempt) continue;
+        const bool dead = std::find(rep.dead.begin(), rep.dead.end(), node_of_worker(key)) != rep.dead.end();
+        const bool ended =
+            !rep.ended_step.empty() && key.size() > rep.ended_step.size() + 1 && key.ends_with("/" + rep.ended_step) && !is_batch_worker(key);
+        if (dead || ended) workers_.retire(id, key);
+    }
+    auto runs = runs_.write();
+    if (auto it = runs.find(id); it != runs.end() && it->second.attempt == rep.attempt) {
+        // The relaunched step starts over: the old step's ranks' failures
+        // (killed with it) are not its end's.
+        it->second.first_failure = {};
+        it->second.failed_nodes.clear();
+        if (back) runs.set_state(id, it->second, RunState::running);
+    }
 }
 
 void Restarts::uncount_restart(const std::string &run, long long attempt) {

@@ -42,6 +42,12 @@ private:
     // The held FAULT (held at held_at) is requeued kHoldSeconds from then,
     // unless a relaunch or giving up answered it.
     void hold_timer(const std::string &run, long long attempt, double held_at);
+    // A swap's refusal, or none: the slow node in the step, the spare not,
+    // and a STRAGGLER of the attempt naming it (taken once).
+    std::optional<ApiResponse> refuse_swap(const std::string &id, const RestartReport &rep);
+    // A relaunch written (restarted, swapped): the left nodes' and the ended
+    // step's workers retired, the old step's failures forgotten, RUNNING if back.
+    void relaunched(const std::string &id, const RestartReport &rep, bool back);
     // A relaunch report not taken: the same one sent again counts.
     void uncount_restart(const std::string &run, long long attempt);
     // A held FAULT put back when the report that took it was not written.

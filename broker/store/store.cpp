@@ -140,6 +140,8 @@ const Sql kStatements[] = {
     {"update_run", "UPDATE runs SET state = ?, attempt = ?, updated = ? WHERE id = ?"},
     {"insert_event", "INSERT INTO events (run, time, kind, cause, evidence) VALUES (?,?,?,?,?)"},
     {"list_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? AND id > ? ORDER BY id LIMIT ?"},
+    {"straggler_named", "SELECT 1 FROM events WHERE run = ?1 AND kind = 'STRAGGLER' AND json_valid(evidence) "
+                        "AND json_extract(evidence, '$.attempt') = ?2 AND json_extract(evidence, '$.node') = ?3 LIMIT 1"},
     {"last_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? ORDER BY id DESC LIMIT ?"},
     {"count_events", "SELECT count(*) FROM events WHERE run = ?"},
     {"run_times", "SELECT created, updated FROM runs WHERE id = ?"},
@@ -345,6 +347,13 @@ std::vector<EventRow> Store::list_events(const std::string &run, long long after
         out.push_back(EventRow{sqlite3_column_int64(s, 0), col_text(s, 1), sqlite3_column_double(s, 2), col_text(s, 3),
                                col_text(s, 4), col_text(s, 5)});
     return out;
+}
+
+bool Store::straggler_named(const std::string &run, long long attempt, const std::string &node) {
+    auto *s = stmt("straggler_named");
+    Done done{s};
+    Binder(s).text(run).integer(attempt).text(node);
+    return row(s);
 }
 
 std::vector<EventRow> Store::last_events(const std::string &run, int n) {

@@ -84,6 +84,9 @@ public:
     void update_run(const std::string &id, const std::string &state, long long attempt, double now);
     long long insert_event(const EventRow &e);
     std::vector<EventRow> list_events(const std::string &run, long long after_id, int limit);
+    // Whether a STRAGGLER event of the run's attempt names node (SQLite
+    // filters the run's events; no row is copied out).
+    bool straggler_named(const std::string &run, long long attempt, const std::string &node);
     // A run's newest n events, oldest first; how many it has.
     std::vector<EventRow> last_events(const std::string &run, int n);
     long long count_events(const std::string &run);

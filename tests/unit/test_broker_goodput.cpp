@@ -31,7 +31,10 @@ void adds_up(const Goodput &g) {
     CHECK(std::fabs(g.productive + g.unsealed + g.lost() - g.wall) < 1e-9);
     CHECK(g.productive >= 0);
     CHECK(g.unsealed >= 0);
-    for (const auto &f : g.faults) CHECK(f.total() >= 0);
+    for (const auto &f : g.faults) {
+        CHECK(f.total() >= 0);
+        for (double part : {f.redone, f.detection, f.placement, f.queue_wait, f.restart}) CHECK(part >= -1e-9);
+    }
 }
 
 }  // namespace
@@ -183,6 +186,24 @@ TEST_CASE("goodput: events read as marks, and the JSON adds up") {
     CHECK(std::fabs(o.at("productive").as_double() + o.at("unsealed").as_double() + lost.at("total").as_double() - o.at("wall").as_double()) < 1e-9);
     CHECK(o.at("faults").as_array().size() == 2);
     CHECK(o.at("faults").as_array()[0].as_object().at("node").as_string() == "n1/batch");
+}
+
+TEST_CASE("goodput: a straggler's swap is no fault's relaunch") {
+    CHECK_FALSE(mark_of_event("RESTARTED", 10, "in-job restart 1: straggler node n3 swapped out", R"({"attempt":1,"straggler":"n3","took":["n4"]})"));
+    CHECK(mark_of_event("RESTARTED", 10, "in-job restart 1: node n3 left out", R"({"attempt":1,"dead":["n3"],"took":["n4"]})"));
+}
+
+TEST_CASE("goodput: a worker last heard before the last seal never makes detection negative") {
+    // The batch agent is last heard at 90, the ranks seal at 100 and are last
+    // heard at 105; the FAULTs come at 110 and 112.
+    const Goodput g = compute({ev("RUNNING", 0, 1), ev("PROGRESS", 10, 1), seal(100, 1, "ck-1"), fault(110, 1, 90, "n1/batch"),
+                               fault(112, 1, 105, "n1/0")},
+                              200);
+    adds_up(g);
+    REQUIRE(g.faults.size() == 1);
+    CHECK(g.faults[0].redone == doctest::Approx(5));      // 100 -> 105
+    CHECK(g.faults[0].detection == doctest::Approx(5));   // 105 -> 110
+    CHECK(g.productive == doctest::Approx(90));
 }
 
 TEST_CASE("goodput: the marks kept between reads (first and last of a run of seals) give the same figures as every event") {
