@@ -25,9 +25,13 @@ std::string read_nodes(const json::object &o, const char *k, std::vector<std::st
     if (!v) return "";
     if (!v->is_array() || v->as_array().size() > InJobRestarts::kMaxNodes)
         return std::string(k) + ": expected a list of at most " + std::to_string(InJobRestarts::kMaxNodes) + " node names";
+    // Each node once: with every name one of the job's (checked against
+    // Slurm), a list is no longer than the job, and its events no larger.
+    std::set<std::string> seen;
     for (const auto &n : v->as_array()) {
         if (!n.is_string() || !is_safe_name(std::string(n.as_string()), 128))
             return std::string(k) + ": a node name is 1-128 of [A-Za-z0-9._-]";
+        if (!seen.insert(std::string(n.as_string())).second) return std::string(k) + ": node " + std::string(n.as_string()) + " named twice";
         out.emplace_back(n.as_string());
     }
     return "";

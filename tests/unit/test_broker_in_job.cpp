@@ -20,6 +20,7 @@ TEST_CASE("a restart report is read strictly, each refusal naming its field") {
     CHECK(read_restart_report(R"({"kind":"supervising","attempt":1,"extra":1})", x).find("extra") != std::string::npos);
     CHECK(read_restart_report(R"({"kind":"supervising","attempt":1,"nodes":["a1;reboot"]})", x) == "nodes: a node name is 1-128 of [A-Za-z0-9._-]");
     CHECK(read_restart_report(R"({"kind":"supervising","attempt":1,"nodes":"a1"})", x).find("nodes: expected a list") == 0);
+    CHECK(read_restart_report(R"({"kind":"supervising","attempt":1,"nodes":["a1","a2","a1"]})", x) == "nodes: node a1 named twice");
     CHECK(read_restart_report(R"({"kind":"supervising","attempt":1,"spares":65})", x).find("spares") == 0);
     CHECK(read_restart_report(R"({"kind":"gave_up","attempt":1,"reason":"a\u001b[31m"})", x).find("reason") == 0);
     CHECK(read_restart_report(R"({"kind":"restarted","attempt":1,"restart":1,"dead":["a2"]})", x).find("a restart names its dead and new nodes") == 0);
