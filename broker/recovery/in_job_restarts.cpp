@@ -347,8 +347,10 @@ struct Supervision {
     bool supervised = false;   // a SUPERVISED event of the attempt, no RESTART_GAVE_UP after it
     long long spares = 0;
     std::vector<std::string> nodes;
-    std::optional<std::string> fault_node;   // the worker the newest FAULT of the attempt names ("n1/0")
-    bool acted = false;              // something came of the FAULT (a placement, a restart, an end): it is no hold
+    // The workers ("n1/0") whose FAULTs of the attempt no relaunch answered
+    // yet, oldest first: the first is held again, the others wait after it.
+    std::vector<std::string> waiting;
+    bool acted = false;              // something else came of them (a placement, an end): no hold
 };
 
 Supervision supervision_of(Store &store, const std::string &run, long long attempt) {
@@ -358,8 +360,8 @@ Supervision supervision_of(Store &store, const std::string &run, long long attem
         auto page = store.list_events(run, after, 1000);
         for (const auto &e : page) {
             after = e.id;
-            if (s.fault_node && e.kind != "SEALED" && e.kind != "FAULT" && e.kind != "STRAGGLER") s.acted = true;
-            if (e.kind != "SUPERVISED" && e.kind != "RESTART_GAVE_UP" && e.kind != "FAULT") continue;
+            if (!s.waiting.empty() && e.kind != "SEALED" && e.kind != "FAULT" && e.kind != "STRAGGLER" && e.kind != "RESTARTED") s.acted = true;
+            if (e.kind != "SUPERVISED" && e.kind != "RESTART_GAVE_UP" && e.kind != "FAULT" && e.kind != "RESTARTED") continue;
             json::error_code ec;
             auto v = json::parse(e.evidence, ec);
             if (ec || !v.is_object()) continue;
@@ -368,7 +370,17 @@ Supervision supervision_of(Store &store, const std::string &run, long long attem
             if (!a || !a->is_int64() || a->as_int64() != attempt) continue;
             if (e.kind == "FAULT") {
                 const auto *node = o.if_contains("node");
-                if (node && node->is_string()) s.fault_node = std::string(node->as_string()), s.acted = false;
+                if (!node || !node->is_string()) continue;
+                const std::string w(node->as_string());
+                const auto same = [&](const std::string &x) { return node_of_worker(x) == node_of_worker(w); };
+                if (std::none_of(s.waiting.begin(), s.waiting.end(), same)) s.waiting.push_back(w);
+                s.acted = false;
+                continue;
+            }
+            if (e.kind == "RESTARTED") {   // a relaunch answered the FAULTs of the nodes it left out
+                if (const auto *dead = o.if_contains("dead"); dead && dead->is_array())
+                    for (const auto &d : dead->as_array())
+                        if (d.is_string()) std::erase_if(s.waiting, [&](const std::string &x) { return node_of_worker(x) == d.as_string(); });
                 continue;
             }
             s.supervised = e.kind == "SUPERVISED";
@@ -395,8 +407,8 @@ void Restarts::resume_holds(const std::set<std::string> &decided) {
         // Only a supervised attempt's FAULT that nothing came of: another
         // DEGRADED run (requeue off, a recovery that found no place) stays.
         const Supervision sup = supervision_of(*store_, run, attempt);
-        if (!sup.supervised || !sup.fault_node || sup.acted) continue;
-        Fault f{run, *sup.fault_node, attempt, "(a FAULT held for an in-job restart when the broker stopped)", WorkerState{},
+        if (!sup.supervised || sup.waiting.empty() || sup.acted) continue;
+        Fault f{run, sup.waiting.front(), attempt, "(a FAULT held for an in-job restart when the broker stopped)", WorkerState{},
                 FaultKind::silent};
         f.state.attempt = attempt;
         // Its job as the workers restored at start know it (attempt 1's
@@ -420,6 +432,11 @@ void Restarts::resume_holds(const std::set<std::string> &decided) {
         }
         log_warn("a FAULT held for an in-job restart is held again after the broker's restart", run, std::to_string(attempt));
         requeue_or_hold(f, now);
+        for (std::size_t i = 1; i < sup.waiting.size(); ++i) {   // the others wait after it, as before the stop
+            Fault next = f;
+            next.node = sup.waiting[i];
+            requeue_or_hold(next, now);
+        }
     }
 }
 

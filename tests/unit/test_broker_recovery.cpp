@@ -1295,6 +1295,45 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         CHECK(ev.find("RESTARTED: in-job restart 2: node n3 left out, n5 took its place") != std::string::npos);
         CHECK(submitted(f) == 0);
     }
+    SUBCASE("a second death waiting its turn is held again after the broker's restart") {
+        ServiceFixture f({{"c1", kConf}});
+        f.start();
+        put_job(f, "n1,n2,n3,n4,n5", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "ALLOCATED"}, {"n4", "ALLOCATED"}, {"n5", "ALLOCATED"}});
+        REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+        for (const char *n : {"n1", "n2", "n3"}) REQUIRE(f.beat("r1", 1, n, "0", "c1", 7) == 204);
+        REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+        REQUIRE(report(f, R"({"kind":"supervising","attempt":1,"spares":2,"nodes":["n1","n2","n3"]})") == 200);
+        kill_node(f, "n2");
+        kill_node(f, "n3");
+        f.tick_ahead(10);
+        REQUIRE(ServiceFixture::until([&] {
+            const std::string ev = f.events("r1");
+            return ev.find("worker n2/0") != std::string::npos && ev.find("worker n3/0") != std::string::npos;
+        }));
+        // Whichever was held first is answered; the other waits.
+        const std::string ev0 = f.events("r1");
+        const bool n2_first = ev0.find("worker n2/0") < ev0.find("worker n3/0");
+        const std::string first = n2_first ? "n2" : "n3", second = n2_first ? "n3" : "n2";
+        REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":[")" + first + R"("],"took":["n4"],"nodes":["n1",")" + second +
+                              R"(","n4"],"spares":1})") == 200);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        REQUIRE(f.state("r1") == "DEGRADED");
+        // The broker stops and starts again.
+        f.svc->summarise();   // the workers' rows, as every summary_seconds
+        f.svc->drain();
+        f.svc.reset();
+        f.start([](FakeSlurm &s) {
+            FakeSlurm::Job j;
+            j.id = 7, j.nodes = "n1,n2,n3,n4,n5", j.batch_host = "n1", j.node_count = j.tasks = 5;
+            s.jobs[kConf][7] = j;
+            s.nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "DOWN*"}, {"n3", "DOWN*"}, {"n4", "ALLOCATED"}, {"n5", "ALLOCATED"}};
+            s.dead_slurmd.insert("n2"), s.dead_slurmd.insert("n3");
+        });
+        // The second death's relaunch is still taken: RUNNING, nothing requeued.
+        REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":2,"dead":[")" + second + R"("],"took":["n5"],"nodes":["n1","n4","n5"],"spares":0})") == 200);
+        REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+        CHECK(f.slurm->count("sbatch") == 0);
+    }
     SUBCASE("two nodes die during the hold and one relaunch answers both") {
         ServiceFixture f({{"c1", kConf}});
         f.start();
