@@ -6,7 +6,9 @@
 
 namespace shardnet::broker {
 
-// Installs the handlers, on a stack of their own (a stack overflow too).
+// Installs the handlers. The main thread's run on a stack of their own (a
+// stack overflow there is reported too); on the other threads they run on
+// the faulting stack, so an overflow there dies of the signal unreported.
 void report_crashes();
 
 }  // namespace shardnet::broker
