@@ -72,6 +72,7 @@ bench: all
 	./tests/bench/streams-vs-heartbeats.sh $(BUILD)
 	./tests/bench/broker-instructions.sh $(BUILD)
 	$(MAKE) -C $(BUILD)/tests bench/placement-bench && $(BUILD)/tests/bench/placement-bench
+	$(MAKE) -C $(BUILD)/tests bench/straggler-bench && $(BUILD)/tests/bench/straggler-bench
 	./tests/bench/requeue-vs-slurm.sh $(BUILD)
 	./tests/bench/recovery-tiers.sh $(BUILD)
 	./tests/bench/pylib-save.sh
