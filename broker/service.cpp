@@ -91,39 +91,26 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     // Requeue decisions written but never acted on (a stop between the two)
     // are taken up again: requeue() finds a job already submitted for one
     // by its nonce, and submits only where there is none.
-    std::set<std::string> decided;
-    for (const auto &d : store_->decisions().written_decisions()) {
-        decided.insert(d.run);
-        if (runs_.with_run(d.run, [&](const RunInfo *r) {
-                return !r || r->attempt != d.from_attempt || r->state != RunState::degraded;
-            }))
-            continue;
-        Fault f{d.run, d.exclude, d.from_attempt, "(decision " + d.id + " taken up after a restart)", WorkerState{}, FaultKind::silent};
-        f.state.attempt = d.from_attempt;
-        f.state.cluster = d.cluster;
-        f.state.job = d.old_job;
-        log_warn("requeue decision taken up again at start", d.run, d.id);
-        requeues_.requeue(f);
-    }
     // Requeues that found no place are tried again as before the stop (every
     // 30 s, for an hour from their decision): a restart must not leave
     // their runs DEGRADED for good.
-    for (const auto &u : store_->decisions().unplaced_decisions(started - Requeues::kUnplacedFor)) {
-        const auto &d = u.d;
+    std::set<std::string> decided;
+    const auto take_up = [&](const DecisionStore::WrittenDecision &d, const std::string &what, int tries) {
         decided.insert(d.run);
         if (runs_.with_run(d.run, [&](const RunInfo *r) {
                 return !r || r->attempt != d.from_attempt || r->state != RunState::degraded;
             }))
-            continue;
-        Fault f{d.run, d.exclude, d.from_attempt, "(unplaced decision " + d.id + " tried again after a restart)", WorkerState{},
-                FaultKind::silent};
+            return;
+        Fault f{d.run, d.exclude, d.from_attempt, "(" + what + " " + d.id + " taken up after a restart)", WorkerState{}, FaultKind::silent};
         f.state.attempt = d.from_attempt;
         f.state.cluster = d.cluster;
         f.state.job = d.old_job;
-        const int tries = std::max(1, int((started - u.created) / Requeues::kUnplacedEvery));
-        log_warn("unplaced requeue decision tried again at start", d.run, d.id);
+        log_warn("requeue " + what + " taken up again at start", d.run, d.id);
         requeues_.requeue(f, tries);
-    }
+    };
+    for (const auto &d : store_->decisions().written_decisions()) take_up(d, "decision", 0);
+    for (const auto &u : store_->decisions().unplaced_decisions(started - Requeues::kUnplacedFor))
+        take_up(u.d, "unplaced decision", std::max(1, int((started - u.created) / Requeues::kUnplacedEvery)));
     // FAULTs with no decision: those an in-job restart held when the broker
     // stopped (held again, so that the relaunch's report still counts).
     restarts_.resume_holds(decided);

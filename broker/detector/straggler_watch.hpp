@@ -40,7 +40,6 @@ struct Straggler {
 class StragglerWatch {
 public:
     explicit StragglerWatch(StragglerParams p) : p_(p) {}
-    void set_params(StragglerParams p) { p_ = p; }   // a reload's, from the next window
 
     // One worker's state as of `now` (WorkerTable::for_each), then end().
     void see(const std::string &run, const std::string &worker, const WorkerState &w);

@@ -21,14 +21,13 @@ std::string fixed2(double v) {
 
 bool Stragglers::take(const std::string &run, long long attempt, const std::string &node) {
     std::lock_guard<std::mutex> lock(named_mu_);
-    return named_.erase(run + '\n' + std::to_string(attempt) + '\n' + node) > 0;
+    return named_.erase(key(run, attempt, node)) > 0;
 }
 
 void Stragglers::tick(double now) {
-    const StragglerParams p{cfg_.straggler_fraction, double(cfg_.straggler_window_seconds), cfg_.straggler_windows};
+    const StragglerParams &p = params_;
     if (p.fraction <= 0 || now < next_) return;
     next_ = now + p.window_seconds;
-    watch_.set_params(p);
     workers_.for_each([this](const std::string &run, const std::string &worker, const WorkerState &w) { watch_.see(run, worker, w); });
     std::vector<Straggler> found = watch_.end(now);
     if (found.empty()) return;
@@ -40,6 +39,11 @@ void Stragglers::tick(double now) {
             return it == runs.end() || it->second.attempt != s.attempt || it->second.state != RunState::running;
         });
     }
+    struct Named {
+        std::string run, node, cause, evidence;
+        long long attempt;
+    };
+    std::vector<Named> named;
     for (const Straggler &s : found) {
         const std::string node = s.worker.substr(0, s.worker.find('/'));
         const std::string cause = "node " + node + " ran " + fixed2(s.rate) + " steps/s for " + std::to_string(p.windows) + " window(s) of " +
@@ -49,17 +53,21 @@ void Stragglers::tick(double now) {
                               {"job", s.job},         {"cluster", s.cluster}, {"rate", s.rate},
                               {"median", s.median},   {"fraction", p.fraction}, {"window_seconds", p.window_seconds},
                               {"windows", p.windows}, {"nodes", (long long)s.peers}};
-        on_store([this, run = s.run, attempt = s.attempt, node, cause, ev = json::serialize(ev), now] {
+        named.push_back(Named{s.run, node, cause, json::serialize(ev), s.attempt});
+    }
+    // One store job for the window's stragglers, each event its own transaction.
+    on_store([this, named = std::move(named), now] {
+        for (const Named &n : named) {
             try {
-                transact([&] { event(run, "STRAGGLER", cause, ev, now); });
+                transact([&] { event(n.run, "STRAGGLER", n.cause, n.evidence, now); });
             } catch (const std::exception &e) {
-                detail::log_warn("STRAGGLER event not written", run, e.what());
-                return;
+                detail::log_warn("STRAGGLER event not written", n.run, e.what());
+                continue;
             }
             std::lock_guard<std::mutex> lock(named_mu_);
-            if (named_.size() < 100000) named_.insert(run + '\n' + std::to_string(attempt) + '\n' + node);
-        });
-    }
+            if (named_.size() < 100000) named_.insert(key(n.run, n.attempt, n.node));
+        }
+    });
 }
 
 }  // namespace shardnet::broker

@@ -15,7 +15,8 @@ namespace shardnet::broker {
 
 class Stragglers : Module {
 public:
-    explicit Stragglers(Core &core) : Module(core) {}
+    explicit Stragglers(Core &core)
+        : Module(core), params_{cfg_.straggler_fraction, double(cfg_.straggler_window_seconds), cfg_.straggler_windows}, watch_(params_) {}
     // The detector's tick: a window's end reads every worker, else nothing.
     void tick(double now);
     // A straggler named since the broker started, not yet swapped out:
@@ -25,7 +26,11 @@ public:
 private:
     std::mutex named_mu_;
     std::set<std::string> named_;   // run '\n' attempt '\n' node, written once its event is
-    StragglerWatch watch_{StragglerParams{}};
+    static std::string key(const std::string &run, long long attempt, const std::string &node) {
+        return run + '\n' + std::to_string(attempt) + '\n' + node;
+    }
+    const StragglerParams params_;   // detector.straggler_* (a reload does not change them)
+    StragglerWatch watch_;
     double next_ = 0;   // the current window's end
 };
 

@@ -255,17 +255,17 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
         cause = "shard launch gave up: " + (rep.reason.empty() ? std::string("no reason given") : rep.reason);
     }
     const bool none_left = !hold_next && !still_held;
-    on_store(reply, [this, id, rep, kind, cause, ev = json::serialize(ev), held, held_at, now, none_left](const Reply &reply) {
+    on_store(reply, [this, id, rep, kind, cause, ev = std::move(ev), held, held_at, now, none_left](const Reply &reply) {
         bool back = false;
         try {
             transact([&] {
                 // Back to RUNNING once no death of the attempt waits for a relaunch.
                 back = rep.kind == "restarted" && held && none_left && run_state_is(id, rep.attempt, RunState::degraded);
                 if (back) hooks_.store_state(id, RunState::running, rep.attempt, now);
-                event(id, kind, cause, ev, now);
+                event(id, kind, cause, json::serialize(ev), now);
                 // A relaunch inside the job is signed with the attempt's
                 // chain: which node left, which took its place, how long.
-                if (kind == "RESTARTED") receipts_.write_receipt(receipt::Kind::attempt_restarted, id, rep.attempt, json::parse(ev).as_object(), {}, now);
+                if (kind == "RESTARTED") receipts_.write_receipt(receipt::Kind::attempt_restarted, id, rep.attempt, ev, {}, now);
             });
         } catch (const std::exception &e) {
             // Not written: the held FAULT waits again (its timer still

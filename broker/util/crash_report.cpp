@@ -20,13 +20,11 @@ void put(const char *s) {
 
 // Only async-signal-safe calls (write, backtrace once primed, raise).
 extern "C" void on_fatal(int sig) {
-    char num[8];
-    int i = 0;
-    for (int v = sig; v > 0 && i < 7; v /= 10) num[i++] = char('0' + v % 10);
-    char line[8] = {};
-    for (int k = 0; k < i; ++k) line[k] = num[i - 1 - k];
+    char num[8] = {};   // a signal number has at most two digits
+    char *d = num + sizeof num - 1;
+    for (int v = sig; v > 0 && d > num; v /= 10) *--d = char('0' + v % 10);
     put("{\"level\":\"fatal\",\"msg\":\"shardnet-broker crashed\",\"signal\":");
-    put(line);
+    put(d);
     put(",\"name\":\"");
     put(sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
     put("\"}\n");
