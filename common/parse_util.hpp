@@ -24,4 +24,9 @@ bool is_valid_utf8(std::string_view s);
 // Run ids and checkpoint names: [A-Za-z0-9][A-Za-z0-9._-]{0,max-1}.
 bool is_safe_name(std::string_view s, std::size_t max = 64);
 
+// A query value: every byte but [A-Za-z0-9._~/-] as %XX (RFC 3986).
+std::string percent_encode(std::string_view s);
+// Its inverse; nullopt for a '%' not followed by two hex digits.
+std::optional<std::string> percent_decode(std::string_view s);
+
 }  // namespace shardnet

@@ -117,6 +117,13 @@ json::object to_descriptor(const NodeInfo &raw, double probed_at) {
     d["software"] = json::object{{"nvidia_driver", opt_str(n.nvidia_driver)}, {"cuda_driver", opt_str(n.cuda_driver)},
                                  {"nccl", opt_str(n.nccl)}, {"hwloc", opt_str(n.hwloc_version)},
                                  {"ucx", opt_str(n.ucx_version)}};
+    if (n.containers) {
+        json::object c{{"ready", n.containers->ready}};
+        if (!n.containers->oci_conf.empty()) c["oci_conf"] = n.containers->oci_conf;
+        if (!n.containers->runtime.empty()) c["runtime"] = n.containers->runtime;
+        if (!n.containers->why.empty()) c["why"] = n.containers->why;
+        d["containers"] = std::move(c);
+    }
     d["hash"] = content_hash(d);
     d["probed_at"] = probed_at;
     return d;
@@ -164,6 +171,9 @@ std::string pretty(const NodeInfo &raw) {
     for (const auto &x : fabric_summary(n)) f += (f.empty() ? "" : ", ") + x;
     s += "  fabric: " + f + "\n";
     if (n.ucx) s += "  ucx: " + std::to_string(n.ucx->size()) + " transport/device pairs\n";
+    if (n.containers)
+        s += n.containers->ready ? "  containers: " + n.containers->runtime + " (" + n.containers->oci_conf + ")\n"
+                                 : "  containers: none (" + n.containers->why + ")\n";
     return s;
 }
 
@@ -252,6 +262,10 @@ std::string check_against(const json::object &rec, const NodeInfo &live) {
         if (mem.is_number() && live.memory_bytes && double(*live.memory_bytes) < 0.95 * mem.to_number<double>())
             return "memory is " + std::to_string(*live.memory_bytes >> 20) + " MiB, recorded " +
                    std::to_string(mem.to_number<uint64_t>() >> 20) + " MiB";
+        // Containers: a node recorded as running them that no longer can.
+        if (auto *c = rec.if_contains("containers"); c && c->is_object() && live.containers && !live.containers->ready)
+            if (auto *r = c->as_object().if_contains("ready"); r && r->is_bool() && r->as_bool())
+                return "containers no longer run here: " + live.containers->why;
         if (rec.at("cpu").as_object().at("pus").to_number<unsigned>() > live.pus)
             return "only " + std::to_string(live.pus) + " PUs online, recorded " +
                    std::to_string(rec.at("cpu").as_object().at("pus").to_number<unsigned>());

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "hwloc-probe/oci_runtime.hpp"
 #include "hwloc-probe/slurm_geometry.hpp"
 
 namespace shardnet::probe {
@@ -73,6 +74,7 @@ struct NodeInfo {
     std::optional<std::vector<UcxResource>> ucx;  // absent when probing a saved topology
     std::optional<SlurmGeometry> slurm;          // only when a Slurm line is asked for
     std::optional<std::string> nvidia_driver, cuda_driver, nccl, hwloc_version, ucx_version;
+    std::optional<OciSupport> containers;       // live only: Slurm's OCI support here
 };
 
 }  // namespace shardnet::probe

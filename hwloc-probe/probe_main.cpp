@@ -150,6 +150,8 @@ int probe(const Options &opt) {
         discover_nvml(node);
         discover_amdgpu_sysfs(node);
         discover_nvswitch_sysfs(node);
+        const char *slurm_conf = std::getenv("SLURM_CONF");
+        node.containers = discover_oci(slurm_conf && *slurm_conf ? slurm_conf : "/etc/slurm/slurm.conf");
         for (auto &a : node.accelerators) {  // NVML names are better evidence than PCI names
             unsigned v = 0, d = 0;
             std::sscanf(a.pci_id.c_str(), "%x:%x", &v, &d);

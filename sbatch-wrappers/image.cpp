@@ -234,6 +234,11 @@ std::string resolve_layout(const Ref &r, std::string &digest) {
 
 std::string pinned(const std::string &dir, const std::string &digest) { return "oci:" + dir + "@" + digest; }
 
+std::string layout_of(const std::string &pinned_ref) {
+    Ref r;
+    return parse(pinned_ref, r).empty() && r.transport == "oci" ? r.dir : "";
+}
+
 std::string image_cache() {
     const char *e = std::getenv("SHARDNET_IMAGE_CACHE");
     return e && *e == '/' ? e : home_dir() + "/.shardnet/images";

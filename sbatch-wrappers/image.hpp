@@ -29,6 +29,8 @@ std::string resolve_layout(const Ref &r, std::string &digest);
 
 // "oci:DIR@DIGEST".
 std::string pinned(const std::string &dir, const std::string &digest);
+// DIR of a pinned reference; "" when PINNED is none.
+std::string layout_of(const std::string &pinned_ref);
 
 // The image cache (docker:// copies) and the bundle cache (unpacked
 // digests): $SHARDNET_IMAGE_CACHE / $SHARDNET_BUNDLE_CACHE, else

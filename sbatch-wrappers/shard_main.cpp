@@ -95,7 +95,8 @@ int print_json(const json::value &v) {
 
 // Capacity rows for a spec (or filters), from the broker and its peers.
 Answer capacity_query(const CliConfig &cfg, const std::string &cls, int gpus, int gpn, const std::string &fabric,
-                      const std::string &region, const std::string &cluster, bool containers = false) {
+                      const std::string &region, const std::string &cluster, bool containers = false,
+                      const std::string &image_layout = "") {
     std::string q;
     auto add = [&](const char *k, const std::string &v) { if (!v.empty()) q += (q.empty() ? "" : "&") + std::string(k) + "=" + v; };
     add("class", cls);
@@ -105,6 +106,7 @@ Answer capacity_query(const CliConfig &cfg, const std::string &cls, int gpus, in
     add("region", region);
     add("cluster", cluster);
     add("containers", containers ? "1" : "");   // an image: only clusters that run containers
+    add("image_layout", shardnet::percent_encode(image_layout));   // and read its layout
     return call(cfg.broker, "GET", "/v1/capacity" + (q.empty() ? "" : "?" + q));
 }
 
@@ -205,7 +207,8 @@ int cmd_validate(const Args &a) {
 int cmd_run(CliConfig &cfg, const Args &a, JobSpec &s) {
     const std::string start = a.get("cluster");
     Answer cap = capacity_query(cfg, s.accelerator, 0, s.gpus_per_node, s.fabric, s.regions.size() == 1 ? s.regions[0] : "",
-                                !start.empty() ? start : s.clusters.size() == 1 ? s.clusters[0] : "", !s.image.empty());
+                                !start.empty() ? start : s.clusters.size() == 1 ? s.clusters[0] : "", !s.image.empty(),
+                                image::layout_of(s.image_pinned));
     if (!cap.ok()) return fail(broker_error, "capacity: " + cap.error);
     const std::string home = str(cap.body, "broker");
     auto choice = choose(cap.body, s, home, start);

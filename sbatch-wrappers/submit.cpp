@@ -1,5 +1,7 @@
 #include "sbatch-wrappers/submit.hpp"
 
+#include "sbatch-wrappers/image.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -31,6 +33,12 @@ json::object manifest_of(const JobSpec &s) {
     if (!s.fabric.empty()) req["fabric"] = s.fabric;
     if (!s.clusters.empty()) req["clusters"] = json::value_from(s.clusters);
     if (!s.regions.empty()) req["regions"] = json::value_from(s.regions);
+    // In an image: only where containers run and the pinned layout is read
+    // at its path (the broker's clusters.NAME.image_roots).
+    if (auto dir = image::layout_of(s.image_pinned); !dir.empty()) {
+        req["containers"] = true;
+        req["image_layout"] = dir;
+    }
     json::object m{{"name", s.name}, {"command", s.command}, {"gpus", s.gpus}, {"nodes", s.nodes},
                    {"tasks_per_node", s.tasks_per_node}, {"checkpoint", json::object{{"root", s.ckpt_root}, {"every", s.ckpt_every}}},
                    {"heartbeat", s.heartbeat}, {"requeue", s.requeue}, {"requires", req}};

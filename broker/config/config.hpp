@@ -121,7 +121,15 @@ struct BrokerConfig {
     // them (broker/slurm/name_map.hpp).
     // containers: Slurm there runs OCI containers (oci.conf, doc/containers.md);
     // false keeps a job that runs in an image off it.
-    struct ClusterInfo { std::string region; std::vector<std::string> ckpt_roots; NameTable names; bool containers = true; };
+    // image_roots: where OCI image layouts are readable there, at their own
+    // path (doc/containers.md); empty: anywhere.
+    struct ClusterInfo {
+        std::string region;
+        std::vector<std::string> ckpt_roots;
+        NameTable names;
+        bool containers = true;
+        std::vector<std::string> image_roots{};
+    };
     std::map<std::string, ClusterInfo> cluster_info;   // optional, per cluster
     // Federation: this broker's name to its peers, and the peers.
     std::string broker_name;                 // default: the cluster name

@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "broker/config/config_read.hpp"
+#include "common/safe_path.hpp"
 #include "common/worker_token.hpp"
 
 namespace shardnet::broker::config_read {
@@ -131,7 +132,7 @@ std::string parse_clusters(Ctx &c, const json::value *v, BrokerConfig &cfg) {
         std::string path = "clusters." + std::string(kv.key());
         if (!kv.value().is_object()) return path + ": expected {\"slurm_conf\": PATH}";
         const auto &co = kv.value().as_object();
-        if (!only_keys(c, path, co, {"slurm_conf", "region", "ckpt_roots", "names", "containers"})) return c.err;
+        if (!only_keys(c, path, co, {"slurm_conf", "region", "ckpt_roots", "names", "containers", "image_roots"})) return c.err;
         if (!co.contains("slurm_conf")) return path + ": needs slurm_conf";
         std::string conf;
         if (!get_str(c, path + ".slurm_conf", co.at("slurm_conf"), conf)) return c.err;
@@ -139,12 +140,15 @@ std::string parse_clusters(Ctx &c, const json::value *v, BrokerConfig &cfg) {
         cfg.clusters[std::string(kv.key())] = conf;
         BrokerConfig::ClusterInfo info;
         if (auto *r = co.if_contains("region"); r && !get_str(c, path + ".region", *r, info.region)) return c.err;
-        if (auto *r = co.if_contains("ckpt_roots")) {
-            if (!r->is_array()) return path + ".ckpt_roots: expected an array of absolute paths";
+        for (auto [key, into] : {std::pair{"ckpt_roots", &info.ckpt_roots}, {"image_roots", &info.image_roots}}) {
+            auto *r = co.if_contains(key);
+            if (!r) continue;
+            const std::string where = path + "." + key;
+            if (!r->is_array()) return where + ": expected an array of absolute paths";
             for (const auto &e : r->as_array()) {
-                if (!e.is_string() || e.as_string().empty() || e.as_string()[0] != '/')
-                    return path + ".ckpt_roots: expected an array of absolute paths";
-                info.ckpt_roots.emplace_back(e.as_string());
+                if (!e.is_string()) return where + ": expected an array of absolute paths";
+                if (auto err = check_path_syntax(std::string(e.as_string())); !err.empty()) return where + ": " + err;
+                into->emplace_back(e.as_string());
             }
         }
         if (auto *r = co.if_contains("names"))

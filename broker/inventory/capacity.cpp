@@ -1,6 +1,7 @@
 // Inventory: every probed node's offer, the idle nodes of the local
 // clusters joined with them (placement's input), and the capacity search
 // over the local clusters and, with a deadline, the peer brokers.
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 #include <chrono>
@@ -31,11 +32,6 @@ namespace json = boost::json;
 using namespace detail;
 
 namespace {
-
-bool under(const std::string &path, const std::string &root) {
-    if (path.compare(0, root.size(), root) != 0) return false;
-    return path.size() == root.size() || root.back() == '/' || path[root.size()] == '/';
-}
 
 
 NodeOffer undescribed(const std::string &name) {
@@ -75,9 +71,10 @@ std::vector<ClusterOffer> Inventory::local_offers(const std::string &ckpt_dir, c
         if (info != cfg_.cluster_info.end()) {
             c.region = info->second.region;
             c.containers = info->second.containers;
+            c.image_roots = info->second.image_roots;
             if (!info->second.ckpt_roots.empty() && !ckpt_dir.empty())
                 c.reads_checkpoint = std::any_of(info->second.ckpt_roots.begin(), info->second.ckpt_roots.end(),
-                                                 [&](const std::string &r) { return under(ckpt_dir, r); });
+                                                 [&](const std::string &r) { return path_is_under(ckpt_dir, r); });
         }
         // The job's partitions and GPU types, in this cluster's names: only
         // their nodes count.
@@ -200,6 +197,16 @@ void Inventory::capacity(const std::string &query, bool fan_out, const Reply &re
         // containers=1: the job runs in an OCI image; a cluster that runs
         // none is listed with why, never chosen.
         const bool containers = query_param(query, "containers") == "1";
+        req.containers = containers;   // and never a node whose probe found no runtime
+        // image_layout=PATH (percent-encoded): the image's OCI layout; a
+        // cluster whose image_roots do not hold it is listed with why.
+        if (auto v = query_param(query, "image_layout"); !v.empty()) {
+            auto path = percent_decode(v);
+            if (!path) return reply(error_response(400, "bad_field", "image_layout: bad percent-encoding", "image_layout"));
+            if (auto err = check_path_syntax(*path); !err.empty())
+                return reply(error_response(400, "bad_field", "image_layout: " + err, "image_layout"));
+            req.image_layout = *path;
+        }
         const double now = wall_now();
         // Node names and states for the dashboard's users and admins; a
         // peer (fan_out false) gets the rows only, never who is where.
@@ -217,6 +224,12 @@ void Inventory::capacity(const std::string &query, bool fan_out, const Reply &re
                                             {"reason", "runs no containers (clusters." + name + ".containers is false)"}});
                 continue;
             }
+            if (auto it = cfg_.cluster_info.find(name); it != cfg_.cluster_info.end())
+                if (auto why = image_unreachable(name, req.image_layout, it->second.image_roots); !why.empty()) {
+                    rows.push_back(json::object{{"broker", cfg_.broker_name}, {"cluster", name}, {"region", reg}, {"status", "refused"},
+                                                {"reason", why}});
+                    continue;
+                }
             std::string out;
             if (slurm_->query(conf, {"sinfo", "-h", "-N", "-o", "%N %T"}, out) != 0) {
                 rows.push_back(json::object{{"broker", cfg_.broker_name}, {"cluster", name}, {"region", reg},
@@ -261,7 +274,7 @@ void Inventory::capacity(const std::string &query, bool fan_out, const Reply &re
         // the caller's, so brokers can never ask each other in a circle.
         if (fan_out && query_param(query, "local") != "1") {
             std::string forwarded = "local=1";
-            for (const char *k : {"class", "fabric", "region", "cluster", "gpus_per_node", "gpu_memory_gb", "gpus", "containers"})
+            for (const char *k : {"class", "fabric", "region", "cluster", "gpus_per_node", "gpu_memory_gb", "gpus", "containers", "image_layout"})
                 if (auto v = query_param(query, k); !v.empty()) forwarded += std::string("&") + k + "=" + v;
             peer_capacity(forwarded, rows, peers);
         }

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/safe_path.hpp"
+
 namespace shardnet::broker {
 
 namespace json = boost::json;
@@ -26,7 +28,7 @@ const std::vector<std::string> &compatible(const std::string &cls) {
     return self;
 }
 
-enum Reason { r_class, r_gpus, r_gpu_memory, r_fabric, r_memory, r_arch, r_cuda, r_undescribed, r_excluded, n_reasons };
+enum Reason { r_class, r_gpus, r_gpu_memory, r_fabric, r_memory, r_arch, r_cuda, r_undescribed, r_no_runtime, r_excluded, n_reasons };
 
 struct Checker {
     const Requirements &req;
@@ -41,6 +43,9 @@ struct Checker {
     }
     // n_reasons when the node fits.
     Reason check(const NodeOffer &n) const {
+        // A job in an image: never a node whose probe found no container
+        // runtime (one not probed, or by an older probe, may run it).
+        if (req.containers && n.containers == NodeOffer::Oci::missing) return r_no_runtime;
         if (!hardware) return n_reasons;
         if (!n.described) return r_undescribed;
         if (!classes.empty() && std::find(classes.begin(), classes.end(), n.accel_class) == classes.end()) return r_class;
@@ -62,6 +67,7 @@ struct Checker {
         case r_arch: return "CPU architecture is not " + req.arch;
         case r_cuda: return "CUDA driver below " + req.min_cuda + " or unknown";
         case r_undescribed: return "no probe descriptor";
+        case r_no_runtime: return "no container runtime (the probe found no usable oci.conf)";
         case r_excluded: return "the failed node";
         default: return "";
         }
@@ -124,7 +130,7 @@ const char *fabric_name(unsigned f) {
 
 std::string requirements_from_json(const json::object &o, Requirements &r) {
     static const char *known[] = {"nodes", "accelerator_class", "gpus_per_node", "gpu_memory_gb", "fabric", "memory_gb",
-                                  "arch", "min_cuda", "clusters", "regions", "containers"};
+                                  "arch", "min_cuda", "clusters", "regions", "containers", "image_layout"};
     for (const auto &kv : o)
         if (std::none_of(std::begin(known), std::end(known), [&](const char *k) { return kv.key() == k; }))
             return "requires." + std::string(kv.key()) + ": unknown key";
@@ -158,6 +164,11 @@ std::string requirements_from_json(const json::object &o, Requirements &r) {
         if (!v->is_bool()) return "requires.containers: expected true or false";
         r.containers = v->as_bool();
     }
+    if (auto *v = o.if_contains("image_layout")) {
+        if (!v->is_string()) return "requires.image_layout: expected a string";
+        if (auto err = check_path_syntax(std::string(v->as_string())); !err.empty()) return "requires.image_layout: " + err;
+        r.image_layout = std::string(v->as_string());
+    }
     double nodes = r.nodes, gpn = r.gpus_per_node;
     for (auto err : {num("nodes", 1, 100000, nodes), num("gpus_per_node", 0, 64, gpn), num("gpu_memory_gb", 0, 100000, r.gpu_memory_gb),
                      num("memory_gb", 0, 1e7, r.memory_gb), str("accelerator_class", r.accel_class), str("fabric", r.fabric),
@@ -184,6 +195,7 @@ json::object requirements_to_json(const Requirements &r) {
     if (!r.clusters.empty()) o["clusters"] = json::value_from(r.clusters);
     if (!r.regions.empty()) o["regions"] = json::value_from(r.regions);
     if (r.containers) o["containers"] = true;
+    if (!r.image_layout.empty()) o["image_layout"] = r.image_layout;
     return o;
 }
 
@@ -219,6 +231,11 @@ NodeOffer offer_from_descriptor(const std::string &name, const json::object &d) 
         if (auto *a = c->as_object().if_contains("arch"); a && a->is_string()) n.arch = std::string(a->as_string());
     if (auto *s = d.if_contains("software"); s && s->is_object())
         if (auto *cu = s->as_object().if_contains("cuda_driver"); cu && cu->is_string()) n.cuda = std::strtod(cu->as_string().c_str(), nullptr);
+    if (auto *c = d.if_contains("containers"); c && c->is_object()) {
+        if (auto *r = c->as_object().if_contains("ready"); r && r->is_bool())
+            n.containers = r->as_bool() ? NodeOffer::Oci::ready : NodeOffer::Oci::missing;
+        if (auto *w = c->as_object().if_contains("why"); w && w->is_string()) n.containers_why = std::string(w->as_string().subview(0, std::min<size_t>(w->as_string().size(), 200)));
+    }
     return n;
 }
 
@@ -252,6 +269,11 @@ std::string descriptor_shape_error(const json::object &d, std::string &field) {
     }
     for (const char *k : {"cpu", "software"})
         if (auto *o = d.if_contains(k); o && !o->is_object()) return wrong(k, "expected an object");
+    if (auto *c = d.if_contains("containers")) {
+        auto *r = c->is_object() ? c->as_object().if_contains("ready") : nullptr;
+        if (!r || !r->is_bool()) return wrong("containers", "expected an object with a boolean ready");
+        if (auto *w = c->as_object().if_contains("why"); w && !w->is_string()) return wrong("containers", "why: expected a string");
+    }
     return "";
 }
 
@@ -259,6 +281,15 @@ std::string node_misfit(const Requirements &req, const NodeOffer &n) {
     Checker c(req);
     Reason r = c.check(n);
     return r == n_reasons ? "" : c.why(r);
+}
+
+std::string image_unreachable(const std::string &cluster, const std::string &layout, const std::vector<std::string> &roots) {
+    if (layout.empty() || roots.empty() ||
+        std::any_of(roots.begin(), roots.end(), [&](const std::string &r) { return path_is_under(layout, r); }))
+        return "";
+    std::string list;
+    for (const auto &r : roots) list += (list.empty() ? "" : ", ") + r;
+    return "cannot read the image's layout " + layout + " (clusters." + cluster + ".image_roots: " + list + ")";
 }
 
 Placement place(const Requirements &req, const std::vector<ClusterOffer> &clusters, const std::string &home_cluster,
@@ -278,6 +309,7 @@ Placement place(const Requirements &req, const std::vector<ClusterOffer> &cluste
         if (!c.reachable) { reject("slurmctld did not answer"); continue; }
         if (!c.reads_checkpoint) { reject("cannot read the checkpoint's storage"); continue; }
         if (req.containers && !c.containers) { reject("runs no containers (clusters." + c.name + ".containers is false): the job's image cannot run there"); continue; }
+        if (auto why = image_unreachable(c.name, req.image_layout, c.image_roots); !why.empty()) { reject(why); continue; }
         if (!c.refused.empty()) { reject(c.refused); continue; }
         std::array<int, n_reasons + 1> count{};
         ok.clear();

@@ -30,6 +30,9 @@ struct Requirements {
     std::vector<std::string> clusters;  // allowed; empty: any
     std::vector<std::string> regions;   // allowed; empty: any
     bool containers = false;            // runs in an OCI image: only clusters with container support
+    // The image's OCI layout (absolute, normalized): only clusters that
+    // read it at that path (ClusterOffer::image_roots). "": not checked.
+    std::string image_layout;
     bool needs_hardware() const;
 };
 
@@ -47,6 +50,11 @@ struct NodeOffer {
     std::optional<double> memory_gb;
     std::string arch;
     double cuda = 0;                    // CUDA driver version as 12.2; 0 unknown
+    // Whether Slurm there runs OCI containers (the descriptor's
+    // containers.ready: oci.conf and the runtime it names); unknown when the
+    // descriptor does not say (an older probe), then taken as it may.
+    enum class Oci { unknown, ready, missing } containers = Oci::unknown;
+    std::string containers_why;         // missing: what the probe found
 };
 NodeOffer offer_from_descriptor(const std::string &name, const boost::json::object &descriptor);
 // "" when the parts of a descriptor the broker reads have the shapes of
@@ -60,6 +68,9 @@ struct ClusterOffer {
     std::vector<NodeOffer> idle;        // idle nodes, any order
     std::string refused;                // why the job cannot go there at all ("no partition for gpu"); "" when it can
     bool containers = true;             // Slurm runs OCI containers there (clusters.NAME.containers)
+    // Where OCI image layouts are readable at their own path
+    // (clusters.NAME.image_roots); empty: anywhere.
+    std::vector<std::string> image_roots{};
     // Nodes in use that free up when their jobs end (allocated, mixed,
     // completing; responding, not draining): only when a requeue asks
     // (local_offers' with_busy), for a new job that may wait in the queue.
@@ -89,6 +100,10 @@ bool fabric_required(std::string_view name, unsigned &bit);
 // Fabric quality, higher is better: NVLink/XGMI 4, InfiniBand 3, RoCE 2, Ethernet 1, else 0.
 int fabric_rank(unsigned fabric);
 const char *fabric_name(unsigned bit);
+
+// Why CLUSTER cannot read the image's LAYOUT: its image_roots (ROOTS) do
+// not hold it; "" when they do, or when either is empty (not checked).
+std::string image_unreachable(const std::string &cluster, const std::string &layout, const std::vector<std::string> &roots);
 
 // Why this node does not fit ("" when it does).
 std::string node_misfit(const Requirements &req, const NodeOffer &n);

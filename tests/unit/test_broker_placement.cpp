@@ -187,3 +187,99 @@ TEST_CASE("requirements JSON: checked whole, errors name the key") {
     CHECK(img.containers);
     CHECK(requirements_to_json(img).at("containers").as_bool());   // carried to a peer's placement
 }
+
+TEST_CASE("a job in an image goes only where its layout is read at its path (image_roots), each reason named") {
+    auto n = [](const std::string &name) { return node(name, "", 0, 0, f_ethernet); };
+    ClusterOffer site{"site", "eu", true, true, {n("s1"), n("s2")}, ""}, far{"far", "us", true, true, {n("f1"), n("f2")}, ""};
+    site.image_roots = {"/shared/images", "/home"};
+    far.image_roots = {"/far/images"};
+    Requirements r;
+    r.nodes = 2;
+    r.containers = true;
+    r.image_layout = "/shared/images/train";
+    auto p = place(r, {far, site}, "elsewhere");
+    CHECK(p.cluster == "site");
+    REQUIRE(p.rejected.size() == 1);
+    CHECK(p.rejected[0].cluster == "far");
+    CHECK(p.rejected[0].reason == "cannot read the image's layout /shared/images/train (clusters.far.image_roots: /far/images)");
+    // A root is a whole path component: /shared/images-old is not under /shared/images.
+    r.image_layout = "/shared/images-old/train";
+    p = place(r, {site}, "elsewhere");
+    CHECK(p.cluster.empty());
+    CHECK(p.rejected.at(0).reason == "cannot read the image's layout /shared/images-old/train (clusters.site.image_roots: /shared/images, /home)");
+    // The root itself, and a user's image cache under /home.
+    r.image_layout = "/shared/images";
+    CHECK(place(r, {site}, "x").cluster == "site");
+    r.image_layout = "/home/ana/.shardnet/images/reg_train";
+    CHECK(place(r, {far, site}, "x").cluster == "site");
+    // No roots configured: every path is taken as read there; no layout: not checked.
+    far.image_roots.clear();
+    CHECK(place(r, {far}, "x").cluster == "far");
+    r.image_layout.clear();
+    site.image_roots = {"/nowhere"};
+    CHECK(place(r, {site}, "x").cluster == "site");
+    CHECK(image_unreachable("c", "/a/b", {"/a"}).empty());
+    CHECK(image_unreachable("c", "/a/b", {}).empty());
+    CHECK(image_unreachable("c", "", {"/x"}).empty());
+}
+
+TEST_CASE("a job in an image: never a node whose probe found no container runtime; an unprobed node may") {
+    auto with = [](const std::string &name, NodeOffer::Oci oci) {
+        NodeOffer o = node(name, "H100-SXM", 8, 80, f_infiniband);
+        o.containers = oci;
+        return o;
+    };
+    ClusterOffer c{"c", "eu", true, true,
+                   {with("c1", NodeOffer::Oci::missing), with("c2", NodeOffer::Oci::ready), with("c3", NodeOffer::Oci::unknown)}, ""};
+    Requirements r;
+    r.nodes = 2;
+    r.containers = true;
+    auto p = place(r, {c}, "x");
+    CHECK(p.cluster == "c");
+    CHECK(p.nodes == std::vector<std::string>{"c2", "c3"});
+    r.nodes = 3;
+    p = place(r, {c}, "x");
+    CHECK(p.cluster.empty());
+    REQUIRE(p.rejected.size() == 1);
+    CHECK(p.rejected[0].reason == "2 of 3 idle node(s) fit, 3 needed; 1: no container runtime (the probe found no usable oci.conf)");
+    // With hardware needs too: the runtime is named first for that node.
+    Requirements hw = h100x8(3);
+    hw.containers = true;
+    CHECK(node_misfit(hw, c.idle[0]) == "no container runtime (the probe found no usable oci.conf)");
+    CHECK(node_misfit(hw, c.idle[1]).empty());
+    // No image: the runtime does not matter.
+    r.containers = false;
+    CHECK(place(r, {c}, "x").cluster == "c");
+}
+
+TEST_CASE("the probe descriptor's containers: read into the offer, its shape checked") {
+    auto d = json::parse(R"({"containers": {"ready": false, "why": "no oci.conf beside /etc/slurm/slurm.conf"}})").as_object();
+    NodeOffer n = offer_from_descriptor("n1", d);
+    CHECK(n.containers == NodeOffer::Oci::missing);
+    CHECK(n.containers_why == "no oci.conf beside /etc/slurm/slurm.conf");
+    CHECK(offer_from_descriptor("n2", json::parse(R"({"containers": {"ready": true, "runtime": "/usr/bin/crun"}})").as_object()).containers ==
+          NodeOffer::Oci::ready);
+    CHECK(offer_from_descriptor("n3", json::parse(R"({"cpu": {"arch": "x86_64"}})").as_object()).containers == NodeOffer::Oci::unknown);
+    std::string field;
+    CHECK(descriptor_shape_error(d, field).empty());
+    for (const char *bad : {R"({"containers": true})", R"({"containers": {}})", R"({"containers": {"ready": "yes"}})",
+                            R"({"containers": {"ready": false, "why": 3}})"}) {
+        CAPTURE(bad);
+        CHECK(descriptor_shape_error(json::parse(bad).as_object(), field).find("containers") == 0);
+        CHECK(field == "containers");
+    }
+}
+
+TEST_CASE("requirements JSON: the image's layout, a plain absolute path, carried to a peer") {
+    Requirements r;
+    CHECK(requirements_from_json(json::parse(R"({"containers":true,"image_layout":"/shared/images/train"})").as_object(), r).empty());
+    CHECK(r.image_layout == "/shared/images/train");
+    CHECK(requirements_to_json(r).at("image_layout").as_string() == "/shared/images/train");
+    for (const char *bad : {R"({"image_layout":"relative/dir"})", R"({"image_layout":"/a/../etc"})", R"({"image_layout":"/a/./b"})",
+                            R"({"image_layout":""})", R"({"image_layout":7})", "{\"image_layout\":\"/a\\nb\"}"}) {
+        CAPTURE(bad);
+        Requirements x;
+        CHECK(requirements_from_json(json::parse(bad).as_object(), x).find("requires.image_layout: ") == 0);
+    }
+    CHECK_FALSE(requirements_to_json(Requirements{}).contains("image_layout"));
+}

@@ -1528,6 +1528,34 @@ TEST_CASE("a run in an OCI image is requeued only where containers run (clusters
     CHECK(ServiceFixture::until([&] { return f.events("r1").find("c1 rejected: runs no containers (clusters.c1.containers is false)") != std::string::npos; }));
 }
 
+TEST_CASE("a run in an OCI image is requeued only where its layout is read (clusters.NAME.image_roots), said in PLACEMENT") {
+    ServiceFixture f({{"c1", kConf}, {"c2", kConf2}, {"c3", "/fake/c3.conf"}});
+    f.cfg.cluster_info["c1"].image_roots = {"/other"};
+    f.cfg.cluster_info["c2"].image_roots = {"/site/images"};
+    f.cfg.cluster_info["c3"].image_roots = {"/site/images-old"};
+    f.start();
+    const std::string digest = "sha256:" + std::string(64, 'a');
+    REQUIRE(f.call("POST", "/v1/runs", R"({"id":"r1","manifest":{"name":"r1","image":"oci:/site/images/t:v1","image_digest":")" + digest +
+                                           R"(","requires":{"containers":true,"image_layout":"/site/images/t"}}})")
+                .status == 201);
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf2] = {{"m1", "IDLE"}, {"m2", "IDLE"}};
+        f.slurm->nodes["/fake/c3.conf"] = {{"k1", "IDLE"}, {"k2", "IDLE"}};
+    }
+    running_job(f);   // n3, n4 idle on c1, the home cluster: its image_roots do not hold the layout
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }));
+    const auto changes = f.slurm->changes();
+    auto s = std::find_if(changes.begin(), changes.end(), [](const auto &c) { return c.argv[0] == "sbatch"; });
+    CHECK(s->conf == kConf2);
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("c1 rejected: cannot read the image's layout /site/images/t (clusters.c1.image_roots: /other)") != std::string::npos);
+    CHECK(ev.find("c3 rejected: cannot read the image's layout /site/images/t (clusters.c3.image_roots: /site/images-old)") != std::string::npos);
+}
+
 TEST_CASE("a requeue that found no place is tried again after the broker's restart, not left DEGRADED for good") {
     ServiceFixture f({{"c1", kConf}});
     f.start();

@@ -263,6 +263,12 @@ TEST_CASE("a spec's image: checked when parsed; one task per node with it; pinne
     auto m = manifest_of(u);
     CHECK(m.at("image").as_string() == "oci:/i:v1");
     CHECK(m.at("image_digest").as_string() == "sha256:" + kHexA);
+    // Placement reads these: only where containers run and the pinned layout is read.
+    CHECK(m.at("requires").at("containers").as_bool());
+    CHECK(m.at("requires").at("image_layout").as_string() == "/i");
+    CHECK(image::layout_of(u.image_pinned) == "/i");
+    CHECK(image::layout_of("").empty());
+    CHECK(image::layout_of("docker://reg/x:1").empty());
     const std::string script = batch_script(u, "/usr/bin/shard");
     CHECK(script.find("export SHARDNET_IMAGE='oci:/i:v1' SHARDNET_IMAGE_DIGEST=sha256:" + kHexA + "\n") != std::string::npos);
     CHECK(script.find("bundle=$('/usr/bin/shard' bundle 'oci:/i@sha256:" + kHexA + "')") != std::string::npos);
@@ -273,4 +279,5 @@ TEST_CASE("a spec's image: checked when parsed; one task per node with it; pinne
     REQUIRE(parse_spec("command: train\n", "s.yaml", plain) == "");
     CHECK(batch_script(plain, "shard").find("bundle") == std::string::npos);
     CHECK(!manifest_of(plain).contains("image_digest"));
+    CHECK(!manifest_of(plain).at("requires").as_object().contains("image_layout"));
 }

@@ -59,3 +59,15 @@ TEST_CASE("is_valid_utf8 takes well-formed UTF-8 only") {
     CHECK_FALSE(is_valid_utf8("\xe2(\xa1"));         // ASCII where a continuation byte belongs
     CHECK_FALSE(is_valid_utf8("\xe2\x82("));
 }
+
+TEST_CASE("percent encoding of a query value, and back; bad escapes refused") {
+    CHECK(percent_encode("/shared/images/train-1.0_x~") == "/shared/images/train-1.0_x~");
+    CHECK(percent_encode("/a b/c&d=e%f") == "/a%20b/c%26d%3De%25f");
+    CHECK(percent_encode("\xc3\xa9") == "%C3%A9");
+    for (std::string s : {std::string("/a b/c&d=e%f"), std::string("\x01\xff/x"), std::string()})
+        CHECK(percent_decode(percent_encode(s)) == s);
+    CHECK(percent_decode("%2fx%2F") == "/x/");
+    CHECK_FALSE(percent_decode("%"));
+    CHECK_FALSE(percent_decode("%4"));
+    CHECK_FALSE(percent_decode("a%zz"));
+}
