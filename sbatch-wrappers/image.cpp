@@ -1,5 +1,6 @@
 #include "sbatch-wrappers/image.hpp"
 
+#include <filesystem>
 #include <boost/json.hpp>
 #include <cctype>
 #include <cerrno>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <filesystem>
 #include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -265,7 +267,9 @@ std::string resolve(const std::string &text, std::string &pinned_ref, std::strin
         const std::string cache = image_cache(), dir = cache + "/" + cache_name(name);
         if (!mkdirs(cache)) return text + ": cannot make the image cache " + cache;
         if (auto err = owned_dir(cache); !err.empty()) return text + ": refusing the image cache: " + err;
-        if (struct stat st; ::lstat(dir.c_str(), &st) == 0)
+        struct stat st;
+        const bool existed = ::lstat(dir.c_str(), &st) == 0;
+        if (existed)
             if (auto err = owned_dir(dir); !err.empty()) return text + ": refusing the image cache: " + err;
         // By digest: that very manifest (skopeo would otherwise convert a
         // Docker manifest to OCI, under another digest).
@@ -279,6 +283,13 @@ std::string resolve(const std::string &text, std::string &pinned_ref, std::strin
             if (by_digest && in_path("skopeo"))
                 why += " (a digest names that manifest as the registry has it; one skopeo would have to convert to OCI, a Docker "
                        "manifest, cannot be pinned by it: pin by tag, or copy the image into an OCI layout and use oci:DIR@DIGEST)";
+            // A layout skopeo began for a repository it could not read is
+            // not left in the cache: this call made it, and no copy (another
+            // shard run's, at once) finished there.
+            if (!existed && ::lstat((dir + "/index.json").c_str(), &st) != 0) {
+                std::error_code ec;
+                std::filesystem::remove_all(dir, ec);
+            }
             return text + ": skopeo copy: " + why;
         }
         r = Ref{"oci", dir, tag, "", ""};

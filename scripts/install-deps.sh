@@ -25,7 +25,7 @@ PKGS="build-essential autoconf automake libtool pkg-config
       libcurl4-openssl-dev libssl-dev nettle-dev libsqlite3-dev libyaml-cpp-dev
       nginx wrk hyperfine valgrind python3 python3-torch iproute2 curl openssl procps passwd util-linux
       chromium
-      crun umoci skopeo busybox-static"
+      crun umoci skopeo busybox-static docker-registry"
 # The API document's check (tests/openapi) runs its validator with node,
 # installed there by npm: Debian's nodejs and npm, unless a node that has
 # npm is there already (NodeSource's nodejs package brings its own npm).

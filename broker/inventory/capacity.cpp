@@ -244,11 +244,15 @@ void Inventory::capacity(const std::string &query, bool fan_out, const Reply &re
             std::map<std::tuple<std::string, int, long long, std::string>, Group> groups;
             std::istringstream is(out);
             std::set<std::string> seen;
+            long long no_runtime = 0;   // nodes left out only for want of a container runtime
             for (std::string node, state; is >> node >> state;) {
                 if (!seen.insert(node).second) continue;
                 auto d = described.find(node);
                 const NodeOffer o = d != described.end() ? d->second : undescribed(node);
-                if (!node_misfit(req, o).empty()) continue;
+                if (!node_misfit(req, o).empty()) {
+                    no_runtime += containers && o.containers == NodeOffer::Oci::missing;
+                    continue;
+                }
                 auto key = std::make_tuple(o.described ? (o.accel_class.empty() ? "none" : o.accel_class) : "unknown", o.gpus,
                                            o.gpu_memory_gb ? (long long)(*o.gpu_memory_gb + 0.5) : -1LL,
                                            o.described ? fabric_name(o.fabric) : "unknown");
@@ -257,6 +261,12 @@ void Inventory::capacity(const std::string &query, bool fan_out, const Reply &re
                 if (state == "idle") { ++g.idle; idle_gpus += o.gpus; }
                 if (with_nodes && g.nodes.size() < 10000)
                     g.nodes.push_back(json::object{{"name", node}, {"state", state}, {"described", d != described.end()}});
+            }
+            if (groups.empty() && no_runtime > 0) {
+                rows.push_back(json::object{{"broker", cfg_.broker_name}, {"cluster", name}, {"region", reg}, {"status", "refused"},
+                                            {"reason", std::to_string(no_runtime) + " node(s), none with a container runtime "
+                                                       "(their probes found no usable oci.conf)"}});
+                continue;
             }
             for (auto &[k, g] : groups) {
                 const auto &[c, gpn, mem, fab] = k;
