@@ -132,6 +132,7 @@ std::string parse_spec(const std::string &text, const std::string &label, JobSpe
         else if (key == "fatal_exit") ok = r.exit_codes(v, key, spec.fatal_exit);
         else if (key == "on_timeout") ok = r.one_of(v, key, {"fail", "requeue"}, spec.on_timeout);
         else if (key == "spares") ok = r.integer(v, key, 0, 64, spec.spares);
+        else if (key == "straggler") ok = r.one_of(v, key, {"report", "replace"}, spec.straggler);
         else if (key == "clusters") ok = r.list(v, key, spec.clusters);
         else if (key == "regions") ok = r.list(v, key, spec.regions);
         else if (key == "time_limit") ok = r.str(v, key, spec.time_limit);
@@ -158,12 +159,15 @@ std::string parse_spec(const std::string &text, const std::string &label, JobSpe
                 }
         } else {
             ok = r.fail(kv.first, key, "unknown key (expected name, command, accelerator, gpus, gpus_per_node, gpu_memory_gb, "
-                                       "nodes, tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, fatal_exit, on_timeout, spares, clusters, "
-                                       "regions, time_limit)");
+                                       "nodes, tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, fatal_exit, on_timeout, spares, straggler, "
+                                       "clusters, regions, time_limit)");
         }
         if (!ok) return r.err;
     }
     if (spec.command.empty()) return label + ":1:1: command: missing (what srun starts on every rank)";
+    // A straggler is replaced by a spare, in the same job (shard launch).
+    if (spec.straggler == "replace" && spec.spares == 0)
+        return where(label, root["straggler"].Mark()) + "straggler: replace needs spares (a spare takes the slow node's place)";
     // Slurm (22.05) starts one task per node in a container step.
     if (!spec.image.empty() && spec.tasks_per_node > 1)
         return where(label, root["tasks_per_node"].Mark()) + "tasks_per_node: " + std::to_string(spec.tasks_per_node) +

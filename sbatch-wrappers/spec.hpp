@@ -28,6 +28,7 @@ struct JobSpec {
     std::string fatal_exit;             // exit codes never retried, "3,7" (--shardnet-fatal-exit); "" none
     std::string on_timeout = "fail";    // fail, or requeue from a checkpoint sealed after the pre-limit signal
     int spares = 0;                     // nodes held back for `shard launch` (sbatch --no-kill --shardnet-spares)
+    std::string straggler = "report";   // report|replace: a named straggler swapped for a spare (--shardnet-straggler)
     std::vector<std::string> clusters, regions;
     std::string time_limit;             // Slurm's [D-]HH:MM:SS or minutes
 };

@@ -49,6 +49,7 @@ json::object manifest_of(const JobSpec &s) {
     if (!s.fatal_exit.empty()) m["fatal_exit"] = s.fatal_exit;
     if (s.on_timeout == "requeue") m["on_timeout"] = s.on_timeout;
     if (s.spares > 0) m["spares"] = s.spares;
+    if (s.straggler == "replace") m["straggler"] = s.straggler;
     return m;
 }
 
@@ -87,6 +88,7 @@ std::vector<std::string> sbatch_argv(const JobSpec &s, const std::string &run, c
     if (s.on_timeout == "requeue") a.push_back("--shardnet-on-timeout=requeue");
     // The job must outlive a node for a spare to take its place.
     if (s.spares > 0) a.push_back("--no-kill"), a.push_back("--shardnet-spares=" + std::to_string(s.spares));
+    if (s.straggler == "replace") a.push_back("--shardnet-straggler=replace");   // shard launch reads SHARDNET_STRAGGLER
     if (s.gpus_per_node > 0)
         a.push_back("--gres=gpu:" + std::to_string(s.gpus_per_node));
     if (!s.time_limit.empty()) a.push_back("--time=" + s.time_limit);

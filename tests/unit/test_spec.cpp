@@ -35,7 +35,7 @@ TEST_CASE("bad specs name the file, line, column and what was expected") {
     JobSpec s;
     CHECK(parse_spec("command: x\nfabrik: ib\n", "a.yaml", s) ==
           "a.yaml:2:1: fabrik: unknown key (expected name, command, accelerator, gpus, gpus_per_node, gpu_memory_gb, nodes, "
-          "tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, fatal_exit, on_timeout, spares, clusters, regions, time_limit)");
+          "tasks_per_node, fabric, image, checkpoint, heartbeat, requeue, max_attempts, fatal_exit, on_timeout, spares, straggler, clusters, regions, time_limit)");
     s = {};
     CHECK(parse_spec("command: x\ngpus: many\n", "a.yaml", s) == "a.yaml:2:7: gpus: expected an integer");
     s = {};
@@ -120,4 +120,23 @@ TEST_CASE("spares: the job holds them beside its ranks' nodes, with no-kill, and
     CHECK(std::find(plain.begin(), plain.end(), "--no-kill") == plain.end());
     JobSpec bad;
     CHECK(parse_spec("command: x\nspares: 65\n", "a.yaml", bad).find("spares") != std::string::npos);
+}
+
+TEST_CASE("straggler: replace swaps a named straggler for a spare (--shardnet-straggler=replace); it needs spares") {
+    JobSpec s;
+    REQUIRE(parse_spec("command: train.py\nnodes: 3\nspares: 1\nstraggler: replace\n", "a.yaml", s) == "");
+    REQUIRE(resolve_shape(s) == "");
+    const auto argv = sbatch_argv(s, "r", "alpha", "", "/tmp/x.sh");
+    CHECK(std::find(argv.begin(), argv.end(), "--shardnet-straggler=replace") != argv.end());
+    CHECK(manifest_of(s).at("straggler").as_string() == "replace");
+    JobSpec report;
+    REQUIRE(parse_spec("command: train.py\nspares: 1\nstraggler: report\n", "a.yaml", report) == "");
+    const auto plain = sbatch_argv(report, "r", "alpha", "", "/tmp/x.sh");
+    CHECK(std::none_of(plain.begin(), plain.end(), [](const std::string &a) { return a.rfind("--shardnet-straggler", 0) == 0; }));
+    CHECK_FALSE(manifest_of(report).contains("straggler"));
+    JobSpec bad;
+    CHECK(parse_spec("command: x\nstraggler: replace\n", "a.yaml", bad) ==
+          "a.yaml:2:12: straggler: replace needs spares (a spare takes the slow node's place)");
+    bad = {};
+    CHECK(parse_spec("command: x\nspares: 1\nstraggler: swap\n", "a.yaml", bad).find("a.yaml:3:12: straggler: expected one of") == 0);
 }
