@@ -208,12 +208,7 @@ void RunsApi::get(const std::string &id, const TokenEntry &who, const Reply &rep
     // Goodput (doc/goodput.md): the run's events are the store's, read a
     // page at a time on its thread, only those after the last read.
     on_store(reply, [this, id, r = std::move(r), marks = std::move(marks), now](const Reply &reply) mutable {
-        auto kept = goodput_marks_.find(id);
-        if (kept == goodput_marks_.end()) {
-            if (goodput_marks_.size() >= kGoodputRuns) goodput_marks_.erase(goodput_marks_.begin());
-            kept = goodput_marks_.try_emplace(id).first;
-        }
-        goodput::MarkLog &log = kept->second;
+        goodput::MarkLog &log = goodput_marks_.touch(id);
         for (;;) {
             const auto page = store_->list_events(id, log.last_id, 1000);
             for (const auto &e : page) {

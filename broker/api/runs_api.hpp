@@ -10,6 +10,7 @@
 
 #include "broker/api/stream_budget.hpp"
 #include "broker/goodput/goodput_json.hpp"
+#include "broker/util/lru_map.hpp"
 #include "broker/core/hooks.hpp"
 #include "broker/core/module.hpp"
 
@@ -53,9 +54,10 @@ private:
     std::shared_ptr<StreamBudget> streams_ = std::make_shared<StreamBudget>();
     // Each run's goodput marks read so far (goodput/goodput_json.hpp), so
     // that a run's page reads only its new events. Touched on the store
-    // thread only (one thread: no lock); at most kGoodputRuns runs kept.
+    // thread only (one thread: no lock); at most kGoodputRuns runs kept,
+    // the one read longest ago dropped first.
     static constexpr std::size_t kGoodputRuns = 1024;
-    std::unordered_map<std::string, goodput::MarkLog> goodput_marks_;
+    LruMap<goodput::MarkLog> goodput_marks_{kGoodputRuns};
 };
 
 }  // namespace shardnet::broker

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "broker/util/lru_map.hpp"
 #include "broker/goodput/goodput.hpp"
 #include "broker/goodput/goodput_json.hpp"
 
@@ -244,4 +245,22 @@ TEST_CASE("goodput: the marks kept between reads (first and last of a run of sea
         CHECK(a.faults[i].redone == doctest::Approx(b.faults[i].redone));
         CHECK(a.faults[i].restart == doctest::Approx(b.faults[i].restart));
     }
+}
+
+TEST_CASE("the goodput marks cache drops the run read longest ago, not any run") {
+    shardnet::broker::LruMap<int> m(3);
+    m.touch("a") = 1;
+    m.touch("b") = 2;
+    m.touch("c") = 3;
+    CHECK(m.touch("a") == 1);   // a read again: b is now the oldest
+    m.touch("d") = 4;
+    CHECK(m.size() == 3);
+    CHECK_FALSE(m.contains("b"));
+    CHECK(m.contains("a"));
+    CHECK(m.contains("c"));
+    m.touch("e");                // c is now the oldest
+    CHECK_FALSE(m.contains("c"));
+    CHECK(m.touch("a") == 1);
+    CHECK(m.touch("d") == 4);
+    CHECK(m.touch("e") == 0);    // made, default
 }
