@@ -176,7 +176,7 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
     if (rep.kind == "swapped")
         if (auto refused = refuse_swap(id, rep)) return reply(std::move(*refused));
     std::optional<Fault> held;
-    double held_at = 0;
+    double held_at = 0, fault_at = 0;   // the answered FAULT's hold start, and when it was raised
     bool hold_next = false, still_held = false;   // a FAULT is held after this report
     {
         std::lock_guard<std::mutex> lock(in_job_.mu);
@@ -203,30 +203,30 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
             // A dead node must be one whose FAULT the broker holds (the held
             // one, or one raised during its hold).
             auto named = [&](const Fault &f) { return std::find(rep.dead.begin(), rep.dead.end(), node_of_worker(f.node)) != rep.dead.end(); };
+            auto named_waiting = [&](const InJobRestarts::Supervised::Waiting &w) { return named(w.fault); };
             const bool held_named = named(*s.held);
-            if (!held_named && std::none_of(s.also.begin(), s.also.end(), named))
+            if (!held_named && std::none_of(s.also.begin(), s.also.end(), named_waiting))
                 return reply(error_response(409, "not_the_fault", "the FAULT held for attempt " + std::to_string(rep.attempt) + " is node " +
                                             node_of_worker(s.held->node) + "'s, not " + rep.dead.front() + "'s", "dead"));
             ++s.restarts;
-            std::optional<Fault> first_also;
-            for (const auto &f : s.also)
-                if (named(f) && !first_also) first_also = f;
-            std::erase_if(s.also, named);
+            const auto first_also = std::find_if(s.also.begin(), s.also.end(), named_waiting);
             if (held_named) {
-                held = s.held, held_at = s.held_at;
+                held = s.held, held_at = s.held_at, fault_at = s.held_fault_at;
                 s.held.reset();
-                if (!s.also.empty()) {   // the next death the relaunch did not answer: held from now
-                    s.held = s.also.front(), s.held_at = now;
-                    s.also.erase(s.also.begin());
-                    hold_next = true;
-                }
             } else {
-                held = first_also, held_at = now;   // answered, not held: the held one still waits
+                // Answered, not held: the held one still waits.
+                held = first_also->fault, held_at = now, fault_at = first_also->fault_at;
                 still_held = true;
+            }
+            std::erase_if(s.also, named_waiting);
+            if (held_named && !s.also.empty()) {   // the next death the relaunch did not answer: held from now
+                s.held = s.also.front().fault, s.held_at = now, s.held_fault_at = s.also.front().fault_at;
+                s.also.erase(s.also.begin());
+                hold_next = true;
             }
         }
         if (rep.kind == "swapped") ++s.restarts;   // the STRAGGLER event it answers is checked in the store, below
-        if (rep.kind == "gave_up") { held = s.held; held_at = s.held_at; s.held.reset(); }
+        if (rep.kind == "gave_up") { held = s.held; held_at = s.held_at; fault_at = s.held_fault_at; s.held.reset(); }
         if (rep.kind == "gave_up") in_job_.by_run.erase(id);
     }
     if (hold_next) hold_timer(id, rep.attempt, now);
@@ -239,7 +239,7 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
     } else if (rep.kind == "restarted") {
         kind = "RESTARTED";
         ev["restart"] = rep.restart, ev["dead"] = names(rep.dead), ev["took"] = names(rep.took), ev["nodes"] = names(rep.nodes);
-        if (held) ev["fault_at"] = held_at, ev["since_fault"] = now - held_at;
+        if (held) ev["fault_at"] = fault_at, ev["since_fault"] = now - fault_at;
         if (rep.relaunch_seconds >= 0) ev["relaunch_seconds"] = rep.relaunch_seconds;
         cause = "in-job restart " + std::to_string(rep.restart) + ": node " + rep.dead.front() + " left out, " + rep.took.front() +
                 " took its place (the job's supervisor says so)";
@@ -255,7 +255,7 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
         cause = "shard launch gave up: " + (rep.reason.empty() ? std::string("no reason given") : rep.reason);
     }
     const bool none_left = !hold_next && !still_held;
-    on_store(reply, [this, id, rep, kind, cause, ev = std::move(ev), held, held_at, now, none_left](const Reply &reply) {
+    on_store(reply, [this, id, rep, kind, cause, ev = std::move(ev), held, held_at, fault_at, now, none_left](const Reply &reply) {
         bool back = false;
         try {
             transact([&] {
@@ -271,7 +271,7 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
             // Not written: the held FAULT waits again (its timer still
             // requeues it), and a supervisor that gave up gets its requeue.
             if (held && rep.kind == "gave_up") hooks_.requeue(*held, 0, false);
-            else if (held) rehold(id, *held, held_at);
+            else if (held) rehold(id, *held, held_at, fault_at);
             if (rep.kind == "restarted" || rep.kind == "swapped") uncount_restart(id, rep.attempt);   // not taken: the same report sent again counts
             return reply(store_error_response(e));
         }
@@ -327,13 +327,14 @@ void Restarts::spare_lost(const Fault &fault, const std::string &node, const std
                 "); no rank ran there: training goes on, one spare fewer", json::serialize(ev), now);
 }
 
-void Restarts::rehold(const std::string &run, const Fault &fault, double held_at) {
+void Restarts::rehold(const std::string &run, const Fault &fault, double held_at, double fault_at) {
     std::lock_guard<std::mutex> lock(in_job_.mu);
     auto &s = in_job_.by_run[run];
     if (s.attempt != fault.attempt && s.attempt != 0) return;   // a newer attempt's: the old FAULT is moot
     s.attempt = fault.attempt;
-    if (!s.held) s.held = fault, s.held_at = held_at;
-    else if (node_of_worker(s.held->node) != node_of_worker(fault.node)) s.also.insert(s.also.begin(), fault);   // after the one held now
+    if (!s.held) s.held = fault, s.held_at = held_at, s.held_fault_at = fault_at;
+    else if (node_of_worker(s.held->node) != node_of_worker(fault.node))
+        s.also.insert(s.also.begin(), InJobRestarts::Supervised::Waiting{fault, fault_at});   // after the one held now
 }
 
 bool Restarts::run_state_is(const std::string &run, long long attempt, RunState state) {
@@ -348,8 +349,10 @@ struct Supervision {
     long long spares = 0;
     std::vector<std::string> nodes;
     // The workers ("n1/0") whose FAULTs of the attempt no relaunch answered
-    // yet, oldest first: the first is held again, the others wait after it.
-    std::vector<std::string> waiting;
+    // yet, oldest first, with when each was raised: the first is held
+    // again, the others wait after it.
+    struct Death { std::string worker; double at; };
+    std::vector<Death> waiting;
     bool acted = false;              // something else came of them (a placement, an end): no hold
 };
 
@@ -372,15 +375,15 @@ Supervision supervision_of(Store &store, const std::string &run, long long attem
                 const auto *node = o.if_contains("node");
                 if (!node || !node->is_string()) continue;
                 const std::string w(node->as_string());
-                const auto same = [&](const std::string &x) { return node_of_worker(x) == node_of_worker(w); };
-                if (std::none_of(s.waiting.begin(), s.waiting.end(), same)) s.waiting.push_back(w);
+                const auto same = [&](const Supervision::Death &x) { return node_of_worker(x.worker) == node_of_worker(w); };
+                if (std::none_of(s.waiting.begin(), s.waiting.end(), same)) s.waiting.push_back({w, e.time});
                 s.acted = false;
                 continue;
             }
             if (e.kind == "RESTARTED") {   // a relaunch answered the FAULTs of the nodes it left out
                 if (const auto *dead = o.if_contains("dead"); dead && dead->is_array())
                     for (const auto &d : dead->as_array())
-                        if (d.is_string()) std::erase_if(s.waiting, [&](const std::string &x) { return node_of_worker(x) == d.as_string(); });
+                        if (d.is_string()) std::erase_if(s.waiting, [&](const Supervision::Death &x) { return node_of_worker(x.worker) == d.as_string(); });
                 continue;
             }
             s.supervised = e.kind == "SUPERVISED";
@@ -408,7 +411,7 @@ void Restarts::resume_holds(const std::set<std::string> &decided) {
         // DEGRADED run (requeue off, a recovery that found no place) stays.
         const Supervision sup = supervision_of(*store_, run, attempt);
         if (!sup.supervised || sup.waiting.empty() || sup.acted) continue;
-        Fault f{run, sup.waiting.front(), attempt, "(a FAULT held for an in-job restart when the broker stopped)", WorkerState{},
+        Fault f{run, sup.waiting.front().worker, attempt, "(a FAULT held for an in-job restart when the broker stopped)", WorkerState{},
                 FaultKind::silent};
         f.state.attempt = attempt;
         // Its job as the workers restored at start know it (attempt 1's
@@ -431,16 +434,17 @@ void Restarts::resume_holds(const std::set<std::string> &decided) {
             s.attempt = attempt, s.spares = sup.spares, s.nodes = sup.nodes;
         }
         log_warn("a FAULT held for an in-job restart is held again after the broker's restart", run, std::to_string(attempt));
-        requeue_or_hold(f, now);
+        requeue_or_hold(f, now, sup.waiting.front().at);
         for (std::size_t i = 1; i < sup.waiting.size(); ++i) {   // the others wait after it, as before the stop
             Fault next = f;
-            next.node = sup.waiting[i];
-            requeue_or_hold(next, now);
+            next.node = sup.waiting[i].worker;
+            requeue_or_hold(next, now, sup.waiting[i].at);
         }
     }
 }
 
-void Restarts::requeue_or_hold(const Fault &fault, double now) {
+void Restarts::requeue_or_hold(const Fault &fault, double now, double fault_at) {
+    if (fault_at < 0) fault_at = now;
     bool hold = false;
     {
         std::lock_guard<std::mutex> lock(in_job_.mu);
@@ -449,8 +453,9 @@ void Restarts::requeue_or_hold(const Fault &fault, double now) {
             auto &sup = it->second;
             if (sup.held) {   // a FAULT of the attempt waits already: this one waits after it (one requeue at most)
                 const auto same = [&](const Fault &f) { return node_of_worker(f.node) == node_of_worker(fault.node); };
-                if (!same(*sup.held) && std::none_of(sup.also.begin(), sup.also.end(), same) && sup.also.size() < InJobRestarts::kMaxNodes)
-                    sup.also.push_back(fault);
+                const auto same_waiting = [&](const InJobRestarts::Supervised::Waiting &w) { return same(w.fault); };
+                if (!same(*sup.held) && std::none_of(sup.also.begin(), sup.also.end(), same_waiting) && sup.also.size() < InJobRestarts::kMaxNodes)
+                    sup.also.push_back({fault, fault_at});
                 return;
             }
             // With no spare left too: the supervisor says it gives up
@@ -458,6 +463,7 @@ void Restarts::requeue_or_hold(const Fault &fault, double now) {
             // requeue, so that its word is heard.
             it->second.held = fault;
             it->second.held_at = now;
+            it->second.held_fault_at = fault_at;
             hold = true;
         }
     }

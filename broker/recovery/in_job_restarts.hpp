@@ -35,11 +35,13 @@ struct InJobRestarts {
         long long spares = 0;     // spare nodes left, as the supervisor last said
         long long restarts = 0;   // relaunches reported
         std::optional<Fault> held;   // the FAULT whose requeue waits
-        double held_at = 0;
+        double held_at = 0;          // since when (its hold timer's start)
+        double held_fault_at = 0;    // when that FAULT was raised (since_fault counts from it)
         // FAULTs of other nodes of the attempt raised while one is held
         // (a second node died before the relaunch): each is held in turn
         // once a relaunch answers the one before, unless it named them too.
-        std::vector<Fault> also;
+        struct Waiting { Fault fault; double fault_at; };
+        std::vector<Waiting> also;
         std::vector<std::string> nodes;   // the step's nodes, as the supervisor last said: the others are spares
     };
     // Reports a run may send in a minute: a supervisor sends a handful per

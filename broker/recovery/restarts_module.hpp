@@ -26,7 +26,8 @@ public:
     void restart_report(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply, double now);
     // A FAULT of an attempt `shard launch` supervises waits for its in-job
     // restart or its giving up; else it is requeued.
-    void requeue_or_hold(const Fault &fault, double now);
+    // FAULT_AT: when the FAULT was raised (default: now).
+    void requeue_or_hold(const Fault &fault, double now, double fault_at = -1);
     // At start: a supervised attempt's FAULT that was held when the broker
     // stopped (DEGRADED, no decision in decided) is held again from now.
     void resume_holds(const std::set<std::string> &decided);
@@ -51,7 +52,7 @@ private:
     // A relaunch report not taken: the same one sent again counts.
     void uncount_restart(const std::string &run, long long attempt);
     // A held FAULT put back when the report that took it was not written.
-    void rehold(const std::string &run, const Fault &fault, double held_at);
+    void rehold(const std::string &run, const Fault &fault, double held_at, double fault_at);
 
     const ServiceHooks &hooks_;
     Inventory &inventory_;

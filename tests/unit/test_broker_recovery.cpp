@@ -1281,6 +1281,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
             return ev.find("worker n2/0") != std::string::npos && ev.find("worker n3/0") != std::string::npos;
         }));
         REQUIRE(f.state("r1") == "DEGRADED");
+        std::this_thread::sleep_for(std::chrono::milliseconds(400));   // the relaunch takes a while: since_fault counts it
         // The supervisor saw n2's death first and relaunched without it (n3 still in).
         REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n4"],"nodes":["n1","n3","n4"],"spares":1,"ended_step":"0"})") == 200);
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -1294,6 +1295,22 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         CHECK(ev.find("RESTARTED: in-job restart 1: node n2 left out, n4 took its place") != std::string::npos);
         CHECK(ev.find("RESTARTED: in-job restart 2: node n3 left out, n5 took its place") != std::string::npos);
         CHECK(submitted(f) == 0);
+        // Each relaunch's fault_at is its own node's FAULT, not when its turn came.
+        std::map<std::string, double> fault_time;
+        std::map<long long, double> answered;
+        const boost::json::value events = boost::json::parse(f.call("GET", "/v1/runs/r1/events").body);
+        for (const auto &e : events.at("events").as_array()) {
+            const auto &evd = e.at("evidence");
+            if (e.at("kind") == "FAULT") fault_time[std::string(evd.at("node").as_string())] = e.at("time").to_number<double>();
+            if (e.at("kind") == "RESTARTED") {
+                answered[evd.at("restart").as_int64()] = evd.at("fault_at").to_number<double>();
+                CHECK(evd.at("since_fault").to_number<double>() >= 0.3);
+            }
+        }
+        REQUIRE(fault_time.count("n2/0") == 1);
+        REQUIRE(fault_time.count("n3/0") == 1);
+        CHECK(std::abs(answered.at(1) - fault_time.at("n2/0")) < 1e-3);
+        CHECK(std::abs(answered.at(2) - fault_time.at("n3/0")) < 1e-3);   // not the first relaunch's time, 0.4 s later
     }
     SUBCASE("a second death waiting its turn is held again after the broker's restart") {
         ServiceFixture f({{"c1", kConf}});
