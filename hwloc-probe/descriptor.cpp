@@ -46,6 +46,8 @@ NodeInfo utf8_clean(NodeInfo n) {
     if (n.ucx)
         for (auto &r : *n.ucx) { fix(r.transport); fix(r.device); }
     for (auto *s : {&n.nvidia_driver, &n.cuda_driver, &n.nccl, &n.hwloc_version, &n.ucx_version}) fix_opt(*s);
+    if (n.containers)
+        for (auto *s : {&n.containers->oci_conf, &n.containers->runtime, &n.containers->why}) fix(*s);
     return n;
 }
 
@@ -134,6 +136,9 @@ std::string content_hash(const json::object &descriptor) {
     stable.erase("hash");
     stable.erase("probed_at");
     stable.erase("bandwidth");
+    // Why containers do not run names the path the probe looked at, which
+    // depends on how it was started, not on the node.
+    if (auto *c = stable.if_contains("containers"); c && c->is_object()) c->as_object().erase("why");
     const std::string text = json::serialize(stable);
     // Nettle: SHA-256 without OpenSSL's start-up cost (its library load and
     // config file alone were ~2 ms of a ~15 ms probe).
@@ -172,8 +177,9 @@ std::string pretty(const NodeInfo &raw) {
     s += "  fabric: " + f + "\n";
     if (n.ucx) s += "  ucx: " + std::to_string(n.ucx->size()) + " transport/device pairs\n";
     if (n.containers)
-        s += n.containers->ready ? "  containers: " + n.containers->runtime + " (" + n.containers->oci_conf + ")\n"
-                                 : "  containers: none (" + n.containers->why + ")\n";
+        s += n.containers->ready ? "  containers: " + printable(n.containers->runtime.empty() ? "(a shell command)" : n.containers->runtime) +
+                                       " (" + printable(n.containers->oci_conf) + ")\n"
+                                 : "  containers: none (" + printable(n.containers->why) + ")\n";
     return s;
 }
 
@@ -265,7 +271,7 @@ std::string check_against(const json::object &rec, const NodeInfo &live) {
         // Containers: a node recorded as running them that no longer can.
         if (auto *c = rec.if_contains("containers"); c && c->is_object() && live.containers && !live.containers->ready)
             if (auto *r = c->as_object().if_contains("ready"); r && r->is_bool() && r->as_bool())
-                return "containers no longer run here: " + live.containers->why;
+                return "containers no longer run here: " + printable(live.containers->why);
         if (rec.at("cpu").as_object().at("pus").to_number<unsigned>() > live.pus)
             return "only " + std::to_string(live.pus) + " PUs online, recorded " +
                    std::to_string(rec.at("cpu").as_object().at("pus").to_number<unsigned>());

@@ -121,6 +121,26 @@ int main(int argc, char **argv) {
 
 namespace {
 
+// Where Slurm's oci.conf is looked for: beside the slurm.conf in use
+// ($SLURM_CONF, else /etc/slurm/slurm.conf); for --check, where the
+// recorded descriptor found it (a HealthCheckProgram runs with no
+// SLURM_CONF: the recorded path is the node's own).
+std::string oci_slurm_conf(const std::string &check) {
+    if (!check.empty()) {
+        std::string text, err;
+        boost::system::error_code ec;
+        if (read_file(check, text, err))
+            if (auto v = boost::json::parse(text, ec); !ec && v.is_object())
+                if (auto *c = v.as_object().if_contains("containers"); c && c->is_object())
+                    if (auto *f = c->as_object().if_contains("oci_conf"); f && f->is_string() && f->as_string().starts_with("/")) {
+                        const std::string conf(f->as_string());
+                        return conf.substr(0, conf.rfind('/') + 1) + "slurm.conf";
+                    }
+    }
+    const char *env = std::getenv("SLURM_CONF");
+    return env && *env ? env : "/etc/slurm/slurm.conf";
+}
+
 int probe(const Options &opt) {
     const auto &[mode, input, check, publish, token_file, host, bandwidth] = opt;
     NodeInfo node;
@@ -150,8 +170,7 @@ int probe(const Options &opt) {
         discover_nvml(node);
         discover_amdgpu_sysfs(node);
         discover_nvswitch_sysfs(node);
-        const char *slurm_conf = std::getenv("SLURM_CONF");
-        node.containers = discover_oci(slurm_conf && *slurm_conf ? slurm_conf : "/etc/slurm/slurm.conf");
+        if (OciSupport oci = discover_oci(oci_slurm_conf(check)); oci.known) node.containers = std::move(oci);
         for (auto &a : node.accelerators) {  // NVML names are better evidence than PCI names
             unsigned v = 0, d = 0;
             std::sscanf(a.pci_id.c_str(), "%x:%x", &v, &d);

@@ -1,6 +1,5 @@
 #include "sbatch-wrappers/image.hpp"
 
-#include <filesystem>
 #include <boost/json.hpp>
 #include <cctype>
 #include <cerrno>
@@ -10,7 +9,6 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <filesystem>
 #include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -113,6 +111,22 @@ std::string tool_failed(const std::string &tool, int rc, const std::string &out)
     const std::string last = last_line(out);
     return tool + (rc < 0 ? " was killed or could not start" : " failed (exit " + std::to_string(rc) + ")") + (last.empty() ? "" : ": " + last);
 }
+
+// An exclusive lock on the file PATH (made 0600, never through a symlink),
+// held while it lives: one writer per cache entry.
+class FileLock {
+public:
+    explicit FileLock(const std::string &path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) {
+        if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) { ::close(fd_); fd_ = -1; }
+    }
+    ~FileLock() { if (fd_ >= 0) ::close(fd_); }
+    FileLock(const FileLock &) = delete;
+    FileLock &operator=(const FileLock &) = delete;
+    bool held() const { return fd_ >= 0; }
+
+private:
+    int fd_;
+};
 
 // Removes DIR and what is below it, as the caller: umoci's rootless unpack
 // leaves directories mode 0555 that rm -rf cannot empty.
@@ -267,6 +281,10 @@ std::string resolve(const std::string &text, std::string &pinned_ref, std::strin
         const std::string cache = image_cache(), dir = cache + "/" + cache_name(name);
         if (!mkdirs(cache)) return text + ": cannot make the image cache " + cache;
         if (auto err = owned_dir(cache); !err.empty()) return text + ": refusing the image cache: " + err;
+        // One copy into a repository's layout at a time (two shard runs of
+        // one repository: the second waits, then finds its blobs there).
+        const FileLock lock(cache + "/." + cache_name(name) + ".lock");
+        if (!lock.held()) return text + ": cannot lock the image cache " + cache;
         struct stat st;
         const bool existed = ::lstat(dir.c_str(), &st) == 0;
         if (existed)
@@ -284,15 +302,15 @@ std::string resolve(const std::string &text, std::string &pinned_ref, std::strin
                 why += " (a digest names that manifest as the registry has it; one skopeo would have to convert to OCI, a Docker "
                        "manifest, cannot be pinned by it: pin by tag, or copy the image into an OCI layout and use oci:DIR@DIGEST)";
             // A layout skopeo began for a repository it could not read is
-            // not left in the cache: this call made it, and no copy (another
-            // shard run's, at once) finished there.
-            if (!existed && ::lstat((dir + "/index.json").c_str(), &st) != 0) {
-                std::error_code ec;
-                std::filesystem::remove_all(dir, ec);
-            }
+            // not left in the cache (this call made it, under the lock).
+            if (!existed) remove_tree(dir);
             return text + ": skopeo copy: " + why;
         }
+        // Resolved under the lock: no other copy moves the tag meanwhile.
         r = Ref{"oci", dir, tag, "", ""};
+        if (auto err = resolve_layout(r, digest); !err.empty()) return err;
+        pinned_ref = pinned(r.dir, digest);
+        return "";
     }
     if (auto err = resolve_layout(r, digest); !err.empty()) return err;
     pinned_ref = pinned(r.dir, digest);
@@ -325,9 +343,8 @@ std::string bundle(const std::string &pinned_ref, std::string &dir) {
     if (ready(why)) { dir = out_dir; return ""; }
     if (!why.empty()) return why;
     // One unpack per digest: the others wait for it (nodes sharing the cache).
-    const int lock = ::open((cache + "/." + hex + ".lock").c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (lock < 0 || ::flock(lock, LOCK_EX) != 0) { if (lock >= 0) ::close(lock); return "cannot lock the bundle cache " + cache; }
-    struct Unlock { int fd; ~Unlock() { ::close(fd); } } unlock{lock};
+    const FileLock lock(cache + "/." + hex + ".lock");
+    if (!lock.held()) return "cannot lock the bundle cache " + cache;
     if (ready(why)) { dir = out_dir; return ""; }
     if (!why.empty()) return why;
     // What an unpack that died (a killed job, a node lost) left of this

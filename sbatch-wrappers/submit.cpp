@@ -33,17 +33,15 @@ json::object manifest_of(const JobSpec &s) {
     if (!s.fabric.empty()) req["fabric"] = s.fabric;
     if (!s.clusters.empty()) req["clusters"] = json::value_from(s.clusters);
     if (!s.regions.empty()) req["regions"] = json::value_from(s.regions);
-    // In an image: only where containers run and the pinned layout is read
-    // at its path (the broker's clusters.NAME.image_roots).
-    if (auto dir = image::layout_of(s.image_pinned); !dir.empty()) {
-        req["containers"] = true;
-        req["image_layout"] = dir;
-    }
+    // In an image: only where containers run (and, with image_layout
+    // below, where the pinned layout is read: clusters.NAME.image_roots).
+    if (!s.image_pinned.empty()) req["containers"] = true;
     json::object m{{"name", s.name}, {"command", s.command}, {"gpus", s.gpus}, {"nodes", s.nodes},
                    {"tasks_per_node", s.tasks_per_node}, {"checkpoint", json::object{{"root", s.ckpt_root}, {"every", s.ckpt_every}}},
                    {"heartbeat", s.heartbeat}, {"requeue", s.requeue}, {"requires", req}};
     if (!s.image.empty()) m["image"] = s.image;
     if (!s.image_digest.empty()) m["image_digest"] = s.image_digest;
+    if (auto dir = image::layout_of(s.image_pinned); !dir.empty()) m["image_layout"] = dir;
     if (!s.time_limit.empty()) m["time_limit"] = s.time_limit;
     if (s.max_attempts > 0) m["max_attempts"] = s.max_attempts;
     if (!s.fatal_exit.empty()) m["fatal_exit"] = s.fatal_exit;

@@ -123,6 +123,10 @@ void RunsApi::create(const ApiRequest &req, const TokenEntry &who, const Reply &
             if (auto err = requirements_from_json(reqs->as_object(), r); !err.empty())
                 return reply(error_response(400, "bad_field", "manifest." + err, "manifest." + err.substr(0, err.find(':'))));
         }
+    Requirements image_req;
+    if (manifest)
+        if (auto err = image_requirements(manifest->as_object(), image_req); !err.empty())
+            return reply(error_response(400, "bad_field", "manifest." + err, "manifest.image_layout"));
     std::string manifest_text = manifest ? json::serialize(*manifest) : "{}";
     // A run belongs to a Unix account: a user token's own; an admin names
     // one ("owner") or leaves the run to the first job that reports for it.

@@ -140,15 +140,23 @@ std::string parse_clusters(Ctx &c, const json::value *v, BrokerConfig &cfg) {
         cfg.clusters[std::string(kv.key())] = conf;
         BrokerConfig::ClusterInfo info;
         if (auto *r = co.if_contains("region"); r && !get_str(c, path + ".region", *r, info.region)) return c.err;
-        for (auto [key, into] : {std::pair{"ckpt_roots", &info.ckpt_roots}, {"image_roots", &info.image_roots}}) {
-            auto *r = co.if_contains(key);
-            if (!r) continue;
-            const std::string where = path + "." + key;
-            if (!r->is_array()) return where + ": expected an array of absolute paths";
+        if (auto *r = co.if_contains("ckpt_roots")) {
+            if (!r->is_array()) return path + ".ckpt_roots: expected an array of absolute paths";
             for (const auto &e : r->as_array()) {
-                if (!e.is_string()) return where + ": expected an array of absolute paths";
-                if (auto err = check_path_syntax(std::string(e.as_string())); !err.empty()) return where + ": " + err;
-                into->emplace_back(e.as_string());
+                if (!e.is_string() || e.as_string().empty() || e.as_string()[0] != '/')
+                    return path + ".ckpt_roots: expected an array of absolute paths";
+                info.ckpt_roots.emplace_back(e.as_string());
+            }
+        }
+        // Compared a path component at a time with a layout's path: each
+        // plain; an empty list would read as "anywhere", so it is refused.
+        if (auto *r = co.if_contains("image_roots")) {
+            if (!r->is_array() || r->as_array().empty())
+                return path + ".image_roots: expected a non-empty array of absolute paths (leave it out: every path is read there)";
+            for (const auto &e : r->as_array()) {
+                if (!e.is_string()) return path + ".image_roots: expected a non-empty array of absolute paths";
+                if (auto err = check_path_syntax(std::string(e.as_string())); !err.empty()) return path + ".image_roots: " + err;
+                info.image_roots.emplace_back(e.as_string());
             }
         }
         if (auto *r = co.if_contains("names"))

@@ -107,11 +107,14 @@ struct Inbox::IncomingDecision {
     }
 
     // The manifest is kept for later requeues: checked like a created run's.
-    std::optional<ApiResponse> read_manifest() const {
+    // A run in an image goes only where its layout is read (image_layout).
+    std::optional<ApiResponse> read_manifest() {
         if (manifest.empty()) return std::nullopt;
         json::error_code mec;
         json::value mv = json::parse(manifest, mec);
         if (mec || !mv.is_object()) return error_response(400, "bad_field", "manifest: expected a JSON object", "manifest");
+        if (auto err = image_requirements(mv.as_object(), want); !err.empty())
+            return error_response(400, "bad_field", "manifest." + err, "manifest");
         if (auto *mr = mv.as_object().if_contains("requires")) {
             Requirements r;
             if (!mr->is_object()) return error_response(400, "bad_field", "manifest.requires: expected an object", "manifest");

@@ -205,6 +205,7 @@ void Inventory::capacity(const std::string &query, bool fan_out, const Reply &re
             if (!path) return reply(error_response(400, "bad_field", "image_layout: bad percent-encoding", "image_layout"));
             if (auto err = check_path_syntax(*path); !err.empty())
                 return reply(error_response(400, "bad_field", "image_layout: " + err, "image_layout"));
+            if (!is_valid_utf8(*path)) return reply(error_response(400, "bad_field", "image_layout: not UTF-8", "image_layout"));
             req.image_layout = *path;
         }
         const double now = wall_now();
@@ -250,7 +251,12 @@ void Inventory::capacity(const std::string &query, bool fan_out, const Reply &re
                 auto d = described.find(node);
                 const NodeOffer o = d != described.end() ? d->second : undescribed(node);
                 if (!node_misfit(req, o).empty()) {
-                    no_runtime += containers && o.containers == NodeOffer::Oci::missing;
+                    // Left out for want of a runtime only: it fits otherwise.
+                    if (containers && o.containers == NodeOffer::Oci::missing) {
+                        Requirements without = req;
+                        without.containers = false;
+                        no_runtime += node_misfit(without, o).empty();
+                    }
                     continue;
                 }
                 auto key = std::make_tuple(o.described ? (o.accel_class.empty() ? "none" : o.accel_class) : "unknown", o.gpus,

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 
 namespace shardnet::broker {
@@ -130,7 +131,7 @@ const char *fabric_name(unsigned f) {
 
 std::string requirements_from_json(const json::object &o, Requirements &r) {
     static const char *known[] = {"nodes", "accelerator_class", "gpus_per_node", "gpu_memory_gb", "fabric", "memory_gb",
-                                  "arch", "min_cuda", "clusters", "regions", "containers", "image_layout"};
+                                  "arch", "min_cuda", "clusters", "regions", "containers"};
     for (const auto &kv : o)
         if (std::none_of(std::begin(known), std::end(known), [&](const char *k) { return kv.key() == k; }))
             return "requires." + std::string(kv.key()) + ": unknown key";
@@ -164,11 +165,6 @@ std::string requirements_from_json(const json::object &o, Requirements &r) {
         if (!v->is_bool()) return "requires.containers: expected true or false";
         r.containers = v->as_bool();
     }
-    if (auto *v = o.if_contains("image_layout")) {
-        if (!v->is_string()) return "requires.image_layout: expected a string";
-        if (auto err = check_path_syntax(std::string(v->as_string())); !err.empty()) return "requires.image_layout: " + err;
-        r.image_layout = std::string(v->as_string());
-    }
     double nodes = r.nodes, gpn = r.gpus_per_node;
     for (auto err : {num("nodes", 1, 100000, nodes), num("gpus_per_node", 0, 64, gpn), num("gpu_memory_gb", 0, 100000, r.gpu_memory_gb),
                      num("memory_gb", 0, 1e7, r.memory_gb), str("accelerator_class", r.accel_class), str("fabric", r.fabric),
@@ -195,7 +191,6 @@ json::object requirements_to_json(const Requirements &r) {
     if (!r.clusters.empty()) o["clusters"] = json::value_from(r.clusters);
     if (!r.regions.empty()) o["regions"] = json::value_from(r.regions);
     if (r.containers) o["containers"] = true;
-    if (!r.image_layout.empty()) o["image_layout"] = r.image_layout;
     return o;
 }
 
@@ -281,6 +276,18 @@ std::string node_misfit(const Requirements &req, const NodeOffer &n) {
     Checker c(req);
     Reason r = c.check(n);
     return r == n_reasons ? "" : c.why(r);
+}
+
+std::string image_requirements(const json::object &manifest, Requirements &r) {
+    if (!manifest.contains("image_digest")) return "";
+    r.containers = true;
+    const auto *v = manifest.if_contains("image_layout");
+    if (!v) return "";   // a run pinned before the layout was recorded: not checked
+    if (!v->is_string()) return "image_layout: expected a string";
+    if (auto err = check_path_syntax(std::string(v->as_string())); !err.empty()) return "image_layout: " + err;
+    if (!is_valid_utf8(v->as_string())) return "image_layout: not UTF-8";
+    r.image_layout = std::string(v->as_string());
+    return "";
 }
 
 std::string image_unreachable(const std::string &cluster, const std::string &layout, const std::vector<std::string> &roots) {

@@ -32,6 +32,8 @@ struct Requirements {
     bool containers = false;            // runs in an OCI image: only clusters with container support
     // The image's OCI layout (absolute, normalized): only clusters that
     // read it at that path (ClusterOffer::image_roots). "": not checked.
+    // Not part of the requires JSON: read from the manifest
+    // (image_requirements), which brokers of every version carry.
     std::string image_layout;
     bool needs_hardware() const;
 };
@@ -100,6 +102,11 @@ bool fabric_required(std::string_view name, unsigned &bit);
 // Fabric quality, higher is better: NVLink/XGMI 4, InfiniBand 3, RoCE 2, Ethernet 1, else 0.
 int fabric_rank(unsigned fabric);
 const char *fabric_name(unsigned bit);
+
+// A run in an image (its manifest pins image_digest): containers, and the
+// manifest's image_layout (shard run's pinned layout) when there. "" or
+// what is wrong with image_layout.
+std::string image_requirements(const boost::json::object &manifest, Requirements &r);
 
 // Why CLUSTER cannot read the image's LAYOUT: its image_roots (ROOTS) do
 // not hold it; "" when they do, or when either is empty (not checked).

@@ -246,9 +246,16 @@ struct Requeues::Requeue {
         json::error_code ec;
         json::value mv = json::parse(manifest.empty() ? "{}" : manifest, ec);
         if (!ec && mv.is_object()) {
-            if (auto *r = mv.as_object().if_contains("requires"); r && r->is_object()) requirements_from_json(r->as_object(), req);
-            // Every attempt runs the image pinned at submit: only where containers run.
-            if (mv.as_object().contains("image_digest")) req.containers = true;
+            // Checked when the run was made: an error here is a manifest
+            // from elsewhere (an older store), said, and read no further
+            // than its first bad key.
+            if (auto *r = mv.as_object().if_contains("requires"); r && r->is_object())
+                if (auto err = requirements_from_json(r->as_object(), req); !err.empty())
+                    log_warn("the run's manifest.requires is read in part", fault.run, err);
+            // Every attempt runs the image pinned at submit: only where
+            // containers run and its layout is read.
+            if (auto err = image_requirements(mv.as_object(), req); !err.empty())
+                log_warn("the run's manifest has a bad image_layout: not checked", fault.run, err);
         }
         const json::object *mreq = nullptr;
         if (const json::object *mo = mv.if_object())

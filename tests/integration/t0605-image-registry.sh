@@ -99,7 +99,7 @@ out=$(shard run "$WORK/reg.yaml" --cluster beta) || fail "shard run reg: $out"
 echo "$out" | sed 's/^/  /'
 run=$(awk '$1 == "run" {print $2}' <<<"$out")
 grep -q "^image  *docker://$REG/shardnet/busybox:train pinned to $FIRST$" <<<"$out" || fail "shard run did not pin the registry's digest $FIRST"
-cache=$(sed -n 's/^ *manifest *//p' <<<"$out" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["requires"]["image_layout"])')
+cache=$(sed -n 's/^ *manifest *//p' <<<"$out" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["image_layout"])')
 [ "$(dirname "$cache")" = "$TEST_HOME/.shardnet/images" ] && [ "$(stat -c %U "$cache/index.json")" = "$TEST_USER" ] \
     || fail "the manifest's image_layout is not the user's copy in the image cache: $cache"
 [ "$(ls "$TEST_HOME/.shardnet/images")" = "$(printf '%s\n' $images_before "$(basename "$cache")" | sort -u | grep .)" ] \
@@ -149,8 +149,14 @@ import json, sys
 c = json.load(open(sys.argv[1]))["containers"]
 assert c["ready"] is True and c["oci_conf"] == sys.argv[2] and c["runtime"].endswith("/shardnet-oci-user"), c
 PY
-rc=0; out=$(SLURM_CONF=$WORK/no-oci/slurm.conf "$BUILD/hwloc-probe/shardnet-probe" --check "$WORK/alpha1.ready.json") || rc=$?
-[ $rc = 1 ] && grep -qx "shardnet-probe: containers no longer run here: no oci.conf beside $WORK/no-oci/slurm.conf" <<<"$out" \
+# --check, as slurmd's HealthCheckProgram runs it (no SLURM_CONF), reads
+# the oci.conf the descriptor was recorded with: there, no drain; gone, it fails.
+mkdir -p "$WORK/node-conf"; cp "$SCRATCH/alpha/oci.conf" "$WORK/node-conf/oci.conf"
+probe "$WORK/node-conf/slurm.conf" alpha1 > "$WORK/recorded.json" || fail "probe with node-conf"
+out=$(env -u SLURM_CONF "$BUILD/hwloc-probe/shardnet-probe" --check "$WORK/recorded.json") || fail "--check of a node whose runtime is there: $out"
+rm "$WORK/node-conf/oci.conf"
+rc=0; out=$(env -u SLURM_CONF "$BUILD/hwloc-probe/shardnet-probe" --check "$WORK/recorded.json") || rc=$?
+[ $rc = 1 ] && grep -qx "shardnet-probe: containers no longer run here: no oci.conf beside $WORK/node-conf/slurm.conf" <<<"$out" \
     || fail "--check of a node whose oci.conf went: exit $rc: $out"
 for n in alpha1 alpha2; do
     probe "$WORK/no-oci/slurm.conf" "$n" > "$WORK/$n.json"

@@ -212,19 +212,22 @@ TEST_CASE("clusters.NAME.containers: whether Slurm there runs OCI containers (tr
           "clusters.beta.containers: expected true or false");
 }
 
-TEST_CASE("clusters.NAME.image_roots and ckpt_roots: plain absolute paths, each bad one named") {
+TEST_CASE("clusters.NAME.image_roots: plain absolute paths, each bad one named; ckpt_roots as before") {
     BrokerConfig c;
     CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "image_roots": ["/shared/images", "/home"], "ckpt_roots": ["/scratch"]}})"), c) == "");
     CHECK(c.cluster_info.at("beta").image_roots == std::vector<std::string>{"/shared/images", "/home"});
     CHECK(c.cluster_info.at("beta").ckpt_roots == std::vector<std::string>{"/scratch"});
     CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf"}})"), c) == "");
     CHECK(c.cluster_info.at("beta").image_roots.empty());
-    CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "image_roots": "/shared"}})"), c) ==
-          "clusters.beta.image_roots: expected an array of absolute paths");
+    CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "image_roots": "/shared"}})"), c).find(
+              "clusters.beta.image_roots: expected a non-empty array of absolute paths") == 0);
+    // [] would read as "anywhere": refused, saying to leave the key out.
+    CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "image_roots": []}})"), c) ==
+          "clusters.beta.image_roots: expected a non-empty array of absolute paths (leave it out: every path is read there)");
     CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "image_roots": ["images"]}})"), c) ==
           "clusters.beta.image_roots: path 'images' is not absolute");
     CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "image_roots": ["/a/../b"]}})"), c) ==
           "clusters.beta.image_roots: path '/a/../b' has a '..' component");
     CHECK(parse_broker_config(with(R"(, "clusters": {"beta": {"slurm_conf": "/etc/b.conf", "ckpt_roots": [""]}})"), c) ==
-          "clusters.beta.ckpt_roots: path is empty");
+          "clusters.beta.ckpt_roots: expected an array of absolute paths");
 }

@@ -270,16 +270,27 @@ TEST_CASE("the probe descriptor's containers: read into the offer, its shape che
     }
 }
 
-TEST_CASE("requirements JSON: the image's layout, a plain absolute path, carried to a peer") {
+TEST_CASE("a run in an image: containers and the manifest's image_layout, a plain absolute path; requires JSON unchanged for older peers") {
     Requirements r;
-    CHECK(requirements_from_json(json::parse(R"({"containers":true,"image_layout":"/shared/images/train"})").as_object(), r).empty());
+    CHECK(image_requirements(json::parse(R"({"image_digest":"sha256:x","image_layout":"/shared/images/train"})").as_object(), r).empty());
+    CHECK(r.containers);
     CHECK(r.image_layout == "/shared/images/train");
-    CHECK(requirements_to_json(r).at("image_layout").as_string() == "/shared/images/train");
-    for (const char *bad : {R"({"image_layout":"relative/dir"})", R"({"image_layout":"/a/../etc"})", R"({"image_layout":"/a/./b"})",
-                            R"({"image_layout":""})", R"({"image_layout":7})", "{\"image_layout\":\"/a\\nb\"}"}) {
+    // The requires JSON a peer gets has no new key (an older peer refuses unknown ones).
+    CHECK_FALSE(requirements_to_json(r).contains("image_layout"));
+    Requirements pinned_before;   // a run pinned before the layout was recorded: containers only
+    CHECK(image_requirements(json::parse(R"({"image_digest":"sha256:x"})").as_object(), pinned_before).empty());
+    CHECK(pinned_before.containers);
+    CHECK(pinned_before.image_layout.empty());
+    Requirements none;            // no image: nothing
+    CHECK(image_requirements(json::parse(R"({"image_layout":"/x"})").as_object(), none).empty());
+    CHECK_FALSE(none.containers);
+    CHECK(none.image_layout.empty());
+    for (const char *bad : {R"({"image_digest":"d","image_layout":"relative/dir"})", R"({"image_digest":"d","image_layout":"/a/../etc"})",
+                            R"({"image_digest":"d","image_layout":"/a/./b"})", R"({"image_digest":"d","image_layout":""})",
+                            R"({"image_digest":"d","image_layout":7})", "{\"image_digest\":\"d\",\"image_layout\":\"/a\\nb\"}"}) {
         CAPTURE(bad);
         Requirements x;
-        CHECK(requirements_from_json(json::parse(bad).as_object(), x).find("requires.image_layout: ") == 0);
+        CHECK(image_requirements(json::parse(bad).as_object(), x).find("image_layout: ") == 0);
     }
-    CHECK_FALSE(requirements_to_json(Requirements{}).contains("image_layout"));
+    CHECK(requirements_from_json(json::parse(R"({"image_layout":"/x"})").as_object(), r) == "requires.image_layout: unknown key");
 }

@@ -1553,7 +1553,7 @@ TEST_CASE("a run in an OCI image is requeued only where its layout is read (clus
     f.start();
     const std::string digest = "sha256:" + std::string(64, 'a');
     REQUIRE(f.call("POST", "/v1/runs", R"({"id":"r1","manifest":{"name":"r1","image":"oci:/site/images/t:v1","image_digest":")" + digest +
-                                           R"(","requires":{"containers":true,"image_layout":"/site/images/t"}}})")
+                                           R"(","image_layout":"/site/images/t"}})")
                 .status == 201);
     {
         std::lock_guard<std::mutex> lock(f.slurm->mu);

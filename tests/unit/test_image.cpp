@@ -265,7 +265,7 @@ TEST_CASE("a spec's image: checked when parsed; one task per node with it; pinne
     CHECK(m.at("image_digest").as_string() == "sha256:" + kHexA);
     // Placement reads these: only where containers run and the pinned layout is read.
     CHECK(m.at("requires").at("containers").as_bool());
-    CHECK(m.at("requires").at("image_layout").as_string() == "/i");
+    CHECK(m.at("image_layout").as_string() == "/i");   // beside image_digest: brokers of every version keep it
     CHECK(image::layout_of(u.image_pinned) == "/i");
     CHECK(image::layout_of("").empty());
     CHECK(image::layout_of("docker://reg/x:1").empty());
@@ -279,5 +279,6 @@ TEST_CASE("a spec's image: checked when parsed; one task per node with it; pinne
     REQUIRE(parse_spec("command: train\n", "s.yaml", plain) == "");
     CHECK(batch_script(plain, "shard").find("bundle") == std::string::npos);
     CHECK(!manifest_of(plain).contains("image_digest"));
-    CHECK(!manifest_of(plain).at("requires").as_object().contains("image_layout"));
+    CHECK(!manifest_of(plain).contains("image_layout"));
+    CHECK(!manifest_of(plain).at("requires").as_object().contains("containers"));
 }
