@@ -48,6 +48,7 @@ const std::map<std::string, Setter> &setters() {
         {"ckpt_root", [](const std::string &v, PlugstackConfig &c) { return set_abs_path("path", v, c.ckpt_root); }},
         {"progress_root", [](const std::string &v, PlugstackConfig &c) { return set_abs_path("path", v, c.progress_root); }},
         {"agent", [](const std::string &v, PlugstackConfig &c) { return set_abs_path("path", v, c.agent_path); }},
+        {"oci_conf", [](const std::string &v, PlugstackConfig &c) { return set_abs_path("path", v, c.oci_conf); }},
         {"heartbeat_min", int_setter(1, 86400, &PlugstackConfig::heartbeat_min)},
         {"heartbeat_max", int_setter(1, 86400, &PlugstackConfig::heartbeat_max)},
         {"heartbeat_default", int_setter(1, 86400, &PlugstackConfig::heartbeat_default)},

@@ -15,6 +15,10 @@ struct PlugstackConfig {
     std::string worker_key_file; // site key: agents get a token for their run and attempt only
     std::string ca_file;         // CA bundle for an https broker
     std::string ckpt_root;       // site checkpoint root; empty: users' homes only
+    // Slurm's oci.conf on this node, for the check that a --container task
+    // really runs in its container (doc/containers.md); empty: beside
+    // $SLURM_CONF, else beside /etc/slurm/slurm.conf when that exists.
+    std::string oci_conf;
     // Node-local root of the per-step progress dirs: root makes it (0755)
     // and each step's dir in it, so no other user can squat a name there.
     std::string progress_root = "/run/shardnet";

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "hwloc-probe/oci_runtime.hpp"
+#include "common/oci_runtime.hpp"
 #include "hwloc-probe/slurm_geometry.hpp"
 
 namespace shardnet::probe {

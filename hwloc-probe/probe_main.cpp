@@ -170,7 +170,7 @@ int probe(const Options &opt) {
         discover_nvml(node);
         discover_amdgpu_sysfs(node);
         discover_nvswitch_sysfs(node);
-        if (OciSupport oci = discover_oci(oci_slurm_conf(check)); oci.known) node.containers = std::move(oci);
+        if (shardnet::OciSupport oci = shardnet::discover_oci(oci_slurm_conf(check)); oci.known) node.containers = std::move(oci);
         for (auto &a : node.accelerators) {  // NVML names are better evidence than PCI names
             unsigned v = 0, d = 0;
             std::sscanf(a.pci_id.c_str(), "%x:%x", &v, &d);

@@ -16,6 +16,7 @@
 #include <pwd.h>
 #include <string>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 extern "C" {
@@ -38,6 +39,7 @@ void slurm_xfree(void **p) __attribute__((weak));
 #include "spank/slurm_hostlist.hpp"
 #include "common/agent_protocol.hpp"
 #include "common/checkpoint_layout.hpp"
+#include "common/oci_runtime.hpp"
 #include "spank/contexts.hpp"
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
@@ -405,8 +407,31 @@ void save_job_environment(spank_t sp) {
 // False (the task fails, the reason on its stderr) when the step has a
 // container and its environment cannot go there: its ranks would all see
 // SLURM_PROCID=0 and no SHARDNET_RANK.
+// The oci.conf slurmstepd reads here, as sure as the plugin can be of it:
+// the site's oci_conf= (plugstack.conf), else beside $SLURM_CONF (slurmd
+// exports it in configless mode and when started with it), else beside
+// /etc/slurm/slurm.conf when that exists; "" when it cannot tell.
+std::string node_slurm_conf() {
+    if (!g.cfg->oci_conf.empty()) return g.cfg->oci_conf.substr(0, g.cfg->oci_conf.rfind('/') + 1) + "slurm.conf";
+    if (const char *e = std::getenv("SLURM_CONF"); e && *e == '/') return e;
+    struct stat st;
+    return ::stat("/etc/slurm/slurm.conf", &st) == 0 ? "/etc/slurm/slurm.conf" : "";
+}
+
 bool export_container_env(spank_t sp, uint32_t local) {
     if (job_env(sp, "SLURM_CONTAINER").empty()) return true;
+    // A node with no usable oci.conf: Slurm 22.05 logs "OCI Container not
+    // configured" and starts the task on the host, outside the image it
+    // pinned. Not started, saying why (the probe's descriptor keeps such a
+    // node out of placement; this is for every other way here).
+    if (const std::string conf = node_slurm_conf(); !conf.empty()) {
+        const OciSupport oci = discover_oci(conf);
+        if (oci.known && !oci.ready) {
+            dprintf(2, "shardnet: error: this node runs no containers (%s); the task would run outside its image: not started\n",
+                    oci.why.c_str());
+            return false;
+        }
+    }
     char **env = nullptr;
     const std::string path = std::string(g.progress_dir) + "/oci-task-" + std::to_string(local) + ".env";
     if (!g.progress_dir[0] || spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env) {

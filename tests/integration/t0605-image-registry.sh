@@ -189,4 +189,22 @@ PY
 rc=0; out=$(fed_get B "/v1/capacity?image_layout=/a/../etc" 2>&1) || rc=$?
 [ $rc != 0 ] || fail "a layout with '..' was taken: $out"
 ok "a layout outside gamma's image_roots: gamma refused in capacity, the reason named; a '..' path refused"
-rm -rf "$cache" "$TEST_HOME/.shardnet/bundles/${FIRST#sha256:}" "$TEST_HOME/.shardnet/bundles/.${FIRST#sha256:}.lock"
+
+# 5. A --container step on a node whose oci.conf went: Slurm 22.05 alone
+# starts the task on the host, outside its image; ShardNet's task does not
+# start, saying why.
+(cd "$WORK" && runuser -u "$TEST_USER" -- umoci unpack --rootless --image "$L:train" "$WORK/own" >/dev/null) || fail "umoci unpack as $TEST_USER"
+plugstack gamma "broker=https://127.0.0.1:$B_PORT ca_file=$FED/b.crt worker_key_file=$FED/b.worker.key heartbeat_min=1"
+out=$(as_user gamma srun -N1 --shardnet=g-in --container="$WORK/own" /bin/sh -c 'cat /content' 2>&1) || fail "srun --container on gamma: $out"
+[ "$out" = first ] || fail "the container step on gamma did not run in the image: $out"
+mv "$SCRATCH/gamma/oci.conf" "$WORK/gamma-oci.conf"
+alone=$(as_user gamma srun -N1 --container="$WORK/own" /bin/sh -c 'test -f /content && echo in-image || echo on-host' 2>&1) || true
+echo "  the same step without --shardnet, Slurm alone: $alone"
+rc=0; out=$(as_user gamma srun -N1 --shardnet=g-out --container="$WORK/own" /bin/sh -c 'test -f /content && echo in-image || echo on-host' 2>&1) || rc=$?
+mv "$WORK/gamma-oci.conf" "$SCRATCH/gamma/oci.conf"
+echo "$out" | sed 's/^/  /'
+[ $rc != 0 ] && ! grep -q "on-host\|in-image" <<<"$out" &&
+    grep -qF "shardnet: error: this node runs no containers (no oci.conf beside $SCRATCH/gamma/slurm.conf); the task would run outside its image: not started" <<<"$out" \
+    || fail "a --shardnet container step on a node without oci.conf: exit $rc: $out"
+ok "a --shardnet container step where oci.conf went is not started, the reason said (without ShardNet: $alone)"
+rm -rf "$cache" "$WORK/own" "$TEST_HOME/.shardnet/bundles/${FIRST#sha256:}" "$TEST_HOME/.shardnet/bundles/.${FIRST#sha256:}.lock"

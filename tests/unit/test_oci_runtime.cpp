@@ -6,9 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hwloc-probe/oci_runtime.hpp"
+#include "common/oci_runtime.hpp"
 
-using namespace shardnet::probe;
+using namespace shardnet;
 
 namespace {
 

@@ -65,7 +65,7 @@ TEST_CASE("bad arguments are named") {
 
 TEST_CASE("plugstack_keys lists every key the parser takes") {
     auto keys = plugstack_keys();
-    CHECK(keys.size() == 15);
+    CHECK(keys.size() == 16);
     for (const auto &k : keys) {
         PlugstackConfig c;
         std::string arg = k + "=";

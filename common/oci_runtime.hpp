@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-namespace shardnet::probe {
+namespace shardnet {
 
 struct OciSupport {
     bool known = true;      // false: the probe could not tell (oci.conf unreadable to it)
@@ -35,4 +35,4 @@ std::string parse_oci_conf(const std::string &text, std::map<std::string, std::s
 // ;, |, &, <, >).
 std::string command_program(const std::string &command);
 
-}  // namespace shardnet::probe
+}  // namespace shardnet

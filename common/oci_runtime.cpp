@@ -1,4 +1,4 @@
-#include "hwloc-probe/oci_runtime.hpp"
+#include "common/oci_runtime.hpp"
 
 #include <cctype>
 #include <cerrno>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <vector>
 
-namespace shardnet::probe {
+namespace shardnet {
 
 namespace {
 
@@ -187,4 +187,4 @@ OciSupport discover_oci(const std::string &slurm_conf, const std::string &path) 
     return o;
 }
 
-}  // namespace shardnet::probe
+}  // namespace shardnet
