@@ -145,7 +145,12 @@ int cmd_capacity(const CliConfig &cfg, const Args &a) {
 
 // The cluster for a run: enough compatible idle nodes, this broker's own
 // clusters first; else a compatible cluster where it will queue.
-struct Choice { std::string broker, cluster; long long idle = 0, total = 0; bool queued = false; };
+struct Choice {
+    std::string broker, cluster;
+    long long idle = 0, total = 0;
+    bool queued = false;
+    std::vector<std::string> no_runtime;   // nodes a run in an image must not get (the broker's probes say so)
+};
 std::optional<Choice> choose(const json::value &cap, const JobSpec &s, const std::string &home, const std::string &start) {
     std::map<std::pair<std::string, std::string>, Choice> by;
     for (const auto &r : cap.as_object().at("clusters").as_array()) {
@@ -158,6 +163,9 @@ std::optional<Choice> choose(const json::value &cap, const JobSpec &s, const std
         c.cluster = cl;
         c.idle += r.as_object().at("idle_nodes").as_int64();
         c.total += r.as_object().at("total_nodes").as_int64();
+        if (auto *n = r.as_object().if_contains("no_runtime"); n && n->is_array() && c.no_runtime.empty())
+            for (const auto &x : n->as_array())
+                if (x.is_string() && shardnet::is_safe_name(x.as_string())) c.no_runtime.emplace_back(x.as_string());
     }
     std::optional<Choice> best;
     const long long need = s.nodes + s.spares;   // the spares are nodes of the job too
@@ -236,7 +244,7 @@ int cmd_run(CliConfig &cfg, const Args &a, JobSpec &s) {
     if (fd < 0) return fail(usage, "cannot write the batch script");
     (void)!write(fd, script_text.data(), script_text.size());
     close(fd);
-    auto argv = sbatch_argv(s, run, choice->cluster, conf, path);
+    auto argv = sbatch_argv(s, run, choice->cluster, conf, path, s.image.empty() ? std::vector<std::string>{} : choice->no_runtime);
     json::object manifest = manifest_of(s);
     std::string cmdline;
     for (const auto &x : argv) cmdline += (cmdline.empty() ? "" : " ") + x;

@@ -75,7 +75,8 @@ std::string batch_script(const JobSpec &s, const std::string &shard_path) {
 }
 
 std::vector<std::string> sbatch_argv(const JobSpec &s, const std::string &run, const std::string &cluster,
-                                     const std::string &slurm_conf, const std::string &script_path) {
+                                     const std::string &slurm_conf, const std::string &script_path,
+                                     const std::vector<std::string> &exclude) {
     std::vector<std::string> a{"sbatch", "--parsable", "--job-name=" + s.name, "--nodes=" + std::to_string(s.nodes + s.spares),
                                "--ntasks-per-node=" + std::to_string(s.tasks_per_node), "--shardnet=" + run,
                                "--shardnet-heartbeat=" + std::to_string(s.heartbeat), "--shardnet-requeue=" + s.requeue,
@@ -90,6 +91,11 @@ std::vector<std::string> sbatch_argv(const JobSpec &s, const std::string &run, c
     if (s.gpus_per_node > 0)
         a.push_back("--gres=gpu:" + std::to_string(s.gpus_per_node));
     if (!s.time_limit.empty()) a.push_back("--time=" + s.time_limit);
+    if (!exclude.empty()) {
+        std::string list;
+        for (const auto &n : exclude) list += (list.empty() ? "" : ",") + n;
+        a.push_back("--exclude=" + list);
+    }
     a.push_back("--output=" + run + "-%j.out");   // job ids repeat across clusters; run ids do not
     if (slurm_conf.empty() && !cluster.empty()) a.push_back("--clusters=" + cluster);
     a.push_back(script_path);

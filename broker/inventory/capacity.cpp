@@ -114,6 +114,19 @@ std::vector<ClusterOffer> Inventory::local_offers(const std::string &ckpt_dir, c
             }
         };
         std::set<std::string> seen;
+        // Nodes of this cluster whose probe found no container runtime,
+        // whatever their state: one more sinfo, only when some node has said so.
+        if (with_busy && std::any_of(described.begin(), described.end(),
+                                     [](const auto &d) { return d.second.containers == NodeOffer::Oci::missing; })) {
+            std::string all;
+            if (slurm_->query(conf, {"sinfo", "-h", "-N", "-o", "%N"}, all) == 0) {
+                std::istringstream is(all);
+                std::set<std::string> once;
+                for (std::string n; is >> n;)
+                    if (auto d = described.find(n); d != described.end() && d->second.containers == NodeOffer::Oci::missing && once.insert(n).second)
+                        c.no_runtime.push_back(n);
+            }
+        }
         if (slurm_->query(conf, {"sinfo", "-h", "-N", "-t", "idle", "-o", "%N %R %G"}, out) != 0) {
             c.reachable = false;
         } else {
@@ -246,10 +259,12 @@ void Inventory::capacity(const std::string &query, bool fan_out, const Reply &re
             std::istringstream is(out);
             std::set<std::string> seen;
             long long no_runtime = 0;   // nodes left out only for want of a container runtime
+            json::array without;        // every node whose probe found none (containers=1): shard run's --exclude
             for (std::string node, state; is >> node >> state;) {
                 if (!seen.insert(node).second) continue;
                 auto d = described.find(node);
                 const NodeOffer o = d != described.end() ? d->second : undescribed(node);
+                if (containers && o.containers == NodeOffer::Oci::missing && without.size() < kPeerListMax) without.push_back(json::value(node));
                 if (!node_misfit(req, o).empty()) {
                     // Left out for want of a runtime only: it fits otherwise.
                     if (containers && o.containers == NodeOffer::Oci::missing) {
@@ -281,6 +296,9 @@ void Inventory::capacity(const std::string &query, bool fan_out, const Reply &re
                                  {"gpu_memory_gb", mem < 0 ? json::value(nullptr) : json::value(mem)},
                                  {"fabric", fab}, {"idle_nodes", g.idle}, {"total_nodes", g.total}};
                 if (with_nodes) row["nodes"] = std::move(g.nodes);
+                // This broker's callers submit there themselves: the nodes
+                // a job in an image must not get (never sent to a peer).
+                if (fan_out && !without.empty()) row["no_runtime"] = without;
                 rows.push_back(std::move(row));
             }
         }

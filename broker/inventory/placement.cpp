@@ -336,6 +336,7 @@ Placement place(const Requirements &req, const std::vector<ClusterOffer> &cluste
             if (count[r] && r != r_excluded) why += "; " + std::to_string(count[r]) + ": " + checker.why(Reason(r));
         if (!c.busy.empty()) {
             Wait w{&c, int(ok.size()), c.held, out.rejected.size()};
+            if (req.containers) w.exclude.insert(w.exclude.end(), c.no_runtime.begin(), c.no_runtime.end());
             auto skip = [&](const NodeOffer &n) {
                 const bool bad = (c.name == home_cluster && n.name == exclude) || checker.check(n) != n_reasons;
                 if (bad) w.exclude.push_back(n.name);

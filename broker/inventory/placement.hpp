@@ -78,6 +78,9 @@ struct ClusterOffer {
     // (local_offers' with_busy), for a new job that may wait in the queue.
     std::vector<NodeOffer> busy{};
     std::vector<std::string> held{};    // quarantined nodes (seen dead): never the job's
+    // Nodes whose probe found no container runtime, in any state (a down
+    // one may come back while a job waits): never a job's in an image.
+    std::vector<std::string> no_runtime{};
 };
 
 struct Rejection { std::string cluster, reason; };

@@ -178,6 +178,20 @@ echo "$out" | sed 's/^/  /'
     || fail "shard run --cluster alpha without a runtime there: exit $rc: $out"
 [ -z "$(slurm alpha squeue -h)" ] || fail "a job was submitted on alpha: $(slurm alpha squeue -h)"
 ok "alpha's nodes probed without oci.conf: capacity lists alpha refused, shard run submits nothing there; --check fails a node whose runtime went"
+# A cluster with one node of each: shard run keeps the job off the one
+# without a runtime (sbatch --exclude, from B's capacity rows).
+for _ in $(seq 150); do slurm beta sinfo -h -n beta2 -o %T | grep -qx idle && break; sleep 0.2; done
+probe "$WORK/no-oci/slurm.conf" beta2 > "$WORK/beta2.json"
+curl -sf --cacert "$FED/b.crt" -H "Authorization: Bearer $ADMIN_TOKEN" -X POST --data-binary @"$WORK/beta2.json" \
+    "https://127.0.0.1:$B_PORT/v1/nodes" > /dev/null || fail "publishing beta2 to B"
+sed -e "s|^image: .*|image: oci:$L:train|" -e 's|^nodes: 2|nodes: 1|' "$WORK/reg.yaml" > "$WORK/one.yaml"; chmod 644 "$WORK/one.yaml"
+out=$(shard run "$WORK/one.yaml" --cluster beta 2>&1) || fail "shard run one node on beta: $out"
+j=$(sed -n 's/.*submitted *job \([0-9]*\) on beta.*/\1/p' <<<"$out")
+[ -n "$j" ] || fail "no job id in: $out"
+job=$(slurm beta scontrol show job "$j")
+grep -q "ExcNodeList=beta2" <<<"$job" || fail "job $j was not kept off beta2: $(grep -o 'ExcNodeList=[^ ]*' <<<"$job")"
+slurm beta scancel "$j"
+ok "beta2 probed without a runtime: shard run's job $j is submitted with --exclude=beta2"
 enc=$(/usr/bin/python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe="/"))' "$L")
 cap=$(fed_get B "/v1/capacity?containers=1&image_layout=$enc") || fail "capacity at B with image_layout"
 /usr/bin/python3 - "$cap" "$L" "$WORK/site-images" <<'PY' || fail "capacity with image_layout: $cap"

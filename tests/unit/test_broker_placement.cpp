@@ -294,3 +294,18 @@ TEST_CASE("a run in an image: containers and the manifest's image_layout, a plai
     }
     CHECK(requirements_from_json(json::parse(R"({"image_layout":"/x"})").as_object(), r) == "requires.image_layout: unknown key");
 }
+
+TEST_CASE("a job in an image that waits in a queue never gets a node without a container runtime, whatever its state now") {
+    auto h = [](const std::string &n) { return node(n, "H100-SXM", 8, 80, f_infiniband); };
+    ClusterOffer home{"home", "eu", true, true, {h("h1")}, ""};
+    home.busy = {h("h2"), h("h4")};
+    home.no_runtime = {"h7"};   // down now: it may come back while the job waits
+    Requirements img = h100x8(2);
+    img.containers = true;
+    auto p = place(img, {home}, "home", "eu", "h4");
+    CHECK(p.queued == 2);
+    CHECK(p.exclude == std::vector<std::string>{"h4", "h7"});
+    // Without an image it may have it.
+    p = place(h100x8(2), {home}, "home", "eu", "h4");
+    CHECK(p.exclude == std::vector<std::string>{"h4"});
+}

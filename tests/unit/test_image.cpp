@@ -269,6 +269,11 @@ TEST_CASE("a spec's image: checked when parsed; one task per node with it; pinne
     CHECK(image::layout_of(u.image_pinned) == "/i");
     CHECK(image::layout_of("").empty());
     CHECK(image::layout_of("docker://reg/x:1").empty());
+    // The nodes whose probe found no container runtime: never the job's.
+    const auto argv = sbatch_argv(u, "r", "alpha", "", "/tmp/x.sh", {"b2", "b3"});
+    CHECK(std::find(argv.begin(), argv.end(), "--exclude=b2,b3") != argv.end());
+    const auto none = sbatch_argv(u, "r", "alpha", "", "/tmp/x.sh");
+    CHECK(std::none_of(none.begin(), none.end(), [](const std::string &a) { return a.rfind("--exclude", 0) == 0; }));
     const std::string script = batch_script(u, "/usr/bin/shard");
     CHECK(script.find("export SHARDNET_IMAGE='oci:/i:v1' SHARDNET_IMAGE_DIGEST=sha256:" + kHexA + "\n") != std::string::npos);
     CHECK(script.find("bundle=$('/usr/bin/shard' bundle 'oci:/i@sha256:" + kHexA + "')") != std::string::npos);
