@@ -1,5 +1,7 @@
 #include "common/oci_runtime.hpp"
 
+#include "common/find_program.hpp"
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -171,13 +173,7 @@ OciSupport discover_oci(const std::string &slurm_conf, const std::string &path) 
         o.ready = true;
         return o;
     }
-    std::string program = word;
-    if (word.find('/') == std::string::npos) {
-        program.clear();
-        std::istringstream dirs(path);
-        for (std::string d; std::getline(dirs, d, ':');)
-            if (!d.empty() && executable(d + "/" + word)) { program = d + "/" + word; break; }
-    }
+    const std::string program = word.find('/') == std::string::npos ? find_program(word, path) : word;
     if (program.empty() || !executable(program)) {
         o.why = conf + "'s " + which + " starts " + word + ", which is not an executable file";
         return o;

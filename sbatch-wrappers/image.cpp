@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "common/find_program.hpp"
 #include "common/safe_path.hpp"
 #include "sbatch-wrappers/launch_slurm.hpp"
 
@@ -94,15 +95,7 @@ std::string owned_dir(const std::string &path) {
 // Where PATH finds TOOL, "" when nowhere.
 bool in_path(const std::string &tool) {
     const char *p = std::getenv("PATH");
-    std::string path = p && *p ? p : "/usr/local/bin:/usr/bin:/bin";
-    for (size_t start = 0; start <= path.size();) {
-        size_t end = path.find(':', start);
-        if (end == std::string::npos) end = path.size();
-        const std::string dir = end > start ? path.substr(start, end - start) : ".";
-        if (::access((dir + "/" + tool).c_str(), X_OK) == 0) return true;
-        start = end + 1;
-    }
-    return false;
+    return !find_program(tool, p && *p ? p : "/usr/local/bin:/usr/bin:/bin").empty();
 }
 
 // TOOL's failure in words: not installed, or its last line.

@@ -3,6 +3,8 @@
 #include "sbatch-wrappers/image.hpp"
 
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <spawn.h>
@@ -41,7 +43,12 @@ json::object manifest_of(const JobSpec &s) {
                    {"heartbeat", s.heartbeat}, {"requeue", s.requeue}, {"requires", req}};
     if (!s.image.empty()) m["image"] = s.image;
     if (!s.image_digest.empty()) m["image_digest"] = s.image_digest;
-    if (auto dir = image::layout_of(s.image_pinned); !dir.empty()) m["image_layout"] = dir;
+    // Its real path (a home behind a symlink is where the file system is
+    // mounted): what the broker compares with each cluster's image_roots.
+    if (auto dir = image::layout_of(s.image_pinned); !dir.empty()) {
+        if (char real[PATH_MAX]; ::realpath(dir.c_str(), real)) dir = real;
+        m["image_layout"] = dir;
+    }
     if (!s.time_limit.empty()) m["time_limit"] = s.time_limit;
     if (s.max_attempts > 0) m["max_attempts"] = s.max_attempts;
     if (!s.fatal_exit.empty()) m["fatal_exit"] = s.fatal_exit;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "broker/slurm/slurm_calls.hpp"
+#include "common/find_program.hpp"
 #include "broker/slurm/slurm_job.hpp"
 
 extern char **environ;
@@ -90,9 +91,7 @@ int run_slurm_as(const std::string &slurm_conf, const std::vector<std::string> &
     if (argv.empty() || as.uid <= 0 || as.gid <= 0) return -1;
     // Everything the child needs is made here: after fork only
     // async-signal-safe calls are made (the broker has many threads).
-    std::string path;
-    for (const char *dir : {"/usr/bin/", "/bin/", "/usr/local/bin/"})
-        if (access((dir + argv[0]).c_str(), X_OK) == 0) { path = dir + argv[0]; break; }
+    const std::string path = find_program(argv[0], "/usr/bin:/bin:/usr/local/bin");
     if (path.empty()) { out = argv[0] + ": not found"; return -1; }
     struct passwd pw, *res = nullptr;
     std::vector<char> buf(16384);

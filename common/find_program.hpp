@@ -1,0 +1,11 @@
+// Where a program named without a '/' is: the first directory of a
+// PATH-style list holding an executable regular file of that name.
+#pragma once
+#include <string>
+
+namespace shardnet {
+
+// "" when no directory of PATH (':'-separated; an empty entry is ".") has it.
+std::string find_program(const std::string &name, const std::string &path);
+
+}  // namespace shardnet
