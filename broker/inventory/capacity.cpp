@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <optional>
 #include <unistd.h>
 #include <set>
 #include <sstream>
@@ -40,6 +41,57 @@ NodeOffer undescribed(const std::string &name) {
     return n;
 }
 
+
+// GET /v1/capacity's filters as requirements; a 400 naming the field
+// when one is malformed.
+struct CapacityQuery {
+    Requirements req;
+    std::string cluster, region;
+    long long gpus = 0;
+};
+std::optional<ApiResponse> read_capacity_query(const std::string &query, CapacityQuery &q) {
+    Requirements &req = q.req;
+    const std::string cls = query_param(query, "class"), fabric = query_param(query, "fabric"),
+                      region = q.region = query_param(query, "region"),
+                      cluster = q.cluster = query_param(query, "cluster");
+    for (const auto &[k, v] : {std::pair{"class", cls}, {"fabric", fabric}, {"region", region}, {"cluster", cluster}})
+        if (!v.empty() && !is_safe_name(v))
+            return error_response(400, "bad_field", std::string(k) + ": 1-64 of [A-Za-z0-9._-]", k);
+    req.accel_class = cls;
+    req.fabric = fabric;
+    unsigned bit = 0;
+    if (!fabric.empty() && !fabric_required(fabric, bit))
+        return error_response(400, "bad_field", "fabric: expected nvlink, infiniband, roce, ethernet or xgmi", "fabric");
+    if (auto v = query_param(query, "gpus_per_node"); !v.empty()) {
+        auto n = parse_int(v, 0, 64);
+        if (!n) return error_response(400, "bad_field", "gpus_per_node: expected 0..64", "gpus_per_node");
+        req.gpus_per_node = int(*n);
+    }
+    if (auto v = query_param(query, "gpu_memory_gb"); !v.empty()) {
+        auto n = parse_int(v, 0, 100000);
+        if (!n) return error_response(400, "bad_field", "gpu_memory_gb: expected 0..100000", "gpu_memory_gb");
+        req.gpu_memory_gb = double(*n);
+    }
+    if (auto v = query_param(query, "gpus"); !v.empty()) {
+        auto n = parse_int(v, 0, 1000000);
+        if (!n) return error_response(400, "bad_field", "gpus: expected 0..1000000", "gpus");
+        q.gpus = *n;
+    }
+    // containers=1: the job runs in an OCI image; a cluster that runs
+    // none is listed with why, never chosen.
+    req.containers = query_param(query, "containers") == "1";   // and never a node whose probe found no runtime
+    // image_layout=PATH (percent-encoded): the image's OCI layout; a
+    // cluster whose image_roots do not hold it is listed with why.
+    if (auto v = query_param(query, "image_layout"); !v.empty()) {
+        auto path = percent_decode(v);
+        if (!path) return error_response(400, "bad_field", "image_layout: bad percent-encoding", "image_layout");
+        if (auto err = check_path_syntax(*path); !err.empty())
+            return error_response(400, "bad_field", "image_layout: " + err, "image_layout");
+        if (!is_valid_utf8(*path)) return error_response(400, "bad_field", "image_layout: not UTF-8", "image_layout");
+        req.image_layout = *path;
+    }
+    return std::nullopt;
+}
 
 }  // namespace
 
@@ -180,47 +232,12 @@ std::set<std::string> Inventory::quarantined(double now) {
 
 void Inventory::capacity(const std::string &query, bool fan_out, const Reply &reply) {
     post_answering(query_pool_, "capacity", reply, [this, query, fan_out](const Reply &reply) {
-        Requirements req;
-        const std::string cls = query_param(query, "class"), fabric = query_param(query, "fabric"),
-                          region = query_param(query, "region"), cluster = query_param(query, "cluster");
-        for (const auto &[k, v] : {std::pair{"class", cls}, {"fabric", fabric}, {"region", region}, {"cluster", cluster}})
-            if (!v.empty() && !is_safe_name(v))
-                return reply(error_response(400, "bad_field", std::string(k) + ": 1-64 of [A-Za-z0-9._-]", k));
-        req.accel_class = cls;
-        req.fabric = fabric;
-        unsigned bit = 0;
-        if (!fabric.empty() && !fabric_required(fabric, bit))
-            return reply(error_response(400, "bad_field", "fabric: expected nvlink, infiniband, roce, ethernet or xgmi", "fabric"));
-        if (auto v = query_param(query, "gpus_per_node"); !v.empty()) {
-            auto n = parse_int(v, 0, 64);
-            if (!n) return reply(error_response(400, "bad_field", "gpus_per_node: expected 0..64", "gpus_per_node"));
-            req.gpus_per_node = int(*n);
-        }
-        if (auto v = query_param(query, "gpu_memory_gb"); !v.empty()) {
-            auto n = parse_int(v, 0, 100000);
-            if (!n) return reply(error_response(400, "bad_field", "gpu_memory_gb: expected 0..100000", "gpu_memory_gb"));
-            req.gpu_memory_gb = double(*n);
-        }
-        long long gpus = 0;
-        if (auto v = query_param(query, "gpus"); !v.empty()) {
-            auto n = parse_int(v, 0, 1000000);
-            if (!n) return reply(error_response(400, "bad_field", "gpus: expected 0..1000000", "gpus"));
-            gpus = *n;
-        }
-        // containers=1: the job runs in an OCI image; a cluster that runs
-        // none is listed with why, never chosen.
-        const bool containers = query_param(query, "containers") == "1";
-        req.containers = containers;   // and never a node whose probe found no runtime
-        // image_layout=PATH (percent-encoded): the image's OCI layout; a
-        // cluster whose image_roots do not hold it is listed with why.
-        if (auto v = query_param(query, "image_layout"); !v.empty()) {
-            auto path = percent_decode(v);
-            if (!path) return reply(error_response(400, "bad_field", "image_layout: bad percent-encoding", "image_layout"));
-            if (auto err = check_path_syntax(*path); !err.empty())
-                return reply(error_response(400, "bad_field", "image_layout: " + err, "image_layout"));
-            if (!is_valid_utf8(*path)) return reply(error_response(400, "bad_field", "image_layout: not UTF-8", "image_layout"));
-            req.image_layout = *path;
-        }
+        CapacityQuery q;
+        if (auto bad = read_capacity_query(query, q)) return reply(std::move(*bad));
+        const Requirements &req = q.req;
+        const std::string &cluster = q.cluster, &region = q.region;
+        const long long gpus = q.gpus;
+        const bool containers = req.containers;
         const double now = wall_now();
         // Node names and states for the dashboard's users and admins; a
         // peer (fan_out false) gets the rows only, never who is where.

@@ -1605,3 +1605,32 @@ TEST_CASE("a requeue that found no place is tried again after the broker's resta
     for (const auto &c : f.slurm->changes())
         if (c.argv[0] == "sbatch") CHECK(has(c.argv, "--nodelist=n3,n4"));
 }
+
+TEST_CASE("GET /v1/capacity?containers=1&image_layout=: a cluster that cannot read the layout is refused with why; a bad layout is 400") {
+    ServiceFixture f({{"c1", kConf}, {"c2", kConf2}});
+    f.cfg.cluster_info["c2"].image_roots = {"/site/images"};
+    f.start();
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf] = {{"n1", "IDLE"}};
+        f.slurm->nodes[kConf2] = {{"m1", "IDLE"}};
+    }
+    auto r = f.call("GET", "/v1/capacity?containers=1&image_layout=/home/ana/.shardnet/images/x%20y");
+    REQUIRE(r.status == 200);
+    const auto v = boost::json::parse(r.body);
+    std::map<std::string, std::string> status, reason;
+    for (const auto &row : v.at("clusters").as_array()) {
+        status[std::string(row.at("cluster").as_string())] = std::string(row.at("status").as_string());
+        if (auto *why = row.as_object().if_contains("reason")) reason[std::string(row.at("cluster").as_string())] = std::string(why->as_string());
+    }
+    CHECK(status["c1"] == "ok");
+    CHECK(status["c2"] == "refused");
+    CHECK(reason["c2"] == "cannot read the image's layout /home/ana/.shardnet/images/x y (clusters.c2.image_roots: /site/images)");
+    for (const char *bad : {"/v1/capacity?image_layout=/a/../etc", "/v1/capacity?image_layout=rel", "/v1/capacity?image_layout=/a%2",
+                            "/v1/capacity?image_layout=/a%FF", "/v1/capacity?image_layout=/a%0Ab"}) {
+        CAPTURE(bad);
+        auto b = f.call("GET", bad);
+        CHECK(b.status == 400);
+        CHECK(b.body.find("image_layout") != std::string::npos);
+    }
+}
