@@ -36,8 +36,8 @@ struct Checker {
     std::vector<std::string> classes;
     unsigned fabric = 0;
     double min_cuda = 0;
-    bool hardware;
-    explicit Checker(const Requirements &r) : req(r), hardware(r.needs_hardware()) {
+    bool hardware, containers;
+    explicit Checker(const Requirements &r) : req(r), hardware(r.needs_hardware()), containers(r.containers) {
         if (!r.accel_class.empty()) classes = compatible(r.accel_class);
         fabric_required(r.fabric, fabric);
         if (!r.min_cuda.empty()) min_cuda = std::strtod(r.min_cuda.c_str(), nullptr);
@@ -46,7 +46,7 @@ struct Checker {
     Reason check(const NodeOffer &n) const {
         // A job in an image: never a node whose probe found no container
         // runtime (one not probed, or by an older probe, may run it).
-        if (req.containers && n.containers == NodeOffer::Oci::missing) return r_no_runtime;
+        if (containers && n.containers == NodeOffer::Oci::missing) return r_no_runtime;
         if (!hardware) return n_reasons;
         if (!n.described) return r_undescribed;
         if (!classes.empty() && std::find(classes.begin(), classes.end(), n.accel_class) == classes.end()) return r_class;
@@ -229,7 +229,6 @@ NodeOffer offer_from_descriptor(const std::string &name, const json::object &d) 
     if (auto *c = d.if_contains("containers"); c && c->is_object()) {
         if (auto *r = c->as_object().if_contains("ready"); r && r->is_bool())
             n.containers = r->as_bool() ? NodeOffer::Oci::ready : NodeOffer::Oci::missing;
-        if (auto *w = c->as_object().if_contains("why"); w && w->is_string()) n.containers_why = std::string(w->as_string().subview(0, std::min<size_t>(w->as_string().size(), 200)));
     }
     return n;
 }

@@ -43,8 +43,13 @@ std::string requirements_from_json(const boost::json::object &o, Requirements &o
 boost::json::object requirements_to_json(const Requirements &r);
 
 struct NodeOffer {
+    enum class Oci : unsigned char { unknown, ready, missing };
     std::string name;
     bool described = false;             // a probe descriptor is known
+    // Whether Slurm there runs OCI containers (the descriptor's
+    // containers.ready: oci.conf and the runtime it names); unknown when the
+    // descriptor does not say (an older probe), then taken as it may.
+    Oci containers = Oci::unknown;
     std::string accel_class;            // of its accelerators ("" none)
     int gpus = 0;
     std::optional<double> gpu_memory_gb;
@@ -52,11 +57,6 @@ struct NodeOffer {
     std::optional<double> memory_gb;
     std::string arch;
     double cuda = 0;                    // CUDA driver version as 12.2; 0 unknown
-    // Whether Slurm there runs OCI containers (the descriptor's
-    // containers.ready: oci.conf and the runtime it names); unknown when the
-    // descriptor does not say (an older probe), then taken as it may.
-    enum class Oci { unknown, ready, missing } containers = Oci::unknown;
-    std::string containers_why;         // missing: what the probe found
 };
 NodeOffer offer_from_descriptor(const std::string &name, const boost::json::object &descriptor);
 // "" when the parts of a descriptor the broker reads have the shapes of

@@ -256,7 +256,6 @@ TEST_CASE("the probe descriptor's containers: read into the offer, its shape che
     auto d = json::parse(R"({"containers": {"ready": false, "why": "no oci.conf beside /etc/slurm/slurm.conf"}})").as_object();
     NodeOffer n = offer_from_descriptor("n1", d);
     CHECK(n.containers == NodeOffer::Oci::missing);
-    CHECK(n.containers_why == "no oci.conf beside /etc/slurm/slurm.conf");
     CHECK(offer_from_descriptor("n2", json::parse(R"({"containers": {"ready": true, "runtime": "/usr/bin/crun"}})").as_object()).containers ==
           NodeOffer::Oci::ready);
     CHECK(offer_from_descriptor("n3", json::parse(R"({"cpu": {"arch": "x86_64"}})").as_object()).containers == NodeOffer::Oci::unknown);
