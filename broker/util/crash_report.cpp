@@ -4,6 +4,7 @@
 #include <cstring>
 #include <execinfo.h>
 #include <initializer_list>
+#include <memory>
 #include <unistd.h>
 
 namespace shardnet::broker {
@@ -35,7 +36,29 @@ extern "C" void on_fatal(int sig) {
     raise(sig);
 }
 
+// A thread's signal stack: turned off before it is freed at the thread's exit.
+struct AltStack {
+    std::unique_ptr<char[]> mem;
+    ~AltStack() {
+        if (!mem) return;
+        stack_t off{};
+        off.ss_flags = SS_DISABLE;
+        sigaltstack(&off, nullptr);
+    }
+};
+thread_local AltStack this_thread_stack;
+
 }  // namespace
+
+void report_crashes_on_this_thread() {
+    if (this_thread_stack.mem) return;
+    constexpr std::size_t kSize = 64 * 1024;
+    auto mem = std::make_unique<char[]>(kSize);
+    stack_t ss{};
+    ss.ss_sp = mem.get();
+    ss.ss_size = kSize;
+    if (sigaltstack(&ss, nullptr) == 0) this_thread_stack.mem = std::move(mem);
+}
 
 void report_crashes() {
     // backtrace() loads libgcc on its first call: done now, not in the handler.

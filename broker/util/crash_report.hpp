@@ -6,9 +6,13 @@
 
 namespace shardnet::broker {
 
-// Installs the handlers. The main thread's run on a stack of their own (a
-// stack overflow there is reported too); on the other threads they run on
-// the faulting stack, so an overflow there dies of the signal unreported.
+// Installs the handlers. They run on a stack of their own on the main
+// thread and on every thread that called report_crashes_on_this_thread()
+// (the broker's I/O, store, Slurm, query, forwarder and onward threads), so
+// a stack overflow there is reported too; on any other thread an overflow
+// dies of the signal unreported.
 void report_crashes();
+// A signal stack for this thread, kept while it lives (freed at its exit).
+void report_crashes_on_this_thread();
 
 }  // namespace shardnet::broker
