@@ -186,10 +186,7 @@ void serve(std::vector<std::unique_ptr<asio::io_context>> &ios, HttpServer &serv
     std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards;
     for (std::size_t i = 1; i < ios.size(); ++i) {
         guards.push_back(asio::make_work_guard(*ios[i]));
-        pool.emplace_back([&ctx = *ios[i]] {
-            report_crashes_on_this_thread();
-            run_guarded(ctx);
-        });
+        pool.emplace_back([&ctx = *ios[i]] { run_guarded(ctx); });
     }
     run_guarded(io);
     guards.clear();

@@ -2,16 +2,12 @@
 // transactions with their events, live event streams, retries, counters.
 #include "broker/core/core.hpp"
 
-#include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 #include <chrono>
-#include <latch>
-#include <memory>
 
 #include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_view.hpp"
 #include "broker/trust/refusals.hpp"
-#include "broker/util/crash_report.hpp"
 #include "broker/util/thread_guard.hpp"
 
 namespace shardnet::broker {
@@ -21,14 +17,7 @@ using namespace detail;
 
 Core::Core(const BrokerConfig &cfg, std::unique_ptr<Store> store, std::unique_ptr<Slurm> slurm, std::shared_ptr<PeerLink> peers)
     : cfg_(cfg), store_(std::move(store)), workers_(cfg.detector_misses, cfg.stall_seconds), slurm_(std::move(slurm)),
-      peers_(std::move(peers)) {
-    // Each of the pools' threads reports a crash on a stack of its own; the
-    // query pool's threads take one job each (each waits until all have run).
-    boost::asio::post(store_thread_, report_crashes_on_this_thread);
-    boost::asio::post(slurm_thread_, report_crashes_on_this_thread);
-    auto both = std::make_shared<std::latch>(kQueryThreads);
-    for (int i = 0; i < kQueryThreads; ++i) boost::asio::post(query_pool_, [both] { report_crashes_on_this_thread(); both->arrive_and_wait(); });
-}
+      peers_(std::move(peers)) {}
 
 double wall_now() {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -93,8 +93,7 @@ public:
     boost::asio::thread_pool store_thread_{1};
     std::atomic<int> store_jobs_{0};   // posted to store_thread_ and not yet ended
     boost::asio::thread_pool slurm_thread_{1};
-    static constexpr int kQueryThreads = 2;
-    boost::asio::thread_pool query_pool_{kQueryThreads};   // capacity searches (Slurm and peers)
+    boost::asio::thread_pool query_pool_{2};   // capacity searches (Slurm and peers)
     std::unique_ptr<Slurm> slurm_;
     std::shared_ptr<PeerLink> peers_;
 

@@ -26,7 +26,6 @@
 #include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_job.hpp"
 #include "broker/slurm/slurm_view.hpp"
-#include "broker/util/crash_report.hpp"
 
 namespace shardnet::broker {
 
@@ -97,7 +96,6 @@ PayloadView read_payload(const std::string &text) {
 void Forwarder::start() {
     if (cfg_.peers.empty() || forwarder_.joinable()) return;
     forwarder_ = std::thread([this] {
-        report_crashes_on_this_thread();
         while (!guarded("forwarder", [this] { forward_loop(); })) {}
     });
 }

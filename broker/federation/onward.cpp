@@ -7,7 +7,6 @@
 #include "broker/peers/peer_reader.hpp"
 #include "broker/runs/run_state.hpp"
 #include "common/parse_util.hpp"
-#include "broker/util/crash_report.hpp"
 
 namespace shardnet::broker {
 
@@ -164,10 +163,7 @@ json::object OnwardViews::view(const std::string &run, const MovedTo &moved, con
         if (!e.asking && !resting && now - e.tried >= max_age_) {
             e.asking = true;
             e.tried = now;
-            boost::asio::post(pool_, [this, run, peer, now] {
-                report_crashes_on_this_thread();   // once per thread: the pool's one
-                refresh(run, peer, now);
-            });
+            boost::asio::post(pool_, [this, run, peer, now] { refresh(run, peer, now); });
         }
         o["status"] = e.status;
         o["as_of"] = e.at > 0 ? json::value(e.at) : json::value(nullptr);

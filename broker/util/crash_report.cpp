@@ -5,6 +5,7 @@
 #include <execinfo.h>
 #include <initializer_list>
 #include <memory>
+#include <new>
 #include <unistd.h>
 
 namespace shardnet::broker {
@@ -50,10 +51,11 @@ thread_local AltStack this_thread_stack;
 
 }  // namespace
 
-void report_crashes_on_this_thread() {
+void report_crashes_on_this_thread() noexcept {
     if (this_thread_stack.mem) return;
     constexpr std::size_t kSize = 64 * 1024;
-    auto mem = std::make_unique<char[]>(kSize);
+    std::unique_ptr<char[]> mem(new (std::nothrow) char[kSize]);
+    if (!mem) return;
     stack_t ss{};
     ss.ss_sp = mem.get();
     ss.ss_size = kSize;

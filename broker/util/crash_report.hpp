@@ -7,12 +7,13 @@
 namespace shardnet::broker {
 
 // Installs the handlers. They run on a stack of their own on the main
-// thread and on every thread that called report_crashes_on_this_thread()
-// (the broker's I/O, store, Slurm, query, forwarder and onward threads), so
-// a stack overflow there is reported too; on any other thread an overflow
-// dies of the signal unreported.
+// thread and on every thread that called report_crashes_on_this_thread(),
+// which every job run under guarded() does (thread_guard.hpp: the I/O,
+// store, Slurm, query, forwarder and onward threads, the peer queries), so a
+// stack overflow there is reported too.
 void report_crashes();
-// A signal stack for this thread, kept while it lives (freed at its exit).
-void report_crashes_on_this_thread();
+// A signal stack for this thread, kept while it lives (freed at its exit);
+// a thread that has one keeps it. Never fails the caller: noexcept.
+void report_crashes_on_this_thread() noexcept;
 
 }  // namespace shardnet::broker

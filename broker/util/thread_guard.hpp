@@ -9,6 +9,8 @@
 #include <exception>
 #include <string_view>
 
+#include "broker/util/crash_report.hpp"
+
 namespace shardnet::broker {
 
 // {"t":..,"level":"error","msg":"job failed","job":WHERE,"reason":WHY}
@@ -17,8 +19,11 @@ void log_failed_job(std::string_view where, std::string_view why) noexcept;
 unsigned long long failed_jobs() noexcept;
 
 // Runs fn(); false when it threw (logged, counted, swallowed).
+// The thread it runs on reports a crash on a stack of its own
+// (crash_report.hpp): asked once per thread, nothing after that.
 template <class F>
 bool guarded(std::string_view where, F &&fn) noexcept {
+    report_crashes_on_this_thread();
     try {
         fn();
         return true;
