@@ -15,11 +15,6 @@ namespace shardnet {
 
 namespace {
 
-bool executable(const std::string &p) {
-    struct stat st;
-    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
-}
-
 std::string lower(std::string s) {
     for (char &c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
     return s;
@@ -174,7 +169,7 @@ OciSupport discover_oci(const std::string &slurm_conf, const std::string &path) 
         return o;
     }
     const std::string program = word.find('/') == std::string::npos ? find_program(word, path) : word;
-    if (program.empty() || !executable(program)) {
+    if (program.empty() || !executable_file(program)) {
         o.why = conf + "'s " + which + " starts " + word + ", which is not an executable file";
         return o;
     }

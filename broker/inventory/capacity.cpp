@@ -116,6 +116,9 @@ std::vector<ClusterOffer> Inventory::local_offers(const std::string &ckpt_dir, c
     const auto &described = *node_map;
     std::vector<ClusterOffer> offers;
     const std::set<std::string> held = quarantined(wall_now());
+    const bool some_without_runtime = with_busy && std::any_of(described.begin(), described.end(), [](const auto &d) {
+        return d.second.containers == NodeOffer::Oci::missing;
+    });
     for (const auto &[name, conf] : cfg_.clusters) {
         ClusterOffer c;
         c.name = name;
@@ -168,8 +171,7 @@ std::vector<ClusterOffer> Inventory::local_offers(const std::string &ckpt_dir, c
         std::set<std::string> seen;
         // Nodes of this cluster whose probe found no container runtime,
         // whatever their state: one more sinfo, only when some node has said so.
-        if (with_busy && std::any_of(described.begin(), described.end(),
-                                     [](const auto &d) { return d.second.containers == NodeOffer::Oci::missing; })) {
+        if (some_without_runtime) {
             std::string all;
             if (slurm_->query(conf, {"sinfo", "-h", "-N", "-o", "%N"}, all) == 0) {
                 std::istringstream is(all);
@@ -238,6 +240,8 @@ void Inventory::capacity(const std::string &query, bool fan_out, const Reply &re
         const std::string &cluster = q.cluster, &region = q.region;
         const long long gpus = q.gpus;
         const bool containers = req.containers;
+        Requirements runtime_blind = req;   // a node fits but for its runtime: counted apart
+        runtime_blind.containers = false;
         const double now = wall_now();
         // Node names and states for the dashboard's users and admins; a
         // peer (fan_out false) gets the rows only, never who is where.
@@ -284,11 +288,7 @@ void Inventory::capacity(const std::string &query, bool fan_out, const Reply &re
                 if (containers && o.containers == NodeOffer::Oci::missing && without.size() < kPeerListMax) without.push_back(json::value(node));
                 if (!node_misfit(req, o).empty()) {
                     // Left out for want of a runtime only: it fits otherwise.
-                    if (containers && o.containers == NodeOffer::Oci::missing) {
-                        Requirements without = req;
-                        without.containers = false;
-                        no_runtime += node_misfit(without, o).empty();
-                    }
+                    if (containers && o.containers == NodeOffer::Oci::missing) no_runtime += node_misfit(runtime_blind, o).empty();
                     continue;
                 }
                 auto key = std::make_tuple(o.described ? (o.accel_class.empty() ? "none" : o.accel_class) : "unknown", o.gpus,
