@@ -79,6 +79,8 @@ public:
     void tick(double now);
     // Soft state to the store (summaries), every summary_seconds.
     void summarise();
+    // Kept environments whose run is gone or ended are deleted (store thread).
+    void sweep_environments();
     // New tokens and limits from a reloaded config (listen address stays).
     void reload(const BrokerConfig &cfg);
     // Waits for the store's queue to empty (drain on SIGTERM), until the

@@ -4,6 +4,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
 
+#include "broker/recovery/job_environment.hpp"
 #include "broker/service.hpp"
 #include "broker/core/api_util.hpp"
 #include "broker/slurm/slurm_view.hpp"
@@ -88,7 +89,14 @@ void Service::confirm(Fault fault, double now) {
             return;
         }
         const bool node_down = node_state_bad(v.node_state) || !v.slurmd_answers;
-        const std::string down_why = v.slurmd_answers ? v.node_state : "slurmd unreachable";
+        // Whose word it is: Slurm's (its node DOWN or FAIL) or the broker's
+        // own (a refused connect to slurmd, Slurm's NOT_RESPONDING): the
+        // run recovers at once either way, but only Slurm's word holds the
+        // node for other runs (Inventory::seen_down).
+        const bool slurm_word = node_dead_in_slurm(v.node_state);
+        const std::string down_why = (v.slurmd_answers ? v.node_state : "slurmd unreachable") +
+                                     (slurm_word ? "" : " (seen by the broker; Slurm says " + (v.node_state.empty() ? "nothing" : v.node_state) + ")");
+        if (node_down) ev["seen_by"] = slurm_word ? "slurm" : "broker";
         if (fault.state.watch_only) {  // a node of the allocation without a worker: only its health counts
             if (!node_down) {
                 workers_.suspect(fault.run, fault.node, wall_now() + double(fault.state.interval) * cfg_.detector_misses);
@@ -97,13 +105,13 @@ void Service::confirm(Fault fault, double now) {
             if (restarts_.is_spare(fault.run, fault.attempt, node)) return restarts_.spare_lost(fault, node, down_why, std::move(ev));
             ev["no_worker_yet"] = true;
             ev["node_failure"] = true;
-            inventory_.quarantine(fault.state.cluster, node, wall_now(), fault.run, "down before a worker reported: " + down_why);
+            inventory_.seen_down(fault.state.cluster, node, wall_now(), fault.run, "down before a worker reported: " + down_why, v.node_state);
             return raise_fault(fault, "(node " + node + " of job " + std::to_string(fault.state.job) +
                                "'s allocation, no worker there yet) down: " + down_why, ev, wall_now());
         }
         if (node_down) {
             ev["node_failure"] = true;
-            inventory_.quarantine(fault.state.cluster, node, wall_now(), fault.run, fault.cause + "; " + down_why);
+            inventory_.seen_down(fault.state.cluster, node, wall_now(), fault.run, fault.cause + "; " + down_why, v.node_state);
             return raise_fault(fault, fault.cause + "; node " + node + " " + down_why, ev, wall_now());
         }
         if (fault.kind == FaultKind::stalled)  // node and job are fine: the trainer hangs
@@ -197,7 +205,26 @@ void Service::summarise() {
                 store_->seals().forget_carried_seals(wall_now() - 30 * 86400.0);
             });
         } catch (const std::exception &) {}
+        sweep_environments();
     });
+}
+
+void Service::sweep_environments() {
+    // A kept environment lives as long as its run here: one whose run
+    // is gone or ended (its end missed by a crash, an earlier version's
+    // refused decision) is deleted; its values may be secrets.
+    std::string ignored;
+    const std::string dir = private_dir(cfg_.database, ignored);
+    if (dir.empty()) return;
+    for (const auto &run : kept_environment_runs(dir)) {
+        bool live = false;
+        {
+            auto runs = runs_.read();
+            auto it = runs.find(run);
+            live = it != runs.end() && !is_final(it->second.state);
+        }
+        if (!live) forget_environment_file(dir, run);
+    }
 }
 
 }  // namespace shardnet::broker

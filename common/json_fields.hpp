@@ -7,7 +7,39 @@
 #include <string>
 #include <string_view>
 
+#include "common/parse_util.hpp"
+
 namespace shardnet {
+
+// Every string in v (keys too) made well-formed UTF-8 (make_valid_utf8):
+// for JSON read with allow_invalid_utf8 (Slurm's answers hold the bytes a
+// job was given), before any of it is written out. True when any changed.
+inline bool make_strings_valid_utf8(boost::json::value &v) {
+    bool changed = false;
+    if (auto *s = v.if_string()) {
+        if (is_valid_utf8(*s)) return false;
+        std::string text(*s);
+        make_valid_utf8(text);
+        *s = text;
+        return true;
+    }
+    if (auto *a = v.if_array()) {
+        for (auto &x : *a) changed = make_strings_valid_utf8(x) || changed;
+    } else if (auto *o = v.if_object()) {
+        boost::json::object fixed;
+        bool keys = false;
+        for (auto &kv : *o) {
+            changed = make_strings_valid_utf8(kv.value()) || changed;
+            keys = keys || !is_valid_utf8(kv.key());
+        }
+        if (keys) {
+            for (auto &kv : *o) fixed[valid_utf8(kv.key())] = std::move(kv.value());
+            *o = std::move(fixed);
+            changed = true;
+        }
+    }
+    return changed;
+}
 
 class JsonFields {
 public:

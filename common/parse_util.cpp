@@ -48,28 +48,63 @@ bool has_control_chars(std::string_view s) {
     return false;
 }
 
-bool is_valid_utf8(std::string_view s) {
+namespace {
+// The length of the well-formed UTF-8 sequence that starts at p (1 for
+// ASCII), or 0 when none does: the lead byte gives the length and the range
+// of the first continuation byte (narrower after E0, ED, F0 and F4).
+int sequence_length(const unsigned char *p, const unsigned char *end) {
+    if (*p < 0x80) return 1;
+    int more;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (*p >= 0xC2 && *p <= 0xDF) more = 1;
+    else if (*p >= 0xE0 && *p <= 0xEF) { more = 2; lo = *p == 0xE0 ? 0xA0 : lo; hi = *p == 0xED ? 0x9F : hi; }
+    else if (*p >= 0xF0 && *p <= 0xF4) { more = 3; lo = *p == 0xF0 ? 0x90 : lo; hi = *p == 0xF4 ? 0x8F : hi; }
+    else return 0;
+    if (end - p <= more || p[1] < lo || p[1] > hi) return 0;
+    for (int i = 2; i <= more; ++i)
+        if ((p[i] & 0xC0) != 0x80) return 0;
+    return more + 1;
+}
+
+bool all_ascii(std::string_view s) {
     unsigned char any = 0;   // ASCII, nearly always: one pass the compiler vectorises
     for (unsigned char c : s) any |= c;
-    if (any < 0x80) return true;
+    return any < 0x80;
+}
+}  // namespace
+
+bool is_valid_utf8(std::string_view s) {
+    if (all_ascii(s)) return true;
     const auto *p = reinterpret_cast<const unsigned char *>(s.data());
     const auto *end = p + s.size();
     while (p < end) {
-        if (*p < 0x80) { ++p; continue; }
-        // The lead byte gives the length and the range of the first
-        // continuation byte (narrower after E0, ED, F0 and F4).
-        int more;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (*p >= 0xC2 && *p <= 0xDF) more = 1;
-        else if (*p >= 0xE0 && *p <= 0xEF) { more = 2; lo = *p == 0xE0 ? 0xA0 : lo; hi = *p == 0xED ? 0x9F : hi; }
-        else if (*p >= 0xF0 && *p <= 0xF4) { more = 3; lo = *p == 0xF0 ? 0x90 : lo; hi = *p == 0xF4 ? 0x8F : hi; }
-        else return false;
-        if (end - p <= more || p[1] < lo || p[1] > hi) return false;
-        for (int i = 2; i <= more; ++i)
-            if ((p[i] & 0xC0) != 0x80) return false;
-        p += more + 1;
+        const int n = sequence_length(p, end);
+        if (n == 0) return false;
+        p += n;
     }
     return true;
+}
+
+bool make_valid_utf8(std::string &s) {
+    if (is_valid_utf8(s)) return false;
+    std::string out;
+    out.reserve(s.size() + 16);
+    const auto *p = reinterpret_cast<const unsigned char *>(s.data());
+    const auto *end = p + s.size();
+    while (p < end) {
+        const int n = sequence_length(p, end);
+        if (n == 0) { out += "\xEF\xBF\xBD"; ++p; continue; }   // U+FFFD for each byte that starts no character
+        out.append(reinterpret_cast<const char *>(p), std::size_t(n));
+        p += n;
+    }
+    s = std::move(out);
+    return true;
+}
+
+std::string valid_utf8(std::string_view s) {
+    std::string out(s);
+    make_valid_utf8(out);
+    return out;
 }
 
 bool is_safe_name(std::string_view s, std::size_t max) {

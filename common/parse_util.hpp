@@ -20,6 +20,12 @@ bool has_control_chars(std::string_view s);
 // True if s is well-formed UTF-8 (RFC 3629: no overlong forms, no
 // surrogates, nothing past U+10FFFF).
 bool is_valid_utf8(std::string_view s);
+// s made well-formed UTF-8: each byte that starts no character becomes
+// U+FFFD (what Slurm, a job or a peer wrote as raw bytes, before it leaves
+// the broker in an event, an answer or a log line). make_valid_utf8: in
+// place, true when anything changed.
+bool make_valid_utf8(std::string &s);
+std::string valid_utf8(std::string_view s);
 
 // Run ids and checkpoint names: [A-Za-z0-9][A-Za-z0-9._-]{0,max-1}.
 bool is_safe_name(std::string_view s, std::size_t max = 64);

@@ -2,7 +2,8 @@
 // environment once (the plugin saved it in slurmstepd, as Slurm gave it to
 // the batch script). Checked whole, filtered by the site's policy
 // (requeue.environment_drop), kept root-only for the run's later attempts;
-// the first attempt's stands. The answer says how many variables were kept
+// the first attempt's stands against a second send, and replaces a file
+// kept for another owner or job. The answer says how many variables were kept
 // and their digest, never a value.
 #include <boost/json.hpp>
 
@@ -16,6 +17,19 @@ namespace shardnet::broker {
 
 namespace json = boost::json;
 using namespace detail;
+
+std::optional<EnvironmentOrigin> RunsApi::first_attempt_origin(const std::string &id) {
+    {
+        auto runs = runs_.read();
+        auto it = runs.find(id);
+        if (it == runs.end()) return std::nullopt;
+        if (auto j = it->second.jobs.find(1); j != it->second.jobs.end() && it->second.owner_uid >= 0 && j->second.job > 0)
+            return EnvironmentOrigin{it->second.owner_uid, j->second.cluster, j->second.job};
+    }
+    // A run whose jobs report with an admin token: attempt 1's job as its
+    // spec captured it from Slurm (owner as Slurm numbers it).
+    return spec_origin(*store_, id, 1);
+}
 
 void RunsApi::keep_environment(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply) {
     json::error_code ec;
@@ -42,10 +56,16 @@ void RunsApi::keep_environment(const std::string &id, const ApiRequest &req, con
         else kept.push_back(std::move(e));
     }
     on_store(reply, [this, id, attempt, kept = std::move(kept), dropped](const Reply &reply) {
+        // Whose it is: the run's owner and attempt 1's job. A file kept for
+        // another owner or job (a refused decision's, under a run id
+        // squatted before this run existed) is not this run's: replaced.
+        const auto origin = first_attempt_origin(id);
+        if (!origin)
+            return reply(error_response(409, "no_job_yet", "run " + id + " has no job of attempt 1 recorded yet (its first heartbeat comes first); send it again"));
         std::string err;
         const std::string dir = private_dir(cfg_.database, err);
         bool existed = false;
-        if (!dir.empty()) err = write_environment_file(dir, id, kept, existed);
+        if (!dir.empty()) err = write_environment_file(dir, id, *origin, kept, existed);
         if (!err.empty()) {
             log_warn("the job's environment not kept", id, err);
             return reply(error_response(503, "store_unavailable", "the environment could not be kept; send it again"));

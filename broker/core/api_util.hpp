@@ -69,11 +69,24 @@ inline Reply reply_once(Reply r) {
     };
 }
 
+// Jobs posted to the broker's thread pools and not yet ended, in this
+// process: zero means nothing the broker was asked to do is still under way
+// (Core::settle, for tests that judge by what happened, not by how long
+// they waited). Counted from the posting, so a job that posts another
+// before it ends never leaves a gap.
+inline std::atomic<long> jobs_in_flight{0};
+struct InFlight {
+    InFlight() { jobs_in_flight.fetch_add(1, std::memory_order_acq_rel); }
+    InFlight(const InFlight &) : InFlight() {}
+    InFlight(InFlight &&) noexcept : InFlight() {}
+    ~InFlight() { jobs_in_flight.fetch_sub(1, std::memory_order_acq_rel); }
+};
+
 // Every job posted to one of the broker's thread pools goes through one of
 // these two: under the guard (guard.hpp), so that no exception ends a thread.
 template <class Executor, class F>
 void post_guarded(Executor &ex, const char *where, F fn) {
-    boost::asio::post(ex, [where, fn = std::move(fn)]() mutable { guarded(where, fn); });
+    boost::asio::post(ex, [where, fn = std::move(fn), counted = std::make_shared<InFlight>()]() mutable { guarded(where, fn); });
 }
 
 // A job that owes a request its answer gets it as its argument; when the
@@ -81,7 +94,7 @@ void post_guarded(Executor &ex, const char *where, F fn) {
 // waiting for its connection's deadline).
 template <class Executor, class F>
 void post_answering(Executor &ex, const char *where, const Reply &reply, F fn) {
-    boost::asio::post(ex, [where, reply = reply_once(reply), fn = std::move(fn)]() mutable {
+    boost::asio::post(ex, [where, reply = reply_once(reply), fn = std::move(fn), counted = std::make_shared<InFlight>()]() mutable {
         // A full, failing or locked database is the client's to wait out:
         // 503 with Retry-After and the cause (store_answer.hpp), logged and
         // counted as any failed job.

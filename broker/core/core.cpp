@@ -2,6 +2,8 @@
 // transactions with their events, live event streams, retries, counters.
 #include "broker/core/core.hpp"
 
+#include <thread>
+
 #include <boost/json.hpp>
 #include <chrono>
 
@@ -47,6 +49,17 @@ struct Counted {
 };
 }  // namespace
 
+bool Core::settle(double seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    int quiet = 0;
+    while (quiet < 2) {
+        if (std::chrono::steady_clock::now() > end) return false;
+        quiet = jobs_in_flight.load(std::memory_order_acquire) == 0 ? quiet + 1 : 0;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
 void Core::on_store(std::function<void()> job) {
     store_jobs_.fetch_add(1, std::memory_order_relaxed);
     post_guarded(store_thread_, "store", [this, job = std::move(job)] {
@@ -66,7 +79,10 @@ void Core::on_store(const Reply &reply, std::function<void(const Reply &)> job) 
 void Core::event(const std::string &run, const std::string &kind, const std::string &cause, const std::string &evidence,
                     double now) {
     count(c_events);
-    EventRow e{0, run, now, kind, cause, evidence};
+    // Every string an event holds reaches the API, the live streams, the
+    // dashboard and receipts: valid UTF-8, whatever bytes a job or Slurm
+    // put in its cause (the evidence is JSON: only its strings change).
+    EventRow e{0, run, now, kind, valid_utf8(cause), valid_utf8(evidence)};
     e.id = store_->insert_event(e);
     pending_events_.push_back(std::move(e));
 }

@@ -47,6 +47,11 @@ public:
     template <class F> auto store_wait(F fn) -> decltype(fn());
     // Jobs for the store thread, under the guard (guard.hpp); the second
     // answers its request 500 if it throws before answering.
+    // Waits (up to seconds) until no job posted to the broker's threads is
+    // under way (api_util.hpp, jobs_in_flight): what was asked of it so
+    // far is done. For tests, which judge by what happened, never by how
+    // long they slept; false when it never settled.
+    static bool settle(double seconds = 10);
     void on_store(std::function<void()> job);
     void on_store(const Reply &reply, std::function<void(const Reply &)> job);
     // An event of run, inside the store transaction under way (store thread).

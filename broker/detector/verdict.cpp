@@ -123,7 +123,8 @@ void Verdicts::Judgment::classify() {
             ev["slurm_job_state"] = v.job_state;
             ev["slurm_node_state"] = v.node_state;
             ev["slurmd_answers"] = v.slurmd_answers;
-            s.inventory_.quarantine(end.cluster, node, wall_now(), end.run, "died under the job (" + dead + ")");
+            ev["seen_by"] = node_dead_in_slurm(v.node_state) ? "slurm" : "broker";
+            s.inventory_.seen_down(end.cluster, node, wall_now(), end.run, "died under the job (" + dead + ")", v.node_state);
             Fault fault{end.run, key, end.attempt, fault_words(FaultKind::silent), w, FaultKind::silent};
             return s.hooks_.raise_fault(fault, "lost: node " + node + " died (" + dead + "); " + end.what + " " +
                                         exit_words(end.code, end.signal) + " on " + end.node + " after it, which is not the verdict",

@@ -143,11 +143,23 @@ std::string Forwarder::with_environment(const std::string &payload) {
     std::string err;
     const std::string dir = private_dir(cfg_.database, err);
     const std::string id(run->as_string());
-    auto text = dir.empty() ? std::nullopt : read_environment_file(dir, id, err);
-    if (!text) {
+    auto kept = dir.empty() ? std::nullopt : read_environment_file(dir, id, err);
+    if (!kept) {
         if (!err.empty()) log_warn("the run's environment does not go with its decision", id, err);
         return payload;
     }
+    // Only the run's owner's, kept for one of its jobs (job_environment.hpp).
+    long long owner = -1;
+    {
+        auto runs = runs_.read();
+        if (auto it = runs.find(id); it != runs.end()) owner = it->second.owner_uid;
+    }
+    if (owner < 0) owner = kept->origin.uid;   // a run whose jobs report with an admin token: its spec's owner (checked below)
+    if (std::string whose = environment_is_runs(core_, id, owner, kept->origin); !whose.empty()) {
+        log_warn("the run's environment does not go with its decision", id, whose);
+        return payload;
+    }
+    const std::string *text = &kept->text;
     json::array env;
     for (std::size_t pos = 0; pos < text->size();) {
         const auto end = text->find('\0', pos);

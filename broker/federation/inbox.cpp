@@ -169,7 +169,6 @@ struct Inbox::Arrival {
         if (std::string why = s.peer_may_take(d.run, d.to, as.uid, d.sender, moved); !why.empty())
             return refuse(why, why.find("was moved to broker") != std::string::npos ? "not_moved_to_sender" : "no_capacity");
         if (p.cluster.empty()) return refuse("no compatible capacity at broker " + s.cfg_.broker_name);
-        if (!keep_environment()) return;
         submit();
     }
 
@@ -223,6 +222,7 @@ struct Inbox::Arrival {
             });
             return 0;
         });
+        keep_environment(found.cluster, found.job);
         reply(ok_json(200, res));
         return true;
     }
@@ -246,19 +246,18 @@ struct Inbox::Arrival {
         reply(ApiResponse{409, json::serialize(res), "application/json"});
     }
 
-    // Kept before the job is submitted (it is replayed from the file); an
-    // environment this broker kept for the run before stands. False: this
-    // broker's disk failed, answered 503 (the peer sends it again).
-    bool keep_environment() {
-        if (!d.has_environment) return true;
+    // Kept once the job runs and the run is written here with its owner:
+    // a refused decision leaves nothing behind (its environment is only in
+    // this call), and the file names the owner and the job it was kept for
+    // (job_environment.hpp). A disk that fails here costs later attempts
+    // the environment, never this one its job.
+    void keep_environment(const std::string &cluster, long long job) {
+        if (!d.has_environment) return;
         std::string why;
         bool existed = false;
         const std::string dir = private_dir(s.cfg_.database, why);
-        if (!dir.empty()) why = write_environment_file(dir, d.run, d.environment, existed);
-        if (why.empty()) return true;
-        log_warn("a peer's decision waits: the run's environment not kept", d.run, why);
-        reply(error_response(503, "store_unavailable", "the run's environment could not be kept here; send it again"));
-        return false;
+        if (!dir.empty()) why = write_environment_file(dir, d.run, EnvironmentOrigin{as.uid, cluster, job}, d.environment, existed);
+        if (!why.empty()) log_warn("a peer's decision applied, but the run's environment not kept for later attempts", d.run, why);
     }
 
     void submit() {
@@ -272,6 +271,7 @@ struct Inbox::Arrival {
             // Another site's reservation is not one of ours.
             if (local_spec["options"].as_object().erase("reservation")) dropped.push_back("reservation (another site's)");
         }
+        if (d.has_environment) as.environment = &d.environment;
         const long long job = s.attempts_.submit_attempt(p.cluster, local_spec, d.script, d.run, d.to, d.resume, p, d.id + ":" + nonce, as, err, &dropped);
         for (const auto &x : dropped) log_warn("a peer's job option is not carried", d.run, x);
         if (!job) return refuse(err);
@@ -291,6 +291,7 @@ struct Inbox::Arrival {
         if (!dropped.empty()) ev["uncarried"] = json::value_from(dropped);
         write(known, job, res, ev, mapped, dropped);
         remember(known, job);
+        keep_environment(p.cluster, job);
         reply(ok_json(200, res));
     }
 

@@ -7,6 +7,7 @@
 // list the memory and clear a node from it (GET /v1/bad-nodes,
 // POST /v1/bad-nodes/{cluster}/{node}/clear, `shard nodes`).
 #include <boost/json.hpp>
+#include <cstdlib>
 #include <map>
 
 #include "broker/core/api_util.hpp"
@@ -77,6 +78,56 @@ void Inventory::quarantine(const std::string &cluster, const std::string &node, 
             log_json(rc == 0 ? "warn" : "error", rc == 0 ? "bad node drained" : "bad node not drained",
                      json::object{{"cluster", row.cluster}, {"node", row.node}, {"faults", recent}, {"reason", reason},
                                   {"slurm", out.substr(0, 300)}});
+        });
+    });
+}
+
+namespace {
+constexpr double kRecheckSeconds = 5;     // the broker's own observation asked of Slurm again
+constexpr double kGiveUpAfter = 60;       // past SlurmdTimeout: Slurm has had its say
+
+// SlurmdTimeout from `scontrol show config` ("SlurmdTimeout = 10 sec"); Slurm's default 300.
+double slurmd_timeout(const std::string &show_config) {
+    const auto at = show_config.find("SlurmdTimeout");
+    if (at == std::string::npos) return 300;
+    const auto eq = show_config.find('=', at);
+    if (eq == std::string::npos) return 300;
+    const long long n = std::atoll(show_config.c_str() + eq + 1);
+    return n > 0 && n < 86400 ? double(n) : 300;
+}
+}  // namespace
+
+void Inventory::seen_down(const std::string &cluster, const std::string &node, double now, const std::string &run,
+                          const std::string &cause, const std::string &slurm_state) {
+    if (node_dead_in_slurm(slurm_state)) return quarantine(cluster, node, now, run, cause);
+    if (!cfg_.clusters.count(cluster) || !is_safe_name(node, 128)) return;
+    log_json("info", "a node seen down by the broker only: held for other runs once Slurm says so",
+             json::object{{"cluster", cluster}, {"node", node}, {"run", run}, {"slurm_state", valid_utf8(slurm_state)}});
+    confirm_down(cluster, node, run, cause, now);
+}
+
+void Inventory::confirm_down(const std::string &cluster, const std::string &node, const std::string &run, const std::string &cause,
+                             double since) {
+    retry_once("node-down:" + cluster + "/" + node, kRecheckSeconds, "a node's death confirmed with Slurm", [=, this] {
+        post_guarded(slurm_thread_, "a node's death confirmed with Slurm", [=, this] {
+            const std::string &conf = cfg_.clusters.at(cluster);
+            std::string shown, config;
+            const double now = wall_now();
+            slurm_->query(conf, {"scontrol", "show", "config"}, config);
+            const double limit = slurmd_timeout(config);
+            if (slurm_->fresh(conf, {"scontrol", "-o", "show", "node", node}, shown) == 0 && scontrol_field(shown, "NodeName") == node) {
+                const std::string state = scontrol_field(shown, "State");
+                if (node_dead_in_slurm(state)) return quarantine(cluster, node, now, run, cause + "; Slurm says " + state);
+                if (state.find("NOT_RESPONDING") != std::string::npos && now - since >= limit)
+                    return quarantine(cluster, node, now, run, cause + "; Slurm says " + state + " for " +
+                                      std::to_string(int(now - since)) + " s (SlurmdTimeout " + std::to_string(int(limit)) + " s)");
+                if (state.find("NOT_RESPONDING") == std::string::npos && now - since >= limit) {
+                    log_json("info", "a node seen down by the broker only is not held: Slurm kept it up past SlurmdTimeout",
+                             json::object{{"cluster", cluster}, {"node", node}, {"run", run}, {"slurm_state", valid_utf8(state)}});
+                    return;
+                }
+            }
+            if (now - since < limit + kGiveUpAfter) confirm_down(cluster, node, run, cause, since);
         });
     });
 }

@@ -43,6 +43,14 @@ public:
     // run and cause: what it faulted, remembered (inventory/bad_nodes.cpp).
     void quarantine(const std::string &cluster, const std::string &node, double now, const std::string &run = "",
                     const std::string &cause = "");
+    // A node the detector saw down while faulting run: held for every run
+    // (quarantine) only on Slurm's own word (slurm_state DOWN or FAIL, or
+    // NOT_RESPONDING past the cluster's SlurmdTimeout). The broker's own
+    // observation (its connect to slurmd refused: a flood of connections
+    // does that to a healthy node) is asked of Slurm again every few
+    // seconds until Slurm says one or the other (inventory/bad_nodes.cpp).
+    void seen_down(const std::string &cluster, const std::string &node, double now, const std::string &run,
+                   const std::string &cause, const std::string &slurm_state);
     void load_bad_nodes(double now);
     void list_bad_nodes(const Reply &reply);
     void clear_bad_node(const std::string &cluster, const std::string &node, const Reply &reply);
@@ -57,6 +65,8 @@ public:
     std::shared_ptr<const std::map<std::string, NodeOffer>> node_offers();
 
 private:
+    void confirm_down(const std::string &cluster, const std::string &node, const std::string &run, const std::string &cause,
+                      double since);
     std::mutex quarantine_mu_;
     std::map<std::string, double> quarantine_;
     std::map<std::string, std::pair<std::string, double>> last_fault_;   // "cluster/node" -> the run and time of its last fault

@@ -39,7 +39,12 @@ std::string Receipts::write_receipt(Kind kind, const std::string &run, long long
     receipts::ChainLink prev = last_receipt_link(run);
     // A run back from a peer: its chain went on there (the newer link wins).
     if (!from.empty() && from.seq > prev.seq) prev = from;
-    receipt::Receipt r{kind, run, attempt, cfg_.broker_name, receipt::utc_time(now), prev.seq + 1, prev.digest, std::move(body),
+    // What a job or Slurm wrote as raw bytes (a cause, a job's name) is
+    // signed as valid UTF-8: a receipt that could not be signed would keep
+    // the record it attests from being written.
+    json::value text_body(std::move(body));
+    make_strings_valid_utf8(text_body);
+    receipt::Receipt r{kind, run, attempt, cfg_.broker_name, receipt::utc_time(now), prev.seq + 1, prev.digest, std::move(text_body.as_object()),
                        std::move(subjects)};
     dsse::Envelope env;
     std::string err;

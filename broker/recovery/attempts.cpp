@@ -56,9 +56,20 @@ std::optional<Store::JobSpecRow> Attempts::capture_spec_now(const std::string &r
     if (slurm_->fresh(conf, {std::begin(kSqueueJson), std::end(kSqueueJson)}, out) != 0) return std::nullopt;
     SlurmJob j;
     json::object record;
-    if (const JobRead read = find_job_noted(*slurm_, conf, out, job, j, &record); !read.found()) {
+    const JobRead read = find_job_noted(*slurm_, conf, out, job, j, &record);
+    if (!read.found()) {
         log_warn("job spec not captured", run, cluster + "/" + std::to_string(job) + ": " + read.why);
         return std::nullopt;
+    }
+    // A path Slurm gave as raw bytes (not UTF-8) is not carried: its
+    // readable form is not the job's real path. The next attempt runs and
+    // writes where sbatch's defaults put it, and says so.
+    std::vector<std::string> not_utf8_paths;
+    for (const auto &f : read.not_utf8) {
+        std::string *path = f == "current_working_directory" ? &j.workdir : f == "standard_output" ? &j.stdout_pattern
+                          : f == "standard_error" ? &j.stderr_pattern : nullptr;
+        if (path) path->clear();
+        if (path || f == "standard_input") record.erase(f), not_utf8_paths.push_back(f + " (not UTF-8)");
     }
     // The job's owner, as Slurm numbers it, must be the run's.
     long long owner = -1;
@@ -99,6 +110,7 @@ std::optional<Store::JobSpecRow> Attempts::capture_spec_now(const std::string &r
     json::object options;
     std::vector<std::string> uncarried;
     read_job_options(record, options, uncarried);
+    uncarried.insert(uncarried.end(), not_utf8_paths.begin(), not_utf8_paths.end());
     if (std::string e = error_for_next_attempt(j); !e.empty()) options["error"] = e;
     spec["options"] = std::move(options);
     if (!uncarried.empty()) spec["uncarried"] = json::value_from(uncarried);
@@ -140,6 +152,28 @@ Attempts::Submitted Attempts::find_submitted(const std::string &decision, long l
         if (job > 0) return Submitted{name, job, {}};
     }
     return out;
+}
+
+std::optional<std::string> Attempts::kept_environment_for(const std::string &run, const SubmitAs &as, std::string &why,
+                                                          std::vector<std::string> *not_carried) {
+    why.clear();
+    if (as.environment) {
+        std::string text;
+        for (const auto &e : *as.environment) text += e, text += '\0';
+        return text;
+    }
+    const std::string dir = private_dir(cfg_.database, why);
+    auto kept = dir.empty() ? std::nullopt : read_environment_file(dir, run, why);
+    if (!kept) return std::nullopt;
+    // Another owner's, or no job's of this run (a refused decision's, a
+    // squatted run id's): never replayed, and gone.
+    if (std::string whose = environment_is_runs(core_, run, as.uid, kept->origin); !whose.empty()) {
+        log_warn("a kept environment is not this run's", run, whose);
+        if (not_carried) not_carried->push_back("the kept environment (" + whose + ")");
+        forget_environment_file(dir, run);
+        return std::nullopt;
+    }
+    return std::move(kept->text);
 }
 
 long long Attempts::submit_attempt(const std::string &cluster, const json::object &spec, const std::string &script,
@@ -221,8 +255,8 @@ long long Attempts::submit_attempt(const std::string &cluster, const json::objec
     RunAs run_as{as.uid, as.gid, script, std::nullopt};
     {
         std::string why;
-        const std::string dir = private_dir(cfg_.database, why);
-        if (auto env = dir.empty() ? std::nullopt : read_environment_file(dir, run, why)) {
+        std::optional<std::string> env = kept_environment_for(run, as, why, not_carried);
+        if (env) {
             // With --export-file, Slurm 22.05 hands the SPANK options to the
             // batch step under another name, which the plugin there does not
             // read: they go in again as their SHARDNET_* fallbacks (after
@@ -252,14 +286,14 @@ long long Attempts::submit_attempt(const std::string &cluster, const json::objec
     const int rc = slurm_->change_as(conf, argv, run_as, out);
     if (rc != 0) {
         while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-        err = "sbatch on " + cluster + " (as uid " + std::to_string(as.uid) + ") failed: " + out.substr(0, 300);
+        err = "sbatch on " + cluster + " (as uid " + std::to_string(as.uid) + ") failed: " + valid_utf8(out.substr(0, 300));
         return 0;
     }
     // --parsable: "JOBID[;CLUSTER]" on a line of its own (warnings may come first).
     std::optional<long long> job;
     std::istringstream lines(out);
     for (std::string line; !job && std::getline(lines, line);) job = parse_int(line.substr(0, line.find(';')), 1, 4294967295LL);
-    if (!job) { err = "sbatch on " + cluster + " answered no job id: " + out.substr(0, 100); return 0; }
+    if (!job) { err = "sbatch on " + cluster + " answered no job id: " + valid_utf8(out.substr(0, 100)); return 0; }
     return *job;
 }
 

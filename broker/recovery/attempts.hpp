@@ -54,7 +54,14 @@ public:
                                                       std::string *batch_host = nullptr, const JobSays &says = {});
     // sbatch of an attempt on a local cluster as the job's user; the new job
     // id, or 0 with err.
-    struct SubmitAs { long long uid = -1, gid = -1; };
+    // environment: the job's environment given with the call (a peer's
+    // decision: kept on disk only once the job and the run exist here);
+    // without it, the run's kept one, replayed only when it was written
+    // for this owner and one of the run's jobs (job_environment.hpp).
+    struct SubmitAs {
+        long long uid = -1, gid = -1;
+        const std::vector<std::string> *environment = nullptr;
+    };
     long long submit_attempt(const std::string &cluster, const boost::json::object &spec, const std::string &script,
                              const std::string &run, long long to, const std::string &resume,
                              const Placement &where, const std::string &decision, const SubmitAs &as,
@@ -81,6 +88,11 @@ public:
                         const receipts::ChainLink &from = {});
 
 private:
+    // The environment attempt N is submitted with (NUL-terminated entries),
+    // or nullopt: none given or kept for this owner and run (why: when one
+    // could not be read).
+    std::optional<std::string> kept_environment_for(const std::string &run, const SubmitAs &as, std::string &why,
+                                                    std::vector<std::string> *not_carried);
     Receipts &receipts_;
     Resumed resumed_;
     SpecsSeen specs_seen_;   // attempts whose job spec is kept (recovery/specs_seen.hpp)

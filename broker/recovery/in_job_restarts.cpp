@@ -322,7 +322,9 @@ void Restarts::spare_lost(const Fault &fault, const std::string &node, const std
     workers_.retire(fault.run, fault.node);
     ev["spare"] = true;
     const double now = wall_now();
-    inventory_.quarantine(fault.state.cluster, node, now, fault.run, "spare node down: " + why);
+    const std::string slurm_state = ev.contains("slurm_node_state") && ev.at("slurm_node_state").is_string()
+                                        ? std::string(ev.at("slurm_node_state").as_string()) : "";
+    inventory_.seen_down(fault.state.cluster, node, now, fault.run, "spare node down: " + why, slurm_state);
     write_event(fault.run, "SPARE_LOST", "spare node " + node + " of job " + std::to_string(fault.state.job) + " down (" + why +
                 "); no rank ran there: training goes on, one spare fewer", json::serialize(ev), now);
 }

@@ -4,12 +4,16 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <cstdio>
 #include <filesystem>
+#include <algorithm>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "broker/slurm/job_options.hpp"
+#include "broker/core/core.hpp"
+#include "broker/store/store.hpp"
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 
@@ -83,24 +87,58 @@ std::string private_dir(const std::string &database, std::string &err) {
     return dir;
 }
 
-std::string write_environment_file(const std::string &dir, const std::string &run, const std::vector<std::string> &env, bool &existed) {
+namespace {
+
+constexpr std::string_view kOriginTag = "#origin ";
+
+std::string origin_record(const EnvironmentOrigin &o) {
+    return std::string(kOriginTag) + "uid=" + std::to_string(o.uid) + " cluster=" + o.cluster + " job=" + std::to_string(o.job);
+}
+
+// "#origin uid=U cluster=C job=J" (no entry can start with '#': a name
+// starts with a letter or '_'); false when it is not one.
+bool read_origin(std::string_view rec, EnvironmentOrigin &o) {
+    if (!rec.starts_with(kOriginTag)) return false;
+    rec.remove_prefix(kOriginTag.size());
+    std::string uid, cluster, job;
+    for (std::string *field : {&uid, &cluster, &job}) {
+        const auto eq = rec.find('='), sp = rec.find(' ');
+        if (eq == std::string_view::npos || (sp != std::string_view::npos && sp < eq)) return false;
+        *field = std::string(rec.substr(eq + 1, sp == std::string_view::npos ? std::string_view::npos : sp - eq - 1));
+        rec = sp == std::string_view::npos ? std::string_view{} : rec.substr(sp + 1);
+    }
+    const auto u = parse_int(uid, 0, 4294967294LL), j = parse_int(job, 1, 0x7fffffffffffLL);
+    if (!u || !j || !is_safe_name(cluster, 128)) return false;
+    o = EnvironmentOrigin{*u, cluster, *j};
+    return true;
+}
+
+std::string origin_words(const EnvironmentOrigin &o) {
+    if (o.uid < 0) return "no recorded owner (an earlier version's file)";
+    return "uid " + std::to_string(o.uid) + ", job " + o.cluster + "/" + std::to_string(o.job);
+}
+
+}  // namespace
+
+std::string write_environment_file(const std::string &dir, const std::string &run, const EnvironmentOrigin &origin,
+                                   const std::vector<std::string> &env, bool &existed) {
     existed = false;
     if (!is_safe_name(run)) return "not a run id";
+    if (origin.uid < 0 || origin.job <= 0 || !is_safe_name(origin.cluster, 128)) return "no owner and job to keep it for";
     const std::string path = dir + "/" + run + ".environment", tmp = path + ".tmp";
-    if (access(path.c_str(), F_OK) == 0) { existed = true; return ""; }
-    std::string text;
+    std::string ignored;
+    if (auto kept = read_environment_file(dir, run, ignored); kept && kept->origin == origin) { existed = true; return ""; }
+    std::string text = origin_record(origin) + '\0';
     for (const auto &e : env) text += e, text += '\0';
     unlink(tmp.c_str());
     const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return "cannot write " + tmp + ": " + std::strerror(errno);
     const bool ok = write(fd, text.data(), text.size()) == ssize_t(text.size()) && fsync(fd) == 0;
     close(fd);
-    // link(): the first attempt's environment stands, even against a racing second.
-    if (!ok || (link(tmp.c_str(), path.c_str()) != 0 && errno != EEXIST)) {
+    if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
         unlink(tmp.c_str());
         return "cannot write " + path + ": " + std::strerror(errno);
     }
-    unlink(tmp.c_str());
     return "";
 }
 
@@ -108,12 +146,60 @@ void forget_environment_file(const std::string &dir, const std::string &run) {
     if (is_safe_name(run)) unlink((dir + "/" + run + ".environment").c_str());
 }
 
-std::optional<std::string> read_environment_file(const std::string &dir, const std::string &run, std::string &err) {
+std::optional<KeptEnvironment> read_environment_file(const std::string &dir, const std::string &run, std::string &err) {
+    err.clear();
+    if (!is_safe_name(run)) return std::nullopt;
     const std::string path = dir + "/" + run + ".environment";
     if (access(path.c_str(), F_OK) != 0) return std::nullopt;
-    std::string text;
-    if (err = read_small_file(path, kEnvMaxBytes + kEnvMaxEntries, text); !err.empty()) return std::nullopt;
-    return text;
+    KeptEnvironment kept;
+    if (err = read_small_file(path, kEnvMaxBytes + kEnvMaxEntries + 256, kept.text); !err.empty()) return std::nullopt;
+    const auto first = kept.text.find('\0');
+    if (first != std::string::npos && read_origin(std::string_view(kept.text).substr(0, first), kept.origin))
+        kept.text.erase(0, first + 1);
+    return kept;
+}
+
+std::string environment_belongs(const EnvironmentOrigin &origin, long long uid,
+                                const std::vector<std::pair<std::string, long long>> &run_jobs) {
+    const bool job_of_run = std::find(run_jobs.begin(), run_jobs.end(), std::pair{origin.cluster, origin.job}) != run_jobs.end();
+    if (origin.uid >= 0 && origin.uid == uid && job_of_run) return "";
+    return "the kept environment was written for " + origin_words(origin) + ", not for this run's owner (uid " + std::to_string(uid) +
+           ") and one of its jobs: not replayed";
+}
+
+std::optional<EnvironmentOrigin> spec_origin(Store &store, const std::string &run, long long attempt) {
+    const auto row = store.attempts().get_job_spec(run, attempt);
+    if (!row || row->job <= 0) return std::nullopt;
+    boost::json::error_code ec;
+    const boost::json::value v = boost::json::parse(row->spec, ec);
+    const boost::json::value *uid = !ec && v.is_object() ? v.as_object().if_contains("uid") : nullptr;
+    if (!uid || !uid->is_int64() || uid->as_int64() < 0) return std::nullopt;
+    return EnvironmentOrigin{uid->as_int64(), row->cluster, row->job};
+}
+
+std::string environment_is_runs(Core &core, const std::string &run, long long uid, const EnvironmentOrigin &origin) {
+    std::vector<std::pair<std::string, long long>> jobs;
+    {
+        auto runs = core.runs_.read();
+        if (auto it = runs.find(run); it != runs.end())
+            for (const auto &[attempt, j] : it->second.jobs) jobs.emplace_back(j.cluster, j.job);
+    }
+    // Attempt 1's job as Slurm gave it (a run whose jobs report with an
+    // admin token records none in memory).
+    if (auto first = core.store_wait([&] { return spec_origin(*core.store_, run, 1); }); first && first->uid == uid)
+        jobs.emplace_back(first->cluster, first->job);
+    return environment_belongs(origin, uid, jobs);
+}
+
+std::vector<std::string> kept_environment_runs(const std::string &dir) {
+    std::vector<std::string> runs;
+    std::error_code ec;
+    for (const auto &e : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string name = e.path().filename().string();
+        constexpr std::string_view ext = ".environment";
+        if (name.size() > ext.size() && name.ends_with(ext)) runs.push_back(name.substr(0, name.size() - ext.size()));
+    }
+    return runs;
 }
 
 }  // namespace shardnet::broker

@@ -54,6 +54,7 @@ JobRead find_slurm_job(const std::string &text, long long id, SlurmJob &out, jso
         auto &o = jv.as_object();
         long long jid = 0;
         if (!whole(o.if_contains("job_id"), jid) || jid != id) continue;
+        std::vector<std::string> not_utf8 = valid_utf8_record(o);
         if (std::string err = answer.record(o); !err.empty()) return {JobLookup::unreadable, err};
         JobFields r{o, {}};
         SlurmJob j;
@@ -71,7 +72,7 @@ JobRead find_slurm_job(const std::string &text, long long id, SlurmJob &out, jso
         j.submit_time = double(submit);
         out = std::move(j);
         if (record) *record = o;
-        return {JobLookup::found, ""};
+        return {JobLookup::found, "", std::move(not_utf8)};
     }
     return {JobLookup::absent, "job " + std::to_string(id) + " is not known to slurmctld"};
 }

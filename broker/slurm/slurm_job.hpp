@@ -5,6 +5,7 @@
 #pragma once
 #include <boost/json/object.hpp>
 #include <string>
+#include <vector>
 
 namespace shardnet::broker {
 
@@ -31,6 +32,12 @@ enum class JobLookup { found, absent, unreadable };
 struct JobRead {
     JobLookup lookup = JobLookup::unreadable;
     std::string why;   // when not found: why not, naming what
+    // Fields of the job's record that were not UTF-8 (raw bytes the job
+    // was given), now with U+FFFD in their place: a path among them is not
+    // the job's real one.
+    std::vector<std::string> not_utf8;
+    JobRead() = default;
+    JobRead(JobLookup l, std::string w, std::vector<std::string> n = {}) : lookup(l), why(std::move(w)), not_utf8(std::move(n)) {}
     bool found() const { return lookup == JobLookup::found; }
 };
 

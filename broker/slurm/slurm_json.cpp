@@ -3,6 +3,8 @@
 #include <boost/json.hpp>
 #include <string_view>
 
+#include "common/json_fields.hpp"
+
 namespace shardnet::broker {
 
 namespace json = boost::json;
@@ -111,8 +113,14 @@ std::string job_record_as_v0038(json::object &job) {
 }
 
 std::string read_squeue_json(const std::string &text, SlurmJobs &out) {
+    // Slurm writes a job's strings (its name, comment, paths, --export
+    // values) as the bytes it was given, so one job of any user can make
+    // the answer invalid UTF-8: read as bytes here, made valid per record
+    // (valid_utf8_record), never refused whole.
     json::error_code ec;
-    json::value v = json::parse(text, ec);
+    json::parse_options bytes;
+    bytes.allow_invalid_utf8 = true;
+    json::value v = json::parse(text, ec, {}, bytes);
     if (ec || !v.is_object()) return "squeue --json did not answer a JSON object";
     auto &doc = v.as_object();
     const std::string parser = parser_of(doc);
@@ -126,6 +134,13 @@ std::string read_squeue_json(const std::string &text, SlurmJobs &out) {
     out.jobs = std::move(jobs->as_array());
     out.numbers_as_objects = shape == Shape::numbers_as_objects;
     return "";
+}
+
+std::vector<std::string> valid_utf8_record(json::object &job) {
+    std::vector<std::string> changed;
+    for (auto &kv : job)
+        if (make_strings_valid_utf8(kv.value())) changed.push_back(valid_utf8(kv.key()));
+    return changed;
 }
 
 std::string SlurmJobs::record(json::object &job) const {

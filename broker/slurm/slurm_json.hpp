@@ -9,6 +9,7 @@
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <string>
+#include <vector>
 
 namespace shardnet::broker {
 
@@ -33,6 +34,11 @@ std::string read_squeue_json(const std::string &text, SlurmJobs &out);
 // state and flags as the one word Slurm's own job_state_string() prints,
 // shared's list as its one word. "" or why it cannot be.
 std::string job_record_as_v0038(boost::json::object &job);
+
+// Every string of a job record made valid UTF-8 (make_valid_utf8), so that
+// nothing Slurm printed as raw bytes leaves the broker as such; the names
+// of the record's fields that changed.
+std::vector<std::string> valid_utf8_record(boost::json::object &job);
 
 // The word Slurm prints for a job state given as its list of base state and
 // flags (["RUNNING", "COMPLETING"] -> "COMPLETING"); "" when none is known.

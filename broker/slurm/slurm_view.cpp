@@ -189,6 +189,10 @@ bool node_state_bad(const std::string &s) {
     return false;
 }
 
+bool node_dead_in_slurm(const std::string &s) {
+    return s.find("DOWN") != std::string::npos || s.find("FAIL") != std::string::npos;
+}
+
 bool job_state_running(const std::string &s) {
     return s == "RUNNING" || s == "COMPLETING" || s == "SUSPENDED" || s == "CONFIGURING" || s == "STOPPED";
 }

@@ -61,6 +61,9 @@ std::string scontrol_field(const std::string &line, const std::string &key);
 
 // True when Slurm's node state says the node is not usable.
 bool node_state_bad(const std::string &state);
+// True when it is Slurm's own verdict that the node died: DOWN or FAIL (a
+// NODE_FAIL job's nodes are DOWN). NOT_RESPONDING alone is a suspicion.
+bool node_dead_in_slurm(const std::string &state);
 bool job_state_running(const std::string &state);
 // Slurm requeued the job itself (an admin's scontrol requeue, a preemption
 // in REQUEUE mode, a node failure under JobRequeue=1): PENDING, REQUEUED,

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "common/parse_util.hpp"
+
 namespace shardnet::broker {
 
 void log_json(const char *level, const char *msg, boost::json::object fields) noexcept {
@@ -12,7 +14,10 @@ void log_json(const char *level, const char *msg, boost::json::object fields) no
         fields["t"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
         fields["level"] = level;
         fields["msg"] = msg;
-        const std::string line = boost::json::serialize(fields) + "\n";
+        // Valid UTF-8 whatever a job, Slurm or a peer wrote into a field
+        // (the JSON's own structure is ASCII: only strings change).
+        std::string line = boost::json::serialize(fields) + "\n";
+        make_valid_utf8(line);
         std::fwrite(line.data(), 1, line.size(), stderr);   // one write: lines from threads do not mix
     } catch (...) {
         std::fprintf(stderr, "{\"level\":\"%s\",\"msg\":\"(a log line could not be built)\"}\n", level);

@@ -112,7 +112,7 @@ TEST_CASE("a broker restarted while a run is RECOVERING still ends the wait with
     CHECK(f.state("r1") == "RECOVERING");
     REQUIRE(f.beat("r1", 2, "n3", "batch", "c1", 100) == 204);
     REQUIRE(f.beat("r1", 2, "n3", "0", "c1", 100) == 204);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ServiceFixture::settle();
     CHECK(f.state("r1") == "RECOVERING");   // still every node of attempt 2, not one
     REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
@@ -123,7 +123,7 @@ TEST_CASE("a broker restarted while a run is RECOVERING still ends the wait with
     f.svc.reset();
     f.start();
     REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ServiceFixture::settle();
     const std::string after = f.events("r1");
     CHECK(after.find("RECOVERED") == after.rfind("RECOVERED"));
 }
@@ -142,7 +142,7 @@ TEST_CASE("a restarted broker keeps a run's requeue policy: off stays off") {
     kill_node(f, "n1");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ServiceFixture::settle();
     CHECK(f.state("r1") == "DEGRADED");
     for (const auto &c : f.slurm->changes()) CHECK(c.argv[0] != "sbatch");
     CHECK(f.events("r1").find("PLACEMENT") == std::string::npos);
@@ -162,7 +162,7 @@ TEST_CASE("a worker that dies while its broker is down is still a FAULT after th
     put_job(f, "n1,n2", {{"n1", "ALLOCATED"}, {"n2", "ALLOCATED"}, {"n3", "IDLE"}, {"n4", "IDLE"}});
     kill_node(f, "n2");
     f.tick_ahead(1);   // within the deadline counted from the restart: nothing yet
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ServiceFixture::settle();
     CHECK(f.events("r1").find("FAULT") == std::string::npos);
     REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
     REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
@@ -185,9 +185,10 @@ TEST_CASE("restored workers that report on: no FAULT after a restart; ended ones
         REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
         REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
         f.svc->tick(wall_now() + 2.5 * i);
+        ServiceFixture::settle();
     }
     f.svc->tick(wall_now() + 2.5);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ServiceFixture::settle();
     CHECK(f.state("r1") == "RUNNING");
     CHECK(f.events("r1").find("FAULT") == std::string::npos);
     const std::string run = f.call("GET", "/v1/runs/r1").body;
@@ -201,7 +202,7 @@ TEST_CASE("a silent worker on a healthy node is suspected, not a FAULT, until a 
     running_job(f);
     f.tick_ahead(10);   // every worker silent, but Slurm and every slurmd say fine
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "-o") >= 2; }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ServiceFixture::settle();
     CHECK(f.state("r1") == "RUNNING");
     CHECK(f.slurm->changes().empty());
     CHECK(f.events("r1").find("FAULT") == std::string::npos);
@@ -215,7 +216,7 @@ TEST_CASE("requeue=off: a FAULT and no new job") {
     kill_node(f, "n1");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ServiceFixture::settle();
     CHECK(f.slurm->count("sbatch") == 0);
 }
 
@@ -240,7 +241,7 @@ TEST_CASE("no room anywhere and no peers: PLACEMENT says why, the run stays DEGR
     CHECK(f.slurm->count("scancel") == 0);   // the old job is only ended once its successor has a place
     // Tried again, silently, while nothing changes.
     f.tick_ahead(31);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ServiceFixture::settle();
     CHECK(f.slurm->count("sbatch") == 0);
     const std::string seen = f.events("r1");
     size_t placements = 0;
@@ -341,7 +342,7 @@ TEST_CASE("a store failure while the FAULT is written: retried until written, th
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "-o") >= 1; }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ServiceFixture::settle();
     CHECK(f.state("r1") == "RUNNING");   // memory follows the database: nothing was written
     exec_sql(f.cfg.database, "DROP TRIGGER no_faults;");
     REQUIRE(ServiceFixture::until([&] {
@@ -369,7 +370,7 @@ TEST_CASE("a broker stopped between sbatch and 'applied': the decision is taken 
             if (a.rfind("--comment=", 0) == 0) comment = a.substr(10);
     INFO(comment);
     REQUIRE(comment.rfind("shardnet-decision:alpha:r1/attempt-2:", 0) == 0);   // the decision's id and its nonce
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ServiceFixture::settle();
     CHECK(f.state("r1") == "DEGRADED");
     f.svc->summarise();
     f.svc->drain();
@@ -413,7 +414,7 @@ TEST_CASE("a decision taken up again while Slurm cannot be read: not submitted a
     for (const auto &c : f.slurm->changes())
         for (const auto &a : c.argv)
             if (a.rfind("--comment=", 0) == 0) comment = a.substr(10);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ServiceFixture::settle();
     f.svc->summarise();
     f.svc->drain();
     f.svc.reset();
@@ -432,7 +433,7 @@ TEST_CASE("a decision taken up again while Slurm cannot be read: not submitted a
     });
     REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("waits: whether its job was submitted") != std::string::npos; }));
     f.tick_ahead(10);   // asked again: still unreadable
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ServiceFixture::settle();
     CHECK(f.slurm->count("sbatch") == 0);   // never submitted twice on a guess
     CHECK(f.state("r1") != "RECOVERING");
     std::string ev = f.events("r1");
@@ -620,7 +621,7 @@ TEST_CASE("a survivor's failed rank is looked into at once: its peer's dead node
     running_job(g);
     REQUIRE(g.call("POST", "/v1/heartbeats", body).status == 204);
     REQUIRE(ServiceFixture::until([&] { return g.slurm->count("scontrol", "-o") >= 1; }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ServiceFixture::settle();
     CHECK(g.state("r1") == "RUNNING");
 }
 
@@ -658,13 +659,13 @@ TEST_CASE("--shardnet-fatal-exit: a rank's listed code ends the run FAILED at on
     running_job(f);
     // n1 is dead too: a judgment would find it and make this a FAULT.
     kill_node(f, "n1");
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ServiceFixture::settle();
     const int asked = f.slurm->count("scontrol", "-o") + f.slurm->count("squeue");
     const std::string rank1 = R"([{"rank":1,"exit":{"code":3,"signal":null,"time":1000.2}}])";
     // The agent's urgent report, while the step still runs; it repeats it in the next ones.
     for (int i = 0; i < 3; ++i) REQUIRE(ended(f, "n2", "0", rank1, R"(,"fatal_exit":[3,7])", "running") == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ServiceFixture::settle();
     std::string ev = f.events("r1");
     INFO(ev);
     CHECK(ev.find("FAILED: rank 1 on n2 exited 3, which --shardnet-fatal-exit says is not to be retried\n") != std::string::npos);
@@ -698,7 +699,7 @@ TEST_CASE("--shardnet-fatal-exit: a rank's listed code ends the run FAILED at on
     running_job(g);
     REQUIRE(ended(g, "n2", "0", R"([{"rank":1,"exit":{"code":1,"signal":null,"time":1000.2}}])", R"(,"fatal_exit":[3])", "running") == 204);
     REQUIRE(ServiceFixture::until([&] { return g.slurm->count("scontrol", "-o") >= 1; }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ServiceFixture::settle();
     CHECK(g.state("r1") == "RUNNING");
 }
 
@@ -900,7 +901,7 @@ TEST_CASE("a program's error while a worker on a live node is silent: judged FAI
     REQUIRE(ended(f, "n1", "0", R"([{"rank":0,"exit":{"code":1,"signal":null,"time":1000.5}}])") == 204);
     REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":1,"signal":null}}])") == 204);
     for (int i = 0; i < 100 && f.state("r1") == "RUNNING"; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        ServiceFixture::settle();
         f.tick_ahead(10);   // n2's deadline long past: the judgment, not the detector, decides
     }
     INFO(f.events("r1"));
@@ -1247,7 +1248,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         kill_node(f, "n2");
         f.tick_ahead(10);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        ServiceFixture::settle();
         CHECK(submitted(f) == 0);   // no requeue, no scancel: the supervisor's turn
         // The dead node must be the FAULT's.
         CHECK(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n1"],"took":["n3"],"nodes":["n2","n3"]})") == 409);
@@ -1281,10 +1282,11 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
             return ev.find("worker n2/0") != std::string::npos && ev.find("worker n3/0") != std::string::npos;
         }));
         REQUIRE(f.state("r1") == "DEGRADED");
-        std::this_thread::sleep_for(std::chrono::milliseconds(400));   // the relaunch takes a while: since_fault counts it
+        ServiceFixture::settle();
+        std::this_thread::sleep_for(std::chrono::milliseconds(400));   // real time passes: since_fault counts it
         // The supervisor saw n2's death first and relaunched without it (n3 still in).
         REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n4"],"nodes":["n1","n3","n4"],"spares":1,"ended_step":"0"})") == 200);
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        ServiceFixture::settle();
         CHECK(f.state("r1") == "DEGRADED");   // n3's death waits for its relaunch
         CHECK(submitted(f) == 0);
         // Then n3's: taken (its FAULT held now), RUNNING again, no requeue.
@@ -1333,7 +1335,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         const std::string first = n2_first ? "n2" : "n3", second = n2_first ? "n3" : "n2";
         REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":[")" + first + R"("],"took":["n4"],"nodes":["n1",")" + second +
                               R"(","n4"],"spares":1})") == 200);
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        ServiceFixture::settle();
         REQUIRE(f.state("r1") == "DEGRADED");
         // The broker stops and starts again.
         f.svc->summarise();   // the workers' rows, as every summary_seconds
@@ -1368,7 +1370,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         }));
         REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2","n3"],"took":["n4","n5"],"nodes":["n1","n4","n5"],"spares":0})") == 200);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        ServiceFixture::settle();
         CHECK(submitted(f) == 0);
     }
     SUBCASE("relaunched, then the program's own error: FAILED naming the relaunched step's rank, not the old step's") {
@@ -1458,7 +1460,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
                 fs.dead_slurmd.insert("n2");
             });
             CHECK(f.state("r1") == "DEGRADED");
-            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            ServiceFixture::settle();
             CHECK(submitted(f) == 0);   // not requeued at start: the supervisor's turn again
             if (relaunched) {
                 REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"]})") == 200);
@@ -1478,7 +1480,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
         REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
         REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));   // the allocation's hosts watched
+        ServiceFixture::settle();   // the allocation's hosts watched
         REQUIRE(report(f, supervising) == 200);   // the step runs on n1 and n2: n3 is the spare
         kill_node(f, "n3");
         for (int i = 0; i < 3; ++i) {
@@ -1488,7 +1490,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
             REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
         }
         REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("SPARE_LOST") != std::string::npos; }));
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        ServiceFixture::settle();
         const std::string ev = f.events("r1");
         INFO(ev);
         CHECK(ev.find("SPARE_LOST: spare node n3 of job 7 down") != std::string::npos);

@@ -239,7 +239,6 @@ TEST_CASE("the broker writes a STRAGGLER event naming the slow node of a running
     // (Two deadlines pass: a silent worker whose slurmd answers is a FAULT at the second.)
     for (double ahead : {30.0, 60.0, 90.0}) {
         f.tick_ahead(ahead);
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
     }
     const std::string late = f.events("r1");
     INFO(late);

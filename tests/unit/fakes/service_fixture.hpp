@@ -111,8 +111,17 @@ struct ServiceFixture {
         }
         return pred();
     }
-    // Runs the detector as if `ahead` seconds had passed.
-    void tick_ahead(double ahead) { svc->tick(wall_now() + ahead); }
+    // Everything the broker was asked so far is done: its Slurm, store and
+    // query threads have nothing under way (Core::settle). Tests wait on
+    // this, never on a sleep: a busy machine only makes it longer.
+    static void settle() { REQUIRE(Core::settle(30)); }
+    // Runs the detector as if `ahead` seconds had passed, and waits for
+    // what that started (a suspect's confirmation with Slurm, a FAULT, a
+    // requeue) to be done, so that the test's next report comes after it.
+    void tick_ahead(double ahead) {
+        svc->tick(wall_now() + ahead);
+        settle();
+    }
 };
 
 }  // namespace shardnet::broker::testing
