@@ -66,7 +66,7 @@ public:
 
 private:
     void confirm_down(const std::string &cluster, const std::string &node, const std::string &run, const std::string &cause,
-                      double since);
+                      int asked);
     std::mutex quarantine_mu_;
     std::map<std::string, double> quarantine_;
     std::map<std::string, std::pair<std::string, double>> last_fault_;   // "cluster/node" -> the run and time of its last fault

@@ -175,7 +175,7 @@ std::string scontrol_field(const std::string &line, const std::string &key) {
     std::size_t pos = 0;
     while ((pos = line.find(k, pos)) != std::string::npos) {
         if (pos == 0 || line[pos - 1] == ' ') {
-            auto end = line.find(' ', pos);
+            auto end = line.find_first_of(" \t\r\n", pos);
             return line.substr(pos + k.size(), end == std::string::npos ? std::string::npos : end - pos - k.size());
         }
         pos += k.size();

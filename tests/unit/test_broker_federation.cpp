@@ -9,9 +9,12 @@
 #include <functional>
 #include <iterator>
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include "common/digest.hpp"
 #include "common/file_list.hpp"
+#include "broker/recovery/job_environment.hpp"
+#include "broker/trust/refusals.hpp"
 #include "tests/unit/fakes/service_fixture.hpp"
 
 using namespace shardnet::broker;
@@ -410,6 +413,42 @@ TEST_CASE("a decision's environment: sent from the root-only copy, checked and f
     REQUIRE(changes[0].as.fd3);
     CHECK(changes[0].as.fd3->find(std::string("MYVAR=kept-42") + '\0') == 0);
     CHECK(changes[0].as.fd3->find("SECRET_TOKEN") == std::string::npos);
+}
+
+TEST_CASE("a refused decision keeps nothing: its environment never waits on disk for the run id's next owner") {
+    // Issue 43: the environment was kept before sbatch, and a refusal left
+    // it under the run id, replayed later into another user's job.
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf] = {{"n1", "IDLE"}};
+        f.slurm->sbatch_error = "sbatch: error: Invalid license specification";
+    }
+    json::object d = json::parse(decision_body("beta:llama-run/attempt-2", "llama-run", 2, "daemon")).as_object();
+    d["environment"] = json::array{"PATH=/home/attacker/bin:/usr/bin", "BASH_ENV=/home/attacker/evil.sh"};
+    auto r = f.call("POST", "/v1/decisions", json::serialize(d), "peer-t");
+    INFO(r.body);
+    CHECK(r.status == 409);
+    CHECK(contains(r.body, "Invalid license specification"));
+    std::string why;
+    const std::string dir = private_dir(f.cfg.database, why);
+    CHECK(access((dir + "/llama-run.environment").c_str(), F_OK) != 0);
+    // Applied: kept after the job, for the decision's user and that job.
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->sbatch_error.clear();
+    }
+    d["id"] = "beta:r6/attempt-2";
+    d["run"] = "r6";
+    r = f.call("POST", "/v1/decisions", json::serialize(d), "peer-t");
+    REQUIRE(r.status == 200);
+    const long long job = json::parse(r.body).at("job").as_int64();
+    const auto kept = read_environment_file(dir, "r6", why);
+    REQUIRE(kept);
+    CHECK(kept->origin.cluster == "c1");
+    CHECK(kept->origin.job == job);
+    CHECK(kept->origin.uid == detail::user_uid("daemon"));
 }
 
 TEST_CASE("a peer's options speak the site's names: this broker's cluster takes them in its own, or is no place for them") {

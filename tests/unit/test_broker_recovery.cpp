@@ -9,7 +9,9 @@
 #include <doctest/doctest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "broker/recovery/job_environment.hpp"
 #include "tests/unit/fakes/service_fixture.hpp"
 
 using namespace shardnet::broker;
@@ -1635,4 +1637,129 @@ TEST_CASE("GET /v1/capacity?containers=1&image_layout=: a cluster that cannot re
         CHECK(b.status == 400);
         CHECK(b.body.find("image_layout") != std::string::npos);
     }
+}
+
+TEST_CASE("a node only the broker saw down (its slurmd refused a connect: a flood does that) is no bad node until Slurm says so") {
+    // Issue 43: one failed connect to slurmd held a healthy node out of every
+    // user's placement for 600 s (and toward a drain).
+    ServiceFixture f({{"c1", kConf}});
+    f.cfg.drain_bad_nodes = true;
+    f.cfg.drain_faults = 1;
+    f.start();
+    running_job(f);
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->dead_slurmd.insert("n2");   // Slurm still says ALLOCATED
+    }
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("FAULT") != std::string::npos; }));
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    // The run recovers at once, and its FAULT says whose word it was.
+    CHECK(ev.find("node n2 slurmd unreachable (seen by the broker; Slurm says ALLOCATED)") != std::string::npos);
+    auto held = [&] {
+        f.svc->drain();
+        const auto list = boost::json::parse(f.call("GET", "/v1/bad-nodes").body).as_object();
+        for (const auto &n : list.at("nodes").as_array())
+            if (n.at("node").as_string() == "n2" && n.at("held").as_bool()) return true;
+        return false;
+    };
+    CHECK_FALSE(held());
+    // Slurm keeps it up: asked again every few seconds, never held, never drained.
+    for (double ahead : {6.0, 12.0, 18.0}) f.tick_ahead(ahead);
+    CHECK_FALSE(held());
+    CHECK(f.slurm->count("scontrol", "update") == 0);
+    // Slurm's own word (DOWN): held now, for every run.
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf]["n2"] = "DOWN*";
+    }
+    f.tick_ahead(24);
+    CHECK(held());
+}
+
+TEST_CASE("a node Slurm calls NOT_RESPONDING is held only once that lasts past SlurmdTimeout") {
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    running_job(f);
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->dead_slurmd.insert("n2");
+        f.slurm->nodes[kConf]["n2"] = "MIXED+NOT_RESPONDING";
+    }
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("FAULT") != std::string::npos; }));
+    auto held = [&] {
+        f.svc->drain();
+        const auto list = boost::json::parse(f.call("GET", "/v1/bad-nodes").body).as_object();
+        for (const auto &n : list.at("nodes").as_array())
+            if (n.at("node").as_string() == "n2" && n.at("held").as_bool()) return true;
+        return false;
+    };
+    f.tick_ahead(16);   // 6 s since the fault: within the fake's SlurmdTimeout (10 s)
+    CHECK_FALSE(held());
+    f.tick_ahead(22);   // past it
+    f.tick_ahead(28);
+    CHECK(held());
+}
+
+TEST_CASE("a kept environment belongs to its owner and job: another's is never replayed, attempt 1's own replaces it") {
+    // Issue 43: a refused peer decision's environment (another user's PATH
+    // and BASH_ENV) stayed on disk under the run id and was replayed into
+    // the real owner's attempt 2.
+    ServiceFixture f({{"c1", kConf}});
+    f.start();
+    std::string why;
+    const std::string dir = private_dir(f.cfg.database, why);
+    REQUIRE(!dir.empty());
+    bool existed = false;
+    // Planted before the run existed: uid 1002's, for a job of theirs.
+    REQUIRE(write_environment_file(dir, "r1", EnvironmentOrigin{1002, "c1", 66}, {"PATH=/home/attacker/bin:/usr/bin"}, existed) == "");
+    running_job(f);
+    // The requeue: the planted file is not the run's (uid 5000, job 7): not replayed, deleted.
+    kill_node(f, "n2");
+    f.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    std::vector<FakeSlurm::Seen> sbatch;
+    for (const auto &c : f.slurm->changes())
+        if (c.argv[0] == "sbatch") sbatch.push_back(c);
+    REQUIRE(sbatch.size() == 1);
+    CHECK_FALSE(has(sbatch[0].argv, "--export-file=3"));
+    CHECK_FALSE(sbatch[0].as.fd3);
+    CHECK(access((dir + "/r1.environment").c_str(), F_OK) != 0);
+    const std::string ev = f.events("r1");
+    INFO(ev);
+    CHECK(ev.find("the kept environment (the kept environment was written for uid 1002, job c1/66") != std::string::npos);
+
+    // Attempt 1's own, sent after a planted one: replaces it, and is replayed.
+    ServiceFixture g({{"c1", kConf}});
+    g.start();
+    const std::string gdir = private_dir(g.cfg.database, why);
+    REQUIRE(write_environment_file(gdir, "r1", EnvironmentOrigin{1002, "c1", 66}, {"PATH=/home/attacker/bin"}, existed) == "");
+    running_job(g);
+    ServiceFixture::settle();
+    auto r = g.call("POST", "/v1/runs/r1/environment", R"({"attempt":1,"environment":["MYVAR=mine"]})");
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    CHECK(r.body.find(R"("kept":true)") != std::string::npos);
+    auto kept = read_environment_file(gdir, "r1", why);
+    REQUIRE(kept);
+    CHECK(kept->origin == EnvironmentOrigin{5000, "c1", 7});
+    CHECK(kept->text == std::string("MYVAR=mine\0", 11));
+    // Sent again by the same job: the same stands.
+    CHECK(g.call("POST", "/v1/runs/r1/environment", R"({"attempt":1,"environment":["MYVAR=again"]})").body.find(R"("kept":false)") != std::string::npos);
+    kill_node(g, "n2");
+    g.tick_ahead(10);
+    REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "RECOVERING"; }));
+    for (const auto &c : g.slurm->changes())
+        if (c.argv[0] == "sbatch") {
+            REQUIRE(c.as.fd3);
+            CHECK(c.as.fd3->rfind(std::string("MYVAR=mine\0", 11), 0) == 0);
+            CHECK(c.as.fd3->find("attacker") == std::string::npos);
+        }
+    // A run that ends takes its environment with it; the sweep takes what is left of gone runs.
+    REQUIRE(write_environment_file(gdir, "gone-run", EnvironmentOrigin{1002, "c1", 66}, {"X=1"}, existed) == "");
+    g.svc->summarise();
+    ServiceFixture::settle();
+    CHECK(access((gdir + "/gone-run.environment").c_str(), F_OK) != 0);
 }

@@ -1,5 +1,8 @@
+#include <algorithm>
+#include <boost/json.hpp>
 #include <doctest/doctest.h>
 #include <string>
+#include <vector>
 
 #include "broker/slurm/slurm_job.hpp"
 
@@ -79,4 +82,38 @@ TEST_CASE("a redelivered decision's job counts only when its owner is the decisi
     CHECK(submitted_for(text, "shardnet-decision:d1", 1001) == 6);
     CHECK(submitted_for(text, "shardnet-decision:d1", 1003) == 0);
     CHECK(submitted_for(text, "shardnet-decision:d2", 1001) == 0);
+}
+
+TEST_CASE("another user's job in raw bytes never blinds the broker to the cluster: read as bytes, each record made valid UTF-8") {
+    // Slurm 22.05 writes a job's name, comment and paths as the bytes it was
+    // given: `sbatch --hold -J $'x\xffy'` made the whole answer invalid UTF-8,
+    // and every job of the cluster unreadable (issue 43).
+    const std::string raw_name = "\"x\xffy\"";
+    const std::string text = squeue(job(5, 1002, raw_name, ",\"comment\":\"c\xfe\"") + "," + job(7, 1001, R"("train")"));
+    SlurmJob j;
+    const JobRead other = find_slurm_job(text, 7, j);
+    REQUIRE(other.found());
+    CHECK(j.uid == 1001);
+    CHECK(j.name == "train");
+    CHECK(other.not_utf8.empty());
+    // The job itself is read too; what was not UTF-8 is named and replaced.
+    boost::json::object record;
+    const JobRead raw = find_slurm_job(text, 5, j, &record);
+    REQUIRE(raw.found());
+    CHECK(j.uid == 1002);
+    CHECK(j.name == "x\xEF\xBF\xBDy");
+    CHECK(j.comment == "c\xEF\xBF\xBD");
+    std::vector<std::string> named = raw.not_utf8;
+    std::sort(named.begin(), named.end());
+    CHECK(named == std::vector<std::string>{"comment", "name"});
+    CHECK(record.at("name").as_string() == "x\xEF\xBF\xBDy");
+    // Bytes that end a string in the middle of a character, or a path.
+    const std::string cut = squeue(job(8, 1003, "\"ab\xe2\x82\"", ",\"current_working_directory\":\"/home/\xc3\""));
+    const JobRead c = find_slurm_job(cut, 8, j);
+    REQUIRE(c.found());
+    CHECK(j.name == "ab\xEF\xBF\xBD\xEF\xBF\xBD");
+    CHECK(j.workdir == "/home/\xEF\xBF\xBD");
+    CHECK(std::find(c.not_utf8.begin(), c.not_utf8.end(), "current_working_directory") != c.not_utf8.end());
+    // A comment marker is still found among raw bytes.
+    CHECK(submitted_for(squeue(job(9, 1004, raw_name, ",\"comment\":\"\xff shardnet-decision:d1:n1\"")), "shardnet-decision:d1:n1", 1004) == 9);
 }

@@ -60,6 +60,24 @@ TEST_CASE("is_valid_utf8 takes well-formed UTF-8 only") {
     CHECK_FALSE(is_valid_utf8("\xe2\x82("));
 }
 
+TEST_CASE("valid_utf8: each byte that starts no character becomes U+FFFD; the rest stays as it was") {
+    const std::string r = "\xEF\xBF\xBD";
+    CHECK(valid_utf8("") == "");
+    CHECK(valid_utf8("n\xc3\xb6" "de \xf0\x9f\x9a\x80") == "n\xc3\xb6" "de \xf0\x9f\x9a\x80");
+    CHECK(valid_utf8("x\xffy") == "x" + r + "y");
+    CHECK(valid_utf8("\xe2\x82") == r + r);                 // cut short: each byte
+    CHECK(valid_utf8("\xc0\xaf") == r + r);                 // overlong
+    CHECK(valid_utf8("\xed\xa0\x80") == r + r + r);        // a surrogate
+    CHECK(valid_utf8("\xe2(\xa1") == r + "(" + r);
+    CHECK(valid_utf8(std::string("a\0b", 3)) == std::string("a\0b", 3));   // NUL is UTF-8: control characters are another check
+    std::string s = "ok";
+    CHECK_FALSE(make_valid_utf8(s));
+    s = "{\"name\":\"x\xff\"}";
+    CHECK(make_valid_utf8(s));
+    CHECK(s == "{\"name\":\"x" + r + "\"}");   // serialized JSON stays JSON: only its strings change
+    for (const char *bad : {"\xff", "\x80\x80", "\xf4\x90\x80\x80", "a\xc3"}) CHECK(is_valid_utf8(valid_utf8(bad)));
+}
+
 TEST_CASE("percent encoding of a query value, and back; bad escapes refused") {
     CHECK(percent_encode("/shared/images/train-1.0_x~") == "/shared/images/train-1.0_x~");
     CHECK(percent_encode("/a b/c&d=e%f") == "/a%20b/c%26d%3De%25f");

@@ -114,7 +114,7 @@ private:
         if (cmd == "squeue") { out = squeue_json(js); return 0; }
         if (cmd == "scontrol" && sub == "ping") { out = "Slurmctld(primary) at fake is UP\n"; return 0; }
         if (cmd == "scontrol" && sub == "show" && argv.size() > 2 && argv[2] == "config") {
-            out = "SlurmUser               = slurm(64030)\n";
+            out = "SlurmUser               = slurm(64030)\nSlurmdTimeout           = 10 sec\n";
             return 0;
         }
         if (cmd == "scontrol" && sub == "show" && argv.size() > 3 && argv[2] == "hostnames") {
