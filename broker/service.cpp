@@ -72,6 +72,9 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     runs.unlock();
     policy_.load_policies();
     inventory_.load_bad_nodes(wall_now());
+    // Kept environments: an earlier version's get their owners before any
+    // requeue reads them (the store thread takes this first); gone runs' go.
+    on_store([this] { sweep_environments(); });
     // The workers of live runs are watched again, with a deadline from now:
     // one that died while the broker was down (or as it stopped) still
     // becomes a FAULT, confirmed with Slurm as ever. A worker that reports
@@ -95,7 +98,7 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
     // 30 s, for an hour from their decision): a restart must not leave
     // their runs DEGRADED for good.
     std::set<std::string> decided;
-    const auto take_up = [&](const DecisionStore::WrittenDecision &d, const std::string &what, int tries) {
+    const auto take_up = [&](const DecisionStore::WrittenDecision &d, const std::string &what, int tries, bool local_only) {
         decided.insert(d.run);
         if (runs_.with_run(d.run, [&](const RunInfo *r) {
                 return !r || r->attempt != d.from_attempt || r->state != RunState::degraded;
@@ -106,11 +109,12 @@ Service::Service(const BrokerConfig &cfg, std::unique_ptr<Store> store, ServiceP
         f.state.cluster = d.cluster;
         f.state.job = d.old_job;
         log_warn("requeue " + what + " taken up again at start", d.run, d.id);
-        requeues_.requeue(f, tries);
+        requeues_.requeue(f, tries, local_only);
     };
-    for (const auto &d : store_->decisions().written_decisions()) take_up(d, "decision", 0);
+    for (const auto &d : store_->decisions().written_decisions()) take_up(d, "decision", 0, false);
+    // One every peer refused stays this broker's own: no peer is asked again.
     for (const auto &u : store_->decisions().unplaced_decisions(started - Requeues::kUnplacedFor))
-        take_up(u.d, "unplaced decision", std::max(1, int((started - u.created) / Requeues::kUnplacedEvery)));
+        take_up(u.d, "unplaced decision", std::max(1, int((started - u.created) / Requeues::kUnplacedEvery)), u.peers_refused);
     // FAULTs with no decision: those an in-job restart held when the broker
     // stopped (held again, so that the relaunch's report still counts).
     restarts_.resume_holds(decided);

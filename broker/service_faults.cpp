@@ -212,7 +212,8 @@ void Service::summarise() {
 void Service::sweep_environments() {
     // A kept environment lives as long as its run here: one whose run
     // is gone or ended (its end missed by a crash, an earlier version's
-    // refused decision) is deleted; its values may be secrets.
+    // refused decision) is deleted; its values may be secrets. An earlier
+    // version's file of a live run gets its owner, or goes.
     std::string ignored;
     const std::string dir = private_dir(cfg_.database, ignored);
     if (dir.empty()) return;
@@ -224,6 +225,7 @@ void Service::sweep_environments() {
             live = it != runs.end() && !is_final(it->second.state);
         }
         if (!live) forget_environment_file(dir, run);
+        else adopt_legacy_environment(*this, dir, run);
     }
 }
 

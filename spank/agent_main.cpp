@@ -7,12 +7,14 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <algorithm>
 #include <boost/json.hpp>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <vector>
 #include <poll.h>
@@ -33,6 +35,19 @@
 using namespace shardnet;
 
 namespace {
+
+// Whether another process traces this one (TracerPid in /proc/self/status).
+bool being_traced() {
+    // A /proc file says size 0: read until its end.
+    const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    std::string status;
+    char buf[4096];
+    for (ssize_t n; status.size() < (1u << 16) && (n = ::read(fd, buf, sizeof buf)) > 0;) status.append(buf, std::size_t(n));
+    ::close(fd);
+    const auto at = status.find("\nTracerPid:");
+    return at != std::string::npos && std::atol(status.c_str() + at + 11) != 0;
+}
 
 // A report to send again at the next heartbeat: the broker away, or busy
 // (429: the job's requests in flight are many, limits.requests_per_token).
@@ -489,6 +504,16 @@ private:
 }  // namespace
 
 int main() {
+    // The token comes next, on stdin: a task of the same user must not read
+    // it from this process's memory (/proc/PID/mem, ptrace) or a core dump.
+    // Not dumpable makes /proc/PID/* root's and refuses the user's ptrace.
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    // One that attached before that (between exec and here) is still
+    // attached: then the token is not read at all.
+    if (being_traced()) {
+        std::fprintf(stderr, "shardnet-agent: traced by another process before it took its token; not started\n");
+        return 2;
+    }
     std::signal(SIGPIPE, SIG_IGN);
     ::fcntl(0, F_SETFL, ::fcntl(0, F_GETFL) | O_NONBLOCK);
     ::fcntl(2, F_SETFL, ::fcntl(2, F_GETFL) | O_NONBLOCK);

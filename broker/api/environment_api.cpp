@@ -18,19 +18,6 @@ namespace shardnet::broker {
 namespace json = boost::json;
 using namespace detail;
 
-std::optional<EnvironmentOrigin> RunsApi::first_attempt_origin(const std::string &id) {
-    {
-        auto runs = runs_.read();
-        auto it = runs.find(id);
-        if (it == runs.end()) return std::nullopt;
-        if (auto j = it->second.jobs.find(1); j != it->second.jobs.end() && it->second.owner_uid >= 0 && j->second.job > 0)
-            return EnvironmentOrigin{it->second.owner_uid, j->second.cluster, j->second.job};
-    }
-    // A run whose jobs report with an admin token: attempt 1's job as its
-    // spec captured it from Slurm (owner as Slurm numbers it).
-    return spec_origin(*store_, id, 1);
-}
-
 void RunsApi::keep_environment(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply) {
     json::error_code ec;
     json::value v = json::parse(req.body, ec);
@@ -59,9 +46,14 @@ void RunsApi::keep_environment(const std::string &id, const ApiRequest &req, con
         // Whose it is: the run's owner and attempt 1's job. A file kept for
         // another owner or job (a refused decision's, under a run id
         // squatted before this run existed) is not this run's: replaced.
-        const auto origin = first_attempt_origin(id);
-        if (!origin)
-            return reply(error_response(409, "no_job_yet", "run " + id + " has no job of attempt 1 recorded yet (its first heartbeat comes first); send it again"));
+        const auto origin = first_attempt_origin(core_, id);
+        if (!origin) {
+            // Its job's spec is being captured (a run whose jobs report with
+            // an admin token): the agent sends it again (5xx), never drops it.
+            ApiResponse r = error_response(503, "no_job_yet", "run " + id + " has no job of attempt 1 recorded yet (its first heartbeat and spec come first); send it again");
+            r.retry_after = 2;
+            return reply(std::move(r));
+        }
         std::string err;
         const std::string dir = private_dir(cfg_.database, err);
         bool existed = false;

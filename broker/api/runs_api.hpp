@@ -39,9 +39,6 @@ public:
     // POST /v1/runs/{id}/environment: the submitter's environment, kept
     // root-only for the run's later attempts (environment_api.cpp).
     void keep_environment(const std::string &id, const ApiRequest &req, const TokenEntry &who, const Reply &reply);
-    // Whose attempt 1's environment is (store thread): the run's owner and
-    // attempt 1's job, from memory or the spec captured from Slurm.
-    std::optional<EnvironmentOrigin> first_attempt_origin(const std::string &id);
     // GET /v1/views/runs[/{id}]: read-only joins for the dashboard (views.cpp).
     void view(const std::string &id, const TokenEntry &who, const Reply &reply);
     // Event streams open now (the drain's log line, the metrics).

@@ -302,7 +302,7 @@ void Forwarder::forwarded(const Store::Forwarding &f, const PeerDecision &answer
                 event(f.run, "PLACEMENT", "broker " + f.peer + " refused (" + why + "); trying broker " + std::next(it)->name,
                       json::serialize(ev), now);
             } else {
-                store_->decisions().apply_decision(f.id, "unplaced", 0);
+                store_->decisions().apply_decision(f.id, "unplaced_here", 0);   // never a peer again, after a restart too
                 hooks_.store_state(f.run, RunState::degraded, to - 1, now);
                 event(f.run, "PLACEMENT", "no placement for attempt " + std::to_string(to) + p.local_rejected + "; broker " + f.peer +
                       " refused (" + why + "); this broker's own clusters again, their queues too", json::serialize(ev), now);

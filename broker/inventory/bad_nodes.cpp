@@ -9,6 +9,8 @@
 #include <boost/json.hpp>
 #include <cstdlib>
 #include <map>
+#include <sstream>
+#include <vector>
 
 #include "broker/core/api_util.hpp"
 #include "broker/inventory/inventory_module.hpp"
@@ -84,7 +86,8 @@ void Inventory::quarantine(const std::string &cluster, const std::string &node, 
 
 namespace {
 constexpr double kRecheckSeconds = 5;     // the broker's own observation asked of Slurm again
-constexpr double kGiveUpAfter = 60;       // past SlurmdTimeout: Slurm has had its say
+constexpr double kGiveUpAfter = 60;       // past SlurmdTimeout: Slurm has had its say (it sets DOWN itself then)
+constexpr std::size_t kMaxSuspected = 100000;   // nodes watched per cluster
 
 // SlurmdTimeout from `scontrol show config` ("SlurmdTimeout = 10 sec"); Slurm's default 300.
 double slurmd_timeout(const std::string &show_config) {
@@ -101,33 +104,64 @@ void Inventory::seen_down(const std::string &cluster, const std::string &node, d
                           const std::string &cause, const std::string &slurm_state) {
     if (node_dead_in_slurm(slurm_state)) return quarantine(cluster, node, now, run, cause);
     if (!cfg_.clusters.count(cluster) || !is_safe_name(node, 128)) return;
+    bool first = false;
+    {
+        std::lock_guard<std::mutex> lock(quarantine_mu_);
+        auto &nodes = suspected_[cluster];
+        // Bounded: a cluster's nodes, at most. One already watched keeps its count.
+        if (nodes.size() >= kMaxSuspected && !nodes.count(node)) return;
+        first = nodes.empty();
+        nodes.try_emplace(node, Suspected{run, cause, 0});
+    }
     log_json("info", "a node seen down by the broker only: held for other runs once Slurm says so",
              json::object{{"cluster", cluster}, {"node", node}, {"run", run}, {"slurm_state", valid_utf8(slurm_state)}});
-    confirm_down(cluster, node, run, cause, 0);
+    if (first) confirm_down(cluster);
 }
 
-void Inventory::confirm_down(const std::string &cluster, const std::string &node, const std::string &run, const std::string &cause,
-                             int asked) {
-    // Time is counted in Slurm's answers, kRecheckSeconds apart at least
-    // (a late tick only makes it longer): the same on a busy host and in a
-    // test that runs the clock ahead.
-    retry_once("node-down:" + cluster + "/" + node, kRecheckSeconds, "a node's death confirmed with Slurm", [=, this] {
-        post_guarded(slurm_thread_, "a node's death confirmed with Slurm", [=, this] {
+void Inventory::confirm_down(const std::string &cluster) {
+    // One look at the cluster's nodes every kRecheckSeconds while any is
+    // suspected, whatever their number: the Slurm thread is never kept
+    // busy by many. Time is counted in looks, kRecheckSeconds apart at
+    // least (a late tick only makes it longer), the same on a busy host
+    // and in a test that runs the clock ahead.
+    retry_once("nodes-down:" + cluster, kRecheckSeconds, "nodes' deaths confirmed with Slurm", [this, cluster] {
+        post_guarded(slurm_thread_, "nodes' deaths confirmed with Slurm", [this, cluster] {
             const std::string &conf = cfg_.clusters.at(cluster);
             std::string shown, config;
             slurm_->query(conf, {"scontrol", "show", "config"}, config);
-            const double limit = slurmd_timeout(config), waited = (asked + 1) * kRecheckSeconds;
-            if (slurm_->fresh(conf, {"scontrol", "-o", "show", "node", node}, shown) == 0 && scontrol_field(shown, "NodeName") == node) {
-                const std::string state = scontrol_field(shown, "State");
-                const bool not_responding = state.find("NOT_RESPONDING") != std::string::npos || state.ends_with("*");
-                if (node_dead_in_slurm(state)) return quarantine(cluster, node, wall_now(), run, cause + "; Slurm says " + state);
-                if (not_responding && waited >= limit)
-                    return quarantine(cluster, node, wall_now(), run, cause + "; Slurm says " + state + " for " + std::to_string(int(waited)) +
-                                      " s (SlurmdTimeout " + std::to_string(int(limit)) + " s)");
+            const double limit = slurmd_timeout(config);
+            std::map<std::string, std::string> states;
+            if (slurm_->fresh(conf, {"scontrol", "-o", "show", "node"}, shown) == 0) {
+                std::istringstream lines(shown);
+                for (std::string line; std::getline(lines, line);)
+                    if (std::string n = scontrol_field(line, "NodeName"); !n.empty()) states[n] = scontrol_field(line, "State");
             }
-            if (waited < limit + kGiveUpAfter) return confirm_down(cluster, node, run, cause, asked + 1);
-            log_json("info", "a node seen down by the broker only is not held: Slurm kept it up past SlurmdTimeout",
-                     json::object{{"cluster", cluster}, {"node", node}, {"run", run}, {"slurm_state", valid_utf8(scontrol_field(shown, "State"))}});
+            std::vector<std::pair<std::string, Suspected>> dead;
+            bool more = false;
+            {
+                std::lock_guard<std::mutex> lock(quarantine_mu_);
+                auto &nodes = suspected_[cluster];
+                for (auto it = nodes.begin(); it != nodes.end();) {
+                    const auto st = states.find(it->first);
+                    const double waited = ++it->second.looks * kRecheckSeconds;
+                    if (st != states.end() && node_dead_in_slurm(st->second)) {
+                        dead.emplace_back(it->first, it->second);
+                        dead.back().second.cause += "; Slurm says " + st->second;
+                        it = nodes.erase(it);
+                    } else if (waited >= limit + kGiveUpAfter) {
+                        log_json("info", "a node seen down by the broker only is not held: Slurm did not call it dead",
+                                 json::object{{"cluster", cluster}, {"node", it->first}, {"run", it->second.run},
+                                              {"slurm_state", st == states.end() ? "" : valid_utf8(st->second)}});
+                        it = nodes.erase(it);
+                    } else {
+                        ++it;
+                    }
+                }
+                more = !nodes.empty();
+                if (!more) suspected_.erase(cluster);
+            }
+            for (const auto &[node, sus] : dead) quarantine(cluster, node, wall_now(), sus.run, sus.cause);
+            if (more) confirm_down(cluster);
         });
     });
 }

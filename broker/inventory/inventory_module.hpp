@@ -44,11 +44,12 @@ public:
     void quarantine(const std::string &cluster, const std::string &node, double now, const std::string &run = "",
                     const std::string &cause = "");
     // A node the detector saw down while faulting run: held for every run
-    // (quarantine) only on Slurm's own word (slurm_state DOWN or FAIL, or
-    // NOT_RESPONDING past the cluster's SlurmdTimeout). The broker's own
-    // observation (its connect to slurmd refused: a flood of connections
-    // does that to a healthy node) is asked of Slurm again every few
-    // seconds until Slurm says one or the other (inventory/bad_nodes.cpp).
+    // (quarantine) only on Slurm's own word (slurm_state DOWN or FAIL:
+    // Slurm sets DOWN itself once a node stays NOT_RESPONDING through
+    // SlurmdTimeout). The broker's own observation (its connect to slurmd
+    // refused: a flood of connections does that to a healthy node) is
+    // asked of Slurm again every few seconds until Slurm calls it dead or
+    // SlurmdTimeout and a minute pass (inventory/bad_nodes.cpp).
     void seen_down(const std::string &cluster, const std::string &node, double now, const std::string &run,
                    const std::string &cause, const std::string &slurm_state);
     void load_bad_nodes(double now);
@@ -65,9 +66,12 @@ public:
     std::shared_ptr<const std::map<std::string, NodeOffer>> node_offers();
 
 private:
-    void confirm_down(const std::string &cluster, const std::string &node, const std::string &run, const std::string &cause,
-                      int asked);
+    void confirm_down(const std::string &cluster);
     std::mutex quarantine_mu_;
+    // Nodes only the broker saw down, per cluster, until Slurm calls them
+    // dead or SlurmdTimeout and a minute pass (under quarantine_mu_).
+    struct Suspected { std::string run, cause; int looks = 0; };
+    std::map<std::string, std::map<std::string, Suspected>> suspected_;
     std::map<std::string, double> quarantine_;
     std::map<std::string, std::pair<std::string, double>> last_fault_;   // "cluster/node" -> the run and time of its last fault
     std::map<std::string, NodeOffer> offers_;

@@ -71,6 +71,9 @@ std::optional<Store::JobSpecRow> Attempts::capture_spec_now(const std::string &r
         if (path) path->clear();
         if (path || f == "standard_input") record.erase(f), not_utf8_paths.push_back(f + " (not UTF-8)");
     }
+    // Without its own, the next attempt runs in its owner's home (never the
+    // broker's working directory), and writes slurm-JOBID.out there.
+    if (j.workdir.empty()) j.workdir = detail::home_of(j.uid);
     // The job's owner, as Slurm numbers it, must be the run's.
     long long owner = -1;
     {

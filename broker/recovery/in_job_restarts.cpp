@@ -130,17 +130,21 @@ void Restarts::restart_report(const std::string &id, const ApiRequest &req, cons
     }
     auto apply = [this, id, rep, now](const Reply &reply) { apply_restart_report(id, rep, now, reply); };
     // The nodes a job names are its own only as Slurm lists them (a dead
-    // one is checked against the broker's own FAULT instead: Slurm drops
-    // it from the job once it is DOWN).
+    // one, in `dead` only, is checked against the broker's own FAULT
+    // instead: Slurm drops it from the job once it is DOWN).
     if (!who.bound || !cfg_.clusters.count(who.cluster) || (rep.nodes.empty() && rep.took.empty())) return apply(reply);
     post_answering(slurm_thread_, "slurm", reply, [this, rep, cluster = who.cluster, job = (long long)who.job,
                                                    apply = std::move(apply)](const Reply &reply) {
         std::string why;
         const auto nodes = job_nodes(cluster, job, why);
         if (!nodes) return reply(error_response(503, "slurm_unavailable", "the job's nodes could not be read from Slurm (" + why + "); report again"));
+        // Every node a report says runs the step, took a place or is slow
+        // is one of the job's as Slurm lists it, whatever `dead` names: the
+        // supervisor's dead nodes are never among them (a restart's dead
+        // node is checked against the FAULT the broker holds instead).
         for (const auto *list : {&rep.nodes, &rep.took, &rep.slow})
             for (const auto &n : *list)
-                if (!nodes->count(n) && std::find(rep.dead.begin(), rep.dead.end(), n) == rep.dead.end())
+                if (!nodes->count(n))
                     return reply(error_response(403, "not_this_job", "node " + n + " is not one of job " + cluster + "/" + std::to_string(job) +
                                                 "'s nodes", "nodes"));
         apply(reply);
@@ -208,6 +212,13 @@ void Restarts::apply_restart_report(const std::string &id, const RestartReport &
             if (!held_named && std::none_of(s.also.begin(), s.also.end(), named_waiting))
                 return reply(error_response(409, "not_the_fault", "the FAULT held for attempt " + std::to_string(rep.attempt) + " is node " +
                                             node_of_worker(s.held->node) + "'s, not " + rep.dead.front() + "'s", "dead"));
+            // Each dead node is one whose FAULT the broker holds: no other
+            // name reaches the RESTARTED event and its receipt.
+            for (const auto &d : rep.dead)
+                if (node_of_worker(s.held->node) != d &&
+                    std::none_of(s.also.begin(), s.also.end(), [&](const auto &w) { return node_of_worker(w.fault.node) == d; }))
+                    return reply(error_response(409, "not_the_fault", "node " + d + " has no FAULT held for attempt " +
+                                                std::to_string(rep.attempt) + " of run " + id, "dead"));
             ++s.restarts;
             const auto first_also = std::find_if(s.also.begin(), s.also.end(), named_waiting);
             if (held_named) {

@@ -14,6 +14,7 @@
 #include "broker/slurm/job_options.hpp"
 #include "broker/core/core.hpp"
 #include "broker/store/store.hpp"
+#include "broker/util/log.hpp"
 #include "common/parse_util.hpp"
 #include "common/safe_path.hpp"
 
@@ -125,14 +126,16 @@ std::string write_environment_file(const std::string &dir, const std::string &ru
     existed = false;
     if (!is_safe_name(run)) return "not a run id";
     if (origin.uid < 0 || origin.job <= 0 || !is_safe_name(origin.cluster, 128)) return "no owner and job to keep it for";
-    const std::string path = dir + "/" + run + ".environment", tmp = path + ".tmp";
+    const std::string path = dir + "/" + run + ".environment";
     std::string ignored;
     if (auto kept = read_environment_file(dir, run, ignored); kept && kept->origin == origin) { existed = true; return ""; }
     std::string text = origin_record(origin) + '\0';
     for (const auto &e : env) text += e, text += '\0';
-    unlink(tmp.c_str());
-    const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return "cannot write " + tmp + ": " + std::strerror(errno);
+    // A temporary file of this write's own (two writers never share one),
+    // mode 0600, renamed into place whole.
+    std::string tmp = path + ".XXXXXX";
+    const int fd = mkostemp(tmp.data(), O_CLOEXEC);
+    if (fd < 0) return "cannot write a temporary file beside " + path + ": " + std::strerror(errno);
     const bool ok = write(fd, text.data(), text.size()) == ssize_t(text.size()) && fsync(fd) == 0;
     close(fd);
     if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
@@ -189,6 +192,43 @@ std::string environment_is_runs(Core &core, const std::string &run, long long ui
     if (auto first = core.store_wait([&] { return spec_origin(*core.store_, run, 1); }); first && first->uid == uid)
         jobs.emplace_back(first->cluster, first->job);
     return environment_belongs(origin, uid, jobs);
+}
+
+std::optional<EnvironmentOrigin> first_attempt_origin(Core &core, const std::string &run) {
+    {
+        auto runs = core.runs_.read();
+        auto it = runs.find(run);
+        if (it == runs.end()) return std::nullopt;
+        if (auto j = it->second.jobs.find(1); j != it->second.jobs.end() && it->second.owner_uid >= 0 && j->second.job > 0)
+            return EnvironmentOrigin{it->second.owner_uid, j->second.cluster, j->second.job};
+    }
+    // A run whose jobs report with an admin token: attempt 1's job as its
+    // spec captured it from Slurm (owner as Slurm numbers it).
+    return spec_origin(*core.store_, run, 1);
+}
+
+void adopt_legacy_environment(Core &core, const std::string &dir, const std::string &run) {
+    std::string err;
+    auto kept = read_environment_file(dir, run, err);
+    if (!kept || kept->origin.uid >= 0) return;
+    struct stat st;
+    const auto created = core.store_->run_created(run);
+    const auto origin = first_attempt_origin(core, run);
+    if (!created || !origin || lstat((dir + "/" + run + ".environment").c_str(), &st) != 0 || double(st.st_mtime) + 1 < *created) {
+        forget_environment_file(dir, run);
+        return;
+    }
+    std::vector<std::string> env;
+    for (std::size_t pos = 0; pos < kept->text.size();) {
+        const auto end = kept->text.find('\0', pos);
+        if (end == std::string::npos) break;
+        env.push_back(kept->text.substr(pos, end - pos));
+        pos = end + 1;
+    }
+    bool existed = false;
+    forget_environment_file(dir, run);
+    if (std::string why = write_environment_file(dir, run, *origin, env, existed); !why.empty())
+        log_json("warn", "an earlier version's kept environment could not be stamped with its owner", boost::json::object{{"run", run}, {"why", why}});
 }
 
 std::vector<std::string> kept_environment_runs(const std::string &dir) {

@@ -68,6 +68,14 @@ std::optional<EnvironmentOrigin> spec_origin(Store &store, const std::string &ru
 // uid (environment_belongs against the run's jobs in memory and attempt
 // 1's job as Slurm gave it); else why not. Any thread but the store's.
 std::string environment_is_runs(Core &core, const std::string &run, long long uid, const EnvironmentOrigin &origin);
+// Whose attempt 1's environment is: the run's owner and attempt 1's job,
+// from memory or the spec captured from Slurm. Store thread only.
+std::optional<EnvironmentOrigin> first_attempt_origin(Core &core, const std::string &run);
+// A kept file of an earlier version (no origin) for a live run: stamped
+// with attempt 1's origin when it was written after the run was created
+// here (a squatted one is older than the run: the first writer won then),
+// else deleted. Store thread only.
+void adopt_legacy_environment(Core &core, const std::string &dir, const std::string &run);
 // The run ended: its environment (secrets, maybe) is deleted.
 void forget_environment_file(const std::string &dir, const std::string &run);
 // The runs whose environments are kept in dir (the files' names).

@@ -142,7 +142,7 @@ struct Requeues::Requeue {
             auto d = s.store_wait([&] { return s.store_->decisions().get_decision(id); });
             // Nowhere to go when last tried: this is its retry (tries > 0),
             // or every peer refused it (local_only, told once more).
-            if (d && d->first == "unplaced" && (tries > 0 || local_only)) {
+            if (d && (d->first == "unplaced" || d->first == "unplaced_here") && (tries > 0 || local_only)) {
                 nonce = d->second;
                 unplaced_again = tries > 0;
                 return true;
@@ -297,7 +297,7 @@ struct Requeues::Requeue {
     void nowhere_here() {
         if (to_peers()) return to_peer();
         if (!unplaced_again &&
-            !record("unplaced", 0, "PLACEMENT", "no placement for attempt " + std::to_string(to) + others +
+            !record(local_only ? "unplaced_here" : "unplaced", 0, "PLACEMENT", "no placement for attempt " + std::to_string(to) + others +
                     (policy == "local" ? " (requeue=local: no peer brokers)" : s.cfg_.peers.empty() ? " (no peer brokers)"
                      : local_only ? " (every peer broker refused)" : "") +
                     "; tried again every 30 s for an hour"))

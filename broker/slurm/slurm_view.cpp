@@ -3,6 +3,8 @@
 #include "broker/slurm/slurm.hpp"
 
 #include <arpa/inet.h>
+#include <cctype>
+#include <string_view>
 #include <cerrno>
 #include <fcntl.h>
 #include <netdb.h>
@@ -190,7 +192,20 @@ bool node_state_bad(const std::string &s) {
 }
 
 bool node_dead_in_slurm(const std::string &s) {
-    return s.find("DOWN") != std::string::npos || s.find("FAIL") != std::string::npos;
+    // "DOWN+NOT_RESPONDING", "IDLE+FAIL", "ALLOCATED+FAILING", sinfo's
+    // "down*": the base state DOWN or a FAIL flag. Never a power state
+    // (POWERED_DOWN, POWERING_DOWN: a node put to sleep is not dead).
+    std::size_t at = 0;
+    for (bool base = true; at <= s.size(); base = false) {
+        const auto plus = s.find('+', at);
+        std::string word = s.substr(at, plus == std::string::npos ? std::string::npos : plus - at);
+        while (!word.empty() && std::string_view("*~#%!$@^-").find(word.back()) != std::string_view::npos) word.pop_back();
+        for (auto &c : word) c = char(std::toupper(static_cast<unsigned char>(c)));
+        if ((base && word == "DOWN") || word == "FAIL" || word == "FAILING") return true;
+        if (plus == std::string::npos) break;
+        at = plus + 1;
+    }
+    return false;
 }
 
 bool job_state_running(const std::string &s) {

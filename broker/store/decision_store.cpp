@@ -21,8 +21,8 @@ std::span<const Sql> decision_statements() {
                             "VALUES (?,?,?,?,?,?,?,'written',?,?)"},
         {"get_decision", "SELECT state, nonce FROM decisions WHERE id = ?"},
         {"written_decisions", "SELECT id, run, from_attempt, cluster, exclude, old_job FROM decisions WHERE state = 'written' ORDER BY created"},
-        {"unplaced_decisions", "SELECT id, run, from_attempt, cluster, exclude, old_job, created FROM decisions "
-                               "WHERE state = 'unplaced' AND created >= ? ORDER BY created"},
+        {"unplaced_decisions", "SELECT id, run, from_attempt, cluster, exclude, old_job, created, state FROM decisions "
+                               "WHERE state IN ('unplaced', 'unplaced_here') AND created >= ? ORDER BY created"},
         {"apply_decision", "UPDATE decisions SET state = ?, new_job = ? WHERE id = ?"},
         {"forward_decision", "UPDATE decisions SET state = 'forwarding', peer = ?, payload = ? WHERE id = ?"},
         {"forwarding_decisions", "SELECT id, run, peer, payload FROM decisions WHERE state = 'forwarding' ORDER BY created"},
@@ -78,7 +78,7 @@ std::vector<DecisionStore::UnplacedDecision> DecisionStore::unplaced_decisions(d
     while (row(s))
         out.push_back(UnplacedDecision{{col_text(s, 0), col_text(s, 1), sqlite3_column_int64(s, 2), col_text(s, 3), col_text(s, 4),
                                         sqlite3_column_int64(s, 5)},
-                                       sqlite3_column_double(s, 6)});
+                                       sqlite3_column_double(s, 6), col_text(s, 7) == "unplaced_here"});
     return out;
 }
 

@@ -27,7 +27,9 @@ public:
     std::vector<WrittenDecision> written_decisions();
     // Decisions that found no place (state 'unplaced') made since `since`:
     // their retries (every 30 s for an hour) go on after a restart.
-    struct UnplacedDecision { WrittenDecision d; double created; };
+    // peers_refused: every peer broker refused it (state 'unplaced_here'):
+    // tried again on this broker's own clusters only, after a restart too.
+    struct UnplacedDecision { WrittenDecision d; double created; bool peers_refused = false; };
     std::vector<UnplacedDecision> unplaced_decisions(double since);
     // A decision's state ('written' until acted on) and nonce, or none.
     std::optional<std::pair<std::string, std::string>> get_decision(const std::string &id);

@@ -137,6 +137,7 @@ const Sql kStatements[] = {
     {"insert_run", "INSERT INTO runs (id, owner, state, attempt, manifest, world_size, created, updated, owner_uid, requeue) "
                    "VALUES (?,?,?,?,?,?,?,?,?,?)"},
     {"set_owner", "UPDATE runs SET owner = ?, owner_uid = ? WHERE id = ?"},
+    {"run_created", "SELECT created FROM runs WHERE id = ?"},
     {"update_run", "UPDATE runs SET state = ?, attempt = ?, updated = ? WHERE id = ?"},
     {"insert_event", "INSERT INTO events (run, time, kind, cause, evidence) VALUES (?,?,?,?,?)"},
     {"list_events", "SELECT id, run, time, kind, cause, evidence FROM events WHERE run = ? AND id > ? ORDER BY id LIMIT ?"},
@@ -306,6 +307,14 @@ void Store::set_run_owner(const std::string &id, const std::string &owner, long 
     Done done{s};
     Binder(s).text(owner).integer(owner_uid).text(id);
     if (int rc = sqlite3_step(s); rc != SQLITE_DONE) fail("setting the owner of run " + id, rc);
+}
+
+std::optional<double> Store::run_created(const std::string &id) {
+    auto *s = stmt("run_created");
+    Done done{s};
+    Binder(s).text(id);
+    if (!row(s)) return std::nullopt;
+    return sqlite3_column_double(s, 0);
 }
 
 void Store::insert_run(const RunRow &r) {

@@ -93,6 +93,8 @@ public:
     std::string integrity_check();
     void update_manifest(const std::string &run, const std::string &manifest, const std::string &owner);
     void set_run_owner(const std::string &id, const std::string &owner, long long owner_uid);
+    // When the run was created here (its row), or nullopt.
+    std::optional<double> run_created(const std::string &id);
     // A RECOVERING run's wait: the attempt that must heartbeat, from how
     // many nodes (0, 0: no wait here).
     void set_recovering(const std::string &id, long long attempt, long long nodes);

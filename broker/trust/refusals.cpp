@@ -75,6 +75,14 @@ std::string user_name(long long uid) {
     return "uid:" + std::to_string(uid);
 }
 
+std::string home_of(long long uid) {
+    struct passwd pw, *res = nullptr;
+    std::vector<char> buf(16384);
+    if (uid >= 0 && getpwuid_r(uid_t(uid), &pw, buf.data(), buf.size(), &res) == 0 && res && pw.pw_dir && pw.pw_dir[0] == '/')
+        return pw.pw_dir;
+    return "";
+}
+
 long long user_uid(const std::string &name, long long *gid) {
     struct passwd pw, *res = nullptr;
     std::vector<char> buf(16384);

@@ -24,6 +24,8 @@ bool may_see(const TokenEntry &who, const std::string &run, const RunInfo *info)
 namespace detail {
 // The account name of uid on this host ("uid:N" when it has none).
 std::string user_name(long long uid);
+// The home directory of uid on this host ("" when it has none).
+std::string home_of(long long uid);
 // The uid of an account on this host, or -1.
 long long user_uid(const std::string &name, long long *gid = nullptr);
 }  // namespace detail

@@ -20,7 +20,6 @@
 ATTACKER=$OTHER_USER
 VICTIM=$TEST_USER
 VICTIM_UID=$(id -u "$VICTIM")
-ATTACKER_UID=$(id -u "$ATTACKER")
 ATTACK=$WORK/attackerbin   # the attacker's planted tools, owned by the attacker
 LOOT=$ATTACK/loot          # where they write whose uid they ran as
 HELD=()                    # CLUSTER:JOB of the raw-named held jobs
@@ -157,7 +156,8 @@ grep -qi "license" "$WORK/decision.answer" || fail "the refusal does not say why
 [ ! -e "$WORK/decisions/llama-run.environment" ] \
     || fail "the refused decision's environment is kept under llama-run: $(tr '\0' ' ' < "$WORK/decisions/llama-run.environment")"
 ! grep -rqs "attackerbin" "$WORK/decisions" || fail "the broker's private dir holds the attacker's PATH: $(grep -rls attackerbin "$WORK/decisions")"
-others=$(for c in alpha beta; do slurm "$c" squeue -h -u "$ATTACKER" -t all -o "$c:%i"; done | grep -vxF -f <(printf '%s\n' "${HELD[@]}") || true)
+others=$(for c in alpha beta; do slurm "$c" squeue -h -u "$ATTACKER" -o "$c:%i"; done |
+    while read -r x; do [[ " ${HELD[*]:-} " == *" $x "* ]] || echo "$x"; done)
 [ -z "$others" ] || fail "the refused decision left a job of $ATTACKER: $others"
 ok "the peer's decision for llama-run ($ATTACKER, licenses nosuchlicense:1, PATH/BASH_ENV of $ATTACK) refused 409: $(head -c 160 "$WORK/decision.answer"); nothing kept in $WORK/decisions"
 
@@ -185,3 +185,125 @@ grep '^attempt=' "$WORK/llama-$j.out" | sed 's/^/  /'
 ok "beta2 killed: llama-run attempt 2 ($c2 job $j2) ran with VICTIM_VAR, PATH=/usr/bin:/bin, no BASH_ENV; $LOOT empty: no planted srun/BASH_ENV ran"
 slurm "$c2" scancel "$j2"; slurm beta scancel "$j" 2>/dev/null || true
 node_back beta beta2
+
+###############################################################################
+# 3. A connect flood with stopped agents does not quarantine a node that
+#    Slurm still has up. beta1: parts 1 and 2 killed beta2, whose death
+#    the broker may still be asking Slurm about.
+FN=beta1
+timeout_s=$(slurm beta scontrol show config | awk '$1 == "SlurmdTimeout" {print $3}')
+[ -n "$timeout_s" ] || fail "no SlurmdTimeout in scontrol show config"
+read -r addr port <<<"$(slurm beta scontrol -o show node $FN | tr ' ' '\n' | awk -F= '$1 == "NodeAddr" {a=$2} $1 == "Port" {p=$2} END {print a, p}')"
+[ "$addr" = 127.0.0.1 ] && [ -n "$port" ] || fail "$FN's slurmd is not on 127.0.0.1 (NodeAddr=$addr Port=$port): no flood"
+# The attacker's flood: COUNT connections to slurmd, none of them ever
+# sending a byte, until the listen queue is full (a connect within 0.5 s
+# fails: READY says "blinded"), held until RELEASE appears or HOLD seconds.
+cat > "$WORK/flood.py" <<'PY'
+import os, resource, socket, sys, time
+host, port, count, hold, pid_file, ready, release = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), *sys.argv[5:8]
+assert host == "127.0.0.1", "the flood stays on this host"
+open(pid_file, "w").write(str(os.getpid()))
+start = time.time()
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 64), hard))
+socks = []
+for _ in range(count):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setblocking(False)
+    try: s.connect((host, port))
+    except BlockingIOError: pass
+    except OSError: s.close(); break
+    socks.append(s)
+state = "answered"
+while time.time() - start < 6:
+    p = socket.socket(); p.settimeout(0.5)   # on loopback a connect is at once, or its SYN was dropped
+    try: p.connect((host, port))
+    except OSError: state = "blinded"
+    p.close()
+    if state == "blinded": break
+    time.sleep(0.2)
+open(ready + ".tmp", "w").write("%s %d %.1f\n" % (state, len(socks), time.time() - start)); os.rename(ready + ".tmp", ready)
+while time.time() - start < hold and not os.path.exists(release): time.sleep(0.1)
+for s in socks: s.close()
+print("flood: %d connections to %s:%d held %.1f s" % (len(socks), host, port, time.time() - start), flush=True)
+PY
+# What Slurm and the broker say of the node, every half second: Slurm's
+# state and whether the broker holds it.
+cat > "$WORK/watch.py" <<'PY'
+import json, os, subprocess, sys, time, urllib.request
+conf, node, url, token, out, stop = sys.argv[1:7]
+env = dict(os.environ, SLURM_CONF=conf)
+with open(out, "a") as f:
+    while not os.path.exists(stop):
+        t = time.time()
+        try: state = [w for w in subprocess.run(["scontrol", "-o", "show", "node", node], env=env, capture_output=True, text=True,
+                                                timeout=10).stdout.split() if w.startswith("State=")][0][6:]
+        except Exception as e: state = "unknown(%s)" % type(e).__name__
+        try:
+            r = urllib.request.urlopen(urllib.request.Request(url + "/v1/bad-nodes", headers={"Authorization": "Bearer " + token}), timeout=10)
+            held = any(n["cluster"] == "beta" and n["node"] == node and n["held"] for n in json.load(r)["nodes"])
+        except Exception as e: held = "unknown(%s)" % type(e).__name__
+        f.write("%.1f %s %s\n" % (t, state, held)); f.flush()
+        time.sleep(max(0, 0.5 - (time.time() - t)))
+PY
+held_now() { broker_get /v1/bad-nodes | /usr/bin/python3 -c 'import json,sys
+print(",".join("%s/%s" % (n["cluster"], n["node"]) for n in json.load(sys.stdin)["nodes"] if n["held"]))'; }
+[ -z "$(held_now)" ] || fail "nodes held before the flood: $(held_now)"
+
+j=$(as_other beta sbatch --parsable -N2 -n2 -o "$WORK/flood-%j.out" --shardnet=flood-run --shardnet-heartbeat=1 --wrap "srun $WORK/loop.sh")
+wait_for 30 'v["state"] == "RUNNING" and sum(1 for w in v["workers"] if w["node"].endswith("/0")) == 2' /v1/runs/flood-run \
+    || fail "flood-run never ran: $(broker_get /v1/runs/flood-run)"
+ok "flood-run of $ATTACKER (job $j) runs on beta1,beta2; $FN's slurmd at $addr:$port; SlurmdTimeout $timeout_s s"
+/usr/bin/python3 "$WORK/watch.py" "$SCRATCH/beta/slurm.conf" "$FN" "$BROKER_URL" "$ADMIN_TOKEN" "$WORK/watch.log" "$WORK/watch.stop" &
+WATCH_PID=$!
+(cd "$WORK" && exec runuser -u "$ATTACKER" -- /usr/bin/python3 "$WORK/flood.py" 127.0.0.1 "$port" 5000 9 "$FLOOD_PID_FILE" \
+    "$WORK/flood.ready" "$WORK/flood.release") > "$WORK/flood.out" 2>&1 &
+FLOOD_RUNNER=$!
+for _ in $(seq 100); do [ -s "$WORK/flood.ready" ] && break; sleep 0.1; done
+read -r blind nsocks took < "$WORK/flood.ready" || fail "the flood did not start: $(cat "$WORK/flood.out")"
+[ "$blind" = blinded ] || fail "$nsocks connections did not keep $FN's slurmd from answering a connect: this part proves nothing"
+t_flood=$(date +%s.%N)
+agents=$(pgrep -u "$ATTACKER" -f "^$SCRATCH/lib/shardnet-agent" || true)
+[ -n "$agents" ] || fail "no shardnet-agent of $ATTACKER to stop"
+for p in $agents; do kill -STOP "$p" && STOPPED+=("$p"); done
+ok "flood of $nsocks connections to $FN's slurmd: a connect fails after ${took}s; $ATTACKER's agents stopped (${STOPPED[*]})"
+wait_for 15 'any(e["kind"] == "FAULT" and e["evidence"].get("slurmd_answers") is False for e in v["events"])' /v1/runs/flood-run/events \
+    || fail "no FAULT with slurmd unreachable while $FN was flooded: $(broker_get /v1/runs/flood-run/events)"
+touch "$WORK/flood.release"
+t_fault=$(date +%s.%N)
+during=$(held_now)
+wait "$FLOOD_RUNNER" || true; FLOOD_RUNNER=""
+cat "$WORK/flood.out"
+[ -z "$during" ] || fail "the broker holds $during on its own word during the flood: $(broker_get /v1/bad-nodes)"
+fault=$(broker_get /v1/runs/flood-run/events | /usr/bin/python3 -c 'import json,sys
+print(json.dumps([e for e in json.load(sys.stdin)["events"] if e["kind"] == "FAULT" and e["evidence"].get("slurmd_answers") is False][0]))')
+/usr/bin/python3 -c 'import json,sys
+e = json.loads(sys.argv[1]); ev = e["evidence"]
+assert ev.get("seen_by") == "broker", "seen_by %r" % ev.get("seen_by")
+st = ev.get("slurm_node_state", "")
+assert st and not any(x in st for x in ("DOWN", "FAIL", "NOT_RESPONDING", "*")), "Slurm said %r" % st' "$fault" || fail "the FAULT does not say the broker alone saw $FN down: $fault"
+ok "FAULT $(/usr/bin/python3 -c 'import json,sys; e=json.loads(sys.argv[1]); print(repr(e["cause"]), "seen_by", e["evidence"]["seen_by"])' "$fault"); $FN not held (flood on)"
+# Past SlurmdTimeout (and 20 s), the broker asking Slurm again every 5 s:
+# Slurm keeps the node up, the broker never holds it.
+while [ "$(awk -v a="$t_fault" -v b="$(date +%s.%N)" -v t="$timeout_s" 'BEGIN{print (b - a >= 20 && b - a >= t + 12)}')" != 1 ]; do sleep 0.5; done
+after=$(held_now)
+touch "$WORK/watch.stop"; wait "$WATCH_PID" || true; WATCH_PID=""
+awk -v t0="$t_flood" '$2 != prev {printf "  %+6.1fs Slurm: %s, held by the broker: %s\n", $1 - t0, $2, $3} {prev = $2}' "$WORK/watch.log"
+slurm_saw=$(awk '$2 ~ /DOWN|NOT_RESPONDING|FAIL|\*/ {print $2}' "$WORK/watch.log" | sort -u | tr '\n' ' ')
+[ -z "$slurm_saw" ] || fail "Slurm itself marked $FN $slurm_saw during the flood: it was too large for this host (make it smaller); the broker may then hold the node on Slurm's word"
+[ -z "$after" ] || fail "the broker holds $after after SlurmdTimeout with $FN up in Slurm: $(broker_get /v1/bad-nodes)"
+! awk '$3 == "True"' "$WORK/watch.log" | grep -q . || fail "the broker held $FN at some point: $(awk '$3 == "True"' "$WORK/watch.log" | head -3)"
+ok "$(awk -v a="$t_fault" -v b="$(date +%s.%N)" 'BEGIN{printf "%.0f", b-a}') s after the FAULT (SlurmdTimeout $timeout_s s): Slurm kept $FN up throughout, the broker never held it ($(wc -l < "$WORK/watch.log") samples of GET /v1/bad-nodes)"
+for p in "${STOPPED[@]}"; do kill -CONT "$p" 2>/dev/null || true; done
+STOPPED=()
+
+###############################################################################
+# Every job of this test ends; the clusters are left idle.
+for h in "${HELD[@]}"; do slurm "${h%%:*}" scancel "${h#*:}"; done
+HELD=()
+for c in alpha beta; do slurm "$c" scancel -u "$ATTACKER" 2>/dev/null || true; slurm "$c" scancel -u "$VICTIM" 2>/dev/null || true; done
+for c in alpha beta; do
+    for _ in $(seq 300); do [ -z "$(slurm "$c" squeue -h -o %i)" ] && break; sleep 0.2; done
+    for _ in $(seq 150); do [ "$(slurm "$c" sinfo -h -N -o %T | sort -u | tr '\n' ' ')" = "idle " ] && break; sleep 0.2; done
+done
+ok "held jobs cancelled; alpha and beta idle"

@@ -170,9 +170,47 @@ TEST_CASE("every peer refuses and no node of this broker's could take it, even i
         std::lock_guard<std::mutex> lock(f.slurm->mu);
         f.slurm->nodes[kConf]["n3"] = "IDLE";
     }
+    // The survivor n1 goes on reporting, as a live node's agents do: its
+    // silence would be a second FAULT racing the retry (a busy host's
+    // failure of this test).
+    REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
+    REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
     f.tick_ahead(31);
+    INFO(f.events("r1"));
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING" && f.slurm->count("sbatch") == 1; }));
     CHECK(f.peers->requests(kBeta).size() == 1);
+}
+
+TEST_CASE("every peer refused, then the broker restarts: the unplaced decision is tried on this broker's clusters only, never a peer again") {
+    // Issue 43: after a restart an unplaced decision was taken up as if no
+    // peer had been asked, and went to the peers that had refused it.
+    ServiceFixture f({{"c1", kConf}}, two_peers());
+    f.start();
+    for (const auto &url : {kBeta, kGamma})
+        f.peers->on(url, [](const HttpRequest &) {
+            return answer(409, json::object{{"error", json::object{{"code", "no_capacity"}, {"message", "full"}}}});
+        });
+    fault_without_room(f, [&] {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf]["n3"] = "DOWN";
+    });
+    REQUIRE(ServiceFixture::until([&] { return contains(f.events("r1"), "(every peer broker refused); tried again every 30 s"); }));
+    const std::size_t asked = f.peers->requests(kBeta).size() + f.peers->requests(kGamma).size();
+    CHECK(asked == 2);
+    f.svc->drain();
+    f.svc.reset();
+    f.start([](FakeSlurm &s) {
+        FakeSlurm::Job j;
+        j.id = 7, j.nodes = "n1,n2", j.batch_host = "n1", j.node_count = 2, j.tasks = 2;
+        s.jobs[kConf][7] = j;
+        s.nodes[kConf] = {{"n1", "ALLOCATED"}, {"n2", "DOWN*"}, {"n3", "DOWN"}};
+        s.dead_slurmd.insert("n2");
+    });
+    ServiceFixture::settle();
+    f.tick_ahead(31);
+    f.tick_ahead(62);
+    CHECK(f.peers->requests(kBeta).size() + f.peers->requests(kGamma).size() == asked);
+    CHECK(f.state("r1") == "DEGRADED");
 }
 
 TEST_CASE("unreadable answers: an event each, then the decision ends and the run is DEGRADED") {

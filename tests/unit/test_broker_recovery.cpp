@@ -51,6 +51,15 @@ void kill_node(ServiceFixture &f, const std::string &node) {
     f.slurm->dead_slurmd.insert(node);
 }
 
+// Whether the broker's bad-node memory holds node now (GET /v1/bad-nodes).
+bool node_held(ServiceFixture &f, const std::string &node) {
+    f.svc->drain();
+    const auto list = boost::json::parse(f.call("GET", "/v1/bad-nodes").body).as_object();
+    for (const auto &n : list.at("nodes").as_array())
+        if (n.at("node").as_string() == node && n.at("held").as_bool()) return true;
+    return false;
+}
+
 bool has(const std::vector<std::string> &argv, const std::string &a) { return std::find(argv.begin(), argv.end(), a) != argv.end(); }
 
 }  // namespace
@@ -1657,13 +1666,7 @@ TEST_CASE("a node only the broker saw down (its slurmd refused a connect: a floo
     INFO(ev);
     // The run recovers at once, and its FAULT says whose word it was.
     CHECK(ev.find("node n2 slurmd unreachable (seen by the broker; Slurm says ALLOCATED)") != std::string::npos);
-    auto held = [&] {
-        f.svc->drain();
-        const auto list = boost::json::parse(f.call("GET", "/v1/bad-nodes").body).as_object();
-        for (const auto &n : list.at("nodes").as_array())
-            if (n.at("node").as_string() == "n2" && n.at("held").as_bool()) return true;
-        return false;
-    };
+    auto held = [&] { return node_held(f, "n2"); };
     CHECK_FALSE(held());
     // Slurm keeps it up: asked again every few seconds, never held, never drained.
     for (double ahead : {6.0, 12.0, 18.0}) f.tick_ahead(ahead);
@@ -1678,7 +1681,10 @@ TEST_CASE("a node only the broker saw down (its slurmd refused a connect: a floo
     CHECK(held());
 }
 
-TEST_CASE("a node Slurm calls NOT_RESPONDING is held only once that lasts past SlurmdTimeout") {
+TEST_CASE("NOT_RESPONDING is Slurm's suspicion, not its verdict; a power state is no death: a node is held once Slurm calls it DOWN") {
+    // A flood timed to fail one of slurmctld's pings near SlurmdTimeout
+    // shows NOT_RESPONDING once: that alone never holds a node. Slurm sets
+    // DOWN itself when the silence lasts SlurmdTimeout.
     ServiceFixture f({{"c1", kConf}});
     f.start();
     running_job(f);
@@ -1689,18 +1695,28 @@ TEST_CASE("a node Slurm calls NOT_RESPONDING is held only once that lasts past S
     }
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("FAULT") != std::string::npos; }));
-    auto held = [&] {
-        f.svc->drain();
-        const auto list = boost::json::parse(f.call("GET", "/v1/bad-nodes").body).as_object();
-        for (const auto &n : list.at("nodes").as_array())
-            if (n.at("node").as_string() == "n2" && n.at("held").as_bool()) return true;
-        return false;
-    };
-    f.tick_ahead(16);   // 6 s since the fault: within the fake's SlurmdTimeout (10 s)
-    CHECK_FALSE(held());
-    f.tick_ahead(22);   // past it
-    f.tick_ahead(28);
-    CHECK(held());
+    for (double ahead : {16.0, 22.0, 28.0, 34.0}) f.tick_ahead(ahead);
+    CHECK_FALSE(node_held(f, "n2"));
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf]["n2"] = "IDLE+POWERING_DOWN";
+    }
+    f.tick_ahead(40);
+    CHECK_FALSE(node_held(f, "n2"));
+    {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf]["n2"] = "DOWN+NOT_RESPONDING";
+    }
+    f.tick_ahead(46);
+    CHECK(node_held(f, "n2"));
+    CHECK(node_dead_in_slurm("DOWN*"));
+    CHECK(node_dead_in_slurm("IDLE+FAIL"));
+    CHECK(node_dead_in_slurm("ALLOCATED+FAILING"));
+    CHECK(node_dead_in_slurm("down*"));
+    CHECK_FALSE(node_dead_in_slurm("IDLE+POWERED_DOWN"));
+    CHECK_FALSE(node_dead_in_slurm("MIXED+POWER_DOWN"));
+    CHECK_FALSE(node_dead_in_slurm("ALLOCATED+NOT_RESPONDING"));
+    CHECK_FALSE(node_dead_in_slurm(""));
 }
 
 TEST_CASE("a kept environment belongs to its owner and job: another's is never replayed, attempt 1's own replaces it") {

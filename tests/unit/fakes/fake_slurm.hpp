@@ -122,6 +122,10 @@ private:
             for (std::string h; std::getline(in, h, ',');) out += h + "\n";
             return 0;
         }
+        if (cmd == "scontrol" && sub == "-o" && argv.size() == 4 && argv[3] == "node") {   // every node, a line each
+            for (const auto &[name, state] : ns) out += "NodeName=" + name + " NodeAddr=" + name + " Port=6818 State=" + state + "\n";
+            return 0;
+        }
         if (cmd == "scontrol" && sub == "-o" && argv.size() > 4 && argv[3] == "node") {
             auto it = ns.find(argv[4]);
             if (it == ns.end()) { out = "Node " + argv[4] + " not found"; return 1; }
