@@ -169,6 +169,16 @@ struct Inbox::Arrival {
         if (std::string why = s.peer_may_take(d.run, d.to, as.uid, d.sender, moved); !why.empty())
             return refuse(why, why.find("was moved to broker") != std::string::npos ? "not_moved_to_sender" : "no_capacity");
         if (p.cluster.empty()) return refuse("no compatible capacity at broker " + s.cfg_.broker_name);
+        // Runs peers' decisions made here count apart from the user's own
+        // (a peer cannot spend a local user's limit), under the same limit.
+        long long open = 0;
+        {
+            auto runs = s.runs_.write();
+            if (!runs.count(d.run)) open = runs.open_of(RunRegistry::peer_made(user));
+        }
+        if (open >= s.cfg_.runs_per_user)
+            return refuse("user '" + user + "' has " + std::to_string(open) + " runs made by peers' decisions here, not ended "
+                          "(limits.runs_per_user)", "too_many_runs");
         submit();
     }
 

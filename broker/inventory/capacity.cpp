@@ -111,11 +111,18 @@ std::shared_ptr<const std::map<std::string, NodeOffer>> Inventory::node_offers()
 }
 
 std::vector<ClusterOffer> Inventory::local_offers(const std::string &ckpt_dir, const json::object *site_options,
-                                                std::map<std::string, FittedOptions> *fitted, bool with_busy) {
+                                                std::map<std::string, FittedOptions> *fitted, bool with_busy,
+                                                const std::string *for_run) {
     const auto node_map = node_offers();
     const auto &described = *node_map;
     std::vector<ClusterOffer> offers;
-    const std::set<std::string> held = quarantined(wall_now());
+    std::set<std::string> held = quarantined(wall_now());
+    if (for_run) {
+        std::lock_guard<std::mutex> lock(quarantine_mu_);
+        for (const auto &[cluster, nodes] : suspected_)
+            for (const auto &[node, sus] : nodes)
+                if (sus.runs.count(*for_run)) held.insert(cluster + "/" + node);
+    }
     const bool some_without_runtime = with_busy && std::any_of(described.begin(), described.end(), [](const auto &d) {
         return d.second.containers == NodeOffer::Oci::missing;
     });

@@ -36,8 +36,12 @@ public:
     // `fitted` gets the options in each cluster's own names. With_busy: the
     // nodes in use too (ClusterOffer::busy), where the job could wait.
     struct FittedOptions { boost::json::object options; std::vector<std::string> mapped; };
+    // for_run: a requeue's run; the nodes it saw down on the broker's word
+    // alone (seen_down, Slurm not agreeing yet) are left out of its offers,
+    // never out of another run's.
     std::vector<ClusterOffer> local_offers(const std::string &ckpt_dir, const boost::json::object *site_options = nullptr,
-                                           std::map<std::string, FittedOptions> *fitted = nullptr, bool with_busy = false);
+                                           std::map<std::string, FittedOptions> *fitted = nullptr, bool with_busy = false,
+                                           const std::string *for_run = nullptr);
     // Nodes the detector saw down, offered to no placement until the time
     // kept (detector.quarantine_seconds); "cluster/node" keys.
     // run and cause: what it faulted, remembered (inventory/bad_nodes.cpp).
@@ -70,7 +74,11 @@ private:
     std::mutex quarantine_mu_;
     // Nodes only the broker saw down, per cluster, until Slurm calls them
     // dead or SlurmdTimeout and a minute pass (under quarantine_mu_).
-    struct Suspected { std::string run, cause; int looks = 0; };
+    struct Suspected {
+        std::string run, cause;          // the first run that saw it: named in its fault, if Slurm agrees
+        int looks = 0;
+        std::set<std::string> runs;      // every run that saw it: left out of their own placements meanwhile
+    };
     std::map<std::string, std::map<std::string, Suspected>> suspected_;
     std::map<std::string, double> quarantine_;
     std::map<std::string, std::pair<std::string, double>> last_fault_;   // "cluster/node" -> the run and time of its last fault

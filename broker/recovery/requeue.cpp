@@ -278,7 +278,7 @@ struct Requeues::Requeue {
                                                                                        : fault.state.cluster;
         if (auto *o = spec.if_contains("options"); o && o->is_object()) site_options = o->as_object();
         if (auto it = s.cfg_.cluster_info.find(spec_cluster); it != s.cfg_.cluster_info.end()) site_names(it->second.names, site_options);
-        Placement p = place(req, s.inventory_.local_offers(ckpt, &site_options, &fitted, true), fault.state.cluster, region, bad);
+        Placement p = place(req, s.inventory_.local_offers(ckpt, &site_options, &fitted, true, &fault.run), fault.state.cluster, region, bad);
         json::array rejected;
         for (const auto &r : p.rejected) {
             rejected.push_back(json::object{{"cluster", r.cluster}, {"reason", r.reason}});

@@ -30,7 +30,7 @@ void RunRegistry::Writer::touch(const std::string &run, const RunInfo *info) {
             for (const auto &b : touched_) many_.insert(b.run);
         if (!many_.insert(run).second) return;
     }
-    touched_.push_back(info ? Before{run, info->owner, !is_final(info->state)} : Before{run, {}, false});
+    touched_.push_back(info ? Before{run, count_key(*info), !is_final(info->state)} : Before{run, {}, false});
 }
 
 void RunRegistry::Writer::settle() {
@@ -40,10 +40,17 @@ void RunRegistry::Writer::settle() {
         if (b.open && !b.owner.empty())
             if (auto c = counts.find(b.owner); c != counts.end() && --c->second <= 0) counts.erase(c);
         auto it = runs_->find(b.run);
-        if (it != runs_->end() && !is_final(it->second.state) && !it->second.owner.empty()) ++counts[it->second.owner];
+        if (it != runs_->end() && !is_final(it->second.state) && !it->second.owner.empty()) ++counts[count_key(it->second)];
     }
     touched_.clear();
     many_.clear();
+}
+
+std::string RunRegistry::count_key(const RunInfo &info) {
+    if (info.owner.empty()) return "";
+    // A run a peer's decision made here starts here at a later attempt.
+    const bool by_peer = !info.jobs.empty() && info.jobs.begin()->first > 1;
+    return by_peer ? std::string(kPeerMade) + info.owner : info.owner;
 }
 
 long long RunRegistry::Writer::open_of(const std::string &owner) {

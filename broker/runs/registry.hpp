@@ -138,7 +138,9 @@ public:
             lock_.unlock();
         }
         // Runs of owner not ended, as the runs are now (this writer's
-        // changes so far included).
+        // changes so far included): the owner's own, never those peers'
+        // decisions made here for them (open_of(peer_made(owner)) counts
+        // those, apart: a peer cannot spend a local user's limit).
         long long open_of(const std::string &owner);
         // The one place a run's state changes in memory: checked against
         // the lifecycle (run_state.hpp). False, and logged, when the table
@@ -177,10 +179,18 @@ public:
     // Throws when the run's state in memory may not become to (the store's
     // side of a change, checked before it is written).
     void check_transition(const std::string &run, RunState to) const;
+    // The count key of the runs peers' decisions made here for owner
+    // (Writer::open_of(peer_made(owner))).
+    static std::string peer_made(const std::string &owner) { return kPeerMade + owner; }
 
 private:
     mutable std::shared_mutex runs_mu_;
     Map runs_;
+    // The key a run is counted under (open_by_owner_): its owner, or
+    // peer_made(owner) for a run a peer's decision made here (its first
+    // attempt here is later than 1).
+    static constexpr const char *kPeerMade = "\x01peer-made ";
+    static std::string count_key(const RunInfo &info);
     std::unordered_map<std::string, long long> open_by_owner_;   // runs not ended, per owner ("" none); under runs_mu_
     std::atomic<unsigned long long> generation_{1};
 };

@@ -25,7 +25,7 @@ lose() {  # RUN NODE: a job of RUN on NODE, NODE killed, until RECOVERED
     wait_for 60 'any(e["kind"] == "RECOVERED" for e in v["events"])' "/v1/runs/$run/events" || fail "$run: no RECOVERED: $(broker_get "/v1/runs/$run/events")"
     # Held for other runs once Slurm itself calls the node dead (DOWN after
     # SlurmdTimeout), never on the broker's word alone (issue 43).
-    wait_for 60 "any(n['node'] == '$node' and n['held'] for n in v['nodes'])" /v1/bad-nodes ||
+    wait_for 60 "any(n['node'] == '$node' and n['held'] and n['last_run'] == '$run' for n in v['nodes'])" /v1/bad-nodes ||
         fail "$node never held: $(broker_get /v1/bad-nodes) $(slurm beta sinfo -h -n "$node" -o %T)"
 }
 back() {  # NODE: slurmd again, until Slurm has it back (resumed when drained)

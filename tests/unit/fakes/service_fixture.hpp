@@ -115,10 +115,13 @@ struct ServiceFixture {
     // query threads have nothing under way (Core::settle). Tests wait on
     // this, never on a sleep: a busy machine only makes it longer.
     static void settle() { REQUIRE(Core::settle(30)); }
-    // Runs the detector as if `ahead` seconds had passed, and waits for
-    // what that started (a suspect's confirmation with Slurm, a FAULT, a
-    // requeue) to be done, so that the test's next report comes after it.
+    // Runs the detector as if `ahead` seconds had passed, once what was
+    // asked before is done (a requeue registers its retry after the event
+    // a test waits for), and waits for what the tick started (a suspect's
+    // confirmation with Slurm, a FAULT, a requeue), so that the test's
+    // next report comes after it.
     void tick_ahead(double ahead) {
+        settle();
         svc->tick(wall_now() + ahead);
         settle();
     }
