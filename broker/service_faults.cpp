@@ -213,11 +213,15 @@ void Service::sweep_environments() {
     // A kept environment lives as long as its run here: one whose run
     // is gone or ended (its end missed by a crash, an earlier version's
     // refused decision) is deleted; its values may be secrets. An earlier
-    // version's file of a live run gets its owner, or goes.
+    // version's file of a live run gets its owner, or goes. A file kept
+    // for a job of a cluster that is not this broker's is another broker's
+    // (two brokers whose databases share a directory share this one): left.
     std::string ignored;
     const std::string dir = private_dir(cfg_.database, ignored);
     if (dir.empty()) return;
     for (const auto &run : kept_environment_runs(dir)) {
+        if (auto kept = read_environment_file(dir, run, ignored); kept && kept->origin.uid >= 0 && !cfg_.clusters.count(kept->origin.cluster))
+            continue;
         bool live = false;
         {
             auto runs = runs_.read();

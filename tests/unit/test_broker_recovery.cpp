@@ -1778,4 +1778,5 @@ TEST_CASE("a kept environment belongs to its owner and job: another's is never r
     g.svc->summarise();
     ServiceFixture::settle();
     CHECK(access((gdir + "/gone-run.environment").c_str(), F_OK) != 0);
+    CHECK(access((gdir + "/r1.environment").c_str(), F_OK) == 0);   // a live run's stays
 }
