@@ -151,6 +151,7 @@ TEST_CASE("only the broker a run was moved to may hand it back") {
     REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
     REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     {
         std::lock_guard<std::mutex> lock(f.slurm->mu);
         f.slurm->nodes[kConf]["n2"] = "DOWN*";
@@ -158,6 +159,7 @@ TEST_CASE("only the broker a run was moved to may hand it back") {
     }
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "MOVED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     {
         std::lock_guard<std::mutex> lock(f.slurm->mu);
         f.slurm->nodes[kConf] = {{"n1", "IDLE"}, {"n2", "DOWN*"}, {"n3", "IDLE"}};

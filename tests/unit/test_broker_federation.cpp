@@ -53,6 +53,7 @@ void fault_without_room(ServiceFixture &f, const std::function<void()> &before_f
     REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
     REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     if (before_fault) before_fault();
     {
         std::lock_guard<std::mutex> lock(f.slurm->mu);
@@ -82,6 +83,7 @@ TEST_CASE("no local room: a decision for the first peer; its acceptance moves th
     });
     fault_without_room(f);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "MOVED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const auto sent = f.peers->requests(kBeta);
     REQUIRE(sent.size() == 1);
     CHECK(sent[0].method == "POST");
@@ -102,6 +104,7 @@ TEST_CASE("no local room: a decision for the first peer; its acceptance moves th
     CHECK(contains(ev, "goes to broker beta"));
     CHECK(contains(ev, "MOVED: run handed to broker beta: attempt 2 runs as job 55 on b1"));
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scancel") == 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     CHECK(f.slurm->count("sbatch") == 0);
     // The moved attempt's old job is fenced here.
     CHECK(f.beat("r1", 1, "n1", "0", "c1", 7) == 409);
@@ -117,6 +120,7 @@ TEST_CASE("a peer that refuses: the next peer; a silent one is asked again until
     fault_without_room(f);
     // gamma is silent (no handler): resent with backoff.
     REQUIRE(ServiceFixture::until([&] { return f.peers->requests(kGamma).size() >= 3; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     CHECK(f.state("r1") == "RECOVERING");
     CHECK(contains(f.events("r1"), "PLACEMENT: broker beta refused (no compatible capacity at broker beta; b1 rejected: 2 idle nodes "
                                    "needed, 0 idle); trying broker gamma"));
@@ -125,6 +129,7 @@ TEST_CASE("a peer that refuses: the next peer; a silent one is asked again until
         return answer(200, json::object{{"accepted", true}, {"cluster", "g1"}, {"job", 9}});
     });
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "MOVED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     CHECK(f.peers->requests(kBeta).size() == 1);   // a refusal is final for that peer
 }
 
@@ -139,6 +144,7 @@ TEST_CASE("every peer refuses: PLACEMENT names why; the run waits in its own clu
     // n1 (the job's survivor) and n3 (another job's) are in use: attempt 2
     // waits for them in c1's queue, never on the dead n2.
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING" && f.slurm->count("sbatch") == 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     INFO(ev);
     CHECK(contains(ev, "PLACEMENT: no local capacity for attempt 2; c1 rejected: 0 of 0 idle node(s) fit, 2 needed; decision alpha:r1/attempt-2 goes to broker beta"));
@@ -173,6 +179,7 @@ TEST_CASE("every peer refuses and no node of this broker's could take it, even i
     f.tick_ahead(31);   // after the retry is registered (tick_ahead settles first: a busy host's failure of this test)
     INFO(f.events("r1"));
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING" && f.slurm->count("sbatch") == 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     CHECK(f.peers->requests(kBeta).size() == 1);
 }
 
@@ -190,6 +197,7 @@ TEST_CASE("every peer refused, then the broker restarts: the unplaced decision i
         f.slurm->nodes[kConf]["n3"] = "DOWN";
     });
     REQUIRE(ServiceFixture::until([&] { return contains(f.events("r1"), "(every peer broker refused); tried again every 30 s"); }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::size_t asked = f.peers->requests(kBeta).size() + f.peers->requests(kGamma).size();
     CHECK(asked == 2);
     f.svc->drain();
@@ -214,6 +222,7 @@ TEST_CASE("unreadable answers: an event each, then the decision ends and the run
     f.peers->on(kBeta, [](const HttpRequest &) { return answer(200, json::object{{"accepted", "yes"}}); });
     fault_without_room(f);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED" && contains(f.events("r1"), "the decision ends"); }, 20));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     INFO(ev);
     CHECK(contains(ev, "DELIVERY: broker beta answered decision alpha:r1/attempt-2 with accepted: expected true or false; retry 1 of 4"));
@@ -230,6 +239,7 @@ TEST_CASE("a peer that answers 4xx will never take the decision as it is: bad an
     });
     fault_without_room(f);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED" && contains(f.events("r1"), "the decision ends"); }, 20));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     INFO(ev);
     CHECK(contains(ev, "status: HTTP 400"));
@@ -269,6 +279,7 @@ TEST_CASE("the inbox: a peer's decision runs as the local account it names, at m
     // The new attempt's heartbeats recover it here.
     REQUIRE(f.beat("r9", 2, "n1", "0", "c1", job) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r9") == "RUNNING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
 }
 
 TEST_CASE("the inbox: a decision taken up again while Slurm cannot be read is answered 503, never placed twice") {
@@ -412,6 +423,7 @@ TEST_CASE("a decision's environment: sent from the root-only copy, checked and f
             REQUIRE(kept.status == 200);
         });
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "MOVED"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         const json::object p = json::parse(f.peers->requests(kBeta).at(0).body).as_object();
         CHECK(p.at("environment") == json::array{"MYVAR=kept-42"});   // SLURM_* dropped when kept
         std::string all;   // the database, its journal included: no value of the user's
@@ -567,6 +579,7 @@ TEST_CASE("a decision carries the run's newest seals; the peer checks them, keep
                 REQUIRE(f.call("POST", std::string("/v1/runs/r1/checkpoints/") + name + "/commit", commit_body(rank, 2, name)).status == 200);
     });
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "MOVED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const json::value sent = json::parse(f.peers->requests(kBeta).at(0).body);
     const json::array &sealed = sent.at("sealed").as_array();
     REQUIRE(sealed.size() == 2);   // the newest two, newest first
@@ -677,6 +690,7 @@ TEST_CASE("seals never keep a run from moving: a peer that answers 413 gets the 
         for (int rank : {0, 1}) REQUIRE(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-10/commit", commit_body(rank, 2, "checkpoint-10")).status == 200);
     });
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "MOVED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const auto sent = f.peers->requests(kBeta);
     REQUIRE(sent.size() == 2);
     CHECK(json::parse(sent[0].body).as_object().contains("sealed"));

@@ -116,6 +116,7 @@ TEST_CASE("onward views: a read never waits; a fetch in the background, the last
     CHECK(v.at("broker").as_string() == "beta");
     CHECK(v.at("job").as_int64() == 55);
     REQUIRE(ServiceFixture::until([&] { return views.view("r1", moved, beta, 100.5, true).at("status").as_string() == "ok"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     v = views.view("r1", moved, beta, 101.0, true);
     CHECK(v.at("run").at("state").as_string() == "RUNNING");
     CHECK(v.at("as_of").as_double() == 100.0);
@@ -165,6 +166,7 @@ TEST_CASE("a run moved to a peer: this broker's run and its dashboard view say w
     REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
     REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     {
         std::lock_guard<std::mutex> lock(f.slurm->mu);
         f.slurm->nodes[kConf]["n2"] = "DOWN*";
@@ -172,6 +174,7 @@ TEST_CASE("a run moved to a peer: this broker's run and its dashboard view say w
     }
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "MOVED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
 
     // The first read asks the peer in the background; a later one has its story.
     REQUIRE(ServiceFixture::until([&] {

@@ -138,6 +138,7 @@ TEST_CASE("a ranks' report is checked field by field; an attempt that ends befor
                  R"({"run":"r1","attempt":1,"node":"n1","step":"batch","cluster":"c1","job":7,"state":"ended","ranks":[{"rank":0,"exit":{"code":0,"signal":null}}]})")
               .status == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "SUCCEEDED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     CHECK(f.kinds("r1") == std::vector<std::string>{"attempt-started", "attempt-ended", "run-ended"});
     const auto res = verified(f.envelopes("r1"), f.key);
     CHECK(res.receipts[0].receipt.body.at("ranks") == json::parse(R"({"0":"n1"})"));
@@ -161,6 +162,7 @@ TEST_CASE("one chain: heartbeat, seal, FAULT, requeue as attempt 2, seal, the en
     REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
     REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-1/commit", commit(1, 0, 1)).status == 200);
     {
         std::lock_guard<std::mutex> lock(f.slurm->mu);
@@ -169,15 +171,18 @@ TEST_CASE("one chain: heartbeat, seal, FAULT, requeue as attempt 2, seal, the en
     }
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     REQUIRE(f.beat("r1", 2, "n3", "batch", "c1", 100) == 204);
     REQUIRE(f.beat("r1", 2, "n3", "0", "c1", 100) == 204);
     REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     CHECK(f.call("POST", "/v1/runs/r1/checkpoints/checkpoint-2/commit", commit(2, 0, 1)).status == 200);
     CHECK(f.call("POST", "/v1/heartbeats",
                  R"({"run":"r1","attempt":2,"node":"n3","step":"batch","cluster":"c1","job":100,"state":"ended","ranks":[{"rank":0,"exit":{"code":0,"signal":null}}]})")
               .status == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "SUCCEEDED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     std::string listed;
     for (const auto &k : f.kinds("r1")) listed += k + " ";
     INFO(listed);
@@ -216,6 +221,7 @@ TEST_CASE("an in-job restart is signed in the attempt's chain: attempt-restarted
     REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
     REQUIRE(f.beat("r1", 1, "n3", "0", "c1", 7) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     REQUIRE(f.call("POST", "/v1/runs/r1/restarts", R"({"kind":"supervising","attempt":1,"spares":1,"nodes":["n2","n3"]})").status == 200);
     {
         std::lock_guard<std::mutex> lock(f.slurm->mu);
@@ -224,10 +230,12 @@ TEST_CASE("an in-job restart is signed in the attempt's chain: attempt-restarted
     }
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     REQUIRE(f.call("POST", "/v1/runs/r1/restarts",
                    R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n1"],"nodes":["n1","n3"],"spares":0,"relaunch_seconds":0.4,"ended_step":"0"})")
                 .status == 200);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     std::string listed;
     for (const auto &k : f.kinds("r1")) listed += k + " ";
     INFO(listed);

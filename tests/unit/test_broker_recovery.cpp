@@ -43,6 +43,7 @@ void running_job(ServiceFixture &f) {
     // The job's spec and script are kept when the attempt starts (then its
     // allocation's hosts are asked for).
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
 }
 
 void kill_node(ServiceFixture &f, const std::string &node) {
@@ -71,6 +72,7 @@ TEST_CASE("a dead node: the same cluster without it, as the job's owner, then RE
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
 
     std::vector<FakeSlurm::Seen> sbatch, scancel;
     for (const auto &c : f.slurm->changes()) (c.argv[0] == "sbatch" ? sbatch : scancel).push_back(c);
@@ -103,6 +105,7 @@ TEST_CASE("a dead node: the same cluster without it, as the job's owner, then RE
     CHECK(f.state("r1") == "RECOVERING");
     REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     CHECK(f.events("r1").find("RECOVERED: attempt 2 heartbeats from all 2 node(s)") != std::string::npos);
     // The old attempt is fenced.
     CHECK(f.beat("r1", 1, "n1", "0", "c1", 7) == 409);
@@ -118,6 +121,7 @@ TEST_CASE("a broker restarted while a run is RECOVERING still ends the wait with
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     f.svc.reset();   // the broker stops; its database stays
     f.start();
     CHECK(f.state("r1") == "RECOVERING");
@@ -127,6 +131,7 @@ TEST_CASE("a broker restarted while a run is RECOVERING still ends the wait with
     CHECK(f.state("r1") == "RECOVERING");   // still every node of attempt 2, not one
     REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     INFO(ev);
     CHECK(ev.find("RECOVERED: attempt 2 heartbeats from all 2 node(s)") != std::string::npos);
@@ -179,7 +184,9 @@ TEST_CASE("a worker that dies while its broker is down is still a FAULT after th
     REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("FAULT: worker n2/0 missed heartbeats") != std::string::npos; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
 }
 
 TEST_CASE("restored workers that report on: no FAULT after a restart; ended ones are not restored") {
@@ -244,6 +251,7 @@ TEST_CASE("no room anywhere and no peers: PLACEMENT says why, the run stays DEGR
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("PLACEMENT: no placement for attempt 2") != std::string::npos; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     INFO(f.events("r1"));
     CHECK(f.events("r1").find("c1 rejected: 0 of 0 idle node(s) fit, 2 needed; 1 counting those in use") != std::string::npos);
     CHECK(f.events("r1").find("(no peer brokers); tried again every 30 s for an hour") != std::string::npos);
@@ -265,6 +273,7 @@ TEST_CASE("no room anywhere and no peers: PLACEMENT says why, the run stays DEGR
     }
     f.tick_ahead(62);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     CHECK(f.events("r1").find("PLACEMENT: c1, queued for 2 node(s)") != std::string::npos);
     CHECK(f.slurm->count("sbatch") == 1);
 }
@@ -282,6 +291,7 @@ TEST_CASE("no idle room, but nodes in use that fit: the new attempt waits in the
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     INFO(f.events("r1"));
     std::vector<FakeSlurm::Seen> sbatch;
     for (const auto &c : f.slurm->changes())
@@ -300,6 +310,7 @@ TEST_CASE("no idle room, but nodes in use that fit: the new attempt waits in the
     CHECK(f.state("r1") == "RECOVERING");
     REQUIRE(f.beat("r1", 2, "n1", "0", "c1", 100) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
 }
 
 TEST_CASE("sbatch refused: PLACEMENT names Slurm's reason, the run stays DEGRADED") {
@@ -313,6 +324,7 @@ TEST_CASE("sbatch refused: PLACEMENT names Slurm's reason, the run stays DEGRADE
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("Invalid account") != std::string::npos; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     CHECK(f.events("r1").find("PLACEMENT: attempt 2 on c1: sbatch on c1 (as uid 5000) failed") != std::string::npos);
     CHECK(f.state("r1") == "DEGRADED");
 }
@@ -326,6 +338,7 @@ TEST_CASE("a store failure while the requeue decision is written: an event and a
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("not written") != std::string::npos; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     INFO(ev);
     CHECK(ev.find("FAULT: worker n2/0") != std::string::npos);
@@ -375,6 +388,7 @@ TEST_CASE("a broker stopped between sbatch and 'applied': the decision is taken 
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     std::string comment;
     for (const auto &c : f.slurm->changes())
         for (const auto &a : c.argv)
@@ -402,6 +416,7 @@ TEST_CASE("a broker stopped between sbatch and 'applied': the decision is taken 
     });
     // Taken up at start: no new FAULT needed.
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     CHECK(f.slurm->count("sbatch") == 0);   // nothing submitted twice
     const std::string ev = f.events("r1");
     INFO(ev);
@@ -410,6 +425,7 @@ TEST_CASE("a broker stopped between sbatch and 'applied': the decision is taken 
     REQUIRE(f.beat("r1", 2, "n3", "0", "c1", 100) == 204);
     REQUIRE(f.beat("r1", 2, "n4", "0", "c1", 100) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
 }
 
 TEST_CASE("a decision taken up again while Slurm cannot be read: not submitted again until Slurm says whether its job runs") {
@@ -421,6 +437,7 @@ TEST_CASE("a decision taken up again while Slurm cannot be read: not submitted a
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     std::string comment;
     for (const auto &c : f.slurm->changes())
         for (const auto &a : c.argv)
@@ -443,6 +460,7 @@ TEST_CASE("a decision taken up again while Slurm cannot be read: not submitted a
         fs.squeue_parser = "openapi/v9.99";
     });
     REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("waits: whether its job was submitted") != std::string::npos; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     f.tick_ahead(10);   // asked again: still unreadable
     ServiceFixture::settle();
     CHECK(f.slurm->count("sbatch") == 0);   // never submitted twice on a guess
@@ -476,6 +494,7 @@ TEST_CASE("a batch script whose end was not reported: the run ends as Slurm says
     }
     f.tick_ahead(10);   // every worker silent past its deadline; Slurm: the job completed
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "SUCCEEDED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     INFO(ev);
     CHECK(ev.find("SUCCEEDED: Slurm job 7 COMPLETED on c1 (the batch script's end was not reported") != std::string::npos);
@@ -491,6 +510,7 @@ TEST_CASE("a batch script whose end was not reported: the run ends as Slurm says
     }
     g.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "CANCELLED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
 }
 
 TEST_CASE("a job Slurm requeued itself whose batch end was not reported: REQUEUED, the run goes on") {
@@ -505,6 +525,7 @@ TEST_CASE("a job Slurm requeued itself whose batch end was not reported: REQUEUE
     }
     f.tick_ahead(10);   // every worker silent past its deadline; Slurm: the job waits to start again
     REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("REQUEUED") != std::string::npos; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     INFO(ev);
     CHECK(ev.find("REQUEUED: Slurm requeued job 7 itself (PENDING; the batch script's end was not reported)") != std::string::npos);
@@ -553,6 +574,7 @@ void n2_dies_under(ServiceFixture &f, const std::string &fields) {
     REQUIRE(f.call("POST", "/v1/heartbeats", batch).status == 204);
     REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     kill_node(f, "n2");
     f.tick_ahead(10);
 }
@@ -577,6 +599,7 @@ TEST_CASE("a batch script that exits 1 because a peer's node died: a FAULT, reco
     kill_node(f, "n2");
     REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":1,"signal":null}}])") == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     INFO(ev);
     CHECK(ev.find("FAULT: worker n2/0 lost: node n2 died (its slurmd does not answer); the batch script exited 1 on n1 after it") != std::string::npos);
@@ -593,6 +616,7 @@ TEST_CASE("a program's own error with every node alive: FAILED, naming the first
     REQUIRE(ended(f, "n2", "0", R"([{"rank":1,"exit":{"code":3,"signal":null,"time":1000.2}}])") == 204);
     REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":1,"signal":null}}])") == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     INFO(ev);
     CHECK(ev.find("FAILED: rank 1 on n2 exited 3 (the first rank to fail; every node alive); the batch script exited 1 on n1") !=
@@ -610,6 +634,7 @@ TEST_CASE("a program's own error with every node alive: FAILED, naming the first
     REQUIRE(ended(g, "n2", "0", R"([{"rank":1,"exit":{"code":0,"signal":null,"time":1000.0}}])") == 204);
     REQUIRE(ended(g, "n1", "batch", R"([{"rank":0,"exit":{"code":139,"signal":null}}])") == 204);
     REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "FAILED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     CHECK(g.events("r1").find("rank 0 on n1 killed by signal 11") != std::string::npos);
 }
 
@@ -623,6 +648,7 @@ TEST_CASE("a survivor's failed rank is looked into at once: its peer's dead node
                              R"("ranks":[{"rank":0,"exit":{"code":1,"signal":null,"time":1000.5}}]})";
     REQUIRE(f.call("POST", "/v1/heartbeats", body).status == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     INFO(ev);
     CHECK(ev.find("FAULT: worker n2/0 lost: node n2 died (its slurmd does not answer); rank 0 exited 1 on n1 after it") != std::string::npos);
@@ -646,6 +672,7 @@ TEST_CASE("a judged FAILED names the last lines of the batch script's stderr: wh
                              R"(srun: error: n2: task 1: Exited with exit code 3)";
     REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":3,"signal":null}}])", R"(,"stderr_tail":")" + tail + "\"") == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const auto failed = last_event(f, "FAILED");
     INFO(boost::json::serialize(failed));
     CHECK(failed.at("cause").as_string() == "rank 1 on n2 exited 3 (the first rank to fail; every node alive); the batch script exited 3 on n1; "
@@ -688,6 +715,7 @@ TEST_CASE("--shardnet-fatal-exit: a rank's listed code ends the run FAILED at on
     // The batch script ends later: its tail comes as an event of its own; nothing is requeued.
     REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":3,"signal":null}}])", R"(,"fatal_exit":[3,7],"stderr_tail":"ValueError: rank 1")") == 204);
     REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("STDERR") != std::string::npos; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     ev = f.events("r1");
     CHECK(ev.find("STDERR: the batch script exited 3 on n1 after the run ended FAILED; stderr: ValueError: rank 1") != std::string::npos);
     CHECK(last_event(f, "STDERR").at("evidence").at("stderr_tail").as_string() == "ValueError: rank 1");
@@ -700,6 +728,7 @@ TEST_CASE("--shardnet-fatal-exit: a rank's listed code ends the run FAILED at on
     running_job(h);
     REQUIRE(ended(h, "n2", "0", rank1, R"(,"fatal_exit":[3])", "running") == 204);
     REQUIRE(ServiceFixture::until([&] { return h.state("r1") == "FAILED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     REQUIRE(ended(h, "n1", "batch", R"([{"rank":0,"exit":{"code":null,"signal":15}}])", R"(,"fatal_exit":[3],"stderr_tail":"slurmstepd: CANCELLED")") == 204);
     REQUIRE(ServiceFixture::until([&] { return h.events("r1").find("STDERR: the batch script killed by signal 15 on n1 after the run ended FAILED; "
                                                                   "stderr: slurmstepd: CANCELLED") != std::string::npos; }));
@@ -722,6 +751,7 @@ TEST_CASE("--shardnet-fatal-exit: the batch script's listed code is the verdict,
     REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":42,"signal":null}}])",
                   R"(,"fatal_exit":[42],"stderr_tail":"loading config.yaml\nKeyError: 'lr'")") == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const auto failed = last_event(f, "FAILED");
     INFO(boost::json::serialize(failed));
     CHECK(failed.at("cause").as_string() == "the batch script on n1 exited 42, which --shardnet-fatal-exit says is not to be retried; stderr: KeyError: 'lr'");
@@ -736,6 +766,7 @@ TEST_CASE("--shardnet-fatal-exit travels with the run: kept with the job's spec,
     f.start();
     n2_dies_under(f, R"(,"fatal_exit":[7,3])");
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     int sbatch = 0;
     for (const auto &c : f.slurm->changes())
         if (c.argv[0] == "sbatch") {
@@ -778,6 +809,7 @@ TEST_CASE("the submitter's environment: checked whole, filtered, kept root-only,
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     std::vector<FakeSlurm::Seen> sbatch;
     for (const auto &c : f.slurm->changes())
         if (c.argv[0] == "sbatch") sbatch.push_back(c);
@@ -796,6 +828,7 @@ TEST_CASE("--shardnet-max-attempts: a fault after the last attempt ends the run 
     f.start();
     n2_dies_under(f, R"(,"max_attempts":1)");
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     INFO(ev);
     CHECK(ev.find("FAILED: attempt budget spent: 1 of 1 attempts used (--shardnet-max-attempts)") != std::string::npos);
@@ -805,6 +838,7 @@ TEST_CASE("--shardnet-max-attempts: a fault after the last attempt ends the run 
     g.start();
     n2_dies_under(g, R"(,"max_attempts":2)");
     REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     for (const auto &c : g.slurm->changes())
         if (c.argv[0] == "sbatch") CHECK(has(c.argv, "--shardnet-max-attempts=2"));
 }
@@ -814,6 +848,7 @@ TEST_CASE("spares travel with the run: a requeued attempt of a job with spares h
     f.start();
     n2_dies_under(f, R"(,"spares":1,"straggler":"replace")");
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     int sbatches = 0;
     for (const auto &c : f.slurm->changes()) {
         if (c.argv[0] != "sbatch") continue;
@@ -828,6 +863,7 @@ TEST_CASE("spares travel with the run: a requeued attempt of a job with spares h
     g.start();
     n2_dies_under(g, "");
     REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     for (const auto &c : g.slurm->changes())
         if (c.argv[0] == "sbatch") CHECK((!has(c.argv, "--no-kill") && !has(c.argv, "--shardnet-spares=1")));
 }
@@ -841,6 +877,7 @@ TEST_CASE("bad-node memory: a node that faulted one run is left out of the next 
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     f.svc->drain();
     auto list = boost::json::parse(f.call("GET", "/v1/bad-nodes").body).as_object();
     REQUIRE(list.at("nodes").as_array().size() == 1);
@@ -866,9 +903,11 @@ TEST_CASE("bad-node memory: a node that faulted one run is left out of the next 
     REQUIRE(f.beat("r2", 1, "n1", "0", "c1", 8) == 204);
     REQUIRE(f.beat("r2", 1, "n3", "0", "c1", 8) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     kill_node(f, "n3");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r2") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     for (const auto &c : f.slurm->changes())
         if (c.argv[0] == "sbatch") {
             INFO(c.argv[4]);
@@ -896,6 +935,7 @@ TEST_CASE("bad-node memory: K faults of one node within the window drain it in S
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "update") == 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     for (const auto &c : f.slurm->changes())
         if (c.argv[0] == "scontrol" && c.argv[1] == "update") {
             CHECK(c.argv[2] == "nodename=n2");
@@ -917,6 +957,7 @@ TEST_CASE("a program's error while a worker on a live node is silent: judged FAI
     }
     INFO(f.events("r1"));
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     INFO(ev);
     CHECK(ev.find("FAULT") == std::string::npos);
@@ -932,11 +973,14 @@ TEST_CASE("requeue=off: a node's FAULT, then the batch script's exit ends the ru
     REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7, "off") == 204);
     REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7, "off") == 204);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":1,"signal":null}}])") == 204);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     CHECK(f.events("r1").find("after a FAULT (requeue is off)") != std::string::npos);
 }
 
@@ -971,6 +1015,7 @@ void gpu_job_and_second_cluster(ServiceFixture &f, const std::string &c2_partiti
     REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
     REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     kill_node(f, "n2");
     f.tick_ahead(10);
 }
@@ -994,6 +1039,7 @@ TEST_CASE("GPU types across clusters: only nodes of the job's type count; a clus
         REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
         REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
         REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         kill_node(f, "n2");
         f.tick_ahead(10);
     };
@@ -1003,6 +1049,7 @@ TEST_CASE("GPU types across clusters: only nodes of the job's type count; a clus
         f.start();
         typed_job(f);
         REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         const auto sbatch = f.slurm->changes();
         auto s = std::find_if(sbatch.begin(), sbatch.end(), [](const auto &c) { return c.argv[0] == "sbatch"; });
         CHECK(s->conf == kConf2);
@@ -1016,6 +1063,7 @@ TEST_CASE("GPU types across clusters: only nodes of the job's type count; a clus
         f.start();
         typed_job(f);
         REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("PLACEMENT: no placement for attempt 2") != std::string::npos; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         INFO(f.events("r1"));
         CHECK(f.events("r1").find("c2 rejected: no GPU of type tesla (and no mapping for it in clusters.c2.names.gpu_type)") != std::string::npos);
         CHECK(f.slurm->count("sbatch") == 0);
@@ -1029,6 +1077,7 @@ TEST_CASE("partition names across clusters: mapped where the target names it, th
         f.start();
         gpu_job_and_second_cluster(f, "gpu-a");
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         const auto sbatch = f.slurm->changes();
         auto s = std::find_if(sbatch.begin(), sbatch.end(), [](const auto &c) { return c.argv[0] == "sbatch"; });
         CHECK(s->conf == kConf2);
@@ -1046,6 +1095,7 @@ TEST_CASE("partition names across clusters: mapped where the target names it, th
         f.start();
         gpu_job_and_second_cluster(f, "gpu");
         REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("PLACEMENT: no placement for attempt 2") != std::string::npos; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         CHECK(f.events("r1").find("c2 rejected: no partition for gpu") != std::string::npos);
         CHECK(f.slurm->count("sbatch") == 0);
     }
@@ -1054,6 +1104,7 @@ TEST_CASE("partition names across clusters: mapped where the target names it, th
         f.start();
         gpu_job_and_second_cluster(f, "batch");
         REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("PLACEMENT: no placement for attempt 2") != std::string::npos; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         INFO(f.events("r1"));
         CHECK(f.events("r1").find("c2 rejected: no partition gpu (and no mapping for it in clusters.c2.names.partition)") != std::string::npos);
         CHECK(f.slurm->count("sbatch") == 0);
@@ -1063,6 +1114,7 @@ TEST_CASE("partition names across clusters: mapped where the target names it, th
         f.start();
         gpu_job_and_second_cluster(f, "gpu");
         REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         const auto sbatch = f.slurm->changes();
         auto s = std::find_if(sbatch.begin(), sbatch.end(), [](const auto &c) { return c.argv[0] == "sbatch"; });
         CHECK(has(s->argv, "--partition=gpu"));
@@ -1086,6 +1138,7 @@ TEST_CASE("how Slurm says the job ended decides, every node alive: its own reque
         f.start();
         end_as(f, "PENDING");
         REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("REQUEUED: Slurm requeued job 7 itself (PENDING") != std::string::npos; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         CHECK(f.state("r1") == "RUNNING");
         CHECK(f.slurm->count("sbatch") == 0);
         CHECK(f.slurm->count("scancel") == 0);
@@ -1103,12 +1156,14 @@ TEST_CASE("how Slurm says the job ended decides, every node alive: its own reque
         }));
         REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":0,"signal":null}}])") == 204);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "SUCCEEDED"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
     }
     SUBCASE("out of memory: FAILED with that cause") {
         ServiceFixture f({{"c1", kConf}});
         f.start();
         end_as(f, "OUT_OF_MEMORY");
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         CHECK(f.events("r1").find("FAILED: out of memory (Slurm: OUT_OF_MEMORY): rank 0 on n1 killed by signal 15") != std::string::npos);
     }
     SUBCASE("a time limit: FAILED with that cause") {
@@ -1116,6 +1171,7 @@ TEST_CASE("how Slurm says the job ended decides, every node alive: its own reque
         f.start();
         end_as(f, "TIMEOUT");
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         CHECK(f.events("r1").find("FAILED: the job reached its time limit (Slurm: TIMEOUT)") != std::string::npos);
     }
     SUBCASE("scancel in Slurm: CANCELLED, not FAILED") {
@@ -1123,6 +1179,7 @@ TEST_CASE("how Slurm says the job ended decides, every node alive: its own reque
         f.start();
         end_as(f, "CANCELLED");
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "CANCELLED"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         CHECK(f.events("r1").find("CANCELLED: job 7 cancelled in Slurm (scancel) on c1") != std::string::npos);
     }
     SUBCASE("preempted and ended: a FAULT no node is to blame for, requeued by policy") {
@@ -1130,6 +1187,7 @@ TEST_CASE("how Slurm says the job ended decides, every node alive: its own reque
         f.start();
         end_as(f, "PREEMPTED");
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         CHECK(f.events("r1").find("FAULT: worker n1/batch preempted: Slurm ended job 7 (PREEMPTED); no node is to blame") != std::string::npos);
         CHECK(f.events("r1").find("FAILED") == std::string::npos);
     }
@@ -1147,6 +1205,7 @@ TEST_CASE("a TIMEOUT under --shardnet-on-timeout=requeue: requeued only from a c
         REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
         REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
         REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         auto seal = [&](const char *name) {
             for (int rank = 0; rank < 2; ++rank)
                 REQUIRE(f.call("POST", std::string("/v1/runs/r1/checkpoints/") + name + "/commit",
@@ -1175,6 +1234,7 @@ TEST_CASE("a TIMEOUT under --shardnet-on-timeout=requeue: requeued only from a c
         f.start();
         timed_out(f, true, true);
         REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         INFO(f.events("r1"));
         CHECK(f.events("r1").find("FAULT: worker n1/batch time limit: Slurm ended job 7 (TIMEOUT) after checkpoint checkpoint-0020 was sealed "
                                   "past the pre-limit signal") != std::string::npos);
@@ -1189,6 +1249,7 @@ TEST_CASE("a TIMEOUT under --shardnet-on-timeout=requeue: requeued only from a c
         f.start();
         timed_out(f, true, false);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         CHECK(f.events("r1").find("FAILED: the job reached its time limit (Slurm: TIMEOUT); not requeued: --shardnet-on-timeout=requeue, "
                                   "but attempt 1 sealed no checkpoint after its pre-limit signal") != std::string::npos);
         CHECK(f.slurm->count("sbatch") == 0);
@@ -1198,6 +1259,7 @@ TEST_CASE("a TIMEOUT under --shardnet-on-timeout=requeue: requeued only from a c
         f.start();
         timed_out(f, false, true);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         CHECK(f.events("r1").find("not requeued: --shardnet-on-timeout=requeue, but no pre-limit signal was reported") != std::string::npos);
         CHECK(f.slurm->count("sbatch") == 0);
     }
@@ -1214,6 +1276,7 @@ TEST_CASE("Slurm's limits without a reported end, requeue=off, and the site's bo
         }
         f.tick_ahead(10);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         INFO(f.events("r1"));
         CHECK(f.events("r1").find("FAILED: the job reached its time limit (Slurm: TIMEOUT) (the batch script's end was not reported)") !=
               std::string::npos);
@@ -1227,6 +1290,7 @@ TEST_CASE("Slurm's limits without a reported end, requeue=off, and the site's bo
         REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7, "off") == 204);
         REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7, "off") == 204);
         REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         {
             std::lock_guard<std::mutex> lock(f.slurm->mu);
             f.slurm->jobs[kConf][7].state = "PREEMPTED";
@@ -1234,6 +1298,7 @@ TEST_CASE("Slurm's limits without a reported end, requeue=off, and the site's bo
         REQUIRE(ended(f, "n1", "0", R"([{"rank":0,"exit":{"code":null,"signal":15,"time":1000.1}}])") == 204);
         REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":null,"signal":15}}])") == 204);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         CHECK(f.events("r1").find("preempted (Slurm: PREEMPTED); not requeued: --shardnet-requeue=off") != std::string::npos);
     }
 }
@@ -1265,6 +1330,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         CHECK(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n1"],"took":["n3"],"nodes":["n2","n3"]})") == 409);
         REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"],"spares":0,"relaunch_seconds":0.5})") == 200);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         // The same report sent again (its answer lost): one RESTARTED.
         CHECK(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"],"spares":0})") == 200);
         const std::string ev = f.events("r1");
@@ -1284,6 +1350,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
         for (const char *n : {"n1", "n2", "n3"}) REQUIRE(f.beat("r1", 1, n, "0", "c1", 7) == 204);
         REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         REQUIRE(report(f, R"({"kind":"supervising","attempt":1,"spares":2,"nodes":["n1","n2","n3"]})") == 200);
         kill_node(f, "n2");
         kill_node(f, "n3");
@@ -1303,6 +1370,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         // Then n3's: taken (its FAULT held now), RUNNING again, no requeue.
         REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":2,"dead":["n3"],"took":["n5"],"nodes":["n1","n4","n5"],"spares":0,"ended_step":"1"})") == 200);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         const std::string ev = f.events("r1");
         INFO(ev);
         CHECK(ev.find("RESTARTED: in-job restart 1: node n2 left out, n4 took its place") != std::string::npos);
@@ -1332,6 +1400,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
         for (const char *n : {"n1", "n2", "n3"}) REQUIRE(f.beat("r1", 1, n, "0", "c1", 7) == 204);
         REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         REQUIRE(report(f, R"({"kind":"supervising","attempt":1,"spares":2,"nodes":["n1","n2","n3"]})") == 200);
         kill_node(f, "n2");
         kill_node(f, "n3");
@@ -1362,6 +1431,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         // The second death's relaunch is still taken: RUNNING, nothing requeued.
         REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":2,"dead":[")" + second + R"("],"took":["n5"],"nodes":["n1","n4","n5"],"spares":0})") == 200);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         CHECK(f.slurm->count("sbatch") == 0);
     }
     SUBCASE("two nodes die during the hold and one relaunch answers both") {
@@ -1371,6 +1441,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         REQUIRE(f.beat("r1", 1, "n1", "batch", "c1", 7) == 204);
         for (const char *n : {"n1", "n2", "n3"}) REQUIRE(f.beat("r1", 1, n, "0", "c1", 7) == 204);
         REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         REQUIRE(report(f, R"({"kind":"supervising","attempt":1,"spares":2,"nodes":["n1","n2","n3"]})") == 200);
         kill_node(f, "n2");
         kill_node(f, "n3");
@@ -1394,8 +1465,10 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         REQUIRE(ended(f, "n1", "0", R"([{"rank":0,"exit":{"code":137,"signal":null,"time":1000.1}}])") == 204);
         f.tick_ahead(10);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"],"spares":0})") == 200);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         {   // Slurm drops the dead node from the job; the spare is in it.
             std::lock_guard<std::mutex> lock(f.slurm->mu);
             f.slurm->jobs[kConf][7].nodes = "n1,n3";
@@ -1405,6 +1478,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         REQUIRE(ended(f, "n1", "1", R"([{"rank":0,"exit":{"code":1,"signal":null,"time":2000.9}}])") == 204);
         REQUIRE(ended(f, "n1", "batch", R"([{"rank":0,"exit":{"code":1,"signal":null}}])") == 204);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "FAILED" || f.state("r1") == "RECOVERING"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         const std::string ev = f.events("r1");
         INFO(ev);
         CHECK(f.state("r1") == "FAILED");
@@ -1418,8 +1492,10 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         kill_node(f, "n2");
         f.tick_ahead(10);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         REQUIRE(report(f, R"({"kind":"gave_up","attempt":1,"reason":"node n2 died and no spare node is left","spares":0})") == 200);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         CHECK(f.events("r1").find("RESTART_GAVE_UP: shard launch gave up: node n2 died and no spare node is left") != std::string::npos);
     }
     SUBCASE("a report the store does not take: the FAULT is held again, and its hold still requeues") {
@@ -1430,6 +1506,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         kill_node(f, "n2");
         f.tick_ahead(10);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         exec_sql(f.cfg.database, "CREATE TRIGGER no_restarts BEFORE INSERT ON events WHEN NEW.kind = 'RESTARTED' "
                                  "BEGIN SELECT RAISE(ABORT, 'injected'); END;");
         CHECK(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"]})") >= 500);
@@ -1437,6 +1514,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         // Sent again: the FAULT is there to be answered.
         REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"]})") == 200);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         // Had it not been sent again, the hold would have requeued it.
         ServiceFixture g({{"c1", kConf}});
         g.start();
@@ -1445,11 +1523,13 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         kill_node(g, "n2");
         g.tick_ahead(10);
         REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "DEGRADED"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         exec_sql(g.cfg.database, "CREATE TRIGGER no_restarts BEFORE INSERT ON events WHEN NEW.kind = 'RESTARTED' "
                                  "BEGIN SELECT RAISE(ABORT, 'injected'); END;");
         CHECK(report(g, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"]})") >= 500);
         g.tick_ahead(InJobRestarts::kHoldSeconds + 1);
         REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "RECOVERING"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
     }
     SUBCASE("the broker restarts during the hold: held again, the relaunch's report still counts; silence still requeues") {
         for (bool relaunched : {true, false}) {
@@ -1460,6 +1540,7 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
             kill_node(f, "n2");
             f.tick_ahead(10);
             REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+            ServiceFixture::settle();   // what the awaited change started is written too
             f.svc->summarise();   // the workers' rows, as every summary_seconds
             f.svc->drain();
             f.svc.reset();
@@ -1476,10 +1557,12 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
             if (relaunched) {
                 REQUIRE(report(f, R"({"kind":"restarted","attempt":1,"restart":1,"dead":["n2"],"took":["n3"],"nodes":["n1","n3"]})") == 200);
                 REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RUNNING"; }));
+                ServiceFixture::settle();   // what the awaited change started is written too
                 CHECK(submitted(f) == 0);
             } else {
                 f.tick_ahead(InJobRestarts::kHoldSeconds + 1);
                 REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+                ServiceFixture::settle();   // what the awaited change started is written too
             }
         }
     }
@@ -1532,8 +1615,10 @@ TEST_CASE("a supervised attempt's FAULT waits for shard launch: a relaunch is RU
         kill_node(f, "n2");
         f.tick_ahead(10);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "DEGRADED"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
         f.tick_ahead(InJobRestarts::kHoldSeconds + 1);
         REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+        ServiceFixture::settle();   // what the awaited change started is written too
     }
 }
 
@@ -1552,6 +1637,7 @@ TEST_CASE("a run in an OCI image is requeued only where containers run (clusters
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const auto changes = f.slurm->changes();
     auto s = std::find_if(changes.begin(), changes.end(), [](const auto &c) { return c.argv[0] == "sbatch"; });
     CHECK(s->conf == kConf2);
@@ -1577,6 +1663,7 @@ TEST_CASE("a run in an OCI image is requeued only where its layout is read (clus
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const auto changes = f.slurm->changes();
     auto s = std::find_if(changes.begin(), changes.end(), [](const auto &c) { return c.argv[0] == "sbatch"; });
     CHECK(s->conf == kConf2);
@@ -1595,9 +1682,11 @@ TEST_CASE("a requeue that found no place is tried again after the broker's resta
     REQUIRE(f.beat("r1", 1, "n1", "0", "c1", 7) == 204);
     REQUIRE(f.beat("r1", 1, "n2", "0", "c1", 7) == 204);
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("scontrol", "show") >= 1; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("no placement for attempt 2") != std::string::npos; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     CHECK(f.state("r1") == "DEGRADED");
     CHECK(f.slurm->count("sbatch") == 0);
     // The broker stops; two nodes join the cluster meanwhile.
@@ -1611,7 +1700,9 @@ TEST_CASE("a requeue that found no place is tried again after the broker's resta
     });
     // Taken up at start (not 30 s later, and not never).
     REQUIRE(ServiceFixture::until([&] { return f.slurm->count("sbatch") == 1; }, 5));
+    ServiceFixture::settle();   // what the awaited change started is written too
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     INFO(ev);
     CHECK(ev.find("no placement for attempt 2") == ev.rfind("no placement for attempt 2"));   // the history told once
@@ -1662,6 +1753,7 @@ TEST_CASE("a node only the broker saw down (its slurmd refused a connect: a floo
     }
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("FAULT") != std::string::npos; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     INFO(ev);
     // The run recovers at once, and its FAULT says whose word it was.
@@ -1695,6 +1787,7 @@ TEST_CASE("NOT_RESPONDING is Slurm's suspicion, not its verdict; a power state i
     }
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("FAULT") != std::string::npos; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     for (double ahead : {16.0, 22.0, 28.0, 34.0}) f.tick_ahead(ahead);
     CHECK_FALSE(node_held(f, "n2"));
     {
@@ -1736,6 +1829,7 @@ TEST_CASE("a kept environment belongs to its owner and job: another's is never r
     kill_node(f, "n2");
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     std::vector<FakeSlurm::Seen> sbatch;
     for (const auto &c : f.slurm->changes())
         if (c.argv[0] == "sbatch") sbatch.push_back(c);
@@ -1767,6 +1861,7 @@ TEST_CASE("a kept environment belongs to its owner and job: another's is never r
     kill_node(g, "n2");
     g.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return g.state("r1") == "RECOVERING"; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     for (const auto &c : g.slurm->changes())
         if (c.argv[0] == "sbatch") {
             REQUIRE(c.as.fd3);

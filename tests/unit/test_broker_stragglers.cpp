@@ -214,6 +214,7 @@ TEST_CASE("the broker writes a STRAGGLER event naming the slow node of a running
         std::this_thread::sleep_for(std::chrono::milliseconds(1050));
     }
     REQUIRE(ServiceFixture::until([&] { return f.events("r1").find("STRAGGLER") != std::string::npos; }));
+    ServiceFixture::settle();   // what the awaited change started is written too
     const std::string ev = f.events("r1");
     CHECK(ev.find("STRAGGLER: node n3 ran ") != std::string::npos);
     CHECK(ev.find(" steps/s for 2 window(s) of 1 s, under 0.50 x the median ") != std::string::npos);

@@ -115,6 +115,7 @@ TEST_CASE("a node Slurm cannot vouch for is not taken: 503 to report again, and 
     }
     // The failed look is tried again after JobAllocations::kRetrySeconds.
     REQUIRE(ServiceFixture::until([&] { return f.call("POST", "/v1/heartbeats", beat("rj", 1, "n1", "0"), token("rj", 1, 7)).status == 204; }, 5));
+    ServiceFixture::settle();   // what the awaited change started is written too
 }
 
 TEST_CASE("a job's workers that still report are capped at its task count from Slurm; ended ones are not kept without bound") {
