@@ -63,6 +63,19 @@ void fault_without_room(ServiceFixture &f, const std::function<void()> &before_f
     f.tick_ahead(10);
 }
 
+// Both peers answer "full", and no node of c1 could take the run even in
+// use (n3 down): the run's FAULT finds no place anywhere.
+void every_peer_refuses_nowhere_here(ServiceFixture &f) {
+    for (const auto &url : {kBeta, kGamma})
+        f.peers->on(url, [](const HttpRequest &) {
+            return answer(409, json::object{{"error", json::object{{"code", "no_capacity"}, {"message", "full"}}}});
+        });
+    fault_without_room(f, [&] {
+        std::lock_guard<std::mutex> lock(f.slurm->mu);
+        f.slurm->nodes[kConf]["n3"] = "DOWN";
+    });
+}
+
 bool contains(const std::string &hay, const std::string &needle) { return hay.find(needle) != std::string::npos; }
 
 std::string decision_body(const std::string &id, const std::string &run, long long to, const std::string &user) {
@@ -158,14 +171,7 @@ TEST_CASE("every peer refuses: PLACEMENT names why; the run waits in its own clu
 TEST_CASE("every peer refuses and no node of this broker's could take it, even in use: the run waits DEGRADED, tried again") {
     ServiceFixture f({{"c1", kConf}}, two_peers());
     f.start();
-    for (const auto &url : {kBeta, kGamma})
-        f.peers->on(url, [](const HttpRequest &) {
-            return answer(409, json::object{{"error", json::object{{"code", "no_capacity"}, {"message", "full"}}}});
-        });
-    fault_without_room(f, [&] {
-        std::lock_guard<std::mutex> lock(f.slurm->mu);
-        f.slurm->nodes[kConf]["n3"] = "DOWN";
-    });
+    every_peer_refuses_nowhere_here(f);
     const bool waits = ServiceFixture::until([&] { return contains(f.events("r1"), "(every peer broker refused); tried again every 30 s"); });
     INFO(f.events("r1"));
     REQUIRE(waits);
@@ -188,14 +194,7 @@ TEST_CASE("every peer refused, then the broker restarts: the unplaced decision i
     // peer had been asked, and went to the peers that had refused it.
     ServiceFixture f({{"c1", kConf}}, two_peers());
     f.start();
-    for (const auto &url : {kBeta, kGamma})
-        f.peers->on(url, [](const HttpRequest &) {
-            return answer(409, json::object{{"error", json::object{{"code", "no_capacity"}, {"message", "full"}}}});
-        });
-    fault_without_room(f, [&] {
-        std::lock_guard<std::mutex> lock(f.slurm->mu);
-        f.slurm->nodes[kConf]["n3"] = "DOWN";
-    });
+    every_peer_refuses_nowhere_here(f);
     REQUIRE(ServiceFixture::until([&] { return contains(f.events("r1"), "(every peer broker refused); tried again every 30 s"); }));
     ServiceFixture::settle();   // what the awaited change started is written too
     const std::size_t asked = f.peers->requests(kBeta).size() + f.peers->requests(kGamma).size();

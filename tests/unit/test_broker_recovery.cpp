@@ -52,6 +52,14 @@ void kill_node(ServiceFixture &f, const std::string &node) {
     f.slurm->dead_slurmd.insert(node);
 }
 
+// The sbatch calls the fake Slurm saw, in order.
+std::vector<FakeSlurm::Seen> sbatches(ServiceFixture &f) {
+    std::vector<FakeSlurm::Seen> out;
+    for (const auto &c : f.slurm->changes())
+        if (c.argv[0] == "sbatch") out.push_back(c);
+    return out;
+}
+
 // Whether the broker's bad-node memory holds node now (GET /v1/bad-nodes).
 bool node_held(ServiceFixture &f, const std::string &node) {
     f.svc->drain();
@@ -293,9 +301,7 @@ TEST_CASE("no idle room, but nodes in use that fit: the new attempt waits in the
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
     ServiceFixture::settle();   // what the awaited change started is written too
     INFO(f.events("r1"));
-    std::vector<FakeSlurm::Seen> sbatch;
-    for (const auto &c : f.slurm->changes())
-        if (c.argv[0] == "sbatch") sbatch.push_back(c);
+    const std::vector<FakeSlurm::Seen> sbatch = sbatches(f);
     REQUIRE(sbatch.size() == 1);
     CHECK(has(sbatch[0].argv, "-N"));
     CHECK(std::find(sbatch[0].argv.begin(), sbatch[0].argv.end(), "-N")[1] == "2");
@@ -810,9 +816,7 @@ TEST_CASE("the submitter's environment: checked whole, filtered, kept root-only,
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
     ServiceFixture::settle();   // what the awaited change started is written too
-    std::vector<FakeSlurm::Seen> sbatch;
-    for (const auto &c : f.slurm->changes())
-        if (c.argv[0] == "sbatch") sbatch.push_back(c);
+    const std::vector<FakeSlurm::Seen> sbatch = sbatches(f);
     REQUIRE(sbatch.size() == 1);
     CHECK(has(sbatch[0].argv, "--export-file=3"));
     REQUIRE(sbatch[0].as.fd3);
@@ -1830,9 +1834,7 @@ TEST_CASE("a kept environment belongs to its owner and job: another's is never r
     f.tick_ahead(10);
     REQUIRE(ServiceFixture::until([&] { return f.state("r1") == "RECOVERING"; }));
     ServiceFixture::settle();   // what the awaited change started is written too
-    std::vector<FakeSlurm::Seen> sbatch;
-    for (const auto &c : f.slurm->changes())
-        if (c.argv[0] == "sbatch") sbatch.push_back(c);
+    const std::vector<FakeSlurm::Seen> sbatch = sbatches(f);
     REQUIRE(sbatch.size() == 1);
     CHECK_FALSE(has(sbatch[0].argv, "--export-file=3"));
     CHECK_FALSE(sbatch[0].as.fd3);
