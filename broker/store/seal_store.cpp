@@ -38,8 +38,12 @@ std::span<const Sql> seal_statements() {
                           "received FROM carried_seals WHERE run = ? ORDER BY received DESC, name DESC LIMIT ?"},
         {"keep_newest_carried", "DELETE FROM carried_seals WHERE run = ?1 AND name NOT IN "
                                 "(SELECT name FROM carried_seals WHERE run = ?1 ORDER BY received DESC, name DESC LIMIT ?2)"},
+        // A finished run's, one moved on to another broker, and those of a
+        // run this broker has no row for (a decision answered again after a
+        // crash): kept past ?1 by nobody's need.
         {"forget_carried_seals", "DELETE FROM carried_seals WHERE run IN (SELECT id FROM runs WHERE state IN "
-                                 "('SUCCEEDED', 'FAILED', 'CANCELLED') AND updated < ?)"},
+                                 "('SUCCEEDED', 'FAILED', 'CANCELLED', 'MOVED') AND updated < ?1) "
+                                 "OR (run NOT IN (SELECT id FROM runs) AND received < ?1)"},
     };
     return table;
 }

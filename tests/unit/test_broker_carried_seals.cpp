@@ -185,7 +185,8 @@ TEST_CASE("carried seals are pruned: a run's newest two stay; a run finished pas
             st.insert_run(RunRow{"done", "u", "SUCCEEDED", "{}", 2, 1, old, old});
             st.insert_run(RunRow{"done-lately", "u", "FAILED", "{}", 2, 1, old, now - 86400.0});
             st.insert_run(RunRow{"live", "u", "RUNNING", "{}", 2, 1, old, old});
-            for (const std::string run : {"done", "done-lately", "live"})
+            st.insert_run(RunRow{"moved-on", "u", "MOVED", "{}", 2, 1, old, old});
+            for (const std::string run : {"done", "done-lately", "live", "moved-on", "no-row"})
                 for (int i = 1; i <= 3; ++i)
                     st.seals().put_carried_seal(Store::CarriedSealRow{run, "checkpoint-" + std::to_string(i), 1, 1, "", "beta",
                                                               Store::SealedListRow{std::string(64, 'a'), 1, 1, 0, ""}, "[]", old + i});
@@ -200,8 +201,10 @@ TEST_CASE("carried seals are pruned: a run's newest two stay; a run finished pas
         CHECK(names("done").size() == 3);
         long long gone = 0;
         st.transaction([&] { gone = st.seals().forget_carried_seals(now - 30 * 86400.0); });
-        CHECK(gone == 3);
+        CHECK(gone == 9);
         CHECK(names("done").empty());
+        CHECK(names("moved-on").empty());   // handed on to another broker a month ago (issue 43)
+        CHECK(names("no-row").empty());     // no run here: received a month ago
         CHECK(names("done-lately").size() == 3);   // finished a day ago: kept
         CHECK(names("live").size() == 2);          // not finished: kept
     }
