@@ -145,7 +145,8 @@ std::string Forwarder::with_environment(const std::string &payload) {
     const std::string id(run->as_string());
     auto kept = dir.empty() ? std::nullopt : read_environment_file(dir, id, err);
     if (!kept) {
-        log_warn("the run's environment does not go with its decision", id, err.empty() ? "none is kept" : err);
+        if (!err.empty()) log_warn("the run's environment does not go with its decision", id, err);
+        else log_json("info", "no environment is kept for the run: its decision goes without one", json::object{{"run", id}});
         return payload;
     }
     // Only the run's owner's, kept for one of its jobs (job_environment.hpp).
