@@ -111,7 +111,11 @@ void Inventory::seen_down(const std::string &cluster, const std::string &node, d
         // Bounded: a cluster's nodes, at most. One already watched keeps its count.
         if (nodes.size() >= kMaxSuspected && !nodes.count(node)) return;
         first = nodes.empty();
-        nodes.try_emplace(node, Suspected{run, cause, 0, {}}).first->second.runs.insert(run);
+        // A new sighting watches it for another SlurmdTimeout and a minute:
+        // a real death seen late in an earlier watch is still judged whole.
+        auto &sus = nodes.try_emplace(node, Suspected{run, cause, 0, {}}).first->second;
+        sus.runs.insert(run);
+        sus.looks = 0;
     }
     log_json("info", "a node seen down by the broker only: held for other runs once Slurm says so",
              json::object{{"cluster", cluster}, {"node", node}, {"run", run}, {"slurm_state", valid_utf8(slurm_state)}});
