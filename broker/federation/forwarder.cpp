@@ -160,14 +160,8 @@ std::string Forwarder::with_environment(const std::string &payload) {
         log_warn("the run's environment does not go with its decision", id, whose);
         return payload;
     }
-    const std::string *text = &kept->text;
     json::array env;
-    for (std::size_t pos = 0; pos < text->size();) {
-        const auto end = text->find('\0', pos);
-        if (end == std::string::npos) break;
-        env.emplace_back(std::string_view(*text).substr(pos, end - pos));
-        pos = end + 1;
-    }
+    for (auto &e : kept->entries()) env.emplace_back(std::move(e));
     v.as_object()["environment"] = std::move(env);
     return json::serialize(v);
 }

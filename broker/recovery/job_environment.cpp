@@ -170,6 +170,17 @@ std::string environment_belongs(const EnvironmentOrigin &origin, long long uid,
            ") and one of its jobs: not replayed";
 }
 
+std::vector<std::string> KeptEnvironment::entries() const {
+    std::vector<std::string> out;
+    for (std::size_t pos = 0; pos < text.size();) {
+        const auto end = text.find('\0', pos);
+        if (end == std::string::npos) break;
+        out.push_back(text.substr(pos, end - pos));
+        pos = end + 1;
+    }
+    return out;
+}
+
 std::optional<EnvironmentOrigin> spec_origin(Store &store, const std::string &run, long long attempt) {
     const auto row = store.attempts().get_job_spec(run, attempt);
     if (!row || row->job <= 0) return std::nullopt;
@@ -218,16 +229,9 @@ void adopt_legacy_environment(Core &core, const std::string &dir, const std::str
         forget_environment_file(dir, run);
         return;
     }
-    std::vector<std::string> env;
-    for (std::size_t pos = 0; pos < kept->text.size();) {
-        const auto end = kept->text.find('\0', pos);
-        if (end == std::string::npos) break;
-        env.push_back(kept->text.substr(pos, end - pos));
-        pos = end + 1;
-    }
     bool existed = false;
     forget_environment_file(dir, run);
-    if (std::string why = write_environment_file(dir, run, *origin, env, existed); !why.empty())
+    if (std::string why = write_environment_file(dir, run, *origin, kept->entries(), existed); !why.empty())
         log_json("warn", "an earlier version's kept environment could not be stamped with its owner", boost::json::object{{"run", run}, {"why", why}});
 }
 

@@ -45,6 +45,7 @@ struct EnvironmentOrigin {
 struct KeptEnvironment {
     EnvironmentOrigin origin;   // uid -1: a file of an earlier version, no origin recorded
     std::string text;           // NUL-terminated NAME=VALUE entries
+    std::vector<std::string> entries() const;   // text's entries, one each
 };
 
 // A run's kept environment, as NUL-terminated entries after a first record
